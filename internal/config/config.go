@@ -1,0 +1,49 @@
+// Package config loads pincer's configuration: one JSON5 file with ${ENV}
+// substitution and strict keys, layered over built-in defaults. Every section
+// knows its defaults and validates itself; problems name the full key path.
+package config
+
+import (
+	"time"
+)
+
+// Config is the whole configuration. The zero value is not useful; start
+// from Default or Load.
+type Config struct {
+	Gateway  Gateway  `json:"gateway"`
+	Log      Log      `json:"log"`
+	Store    Store    `json:"store"`
+	Models   Models   `json:"models"`
+	Agents   Agents   `json:"agents"`
+	Channels Channels `json:"channels"`
+}
+
+// Default returns the built-in configuration that pincer runs on when no
+// file is given: SQLite under ./data, web chat on 127.0.0.1:18789 and the
+// preview agent.
+func Default() Config {
+	return Config{
+		Gateway:  Gateway{Listen: "127.0.0.1:18789", ShutdownTimeoutMs: 30000},
+		Log:      Log{Level: "info", Format: "text"},
+		Store:    Store{Driver: "sqlite", Path: "./data/pincer.db", BusyTimeoutMs: 5000},
+		Models:   Models{Providers: map[string]Provider{}},
+		Agents:   Agents{Defaults: AgentDefaults{Workspace: "./data/workspace", MaxTokens: 4096, ContextTokens: 128000}},
+		Channels: Channels{Webchat: Webchat{Enabled: true, Title: "pincer"}},
+	}
+}
+
+// Validate checks every section and returns all problems joined, each a
+// *FieldError naming its key path.
+func (c *Config) Validate() error {
+	return joinProblems(
+		nest("gateway", c.Gateway.Validate()),
+		nest("log", c.Log.Validate()),
+		nest("store", c.Store.Validate()),
+		nest("models", c.Models.Validate()),
+		nest("agents", c.Agents.Validate(&c.Models)),
+		nest("channels", c.Channels.Validate()),
+	)
+}
+
+// ms converts a millisecond setting to a duration.
+func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }

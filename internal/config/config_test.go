@@ -1,0 +1,233 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func noEnv(string) (string, bool) { return "", false }
+
+func envOf(m map[string]string) Env {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func paths(err error) []string {
+	var out []string
+	for _, e := range Problems(err) {
+		var fe *FieldError
+		if errors.As(e, &fe) {
+			out = append(out, fe.Path)
+		} else {
+			out = append(out, "!"+e.Error())
+		}
+	}
+	return out
+}
+
+func TestDefaultsValidate(t *testing.T) {
+	cfg := Default()
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("defaults do not validate: %v", err)
+	}
+	if cfg.Gateway.Listen != "127.0.0.1:18789" || cfg.Store.Path != "./data/pincer.db" {
+		t.Errorf("unexpected defaults: %+v %+v", cfg.Gateway, cfg.Store)
+	}
+}
+
+func TestParseJSON5Syntax(t *testing.T) {
+	doc := `
+	// line comment
+	{
+	  /* block */ gateway: { listen: '127.0.0.1:9999', },
+	  "log": {'level': "debug",},
+	}`
+	cfg, err := Parse([]byte(doc), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Gateway.Listen != "127.0.0.1:9999" || cfg.Log.Level != "debug" {
+		t.Errorf("got listen %q level %q", cfg.Gateway.Listen, cfg.Log.Level)
+	}
+	if cfg.Gateway.ShutdownTimeoutMs != 30000 || cfg.Log.Format != "text" {
+		t.Error("unset keys must keep their defaults")
+	}
+}
+
+func TestParseSyntaxErrorHasPosition(t *testing.T) {
+	_, err := Parse([]byte("{\n  gateway: {\n    listen: [1 2],\n  },\n}"), noEnv)
+	if err == nil || !strings.Contains(err.Error(), "line 3") {
+		t.Fatalf("want a syntax error at line 3, got %v", err)
+	}
+}
+
+func TestUnknownKeysNameFullPath(t *testing.T) {
+	doc := `{
+	  gateway: { listne: 'x:1' },
+	  channels: { webchat: { titel: 'x' }, onebot: {} },
+	  models: { providers: { openai: { baseURL: 'http://x' } } },
+	}`
+	_, err := Parse([]byte(doc), noEnv)
+	want := []string{"channels.onebot", "channels.webchat.titel", "gateway.listne", "models.providers.openai.baseURL"}
+	if diff := cmp.Diff(want, paths(err)); diff != "" {
+		t.Errorf("problem paths (-want +got):\n%s\nerror: %v", diff, err)
+	}
+	if !strings.Contains(err.Error(), `did you mean "title"`) || !strings.Contains(err.Error(), `did you mean "baseUrl"`) {
+		t.Errorf("want suggestions, got %v", err)
+	}
+}
+
+func TestTypeErrorsNamePath(t *testing.T) {
+	doc := `{ gateway: { shutdownTimeoutMs: 'soon' }, channels: { webchat: { enabled: 1 } }, agents: { defaults: { model: { fallbacks: 'a/b' }, maxTokens: 1.5 } } }`
+	_, err := Parse([]byte(doc), noEnv)
+	want := []string{"agents.defaults.maxTokens", "agents.defaults.model.fallbacks", "channels.webchat.enabled", "gateway.shutdownTimeoutMs"}
+	if diff := cmp.Diff(want, paths(err)); diff != "" {
+		t.Errorf("problem paths (-want +got):\n%s\nerror: %v", diff, err)
+	}
+}
+
+func TestEnvSubstitution(t *testing.T) {
+	doc := `{
+	  models: { providers: { ds: { baseUrl: 'https://${HOST}/v1', apiKey: '${KEY}', headers: { x: '$${LITERAL}', y: '${UNSET:-dflt}' } } } },
+	  agents: { defaults: { model: { primary: 'ds/deepseek-chat' } } },
+	}`
+	cfg, err := Parse([]byte(doc), envOf(map[string]string{"HOST": "api.deepseek.com", "KEY": "sk-1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := cfg.Models.Providers["ds"]
+	if p.BaseURL != "https://api.deepseek.com/v1" || p.APIKey.Value() != "sk-1" {
+		t.Errorf("got %+v", p)
+	}
+	if p.Headers["x"] != "${LITERAL}" || p.Headers["y"] != "dflt" {
+		t.Errorf("headers = %v", p.Headers)
+	}
+}
+
+func TestUnsetEnvIsAnErrorNamingIt(t *testing.T) {
+	_, err := Parse([]byte(`{ gateway: { token: '${PINCER_TEST_TOKEN}' } }`), noEnv)
+	if err == nil || !strings.Contains(err.Error(), "gateway.token: environment variable PINCER_TEST_TOKEN is not set") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestValidateProblems(t *testing.T) {
+	doc := `{
+	  gateway: { listen: '0.0.0.0:80' },
+	  log: { level: 'loud' },
+	  models: { providers: { x: { api: 'grpc', baseUrl: 'ftp://h' } } },
+	  agents: { defaults: { model: { primary: 'nope/m', fallbacks: ['bad'] }, maxTokens: 10, contextTokens: 5 } },
+	}`
+	_, err := Parse([]byte(doc), noEnv)
+	want := []string{
+		"agents.defaults.contextTokens",
+		"agents.defaults.model.fallbacks[0]",
+		"agents.defaults.model.primary",
+		"gateway.token",
+		"log.level",
+		"models.providers.x.api",
+		"models.providers.x.baseUrl",
+	}
+	if diff := cmp.Diff(want, paths(err)); diff != "" {
+		t.Errorf("problem paths (-want +got):\n%s\nerror: %v", diff, err)
+	}
+}
+
+func TestNonLoopbackWithTokenIsValid(t *testing.T) {
+	cfg, err := Parse([]byte(`{ gateway: { listen: '0.0.0.0:18789', token: 't' } }`), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Gateway.Loopback() {
+		t.Error("0.0.0.0 is not loopback")
+	}
+	for _, l := range []string{"127.0.0.1:1", "[::1]:1", "localhost:1"} {
+		if !(Gateway{Listen: l}).Loopback() {
+			t.Errorf("%s is loopback", l)
+		}
+	}
+}
+
+func TestExampleParsesAndValidates(t *testing.T) {
+	cfg, err := Parse(Example, noEnv)
+	if err != nil {
+		t.Fatalf("example config: %v", err)
+	}
+	if cfg.Agents.Defaults.Model.Primary != "openai/gpt-4o-mini" {
+		t.Errorf("primary = %q", cfg.Agents.Defaults.Model.Primary)
+	}
+}
+
+// TestExampleIsComplete keeps the example in step with the schema: every key
+// a user can set appears in it.
+func TestExampleIsComplete(t *testing.T) {
+	var tree map[string]any
+	if _, err := Parse(Example, noEnv); err != nil {
+		t.Fatal(err)
+	}
+	tree = mustTree(t, Example)
+	for _, p := range leafPaths(reflect.TypeFor[Config](), "") {
+		if !hasPath(tree, strings.Split(p, ".")) {
+			t.Errorf("example config lacks %s", p)
+		}
+	}
+}
+
+func TestSecretsNeverPrint(t *testing.T) {
+	s := Secret("sk-very-secret")
+	var buf bytes.Buffer
+	slog.New(slog.NewTextHandler(&buf, nil)).Info("x", "key", s, "gw", Gateway{Token: s})
+	out := buf.String() + fmt.Sprintf("%v %+v %#v %s", s, Gateway{Token: s}, s, s)
+	if strings.Contains(out, "sk-very-secret") {
+		t.Errorf("secret leaked: %s", out)
+	}
+	if s.Value() != "sk-very-secret" {
+		t.Error("Value must return the secret")
+	}
+}
+
+func TestLocate(t *testing.T) {
+	t.Chdir(t.TempDir())
+	if p, _ := Locate("a.json5", envOf(map[string]string{EnvVar: "b.json5"})); p != "a.json5" {
+		t.Errorf("flag must win, got %q", p)
+	}
+	if p, _ := Locate("", envOf(map[string]string{EnvVar: "b.json5"})); p != "b.json5" {
+		t.Errorf("env must come next, got %q", p)
+	}
+	if p, _ := Locate("", noEnv); p != "" {
+		t.Errorf("no file: want defaults, got %q", p)
+	}
+	if err := writeFile(DefaultFile, "{}"); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := Locate("", noEnv); p != DefaultFile {
+		t.Errorf("want ./%s, got %q", DefaultFile, p)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add(string(Example))
+	f.Add(`{gateway:{listen:'${X}'}}`)
+	f.Add(`{a:[1,2,],}`)
+	f.Add(`[]`)
+	f.Fuzz(func(t *testing.T, doc string) {
+		cfg, err := Parse([]byte(doc), envOf(map[string]string{"X": "127.0.0.1:1"}))
+		if err == nil {
+			if verr := cfg.Validate(); verr != nil {
+				t.Fatalf("Parse accepted a config that does not validate: %v", verr)
+			}
+		}
+	})
+}
+
+func TestTrailingContentIsAnError(t *testing.T) {
+	if _, err := Parse([]byte(`{gateway: {}} }`), noEnv); err == nil {
+		t.Fatal("trailing content must be rejected")
+	}
+}

@@ -1,0 +1,275 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Gateway configures the HTTP listener that serves the web chat, health and
+// metrics.
+type Gateway struct {
+	// Listen is the host:port to bind.
+	Listen string `json:"listen"`
+	// Token is required when Listen is not a loopback address; every request
+	// must then carry it.
+	Token Secret `json:"token"`
+	// ShutdownTimeoutMs bounds how long in-flight replies may take to finish
+	// after a shutdown signal before they are cut and persisted.
+	ShutdownTimeoutMs int `json:"shutdownTimeoutMs"`
+}
+
+// ShutdownTimeout returns ShutdownTimeoutMs as a duration.
+func (g Gateway) ShutdownTimeout() time.Duration { return ms(g.ShutdownTimeoutMs) }
+
+// Loopback reports whether Listen binds only a loopback address.
+func (g Gateway) Loopback() bool {
+	host, _, err := net.SplitHostPort(g.Listen)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Validate checks the gateway section.
+func (g Gateway) Validate() error {
+	var errs []error
+	if _, port, err := net.SplitHostPort(g.Listen); err != nil || port == "" {
+		errs = append(errs, problem("listen", "want host:port, got %q", g.Listen))
+	} else if !g.Loopback() && g.Token == "" {
+		errs = append(errs, problem("token", "required when listen (%s) is not a loopback address", g.Listen))
+	}
+	if g.ShutdownTimeoutMs < 0 {
+		errs = append(errs, problem("shutdownTimeoutMs", "must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// Log configures logging.
+type Log struct {
+	// Level is debug, info, warn or error. Message text and prompts are
+	// logged only at debug.
+	Level string `json:"level"`
+	// Format is text or json.
+	Format string `json:"format"`
+}
+
+// Validate checks the log section.
+func (l Log) Validate() error {
+	var errs []error
+	switch l.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, problem("level", "want debug, info, warn or error, got %q", l.Level))
+	}
+	switch l.Format {
+	case "text", "json":
+	default:
+		errs = append(errs, problem("format", "want text or json, got %q", l.Format))
+	}
+	return errors.Join(errs...)
+}
+
+// Store configures persistence.
+type Store struct {
+	// Driver is the store implementation; "sqlite" is built in.
+	Driver string `json:"driver"`
+	// Path is the SQLite database file.
+	Path string `json:"path"`
+	// BusyTimeoutMs is how long a writer waits for a lock.
+	BusyTimeoutMs int `json:"busyTimeoutMs"`
+}
+
+// Validate checks the store section.
+func (s Store) Validate() error {
+	var errs []error
+	if s.Driver != "sqlite" {
+		errs = append(errs, problem("driver", "want sqlite, got %q", s.Driver))
+	}
+	if strings.TrimSpace(s.Path) == "" {
+		errs = append(errs, problem("path", "must not be empty"))
+	}
+	if s.BusyTimeoutMs < 0 {
+		errs = append(errs, problem("busyTimeoutMs", "must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// Models configures model providers, keyed by the provider id used in
+// model refs ("openai" in "openai/gpt-4o-mini").
+type Models struct {
+	Providers map[string]Provider `json:"providers"`
+}
+
+// Validate checks every provider.
+func (m Models) Validate() error {
+	var errs []error
+	for id, p := range m.Providers {
+		if id == "" || strings.ContainsAny(id, "/ ") {
+			errs = append(errs, problem("providers."+id, "provider id must be non-empty without '/' or spaces"))
+			continue
+		}
+		errs = append(errs, nest("providers."+id, p.Validate()))
+	}
+	return errors.Join(errs...)
+}
+
+// Provider APIs.
+const (
+	APIOpenAI    = "openai"
+	APIAnthropic = "anthropic"
+)
+
+// Provider configures one model endpoint.
+type Provider struct {
+	// API is the wire protocol: "openai" (any OpenAI-compatible server) or
+	// "anthropic". Empty means anthropic for a provider named "anthropic",
+	// openai otherwise.
+	API string `json:"api"`
+	// BaseURL overrides the SDK's default endpoint, e.g.
+	// http://127.0.0.1:11434/v1 for Ollama.
+	BaseURL string `json:"baseUrl"`
+	// APIKey is the key; write it as "${OPENAI_API_KEY}".
+	APIKey Secret `json:"apiKey"`
+	// TimeoutMs bounds one model call, streaming included.
+	TimeoutMs int `json:"timeoutMs"`
+	// Headers are extra HTTP headers sent with every request.
+	Headers map[string]string `json:"headers"`
+}
+
+// ResolvedAPI returns API, or the API implied by the provider id.
+func (p Provider) ResolvedAPI(id string) string {
+	if p.API != "" {
+		return p.API
+	}
+	if id == APIAnthropic {
+		return APIAnthropic
+	}
+	return APIOpenAI
+}
+
+// Timeout returns TimeoutMs as a duration, with a default of two minutes.
+func (p Provider) Timeout() time.Duration {
+	if p.TimeoutMs == 0 {
+		return 2 * time.Minute
+	}
+	return ms(p.TimeoutMs)
+}
+
+// Validate checks one provider.
+func (p Provider) Validate() error {
+	var errs []error
+	switch p.API {
+	case "", APIOpenAI, APIAnthropic:
+	default:
+		errs = append(errs, problem("api", "want openai or anthropic, got %q", p.API))
+	}
+	if p.BaseURL != "" {
+		u, err := url.Parse(p.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, problem("baseUrl", "want an http(s) URL, got %q", p.BaseURL))
+		}
+	}
+	if p.TimeoutMs < 0 {
+		errs = append(errs, problem("timeoutMs", "must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// Agents configures agents; only defaults exist so far.
+type Agents struct {
+	Defaults AgentDefaults `json:"defaults"`
+}
+
+// Validate checks agent settings against the configured providers.
+func (a Agents) Validate(models *Models) error {
+	return nest("defaults", a.Defaults.Validate(models))
+}
+
+// ModelChoice names the primary model and its fallbacks as provider/model
+// refs.
+type ModelChoice struct {
+	Primary   string   `json:"primary"`
+	Fallbacks []string `json:"fallbacks"`
+}
+
+// AgentDefaults are the settings every agent starts from.
+type AgentDefaults struct {
+	// Model is the model chain. An empty primary selects the preview agent,
+	// which shows what a model would have been sent.
+	Model ModelChoice `json:"model"`
+	// Workspace is the agent's directory; SYSTEM.md and AGENTS.md there are
+	// added to the system prompt.
+	Workspace string `json:"workspace"`
+	// SystemPrompt is prepended to the workspace files.
+	SystemPrompt string `json:"systemPrompt"`
+	// MaxTokens caps one model reply.
+	MaxTokens int `json:"maxTokens"`
+	// ContextTokens is the model context budget the transcript is fitted to.
+	ContextTokens int `json:"contextTokens"`
+}
+
+// Validate checks model refs and limits.
+func (d AgentDefaults) Validate(models *Models) error {
+	var errs []error
+	check := func(path, ref string) {
+		provider, model, ok := strings.Cut(ref, "/")
+		if !ok || provider == "" || model == "" {
+			errs = append(errs, problem(path, "want provider/model, got %q", ref))
+			return
+		}
+		if _, known := models.Providers[provider]; !known && provider != "preview" {
+			errs = append(errs, problem(path, "provider %q is not configured under models.providers", provider))
+		}
+	}
+	if d.Model.Primary != "" {
+		check("model.primary", d.Model.Primary)
+	} else if len(d.Model.Fallbacks) > 0 {
+		errs = append(errs, problem("model.primary", "required when fallbacks are set"))
+	}
+	for i, ref := range d.Model.Fallbacks {
+		check(fmt.Sprintf("model.fallbacks[%d]", i), ref)
+	}
+	if strings.TrimSpace(d.Workspace) == "" {
+		errs = append(errs, problem("workspace", "must not be empty"))
+	}
+	if d.MaxTokens <= 0 {
+		errs = append(errs, problem("maxTokens", "must be positive"))
+	}
+	if d.ContextTokens <= d.MaxTokens {
+		errs = append(errs, problem("contextTokens", "must exceed maxTokens (%d)", d.MaxTokens))
+	}
+	return errors.Join(errs...)
+}
+
+// Channels configures the chat channels.
+type Channels struct {
+	Webchat Webchat `json:"webchat"`
+}
+
+// Validate checks every channel.
+func (c Channels) Validate() error {
+	return nest("webchat", c.Webchat.Validate())
+}
+
+// Webchat configures the built-in web chat served on gateway.listen.
+type Webchat struct {
+	Enabled bool `json:"enabled"`
+	// Title is shown in the page header.
+	Title string `json:"title"`
+}
+
+// Validate checks the web chat section.
+func (w Webchat) Validate() error {
+	if w.Enabled && strings.TrimSpace(w.Title) == "" {
+		return problem("title", "must not be empty")
+	}
+	return nil
+}

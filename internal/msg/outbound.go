@@ -1,0 +1,46 @@
+package msg
+
+// MediaKind classifies outbound media so a channel picks the right upload.
+type MediaKind string
+
+// Media kinds.
+const (
+	MediaImage MediaKind = "image"
+	MediaAudio MediaKind = "audio"
+	MediaVideo MediaKind = "video"
+	MediaFile  MediaKind = "file"
+)
+
+// Media is one outbound attachment, by URL or local path.
+type Media struct {
+	Kind MediaKind
+	URL  string
+	Name string
+}
+
+// Outbound is one reply payload for a channel to deliver.
+type Outbound struct {
+	Account AccountID
+	Peer    Peer
+	Text    string
+	Media   []Media
+	// ReplyTo quotes this message when the channel supports quoting.
+	ReplyTo MessageID
+	// IsError marks an error notice; channels never convert mentions in it.
+	IsError bool
+	// IsReasoning marks model reasoning; most channels suppress it.
+	IsReasoning bool
+	// ChannelData carries channel-specific options the engine passes through
+	// without reading.
+	ChannelData map[string]any
+}
+
+// Empty reports whether there is nothing to deliver.
+func (o *Outbound) Empty() bool {
+	for _, r := range o.Text {
+		if r != ' ' && r != '\t' && r != '\n' && r != '\r' {
+			return false
+		}
+	}
+	return len(o.Media) == 0
+}

@@ -1,0 +1,43 @@
+package msg
+
+// SegmentKind is the kind of one piece of message content.
+type SegmentKind string
+
+// Segment kinds shared by all channels. A platform type with no kind of its
+// own becomes SegOther with its platform type name kept in Segment.Type.
+const (
+	SegText    SegmentKind = "text"
+	SegAt      SegmentKind = "at"
+	SegReply   SegmentKind = "reply"
+	SegImage   SegmentKind = "image"
+	SegVoice   SegmentKind = "voice"
+	SegFace    SegmentKind = "face"
+	SegVideo   SegmentKind = "video"
+	SegFile    SegmentKind = "file"
+	SegForward SegmentKind = "forward"
+	SegOther   SegmentKind = "other"
+)
+
+// Segment is one piece of message content. Only the fields that belong to
+// its kind are set.
+type Segment struct {
+	Kind SegmentKind
+	// Text is the text of a SegText segment.
+	Text string
+	// Target is the mentioned user of a SegAt segment; AtAll marks @all.
+	Target UserID
+	AtAll  bool
+	// Name is the display name of a mention target or the file name of a
+	// file, when the platform gave one.
+	Name string
+	// URL locates media (image, voice, video, file), when known.
+	URL string
+	// ID is the platform id the segment refers to: the quoted message of a
+	// reply, the container of a forward, a face id, a file key.
+	ID string
+	// Type is the platform's own type name of a SegOther segment.
+	Type string
+}
+
+// Text returns a text segment.
+func Text(s string) Segment { return Segment{Kind: SegText, Text: s} }
