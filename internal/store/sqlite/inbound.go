@@ -1,0 +1,105 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/pincerbot/pincer/internal/msg"
+	"github.com/pincerbot/pincer/internal/store"
+)
+
+// LogInbound implements store.InboundLog.
+func (d *DB) LogInbound(ctx context.Context, m msg.Message) (bool, error) {
+	body, err := json.Marshal(m)
+	if err != nil {
+		return false, fmt.Errorf("log inbound %s: %w", m.ID, err)
+	}
+	res, err := d.db.ExecContext(ctx, `
+		INSERT INTO inbound (channel, account, peer, message_id, sent_at, logged_at, body) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT DO NOTHING`,
+		string(m.Channel), string(m.Account), m.Peer.String(), string(m.ID), millis(m.Time), millis(now()), string(body))
+	if err != nil {
+		return false, fmt.Errorf("log inbound %s: %w", m.ID, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("log inbound %s: %w", m.ID, err)
+	}
+	return n == 1, nil
+}
+
+// RecentInbound implements store.InboundLog.
+func (d *DB) RecentInbound(ctx context.Context, ch msg.ChannelID, acct msg.AccountID, peer msg.Peer, limit int) ([]store.LoggedMessage, error) {
+	rows, err := d.db.QueryContext(ctx, `
+		SELECT body, enriched, logged_at FROM inbound
+		WHERE channel = ? AND account = ? AND peer = ?
+		ORDER BY sent_at DESC, rowid DESC LIMIT ?`,
+		string(ch), string(acct), peer.String(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("recent inbound of %s: %w", peer, err)
+	}
+	defer rows.Close()
+	var out []store.LoggedMessage
+	for rows.Next() {
+		var body string
+		var lm store.LoggedMessage
+		var logged int64
+		if err := rows.Scan(&body, &lm.Enriched, &logged); err != nil {
+			return nil, fmt.Errorf("recent inbound of %s: %w", peer, err)
+		}
+		if err := json.Unmarshal([]byte(body), &lm.Message); err != nil {
+			return nil, fmt.Errorf("recent inbound of %s: decode: %w", peer, err)
+		}
+		lm.LoggedAt = fromMillis(logged)
+		out = append(out, lm)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("recent inbound of %s: %w", peer, err)
+	}
+	slices.Reverse(out)
+	return out, nil
+}
+
+// MarkEnriched implements store.InboundLog.
+func (d *DB) MarkEnriched(ctx context.Context, m msg.Message) error {
+	body, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("enrich %s: %w", m.ID, err)
+	}
+	res, err := d.db.ExecContext(ctx, `
+		UPDATE inbound SET body = ?, enriched = 1 WHERE channel = ? AND account = ? AND peer = ? AND message_id = ?`,
+		string(body), string(m.Channel), string(m.Account), m.Peer.String(), string(m.ID))
+	if err != nil {
+		return fmt.Errorf("enrich %s: %w", m.ID, err)
+	}
+	return mustAffect(res, "inbound message "+string(m.ID))
+}
+
+// ClaimDedup implements store.Dedup.
+func (d *DB) ClaimDedup(ctx context.Context, key string, ttl time.Duration) (bool, error) {
+	t := now()
+	res, err := d.db.ExecContext(ctx, `
+		INSERT INTO dedup (key, expires_at) VALUES (?, ?)
+		ON CONFLICT (key) DO UPDATE SET expires_at = excluded.expires_at WHERE dedup.expires_at <= ?`,
+		key, millis(t.Add(ttl)), millis(t))
+	if err != nil {
+		return false, fmt.Errorf("claim %s: %w", key, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("claim %s: %w", key, err)
+	}
+	return n == 1, nil
+}
+
+// PruneDedup implements store.Dedup.
+func (d *DB) PruneDedup(ctx context.Context) (int64, error) {
+	res, err := d.db.ExecContext(ctx, `DELETE FROM dedup WHERE expires_at <= ?`, millis(now()))
+	if err != nil {
+		return 0, fmt.Errorf("prune dedup: %w", err)
+	}
+	return res.RowsAffected()
+}

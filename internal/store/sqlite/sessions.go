@@ -1,0 +1,113 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/pincerbot/pincer/internal/store"
+)
+
+const sessionCols = `key, agent_id, model_override, generation, created_at, updated_at`
+
+func scanSession(row interface{ Scan(...any) error }) (store.Session, error) {
+	var s store.Session
+	var created, updated int64
+	err := row.Scan(&s.Key, &s.AgentID, &s.ModelOverride, &s.Generation, &created, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return s, store.ErrNotFound
+	}
+	s.CreatedAt, s.UpdatedAt = fromMillis(created), fromMillis(updated)
+	return s, err
+}
+
+// OpenSession implements store.Sessions.
+func (d *DB) OpenSession(ctx context.Context, key, agentID string) (store.Session, bool, error) {
+	t := millis(now())
+	res, err := d.db.ExecContext(ctx,
+		`INSERT INTO sessions (key, agent_id, created_at, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (key) DO NOTHING`,
+		key, agentID, t, t)
+	if err != nil {
+		return store.Session{}, false, fmt.Errorf("open session %s: %w", key, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return store.Session{}, false, fmt.Errorf("open session %s: %w", key, err)
+	}
+	s, err := d.Session(ctx, key)
+	return s, n == 1, err
+}
+
+// Session implements store.Sessions.
+func (d *DB) Session(ctx context.Context, key string) (store.Session, error) {
+	s, err := scanSession(d.db.QueryRowContext(ctx, `SELECT `+sessionCols+` FROM sessions WHERE key = ?`, key))
+	if err != nil {
+		return s, fmt.Errorf("session %s: %w", key, err)
+	}
+	return s, nil
+}
+
+// SetModelOverride implements store.Sessions.
+func (d *DB) SetModelOverride(ctx context.Context, key, model string) error {
+	res, err := d.db.ExecContext(ctx, `UPDATE sessions SET model_override = ?, updated_at = ? WHERE key = ?`, model, millis(now()), key)
+	if err != nil {
+		return fmt.Errorf("set model of %s: %w", key, err)
+	}
+	return mustAffect(res, "session "+key)
+}
+
+// ResetSession implements store.Sessions.
+func (d *DB) ResetSession(ctx context.Context, key, reason string) (store.Session, error) {
+	var s store.Session
+	err := d.tx(ctx, func(tx *sql.Tx) error {
+		t := millis(now())
+		res, err := tx.ExecContext(ctx, `UPDATE sessions SET generation = generation + 1, updated_at = ? WHERE key = ?`, t, key)
+		if err != nil {
+			return err
+		}
+		if err := mustAffect(res, "session "+key); err != nil {
+			return err
+		}
+		if s, err = scanSession(tx.QueryRowContext(ctx, `SELECT `+sessionCols+` FROM sessions WHERE key = ?`, key)); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO session_resets (session_key, generation, at, reason) VALUES (?, ?, ?, ?)`, key, s.Generation, t, reason)
+		return err
+	})
+	if err != nil {
+		return store.Session{}, fmt.Errorf("reset session %s: %w", key, err)
+	}
+	return s, nil
+}
+
+// Resets implements store.Sessions.
+func (d *DB) Resets(ctx context.Context, key string) ([]store.Reset, error) {
+	rows, err := d.db.QueryContext(ctx, `SELECT generation, at, reason FROM session_resets WHERE session_key = ? ORDER BY generation`, key)
+	if err != nil {
+		return nil, fmt.Errorf("resets of %s: %w", key, err)
+	}
+	defer rows.Close()
+	var out []store.Reset
+	for rows.Next() {
+		var r store.Reset
+		var at int64
+		if err := rows.Scan(&r.Generation, &at, &r.Reason); err != nil {
+			return nil, fmt.Errorf("resets of %s: %w", key, err)
+		}
+		r.At = fromMillis(at)
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+func mustAffect(res sql.Result, what string) error {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("%s: %w", what, store.ErrNotFound)
+	}
+	return nil
+}

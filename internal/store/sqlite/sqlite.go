@@ -1,0 +1,112 @@
+// Package sqlite implements store.Store on an embedded SQLite database
+// (modernc.org/sqlite, no cgo) in WAL mode with embedded migrations.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/pressly/goose/v3"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/pincerbot/pincer/internal/store"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Options tune Open.
+type Options struct {
+	// BusyTimeout is how long a writer waits for a lock; 5s when zero.
+	BusyTimeout time.Duration
+}
+
+// DB is a store.Store backed by one SQLite file.
+type DB struct {
+	db *sql.DB
+}
+
+var _ store.Store = (*DB)(nil)
+
+// Open opens (creating if needed) the database at path, with its parent
+// directory, and applies pending migrations.
+func Open(ctx context.Context, path string, opts Options) (*DB, error) {
+	if opts.BusyTimeout == 0 {
+		opts.BusyTimeout = 5 * time.Second
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("sqlite: create directory: %w", err)
+		}
+	}
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", opts.BusyTimeout.Milliseconds()))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "foreign_keys(ON)")
+	q.Set("_txlock", "immediate")
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	if err := migrate(ctx, db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite: migrate %s: %w", path, err)
+	}
+	return &DB{db: db}, nil
+}
+
+func migrate(ctx context.Context, db *sql.DB) error {
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return err
+	}
+	p, err := goose.NewProvider(goose.DialectSQLite3, db, sub)
+	if err != nil {
+		return err
+	}
+	_, err = p.Up(ctx)
+	return err
+}
+
+// Close closes the database.
+func (d *DB) Close() error { return d.db.Close() }
+
+// Check runs SQLite's integrity check and returns an error unless it
+// reports "ok".
+func (d *DB) Check(ctx context.Context) error {
+	var res string
+	if err := d.db.QueryRowContext(ctx, "PRAGMA integrity_check").Scan(&res); err != nil {
+		return fmt.Errorf("sqlite: integrity check: %w", err)
+	}
+	if res != "ok" {
+		return fmt.Errorf("sqlite: integrity check: %s", res)
+	}
+	return nil
+}
+
+func (d *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		return errors.Join(err, tx.Rollback())
+	}
+	return tx.Commit()
+}
+
+func millis(t time.Time) int64 { return t.UnixMilli() }
+
+func fromMillis(ms int64) time.Time { return time.UnixMilli(ms) }
+
+func now() time.Time { return time.Now().Truncate(time.Millisecond) }

@@ -1,0 +1,79 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+
+	"github.com/pincerbot/pincer/internal/store"
+)
+
+// AppendTurn implements store.Transcripts.
+func (d *DB) AppendTurn(ctx context.Context, key string, t store.Turn) (store.Turn, error) {
+	var calls string
+	if len(t.ToolCalls) > 0 {
+		b, err := json.Marshal(t.ToolCalls)
+		if err != nil {
+			return t, fmt.Errorf("append turn to %s: %w", key, err)
+		}
+		calls = string(b)
+	}
+	t.At = now()
+	err := d.tx(ctx, func(tx *sql.Tx) error {
+		var gen int
+		if err := tx.QueryRowContext(ctx, `SELECT generation FROM sessions WHERE key = ?`, key).Scan(&gen); err != nil {
+			if err == sql.ErrNoRows {
+				return store.ErrNotFound
+			}
+			return err
+		}
+		if err := tx.QueryRowContext(ctx,
+			`SELECT COALESCE(MAX(seq), 0) + 1 FROM turns WHERE session_key = ? AND generation = ?`, key, gen).Scan(&t.Seq); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx,
+			`INSERT INTO turns (session_key, generation, seq, role, text, tool_calls, tool_call_id, partial, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			key, gen, t.Seq, string(t.Role), t.Text, calls, t.ToolCallID, t.Partial, millis(t.At)); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE sessions SET updated_at = ? WHERE key = ?`, millis(t.At), key)
+		return err
+	})
+	if err != nil {
+		return t, fmt.Errorf("append turn to %s: %w", key, err)
+	}
+	return t, nil
+}
+
+// Transcript implements store.Transcripts.
+func (d *DB) Transcript(ctx context.Context, key string) ([]store.Turn, error) {
+	rows, err := d.db.QueryContext(ctx, `
+		SELECT t.seq, t.role, t.text, t.tool_calls, t.tool_call_id, t.partial, t.at
+		FROM turns t JOIN sessions s ON s.key = t.session_key AND s.generation = t.generation
+		WHERE t.session_key = ? ORDER BY t.seq`, key)
+	if err != nil {
+		return nil, fmt.Errorf("transcript of %s: %w", key, err)
+	}
+	defer rows.Close()
+	var out []store.Turn
+	for rows.Next() {
+		var t store.Turn
+		var role, calls string
+		var at int64
+		if err := rows.Scan(&t.Seq, &role, &t.Text, &calls, &t.ToolCallID, &t.Partial, &at); err != nil {
+			return nil, fmt.Errorf("transcript of %s: %w", key, err)
+		}
+		t.Role, t.At = store.Role(role), fromMillis(at)
+		if calls != "" {
+			if err := json.Unmarshal([]byte(calls), &t.ToolCalls); err != nil {
+				return nil, fmt.Errorf("transcript of %s: turn %d tool calls: %w", key, t.Seq, err)
+			}
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("transcript of %s: %w", key, err)
+	}
+	return out, nil
+}

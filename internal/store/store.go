@@ -1,0 +1,139 @@
+// Package store defines pincer's persistence: sessions and their reset
+// history, transcripts, the inbound message log and dedup keys. Implementations
+// live in subpackages and must pass the storetest conformance suite.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/pincerbot/pincer/internal/msg"
+)
+
+// ErrNotFound is returned when a session or message does not exist.
+var ErrNotFound = errors.New("store: not found")
+
+// Store is the persistence every pincer component shares. All methods are
+// safe for concurrent use.
+type Store interface {
+	Sessions
+	Transcripts
+	InboundLog
+	Dedup
+	// Close releases the store.
+	Close() error
+}
+
+// Session is one conversation with an agent, identified by its key
+// (for example "agent:main:webchat:direct:b1").
+type Session struct {
+	Key     string
+	AgentID string
+	// ModelOverride is a provider/model ref set by /model; empty for none.
+	ModelOverride string
+	// Generation counts resets; transcripts belong to one generation.
+	Generation int
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+// Reset records one session reset.
+type Reset struct {
+	// Generation is the generation the reset started.
+	Generation int
+	At         time.Time
+	Reason     string
+}
+
+// Sessions stores sessions.
+type Sessions interface {
+	// OpenSession returns the session for key, creating it for agentID when
+	// it does not exist; created reports which happened.
+	OpenSession(ctx context.Context, key, agentID string) (s Session, created bool, err error)
+	// Session returns the session for key or ErrNotFound.
+	Session(ctx context.Context, key string) (Session, error)
+	// SetModelOverride sets or (with "") clears the session's model.
+	SetModelOverride(ctx context.Context, key, model string) error
+	// ResetSession starts a new generation with an empty transcript and
+	// records the reset. Earlier transcripts are kept.
+	ResetSession(ctx context.Context, key, reason string) (Session, error)
+	// Resets lists the session's resets, oldest first.
+	Resets(ctx context.Context, key string) ([]Reset, error)
+}
+
+// Role is the author of a transcript turn.
+type Role string
+
+// Roles.
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+	// RoleSummary marks a compaction summary that stands for older turns.
+	RoleSummary Role = "summary"
+)
+
+// ToolCall is one tool invocation requested by the model.
+type ToolCall struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Arguments is the JSON object the model produced.
+	Arguments string `json:"arguments"`
+}
+
+// Turn is one transcript entry.
+type Turn struct {
+	// Seq orders turns within a session generation; assigned on append.
+	Seq       int64
+	Role      Role
+	Text      string
+	ToolCalls []ToolCall
+	// ToolCallID links a RoleTool result to its call.
+	ToolCallID string
+	// Partial marks an assistant reply cut short (shutdown, abort, error).
+	Partial bool
+	At      time.Time
+}
+
+// Transcripts stores the ordered turns of each session's current
+// generation.
+type Transcripts interface {
+	// AppendTurn appends t to the session's current generation and returns
+	// it with Seq and At set. The session must exist.
+	AppendTurn(ctx context.Context, key string, t Turn) (Turn, error)
+	// Transcript returns the current generation's turns in order.
+	Transcript(ctx context.Context, key string) ([]Turn, error)
+}
+
+// LoggedMessage is an inbound message as kept in the log.
+type LoggedMessage struct {
+	Message msg.Message
+	// Enriched reports that a channel completed the message after it was
+	// first logged (resolved names, expanded content).
+	Enriched bool
+	LoggedAt time.Time
+}
+
+// InboundLog keeps every accepted inbound message per channel, account and
+// peer.
+type InboundLog interface {
+	// LogInbound records m; inserted is false when the same message id was
+	// already logged for its channel, account and peer.
+	LogInbound(ctx context.Context, m msg.Message) (inserted bool, err error)
+	// RecentInbound returns up to limit most recent messages of a peer,
+	// oldest first.
+	RecentInbound(ctx context.Context, ch msg.ChannelID, acct msg.AccountID, peer msg.Peer, limit int) ([]LoggedMessage, error)
+	// MarkEnriched replaces a logged message with its enriched form.
+	MarkEnriched(ctx context.Context, m msg.Message) error
+}
+
+// Dedup claims keys for a time, so one event is processed once even across
+// restarts.
+type Dedup interface {
+	// ClaimDedup claims key for ttl. It returns false when the key is
+	// already claimed and unexpired.
+	ClaimDedup(ctx context.Context, key string, ttl time.Duration) (claimed bool, err error)
+	// PruneDedup deletes expired keys and reports how many.
+	PruneDedup(ctx context.Context) (int64, error)
+}

@@ -1,0 +1,325 @@
+// Package storetest is the conformance suite every store.Store
+// implementation must pass.
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/pincerbot/pincer/internal/msg"
+	"github.com/pincerbot/pincer/internal/store"
+)
+
+// Open returns a fresh, empty store; the suite closes it.
+type Open func(t *testing.T) store.Store
+
+// Run runs the conformance suite against the stores open returns.
+func Run(t *testing.T, open Open) {
+	tests := []struct {
+		name string
+		fn   func(*testing.T, store.Store)
+	}{
+		{"SessionsOpenOnce", testSessionsOpenOnce},
+		{"SessionNotFound", testSessionNotFound},
+		{"ModelOverride", testModelOverride},
+		{"ResetKeepsHistory", testResetKeepsHistory},
+		{"TranscriptOrder", testTranscriptOrder},
+		{"TranscriptConcurrentAppends", testTranscriptConcurrentAppends},
+		{"InboundLog", testInboundLog},
+		{"InboundEnrich", testInboundEnrich},
+		{"DedupClaim", testDedupClaim},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := open(t)
+			t.Cleanup(func() {
+				if err := s.Close(); err != nil {
+					t.Errorf("close: %v", err)
+				}
+			})
+			tt.fn(t, s)
+		})
+	}
+	t.Run("DedupExpiry", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			s := open(t)
+			defer s.Close()
+			testDedupExpiry(t, s)
+		})
+	})
+}
+
+func testSessionsOpenOnce(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	a, created, err := s.OpenSession(ctx, "k1", "main")
+	if err != nil || !created {
+		t.Fatalf("first open: created=%v err=%v", created, err)
+	}
+	b, created, err := s.OpenSession(ctx, "k1", "other")
+	if err != nil || created {
+		t.Fatalf("second open: created=%v err=%v", created, err)
+	}
+	if b.AgentID != "main" || b.Key != "k1" || !b.CreatedAt.Equal(a.CreatedAt) {
+		t.Errorf("reopened session changed: %+v vs %+v", b, a)
+	}
+	if a.CreatedAt.IsZero() || a.Generation != 0 {
+		t.Errorf("new session: %+v", a)
+	}
+}
+
+func testSessionNotFound(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	if _, err := s.Session(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Session: want ErrNotFound, got %v", err)
+	}
+	if err := s.SetModelOverride(ctx, "nope", "x/y"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("SetModelOverride: want ErrNotFound, got %v", err)
+	}
+	if _, err := s.ResetSession(ctx, "nope", "r"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("ResetSession: want ErrNotFound, got %v", err)
+	}
+	if _, err := s.AppendTurn(ctx, "nope", store.Turn{Role: store.RoleUser, Text: "x"}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("AppendTurn: want ErrNotFound, got %v", err)
+	}
+}
+
+func testModelOverride(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	mustOpen(t, s, "k")
+	if err := s.SetModelOverride(ctx, "k", "openai/gpt-4o"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Session(ctx, "k")
+	if err != nil || got.ModelOverride != "openai/gpt-4o" {
+		t.Fatalf("override = %q, %v", got.ModelOverride, err)
+	}
+	if err := s.SetModelOverride(ctx, "k", ""); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ = s.Session(ctx, "k"); got.ModelOverride != "" {
+		t.Errorf("cleared override = %q", got.ModelOverride)
+	}
+}
+
+func testResetKeepsHistory(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	mustOpen(t, s, "k")
+	mustAppend(t, s, "k", store.Turn{Role: store.RoleUser, Text: "before"})
+	sess, err := s.ResetSession(ctx, "k", "/new")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sess.Generation != 1 {
+		t.Errorf("generation after reset = %d, want 1", sess.Generation)
+	}
+	if tr := mustTranscript(t, s, "k"); len(tr) != 0 {
+		t.Errorf("transcript after reset has %d turns", len(tr))
+	}
+	mustAppend(t, s, "k", store.Turn{Role: store.RoleUser, Text: "after"})
+	if tr := mustTranscript(t, s, "k"); len(tr) != 1 || tr[0].Text != "after" || tr[0].Seq != 1 {
+		t.Errorf("transcript after reset = %+v", tr)
+	}
+	if _, err := s.ResetSession(ctx, "k", "idle"); err != nil {
+		t.Fatal(err)
+	}
+	resets, err := s.Resets(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []store.Reset{{Generation: 1, Reason: "/new"}, {Generation: 2, Reason: "idle"}}
+	if diff := cmp.Diff(want, resets, cmpopts.IgnoreFields(store.Reset{}, "At")); diff != "" {
+		t.Errorf("resets (-want +got):\n%s", diff)
+	}
+}
+
+func testTranscriptOrder(t *testing.T, s store.Store) {
+	mustOpen(t, s, "k")
+	mustOpen(t, s, "other")
+	in := []store.Turn{
+		{Role: store.RoleUser, Text: "what is the weather?"},
+		{Role: store.RoleAssistant, ToolCalls: []store.ToolCall{{ID: "c1", Name: "weather", Arguments: `{"city":"Hangzhou"}`}}},
+		{Role: store.RoleTool, ToolCallID: "c1", Text: "sunny"},
+		{Role: store.RoleAssistant, Text: "It is sunny.", Partial: true},
+	}
+	for i, turn := range in {
+		got := mustAppend(t, s, "k", turn)
+		if got.Seq != int64(i+1) || got.At.IsZero() {
+			t.Errorf("append %d: seq %d at %v", i, got.Seq, got.At)
+		}
+		mustAppend(t, s, "other", store.Turn{Role: store.RoleUser, Text: fmt.Sprint(i)})
+	}
+	got := mustTranscript(t, s, "k")
+	if diff := cmp.Diff(in, got, cmpopts.IgnoreFields(store.Turn{}, "Seq", "At")); diff != "" {
+		t.Errorf("transcript (-want +got):\n%s", diff)
+	}
+}
+
+func testTranscriptConcurrentAppends(t *testing.T, s store.Store) {
+	mustOpen(t, s, "k")
+	const n = 40
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			if _, err := s.AppendTurn(context.Background(), "k", store.Turn{Role: store.RoleUser, Text: fmt.Sprint(i)}); err != nil {
+				t.Errorf("append: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	tr := mustTranscript(t, s, "k")
+	if len(tr) != n {
+		t.Fatalf("got %d turns, want %d", len(tr), n)
+	}
+	for i, turn := range tr {
+		if turn.Seq != int64(i+1) {
+			t.Fatalf("turn %d has seq %d: sequence numbers must be dense and unique", i, turn.Seq)
+		}
+	}
+}
+
+func inbound(id string, peer msg.Peer, at time.Time, text string) msg.Message {
+	return msg.Message{
+		ID: msg.MessageID(id), Channel: "onebot", Account: msg.DefaultAccount, Peer: peer,
+		Sender: msg.Sender{ID: "10001", Name: "Alice"}, Time: at,
+		Segments: []msg.Segment{msg.Text(text)}, Text: text, ReplyTo: "9",
+		ForwardIDs: []msg.ForwardID{"fw1"}, Mentions: []msg.UserID{"42"},
+	}
+}
+
+func testInboundLog(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	g := msg.Peer{Kind: msg.Group, ID: "123"}
+	base := time.Date(2026, 3, 25, 14, 30, 0, 0, time.UTC)
+	for i := range 5 {
+		ok, err := s.LogInbound(ctx, inbound(fmt.Sprint(i), g, base.Add(time.Duration(i)*time.Second), fmt.Sprint("m", i)))
+		if err != nil || !ok {
+			t.Fatalf("log %d: inserted=%v err=%v", i, ok, err)
+		}
+	}
+	if ok, err := s.LogInbound(ctx, inbound("3", g, base, "dup")); err != nil || ok {
+		t.Errorf("duplicate log: inserted=%v err=%v", ok, err)
+	}
+	other := msg.Peer{Kind: msg.Group, ID: "456"}
+	if ok, err := s.LogInbound(ctx, inbound("3", other, base, "same id, other peer")); err != nil || !ok {
+		t.Errorf("same id in another peer: inserted=%v err=%v", ok, err)
+	}
+	got, err := s.RecentInbound(ctx, "onebot", msg.DefaultAccount, g, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []msg.MessageID
+	for _, lm := range got {
+		ids = append(ids, lm.Message.ID)
+	}
+	if diff := cmp.Diff([]msg.MessageID{"2", "3", "4"}, ids); diff != "" {
+		t.Errorf("recent ids, oldest first (-want +got):\n%s", diff)
+	}
+	want := inbound("4", g, base.Add(4*time.Second), "m4")
+	if diff := cmp.Diff(want, got[2].Message, cmpopts.EquateApproxTime(time.Millisecond)); diff != "" {
+		t.Errorf("message round trip (-want +got):\n%s", diff)
+	}
+	if got[2].Enriched {
+		t.Error("a new message is not enriched")
+	}
+}
+
+func testInboundEnrich(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	g := msg.Peer{Kind: msg.Group, ID: "1"}
+	m := inbound("a", g, time.Now(), "[合并转发]")
+	if _, err := s.LogInbound(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	m.Text = "expanded"
+	if err := s.MarkEnriched(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.RecentInbound(ctx, m.Channel, m.Account, g, 10)
+	if err != nil || len(got) != 1 || !got[0].Enriched || got[0].Message.Text != "expanded" {
+		t.Fatalf("after enrich: %+v, %v", got, err)
+	}
+	m.ID = "missing"
+	if err := s.MarkEnriched(ctx, m); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("enrich of an unknown message: want ErrNotFound, got %v", err)
+	}
+}
+
+func testDedupClaim(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	wins := 0
+	for range 16 {
+		wg.Go(func() {
+			ok, err := s.ClaimDedup(ctx, "onebot:1:group:9:m1", time.Hour)
+			if err != nil {
+				t.Errorf("claim: %v", err)
+			}
+			if ok {
+				mu.Lock()
+				wins++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if wins != 1 {
+		t.Errorf("%d concurrent claims won, want exactly 1", wins)
+	}
+	if ok, _ := s.ClaimDedup(ctx, "other", time.Hour); !ok {
+		t.Error("a different key must be claimable")
+	}
+}
+
+// testDedupExpiry runs inside a synctest bubble, so time moves only when
+// every goroutine of the test is blocked.
+func testDedupExpiry(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	if ok, err := s.ClaimDedup(ctx, "k", 20*time.Minute); !ok || err != nil {
+		t.Fatalf("claim: %v %v", ok, err)
+	}
+	time.Sleep(19 * time.Minute)
+	if ok, _ := s.ClaimDedup(ctx, "k", 20*time.Minute); ok {
+		t.Error("claimed again before expiry")
+	}
+	time.Sleep(2 * time.Minute)
+	if n, err := s.PruneDedup(ctx); err != nil || n != 1 {
+		t.Errorf("prune: %d, %v; want 1 expired key", n, err)
+	}
+	if ok, _ := s.ClaimDedup(ctx, "k", 20*time.Minute); !ok {
+		t.Error("an expired key must be claimable again")
+	}
+}
+
+func mustOpen(t *testing.T, s store.Store, key string) {
+	t.Helper()
+	if _, _, err := s.OpenSession(context.Background(), key, "main"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustAppend(t *testing.T, s store.Store, key string, turn store.Turn) store.Turn {
+	t.Helper()
+	got, err := s.AppendTurn(context.Background(), key, turn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func mustTranscript(t *testing.T, s store.Store, key string) []store.Turn {
+	t.Helper()
+	tr, err := s.Transcript(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
