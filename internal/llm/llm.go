@@ -1,0 +1,93 @@
+// Package llm defines the streaming model interface pincer's agents call, the
+// one place where provider errors are classified, and model refs. Providers
+// live in subpackages: openai (any OpenAI-compatible server), anthropic and
+// preview.
+package llm
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"strings"
+)
+
+// Role is the author of a conversation message.
+type Role string
+
+// Roles.
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+)
+
+// Message is one conversation message sent to a model.
+type Message struct {
+	Role Role
+	Text string
+}
+
+// Request is one model call.
+type Request struct {
+	// Model is the provider's model name (the part after "provider/").
+	Model string
+	// System is the system prompt; empty for none.
+	System string
+	// Messages is the conversation, oldest first, ending with the user's turn.
+	Messages []Message
+	// MaxTokens caps the reply.
+	MaxTokens int
+}
+
+// EventKind is the kind of one stream event.
+type EventKind int
+
+// Event kinds.
+const (
+	// EventText carries a piece of the visible reply.
+	EventText EventKind = iota + 1
+	// EventReasoning carries a piece of the model's reasoning.
+	EventReasoning
+	// EventDone ends a complete stream and carries usage and stop reason.
+	EventDone
+)
+
+// Usage counts tokens of one call, when the provider reports them.
+type Usage struct {
+	InputTokens  int64
+	OutputTokens int64
+}
+
+// Event is one item of a model stream.
+type Event struct {
+	Kind       EventKind
+	Text       string
+	StopReason string
+	Usage      Usage
+}
+
+// Provider is one model endpoint. Stream yields events until the reply is
+// complete (ending with EventDone) or an error, which is always an *Error.
+// Breaking out of the loop cancels the call.
+type Provider interface {
+	// ID is the provider id used in model refs.
+	ID() string
+	Stream(ctx context.Context, req Request) iter.Seq2[Event, error]
+}
+
+// Ref names a model as provider/model, e.g. "openai/gpt-4o-mini". The model
+// part may itself contain slashes ("openrouter/meta-llama/llama-3-70b").
+type Ref struct {
+	Provider string
+	Model    string
+}
+
+// ParseRef parses "provider/model".
+func ParseRef(s string) (Ref, error) {
+	p, m, ok := strings.Cut(strings.TrimSpace(s), "/")
+	if !ok || p == "" || m == "" {
+		return Ref{}, fmt.Errorf("model ref %q: want provider/model", s)
+	}
+	return Ref{Provider: p, Model: m}, nil
+}
+
+func (r Ref) String() string { return r.Provider + "/" + r.Model }

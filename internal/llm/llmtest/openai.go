@@ -1,0 +1,49 @@
+package llmtest
+
+import (
+	"net/http"
+	"testing"
+)
+
+// NewOpenAI starts a fake OpenAI-compatible server; use URL+"/v1" as the
+// SDK's base URL.
+func NewOpenAI(t testing.TB) *Server {
+	s := &Server{}
+	s.errBody = func(r Reply) any {
+		typ := r.ErrorType
+		if typ == "" {
+			typ = "server_error"
+		}
+		return map[string]any{"error": map[string]any{"message": "scripted " + typ, "type": typ, "code": typ, "param": nil}}
+	}
+	s.write = func(w http.ResponseWriter, f http.Flusher, req *http.Request, r Reply) {
+		chunk := func(delta map[string]any, finish any) map[string]any {
+			return map[string]any{
+				"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "fake",
+				"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}},
+			}
+		}
+		event(w, f, "", chunk(map[string]any{"role": "assistant", "content": ""}, nil))
+		for _, p := range r.Reasoning {
+			event(w, f, "", chunk(map[string]any{"reasoning_content": p}, nil))
+		}
+		for i, p := range r.Text {
+			if r.CutAfter > 0 && i == r.CutAfter {
+				cut(w)
+				return
+			}
+			event(w, f, "", chunk(map[string]any{"content": p}, nil))
+			if i == 0 {
+				hold(req, r)
+			}
+		}
+		if r.StreamError != "" {
+			event(w, f, "", map[string]any{"error": map[string]any{"message": "scripted", "type": r.StreamError}})
+			return
+		}
+		event(w, f, "", chunk(map[string]any{}, "stop"))
+		_, _ = w.Write([]byte("data: [DONE]\n\n"))
+	}
+	s.serve(t, "/v1/chat/completions")
+	return s
+}

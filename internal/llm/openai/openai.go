@@ -1,0 +1,177 @@
+// Package openai is an llm.Provider for the OpenAI chat-completions API and
+// every server compatible with it (DeepSeek, Qwen, Ollama, vLLM, llama.cpp),
+// built on the official openai-go SDK.
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"iter"
+	"net/http"
+	"net/url"
+	"time"
+
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+
+	"github.com/pincerbot/pincer/internal/llm"
+)
+
+// Options configure a provider.
+type Options struct {
+	// BaseURL is the API root including /v1; empty uses api.openai.com.
+	BaseURL string
+	APIKey  string
+	// Timeout bounds one call, streaming included; 0 means none.
+	Timeout time.Duration
+	Headers map[string]string
+	// HTTPClient replaces the default HTTP client.
+	HTTPClient *http.Client
+}
+
+// Provider is an OpenAI-compatible llm.Provider.
+type Provider struct {
+	id      string
+	client  sdk.Client
+	timeout time.Duration
+	// legacyMaxTokens sends max_tokens instead of max_completion_tokens:
+	// compatible servers know the older field, OpenAI's newest models only
+	// the newer.
+	legacyMaxTokens bool
+}
+
+var _ llm.Provider = (*Provider)(nil)
+
+// New returns a provider with id (the ref prefix) for the given endpoint.
+// The SDK's own retries are off: failures are classified and retried by
+// the caller, which honours Retry-After across models.
+func New(id string, o Options) *Provider {
+	opts := []option.RequestOption{option.WithMaxRetries(0)}
+	if o.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(o.APIKey))
+	} else {
+		// Local servers need no key; the SDK would otherwise read
+		// $OPENAI_API_KEY, which belongs to another provider entry.
+		opts = append(opts, option.WithAPIKey("none"))
+	}
+	if o.BaseURL != "" {
+		opts = append(opts, option.WithBaseURL(o.BaseURL))
+	}
+	for k, v := range o.Headers {
+		opts = append(opts, option.WithHeader(k, v))
+	}
+	if o.HTTPClient != nil {
+		opts = append(opts, option.WithHTTPClient(o.HTTPClient))
+	}
+	return &Provider{id: id, client: sdk.NewClient(opts...), timeout: o.Timeout, legacyMaxTokens: !isOpenAI(o.BaseURL)}
+}
+
+func isOpenAI(base string) bool {
+	if base == "" {
+		return true
+	}
+	u, err := url.Parse(base)
+	return err == nil && u.Hostname() == "api.openai.com"
+}
+
+// ID implements llm.Provider.
+func (p *Provider) ID() string { return p.id }
+
+// Stream implements llm.Provider.
+func (p *Provider) Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Event, error] {
+	return func(yield func(llm.Event, error) bool) {
+		callCtx, cancel := ctx, context.CancelFunc(func() {})
+		if p.timeout > 0 {
+			callCtx, cancel = context.WithTimeout(ctx, p.timeout)
+		}
+		defer cancel()
+		stream := p.client.Chat.Completions.NewStreaming(callCtx, p.params(req))
+		defer stream.Close()
+		var finish string
+		for stream.Next() {
+			chunk := stream.Current()
+			for _, c := range chunk.Choices {
+				if rc, ok := c.Delta.JSON.ExtraFields["reasoning_content"]; ok {
+					if text := rawString(rc.Raw()); text != "" && !yield(llm.Event{Kind: llm.EventReasoning, Text: text}, nil) {
+						return
+					}
+				}
+				if c.Delta.Content != "" && !yield(llm.Event{Kind: llm.EventText, Text: c.Delta.Content}, nil) {
+					return
+				}
+				if c.FinishReason != "" {
+					finish = c.FinishReason
+				}
+			}
+		}
+		if err := stream.Err(); err != nil {
+			yield(llm.Event{}, p.classify(ctx, req.Model, err))
+			return
+		}
+		if finish == "" {
+			yield(llm.Event{}, llm.Transport(p.id, req.Model, ctx, llm.ErrTruncated))
+			return
+		}
+		yield(llm.Event{Kind: llm.EventDone, StopReason: finish}, nil)
+	}
+}
+
+func (p *Provider) params(req llm.Request) sdk.ChatCompletionNewParams {
+	msgs := make([]sdk.ChatCompletionMessageParamUnion, 0, len(req.Messages)+1)
+	if req.System != "" {
+		msgs = append(msgs, sdk.SystemMessage(req.System))
+	}
+	for _, m := range req.Messages {
+		switch m.Role {
+		case llm.RoleAssistant:
+			msgs = append(msgs, sdk.AssistantMessage(m.Text))
+		default:
+			msgs = append(msgs, sdk.UserMessage(m.Text))
+		}
+	}
+	params := sdk.ChatCompletionNewParams{Model: req.Model, Messages: msgs}
+	if req.MaxTokens > 0 {
+		if p.legacyMaxTokens {
+			params.MaxTokens = sdk.Int(int64(req.MaxTokens))
+		} else {
+			params.MaxCompletionTokens = sdk.Int(int64(req.MaxTokens))
+		}
+	}
+	return params
+}
+
+func (p *Provider) classify(parent context.Context, model string, err error) *llm.Error {
+	var apiErr *sdk.Error
+	if errors.As(err, &apiErr) {
+		var h http.Header
+		if apiErr.Response != nil {
+			h = apiErr.Response.Header
+		}
+		typ := apiErr.Type
+		if apiErr.Code != "" {
+			typ = apiErr.Code
+		}
+		return llm.HTTPError(p.id, model, apiErr.StatusCode, h, typ, err)
+	}
+	var streamErr *ssestream.StreamError
+	if errors.As(err, &streamErr) {
+		// An error event inside a 200 stream: the server failed mid-reply.
+		return llm.HTTPError(p.id, model, 0, nil, "api_error", err)
+	}
+	return llm.Transport(p.id, model, parent, err)
+}
+
+// rawString decodes a JSON string literal, returning "" for null or
+// anything else.
+func rawString(raw string) string {
+	if len(raw) < 2 || raw[0] != '"' {
+		return ""
+	}
+	var s string
+	if err := json.Unmarshal([]byte(raw), &s); err != nil {
+		return ""
+	}
+	return s
+}

@@ -1,0 +1,62 @@
+package preview
+
+import (
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/pincerbot/pincer/internal/llm"
+	"github.com/pincerbot/pincer/internal/llm/llmtest"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func TestRenderGolden(t *testing.T) {
+	req := llm.Request{
+		Model:  "echo",
+		System: "You are pincer, a helpful assistant.\n\n# AGENTS.md\nBe brief.",
+		Messages: []llm.Message{
+			{Role: llm.RoleUser, Text: "[webchat you +0s Mon 2026-11-30 10:00 UTC] hi"},
+			{Role: llm.RoleAssistant, Text: "hello!"},
+			{Role: llm.RoleUser, Text: "[webchat you +1m Mon 2026-11-30 10:01 UTC] what can you do?"},
+		},
+	}
+	got := Render(req)
+	golden := filepath.Join("testdata", "render.golden")
+	if *update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("preview (-want +got):\n%s", diff)
+	}
+}
+
+func TestStreamYieldsTheRendering(t *testing.T) {
+	req := llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Text: "ping"}}}
+	text, _, done, err := llmtest.Collect(Provider{}.Stream(context.Background(), req))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text != Render(req) || done.Kind != llm.EventDone {
+		t.Errorf("streamed %q, done %+v", text, done)
+	}
+}
+
+func TestStreamStopsOnCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, _, _, err := llmtest.Collect(Provider{}.Stream(ctx, llm.Request{}))
+	if llm.ClassOf(err) != llm.Fatal {
+		t.Fatalf("want a fatal cancellation, got %v", err)
+	}
+}
