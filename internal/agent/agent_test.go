@@ -1,0 +1,209 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/pincerbot/pincer/internal/llm"
+	"github.com/pincerbot/pincer/internal/store"
+)
+
+// step scripts one call of a fakeProvider: stream text, then fail with err
+// (or finish when err is nil).
+type step struct {
+	text []string
+	err  *llm.Error
+}
+
+type fakeProvider struct {
+	id    string
+	mu    sync.Mutex
+	steps []step
+	calls []time.Time
+	reqs  []llm.Request
+}
+
+func (f *fakeProvider) ID() string { return f.id }
+
+func (f *fakeProvider) Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Event, error] {
+	return func(yield func(llm.Event, error) bool) {
+		f.mu.Lock()
+		f.calls = append(f.calls, time.Now())
+		f.reqs = append(f.reqs, req)
+		s := step{text: []string{"ok"}}
+		if len(f.steps) > 0 {
+			s, f.steps = f.steps[0], f.steps[1:]
+		}
+		f.mu.Unlock()
+		for _, t := range s.text {
+			if !yield(llm.Event{Kind: llm.EventText, Text: t}, nil) {
+				return
+			}
+		}
+		if s.err != nil {
+			e := *s.err
+			e.Provider, e.Model = f.id, req.Model
+			yield(llm.Event{}, &e)
+			return
+		}
+		yield(llm.Event{Kind: llm.EventDone}, nil)
+	}
+}
+
+func userTurn(text string) []store.Turn { return []store.Turn{{Role: store.RoleUser, Text: text}} }
+
+func runner(ps ...*fakeProvider) *Runner {
+	m := map[string]llm.Provider{}
+	for _, p := range ps {
+		m[p.id] = p
+	}
+	return NewRunner(Options{Providers: m, MaxTokens: 100, ContextTokens: 10000})
+}
+
+func chain(refs ...string) []llm.Ref {
+	var out []llm.Ref
+	for _, r := range refs {
+		ref, _ := llm.ParseRef(r)
+		out = append(out, ref)
+	}
+	return out
+}
+
+func TestRunStreamsAndReturnsText(t *testing.T) {
+	p := &fakeProvider{id: "a", steps: []step{{text: []string{"Hel", "lo"}}}}
+	var streamed []string
+	out, err := runner(p).Run(context.Background(), Input{
+		Models: chain("a/m"), System: "sys", Transcript: userTurn("hi"),
+		OnText: func(d string) { streamed = append(streamed, d) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Text != "Hello" || out.Model.String() != "a/m" || out.Partial {
+		t.Errorf("out = %+v", out)
+	}
+	if diff := cmp.Diff([]string{"Hel", "lo"}, streamed); diff != "" {
+		t.Errorf("streamed (-want +got):\n%s", diff)
+	}
+	if r := p.reqs[0]; r.System != "sys" || r.Model != "m" || r.MaxTokens != 100 || len(r.Messages) != 1 {
+		t.Errorf("request = %+v", r)
+	}
+}
+
+func TestRetryHonoursRetryAfter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &fakeProvider{id: "a", steps: []step{
+			{err: &llm.Error{Class: llm.Retryable, Reason: llm.ReasonRateLimit, Status: 429, RetryAfter: 7 * time.Second}},
+			{text: []string{"done"}},
+		}}
+		out, err := runner(p).Run(context.Background(), Input{Models: chain("a/m"), Transcript: userTurn("hi")})
+		if err != nil || out.Text != "done" {
+			t.Fatalf("out %+v err %v", out, err)
+		}
+		if got := p.calls[1].Sub(p.calls[0]); got != 7*time.Second {
+			t.Errorf("retried after %v, want the server's 7s", got)
+		}
+	})
+}
+
+func TestFallbackChain(t *testing.T) {
+	retryable := &llm.Error{Class: llm.Retryable, Reason: llm.ReasonOverloaded, Status: 529}
+	tests := []struct {
+		name       string
+		primary    []step
+		wantText   string
+		wantErr    bool
+		wantModel  string
+		wantCallsA int
+	}{
+		{"overload retried once then fallback", []step{{err: retryable}, {err: retryable}}, "ok", false, "b/m", 2},
+		{"unknown model falls back at once", []step{{err: &llm.Error{Class: llm.Fallback, Reason: llm.ReasonNotFound}}}, "ok", false, "b/m", 1},
+		{"bad key falls back at once", []step{{err: &llm.Error{Class: llm.Fatal, Reason: llm.ReasonAuth, Status: 401}}}, "ok", false, "b/m", 1},
+		{"invalid request stops the chain", []step{{err: &llm.Error{Class: llm.Fatal, Reason: llm.ReasonInvalid, Status: 400}}}, "", true, "a/m", 1},
+		{"failure after streaming is not repeated elsewhere", []step{{text: []string{"half"}, err: retryable}}, "half", true, "a/m", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				a := &fakeProvider{id: "a", steps: tt.primary}
+				b := &fakeProvider{id: "b"}
+				out, err := runner(a, b).Run(context.Background(), Input{Models: chain("a/m", "b/m"), Transcript: userTurn("hi")})
+				if (err != nil) != tt.wantErr {
+					t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
+				}
+				if out.Text != tt.wantText || out.Model.String() != tt.wantModel {
+					t.Errorf("out = %+v, want text %q from %s", out, tt.wantText, tt.wantModel)
+				}
+				if len(a.calls) != tt.wantCallsA {
+					t.Errorf("primary called %d times, want %d", len(a.calls), tt.wantCallsA)
+				}
+				if tt.wantText == "half" && !out.Partial {
+					t.Error("a cut reply must be marked partial")
+				}
+			})
+		})
+	}
+}
+
+func TestAllModelsFailReturnsLastError(t *testing.T) {
+	a := &fakeProvider{id: "a", steps: []step{{err: &llm.Error{Class: llm.Fallback, Reason: llm.ReasonQuota}}}}
+	_, err := runner(a).Run(context.Background(), Input{Models: chain("a/m", "missing/x"), Transcript: userTurn("hi")})
+	if !errors.Is(err, ErrNoModel) {
+		t.Errorf("want ErrNoModel for the unconfigured last model, got %v", err)
+	}
+}
+
+func TestCancelStopsRetryWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &fakeProvider{id: "a", steps: []step{{err: &llm.Error{Class: llm.Retryable, Reason: llm.ReasonRateLimit, RetryAfter: 20 * time.Second}}}}
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(time.Second, cancel)
+		start := time.Now()
+		_, err := runner(p).Run(ctx, Input{Models: chain("a/m"), Transcript: userTurn("hi")})
+		if !errors.Is(err, context.Canceled) || time.Since(start) != time.Second {
+			t.Errorf("err %v after %v; want cancellation after 1s", err, time.Since(start))
+		}
+	})
+}
+
+func TestMessagesAndFit(t *testing.T) {
+	tr := []store.Turn{
+		{Role: store.RoleSummary, Text: "earlier"},
+		{Role: store.RoleUser, Text: strings.Repeat("a", 400)},
+		{Role: store.RoleAssistant, Text: strings.Repeat("b", 400)},
+		{Role: store.RoleTool, Text: "ignored"},
+		{Role: store.RoleAssistant, Text: ""},
+		{Role: store.RoleUser, Text: "now"},
+	}
+	msgs := Messages(tr)
+	if len(msgs) != 4 || !strings.Contains(msgs[0].Text, "Summary") || msgs[3].Text != "now" {
+		t.Fatalf("Messages = %+v", msgs)
+	}
+	fit := Fit(msgs, 120)
+	if len(fit) != 1 || fit[0].Text != "now" {
+		t.Errorf("Fit must drop the oldest and never start with the assistant: %+v", fit)
+	}
+	if got := Fit(msgs, 1); len(got) != 1 || got[0].Text != "now" {
+		t.Errorf("the user's turn is always kept: %+v", got)
+	}
+	if got := Fit(msgs, 1e6); len(got) != 4 {
+		t.Errorf("everything fits a large budget: %d", len(got))
+	}
+}
+
+func TestEstimateTokens(t *testing.T) {
+	if got := EstimateTokens("abcdefgh"); got != 2 {
+		t.Errorf("ascii: %d", got)
+	}
+	if got := EstimateTokens("你好世界"); got != 4 {
+		t.Errorf("cjk: %d", got)
+	}
+}
