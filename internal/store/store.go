@@ -100,7 +100,8 @@ type Turn struct {
 // generation.
 type Transcripts interface {
 	// AppendTurn appends t to the session's current generation and returns
-	// it with Seq and At set. The session must exist.
+	// it with Seq set, and At set to now when it was zero. The session must
+	// exist.
 	AppendTurn(ctx context.Context, key string, t Turn) (Turn, error)
 	// Transcript returns the current generation's turns in order.
 	Transcript(ctx context.Context, key string) ([]Turn, error)

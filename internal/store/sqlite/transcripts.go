@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/pincerbot/pincer/internal/store"
 )
@@ -19,7 +20,10 @@ func (d *DB) AppendTurn(ctx context.Context, key string, t store.Turn) (store.Tu
 		}
 		calls = string(b)
 	}
-	t.At = now()
+	if t.At.IsZero() {
+		t.At = now()
+	}
+	t.At = t.At.Truncate(time.Millisecond)
 	err := d.tx(ctx, func(tx *sql.Tx) error {
 		var gen int
 		if err := tx.QueryRowContext(ctx, `SELECT generation FROM sessions WHERE key = ?`, key).Scan(&gen); err != nil {

@@ -160,6 +160,11 @@ func testTranscriptOrder(t *testing.T, s store.Store) {
 	if diff := cmp.Diff(in, got, cmpopts.IgnoreFields(store.Turn{}, "Seq", "At")); diff != "" {
 		t.Errorf("transcript (-want +got):\n%s", diff)
 	}
+	at := time.Date(2026, 3, 25, 14, 30, 0, 0, time.UTC)
+	mustAppend(t, s, "k", store.Turn{Role: store.RoleUser, Text: "dated", At: at})
+	if tr := mustTranscript(t, s, "k"); !tr[len(tr)-1].At.Equal(at) {
+		t.Errorf("a given At must be kept: got %v", tr[len(tr)-1].At)
+	}
 }
 
 func testTranscriptConcurrentAppends(t *testing.T, s store.Store) {

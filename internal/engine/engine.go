@@ -1,0 +1,268 @@
+// Package engine is pincer's channel-neutral reply engine: it takes an
+// inbound message, finds its session, runs the agent over the session
+// transcript and hands the streamed reply back to the channel.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/pincerbot/pincer/internal/agent"
+	"github.com/pincerbot/pincer/internal/llm"
+	"github.com/pincerbot/pincer/internal/msg"
+	"github.com/pincerbot/pincer/internal/prompt"
+	"github.com/pincerbot/pincer/internal/store"
+)
+
+// Replier is how a channel receives one turn's reply.
+type Replier interface {
+	// Partial receives visible reply text as the model streams it. Channels
+	// that cannot show streaming ignore it; Deliver always follows.
+	Partial(delta string)
+	// Deliver sends one reply payload.
+	Deliver(ctx context.Context, out msg.Outbound) (msg.MessageID, error)
+}
+
+// Options configure an Engine.
+type Options struct {
+	Store  store.Store
+	Runner *agent.Runner
+	// AgentID names the agent sessions belong to; "main" when empty.
+	AgentID string
+	// Models is the model chain, primary first.
+	Models []llm.Ref
+	// System returns the system prompt for a turn; it may read workspace
+	// files, so it is called per turn.
+	System func() string
+	// DedupTTL is how long an inbound message id is remembered; 20 min
+	// when zero.
+	DedupTTL time.Duration
+	// Location is the timezone envelopes show; nil means local.
+	Location *time.Location
+	Metrics  *Metrics
+	Logger   *slog.Logger
+}
+
+// Engine dispatches inbound messages to agent turns.
+type Engine struct {
+	opts Options
+	log  *slog.Logger
+
+	// base parents every turn's context; cancelling it cuts in-flight
+	// turns at the end of a shutdown grace period.
+	base   context.Context
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	closed   bool
+	inflight sync.WaitGroup
+	// locks serializes turns per session so transcripts stay ordered.
+	locks map[string]*sessionLock
+}
+
+type sessionLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+// ErrClosed is returned by Dispatch after Close has begun.
+var ErrClosed = errors.New("engine: closed")
+
+// ErrDuplicate is returned by Dispatch for a message already dispatched.
+var ErrDuplicate = errors.New("engine: duplicate message")
+
+// New returns an Engine.
+func New(o Options) *Engine {
+	if o.AgentID == "" {
+		o.AgentID = "main"
+	}
+	if o.DedupTTL == 0 {
+		o.DedupTTL = 20 * time.Minute
+	}
+	if o.System == nil {
+		o.System = func() string { return "" }
+	}
+	if o.Metrics == nil {
+		o.Metrics, _ = NewMetrics(nil) // nothing to register, so no error
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	base, cancel := context.WithCancel(context.Background())
+	return &Engine{opts: o, log: log.With("component", "engine"), base: base, cancel: cancel, locks: map[string]*sessionLock{}}
+}
+
+// SessionKey returns the session a message belongs to. Groups get one
+// session per group; direct chats one per peer, so two people never share a
+// transcript.
+func (e *Engine) SessionKey(m msg.Message) string {
+	return fmt.Sprintf("agent:%s:%s:%s:%s", e.opts.AgentID, m.Channel, m.Peer.Kind, m.Peer.ID)
+}
+
+// Dispatch runs one agent turn for m and delivers the reply through r. The
+// turn is detached from ctx's cancellation: a client that goes away does not
+// cut a reply, which is persisted in the transcript either way. Dispatch
+// returns when the reply has been delivered.
+func (e *Engine) Dispatch(ctx context.Context, m msg.Message, r Replier) error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return ErrClosed
+	}
+	e.inflight.Add(1)
+	e.mu.Unlock()
+	defer e.inflight.Done()
+
+	turnCtx, cancel := context.WithCancel(e.base)
+	defer cancel()
+	log := e.log.With("channel", string(m.Channel), "peer", m.Peer.String(), "msg_id", string(m.ID))
+	key := fmt.Sprintf("in:%s:%s:%s:%s", m.Channel, m.Account, m.Peer, m.ID)
+	claimed, err := e.opts.Store.ClaimDedup(turnCtx, key, e.opts.DedupTTL)
+	if err != nil {
+		return fmt.Errorf("dispatch %s: %w", m.ID, err)
+	}
+	if !claimed {
+		e.opts.Metrics.inbound.WithLabelValues(string(m.Channel), "duplicate").Inc()
+		log.Info("duplicate message dropped")
+		return ErrDuplicate
+	}
+	e.opts.Metrics.inbound.WithLabelValues(string(m.Channel), "accepted").Inc()
+	if _, err := e.opts.Store.LogInbound(turnCtx, m); err != nil {
+		return fmt.Errorf("dispatch %s: %w", m.ID, err)
+	}
+	return e.turn(turnCtx, log, m, r)
+}
+
+func (e *Engine) lock(key string) func() {
+	e.mu.Lock()
+	l := e.locks[key]
+	if l == nil {
+		l = &sessionLock{}
+		e.locks[key] = l
+	}
+	l.refs++
+	e.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		e.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(e.locks, key)
+		}
+		e.mu.Unlock()
+	}
+}
+
+func (e *Engine) turn(ctx context.Context, log *slog.Logger, m msg.Message, r Replier) error {
+	key := e.SessionKey(m)
+	unlock := e.lock(key)
+	defer unlock()
+	start := time.Now()
+	st := e.opts.Store
+	if _, _, err := st.OpenSession(ctx, key, e.opts.AgentID); err != nil {
+		return fmt.Errorf("turn %s: %w", key, err)
+	}
+	prior, err := st.Transcript(ctx, key)
+	if err != nil {
+		return fmt.Errorf("turn %s: %w", key, err)
+	}
+	env := prompt.Envelope{Channel: string(m.Channel), Sender: m.Sender.Name, At: m.Time, Location: e.opts.Location}
+	for i := len(prior) - 1; i >= 0; i-- {
+		if prior[i].Role == store.RoleUser {
+			env.Previous = prior[i].At
+			break
+		}
+	}
+	userTurn, err := st.AppendTurn(ctx, key, store.Turn{Role: store.RoleUser, Text: env.Format(m.Text), At: m.Time})
+	if err != nil {
+		return fmt.Errorf("turn %s: %w", key, err)
+	}
+	log.Debug("agent turn", "session", key, "body", userTurn.Text)
+
+	first := true
+	out, runErr := e.opts.Runner.Run(ctx, agent.Input{
+		Models:     e.opts.Models,
+		System:     e.opts.System(),
+		Transcript: append(prior, userTurn),
+		OnText: func(d string) {
+			if first {
+				first = false
+				e.opts.Metrics.firstText.Observe(time.Since(start).Seconds())
+			}
+			r.Partial(d)
+		},
+	})
+	// Persist whatever was produced before delivering, so a crash during
+	// delivery cannot lose the reply. The context may be cut by shutdown,
+	// so persistence uses one of its own.
+	persistCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if out.Text != "" {
+		if _, err := st.AppendTurn(persistCtx, key, store.Turn{Role: store.RoleAssistant, Text: out.Text, Partial: runErr != nil}); err != nil {
+			log.Error("persist reply", "err", err)
+		}
+	}
+	reply := msg.Outbound{Account: m.Account, Peer: m.Peer, Text: out.Text}
+	outcome := "replied"
+	if runErr != nil {
+		outcome = "failed"
+		log.Warn("agent turn failed", "err", runErr, "partial", out.Text != "")
+		if out.Text == "" {
+			reply = msg.Outbound{Account: m.Account, Peer: m.Peer, Text: ErrorNotice(runErr), IsError: true}
+		}
+	}
+	if reply.Empty() {
+		outcome = "empty"
+		log.Info("turn ended without a reply", "reason", "empty model output")
+	} else if _, err := r.Deliver(persistCtx, reply); err != nil {
+		outcome = "undelivered"
+		log.Error("deliver reply", "err", err)
+	}
+	e.opts.Metrics.turns.WithLabelValues(outcome).Inc()
+	e.opts.Metrics.turnSeconds.Observe(time.Since(start).Seconds())
+	return nil
+}
+
+// ErrorNotice is the text a user sees when a turn fails before any reply.
+func ErrorNotice(err error) string {
+	var le *llm.Error
+	switch {
+	case errors.As(err, &le) && le.Reason == llm.ReasonRateLimit:
+		return "⚠️ The model is rate-limited right now. Please try again in a moment."
+	case errors.As(err, &le) && (le.Reason == llm.ReasonOverloaded || le.Class == llm.Retryable):
+		return "⚠️ The model is unavailable right now. Please try again in a moment."
+	case errors.As(err, &le) && le.Reason == llm.ReasonAuth:
+		return "⚠️ The model rejected pincer's credentials. Ask the operator to check the API key."
+	case errors.As(err, &le) && le.Reason == llm.ReasonCanceled, errors.Is(err, context.Canceled):
+		return "⚠️ The reply was interrupted."
+	}
+	return "⚠️ Something went wrong while generating the reply."
+}
+
+// Close stops accepting messages and waits for in-flight turns. When ctx
+// ends first, running turns are cut; their partial replies are persisted and
+// delivered, and Close waits for that before returning ctx's error.
+func (e *Engine) Close(ctx context.Context) error {
+	e.mu.Lock()
+	e.closed = true
+	e.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		e.inflight.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		e.cancel()
+		return nil
+	case <-ctx.Done():
+		e.cancel()
+		<-done
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,271 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/pincerbot/pincer/internal/agent"
+	"github.com/pincerbot/pincer/internal/llm"
+	"github.com/pincerbot/pincer/internal/msg"
+	"github.com/pincerbot/pincer/internal/store"
+	"github.com/pincerbot/pincer/internal/store/sqlite"
+)
+
+// echoProvider replies "echo: <last user text>" in two deltas and records
+// every request. With hold set, it streams the first delta and then waits for
+// hold to close or the call to be cancelled.
+type echoProvider struct {
+	mu   sync.Mutex
+	reqs []llm.Request
+	hold chan struct{}
+	fail *llm.Error
+}
+
+func (p *echoProvider) ID() string { return "fake" }
+
+func (p *echoProvider) Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Event, error] {
+	return func(yield func(llm.Event, error) bool) {
+		p.mu.Lock()
+		p.reqs = append(p.reqs, req)
+		p.mu.Unlock()
+		if p.fail != nil {
+			yield(llm.Event{}, p.fail)
+			return
+		}
+		last := req.Messages[len(req.Messages)-1].Text
+		if !yield(llm.Event{Kind: llm.EventText, Text: "echo: "}, nil) {
+			return
+		}
+		if p.hold != nil {
+			select {
+			case <-p.hold:
+			case <-ctx.Done():
+				yield(llm.Event{}, llm.Transport("fake", req.Model, ctx, ctx.Err()))
+				return
+			}
+		}
+		if !yield(llm.Event{Kind: llm.EventText, Text: last[strings.Index(last, "] ")+2:]}, nil) {
+			return
+		}
+		yield(llm.Event{Kind: llm.EventDone}, nil)
+	}
+}
+
+type recorder struct {
+	mu        sync.Mutex
+	partials  []string
+	delivered []msg.Outbound
+}
+
+func (r *recorder) Partial(d string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.partials = append(r.partials, d)
+}
+
+func (r *recorder) Deliver(_ context.Context, out msg.Outbound) (msg.MessageID, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.delivered = append(r.delivered, out)
+	return "out-1", nil
+}
+
+func newEngine(t *testing.T, p llm.Provider) (*Engine, store.Store) {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "p.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	runner := agent.NewRunner(agent.Options{Providers: map[string]llm.Provider{"fake": p}, MaxTokens: 100, ContextTokens: 10000})
+	e := New(Options{Store: st, Runner: runner, Models: []llm.Ref{{Provider: "fake", Model: "m"}},
+		System: func() string { return "sys" }, Location: time.UTC})
+	return e, st
+}
+
+var t0 = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+
+func message(id, peer, text string, at time.Time) msg.Message {
+	return msg.Message{
+		ID: msg.MessageID(id), Channel: "webchat", Account: msg.DefaultAccount,
+		Peer: msg.Peer{Kind: msg.Direct, ID: peer}, Sender: msg.Sender{ID: msg.UserID(peer), Name: "Ann"},
+		Time: at, Text: text, Segments: []msg.Segment{msg.Text(text)},
+	}
+}
+
+func TestDispatchStreamsDeliversAndPersists(t *testing.T) {
+	p := &echoProvider{}
+	e, st := newEngine(t, p)
+	r := &recorder{}
+	if err := e.Dispatch(context.Background(), message("1", "b1", "hi", t0), r); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(r.partials, ""); got != "echo: hi" {
+		t.Errorf("streamed %q", got)
+	}
+	if len(r.delivered) != 1 || r.delivered[0].Text != "echo: hi" || r.delivered[0].Peer.ID != "b1" || r.delivered[0].IsError {
+		t.Fatalf("delivered %+v", r.delivered)
+	}
+	tr, err := st.Transcript(context.Background(), "agent:main:webchat:direct:b1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr) != 2 || tr[0].Text != "[webchat Ann Mon 2026-11-30 10:00 UTC] hi" || tr[1].Text != "echo: hi" || tr[1].Partial {
+		t.Errorf("transcript = %+v", tr)
+	}
+	if p.reqs[0].System != "sys" {
+		t.Errorf("system prompt = %q", p.reqs[0].System)
+	}
+	logged, err := st.RecentInbound(context.Background(), "webchat", msg.DefaultAccount, msg.Peer{Kind: msg.Direct, ID: "b1"}, 10)
+	if err != nil || len(logged) != 1 {
+		t.Errorf("inbound log: %+v %v", logged, err)
+	}
+}
+
+func TestSecondTurnCarriesTranscript(t *testing.T) {
+	p := &echoProvider{}
+	e, _ := newEngine(t, p)
+	r := &recorder{}
+	for i, text := range []string{"one", "two"} {
+		m := message(string(rune('a'+i)), "b1", text, t0.Add(time.Duration(i)*2*time.Minute))
+		if err := e.Dispatch(context.Background(), m, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := p.reqs[1].Messages
+	if len(got) != 3 || got[1].Text != "echo: one" || got[2].Text != "[webchat Ann +2min Mon 2026-11-30 10:02 UTC] two" {
+		t.Errorf("second request messages = %+v", got)
+	}
+	// Another browser starts its own session.
+	if err := e.Dispatch(context.Background(), message("c", "b2", "three", t0), r); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(p.reqs[2].Messages); n != 1 {
+		t.Errorf("a new peer saw %d messages of someone else's session", n)
+	}
+}
+
+func TestDuplicateIsDroppedOnce(t *testing.T) {
+	p := &echoProvider{}
+	e, _ := newEngine(t, p)
+	r := &recorder{}
+	m := message("same", "b1", "hi", t0)
+	if err := e.Dispatch(context.Background(), m, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Dispatch(context.Background(), m, r); !errors.Is(err, ErrDuplicate) {
+		t.Fatalf("second dispatch: %v", err)
+	}
+	if len(p.reqs) != 1 || len(r.delivered) != 1 {
+		t.Errorf("a duplicate produced %d model calls, %d replies", len(p.reqs), len(r.delivered))
+	}
+}
+
+func TestFailureDeliversNotice(t *testing.T) {
+	p := &echoProvider{fail: &llm.Error{Class: llm.Fatal, Reason: llm.ReasonAuth, Status: 401}}
+	e, st := newEngine(t, p)
+	r := &recorder{}
+	if err := e.Dispatch(context.Background(), message("1", "b1", "hi", t0), r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.delivered) != 1 || !r.delivered[0].IsError || !strings.Contains(r.delivered[0].Text, "credentials") {
+		t.Fatalf("delivered %+v", r.delivered)
+	}
+	tr, _ := st.Transcript(context.Background(), "agent:main:webchat:direct:b1")
+	if len(tr) != 1 {
+		t.Errorf("an error notice must not enter the transcript: %+v", tr)
+	}
+}
+
+func TestCloseWaitsForInflightTurn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &echoProvider{hold: make(chan struct{})}
+		e, st := newEngine(t, p)
+		r := &recorder{}
+		done := make(chan error)
+		go func() { done <- e.Dispatch(context.Background(), message("1", "b1", "hi", t0), r) }()
+		synctest.Wait()
+		closed := make(chan error)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			closed <- e.Close(ctx)
+		}()
+		synctest.Wait()
+		if err := e.Dispatch(context.Background(), message("2", "b1", "late", t0), r); !errors.Is(err, ErrClosed) {
+			t.Errorf("dispatch during close: %v", err)
+		}
+		time.Sleep(5 * time.Second)
+		close(p.hold) // the model finishes within the grace period
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if err := <-closed; err != nil {
+			t.Errorf("close: %v", err)
+		}
+		if len(r.delivered) != 1 || r.delivered[0].Text != "echo: hi" {
+			t.Errorf("delivered %+v", r.delivered)
+		}
+		tr, _ := st.Transcript(context.Background(), "agent:main:webchat:direct:b1")
+		if len(tr) != 2 || tr[1].Partial {
+			t.Errorf("transcript %+v", tr)
+		}
+	})
+}
+
+func TestCloseGraceExpiryPersistsPartialReply(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &echoProvider{hold: make(chan struct{})}
+		defer close(p.hold)
+		e, st := newEngine(t, p)
+		r := &recorder{}
+		done := make(chan error)
+		go func() { done <- e.Dispatch(context.Background(), message("1", "b1", "hi", t0), r) }()
+		synctest.Wait()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		start := time.Now()
+		if err := e.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("close: %v", err)
+		}
+		if waited := time.Since(start); waited != 30*time.Second {
+			t.Errorf("close returned after %v, want the 30s grace", waited)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if len(r.delivered) != 1 || r.delivered[0].Text != "echo: " {
+			t.Errorf("the partial reply must still be delivered: %+v", r.delivered)
+		}
+		tr, _ := st.Transcript(context.Background(), "agent:main:webchat:direct:b1")
+		if len(tr) != 2 || !tr[1].Partial || tr[1].Text != "echo: " {
+			t.Errorf("transcript %+v", tr)
+		}
+	})
+}
+
+func TestErrorNotice(t *testing.T) {
+	tests := []struct {
+		err  error
+		want string
+	}{
+		{&llm.Error{Class: llm.Retryable, Reason: llm.ReasonRateLimit}, "rate-limited"},
+		{&llm.Error{Class: llm.Retryable, Reason: llm.ReasonOverloaded}, "unavailable"},
+		{&llm.Error{Class: llm.Retryable, Reason: llm.ReasonTruncated}, "unavailable"},
+		{&llm.Error{Class: llm.Fatal, Reason: llm.ReasonAuth}, "credentials"},
+		{context.Canceled, "interrupted"},
+		{errors.New("x"), "went wrong"},
+	}
+	for _, tt := range tests {
+		if got := ErrorNotice(tt.err); !strings.Contains(got, tt.want) {
+			t.Errorf("ErrorNotice(%v) = %q, want it to mention %q", tt.err, got, tt.want)
+		}
+	}
+}
