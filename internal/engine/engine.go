@@ -12,20 +12,12 @@ import (
 	"time"
 
 	"github.com/pincerbot/pincer/internal/agent"
+	"github.com/pincerbot/pincer/internal/channel"
 	"github.com/pincerbot/pincer/internal/llm"
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/prompt"
 	"github.com/pincerbot/pincer/internal/store"
 )
-
-// Replier is how a channel receives one turn's reply.
-type Replier interface {
-	// Partial receives visible reply text as the model streams it. Channels
-	// that cannot show streaming ignore it; Deliver always follows.
-	Partial(delta string)
-	// Deliver sends one reply payload.
-	Deliver(ctx context.Context, out msg.Outbound) (msg.MessageID, error)
-}
 
 // Options configure an Engine.
 type Options struct {
@@ -47,7 +39,7 @@ type Options struct {
 	Logger   *slog.Logger
 }
 
-// Engine dispatches inbound messages to agent turns.
+// Engine dispatches inbound messages to agent turns. It is a channel.Sink.
 type Engine struct {
 	opts Options
 	log  *slog.Logger
@@ -69,11 +61,10 @@ type sessionLock struct {
 	refs int
 }
 
-// ErrClosed is returned by Dispatch after Close has begun.
-var ErrClosed = errors.New("engine: closed")
+var _ channel.Sink = (*Engine)(nil)
 
-// ErrDuplicate is returned by Dispatch for a message already dispatched.
-var ErrDuplicate = errors.New("engine: duplicate message")
+// Dispatch returns channel.ErrClosed after Close has begun and
+// channel.ErrDuplicate for a message already dispatched.
 
 // New returns an Engine.
 func New(o Options) *Engine {
@@ -108,11 +99,11 @@ func (e *Engine) SessionKey(m msg.Message) string {
 // turn is detached from ctx's cancellation: a client that goes away does not
 // cut a reply, which is persisted in the transcript either way. Dispatch
 // returns when the reply has been delivered.
-func (e *Engine) Dispatch(ctx context.Context, m msg.Message, r Replier) error {
+func (e *Engine) Dispatch(ctx context.Context, m msg.Message, r channel.Replier) error {
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
-		return ErrClosed
+		return channel.ErrClosed
 	}
 	e.inflight.Add(1)
 	e.mu.Unlock()
@@ -129,7 +120,7 @@ func (e *Engine) Dispatch(ctx context.Context, m msg.Message, r Replier) error {
 	if !claimed {
 		e.opts.Metrics.inbound.WithLabelValues(string(m.Channel), "duplicate").Inc()
 		log.Info("duplicate message dropped")
-		return ErrDuplicate
+		return channel.ErrDuplicate
 	}
 	e.opts.Metrics.inbound.WithLabelValues(string(m.Channel), "accepted").Inc()
 	if _, err := e.opts.Store.LogInbound(turnCtx, m); err != nil {
@@ -158,7 +149,7 @@ func (e *Engine) lock(key string) func() {
 	}
 }
 
-func (e *Engine) turn(ctx context.Context, log *slog.Logger, m msg.Message, r Replier) error {
+func (e *Engine) turn(ctx context.Context, log *slog.Logger, m msg.Message, r channel.Replier) error {
 	key := e.SessionKey(m)
 	unlock := e.lock(key)
 	defer unlock()
@@ -226,6 +217,16 @@ func (e *Engine) turn(ctx context.Context, log *slog.Logger, m msg.Message, r Re
 	e.opts.Metrics.turns.WithLabelValues(outcome).Inc()
 	e.opts.Metrics.turnSeconds.Observe(time.Since(start).Seconds())
 	return nil
+}
+
+// History returns the current transcript of the session m's peer belongs
+// to, for channels that show past conversation (the web chat).
+func (e *Engine) History(ctx context.Context, ch msg.ChannelID, peer msg.Peer) ([]store.Turn, error) {
+	tr, err := e.opts.Store.Transcript(ctx, e.SessionKey(msg.Message{Channel: ch, Peer: peer}))
+	if err != nil {
+		return nil, fmt.Errorf("history of %s: %w", peer, err)
+	}
+	return tr, nil
 }
 
 // ErrorNotice is the text a user sees when a turn fails before any reply.

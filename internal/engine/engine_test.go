@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pincerbot/pincer/internal/agent"
+	"github.com/pincerbot/pincer/internal/channel"
 	"github.com/pincerbot/pincer/internal/llm"
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/store"
@@ -160,7 +161,7 @@ func TestDuplicateIsDroppedOnce(t *testing.T) {
 	if err := e.Dispatch(context.Background(), m, r); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Dispatch(context.Background(), m, r); !errors.Is(err, ErrDuplicate) {
+	if err := e.Dispatch(context.Background(), m, r); !errors.Is(err, channel.ErrDuplicate) {
 		t.Fatalf("second dispatch: %v", err)
 	}
 	if len(p.reqs) != 1 || len(r.delivered) != 1 {
@@ -199,7 +200,7 @@ func TestCloseWaitsForInflightTurn(t *testing.T) {
 			closed <- e.Close(ctx)
 		}()
 		synctest.Wait()
-		if err := e.Dispatch(context.Background(), message("2", "b1", "late", t0), r); !errors.Is(err, ErrClosed) {
+		if err := e.Dispatch(context.Background(), message("2", "b1", "late", t0), r); !errors.Is(err, channel.ErrClosed) {
 			t.Errorf("dispatch during close: %v", err)
 		}
 		time.Sleep(5 * time.Second)

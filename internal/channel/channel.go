@@ -1,0 +1,62 @@
+// Package channel defines how chat channels plug into pincer: an Adapter
+// decodes its platform's events into msg.Message values and hands them to a
+// Sink, and delivers the replies the Sink produces. Capabilities beyond that
+// are optional interfaces an adapter may also implement.
+package channel
+
+import (
+	"context"
+	"errors"
+
+	"github.com/pincerbot/pincer/internal/msg"
+)
+
+// Errors a Sink returns for messages it does not handle.
+var (
+	// ErrDuplicate: the message was already dispatched.
+	ErrDuplicate = errors.New("duplicate message")
+	// ErrClosed: the sink is shutting down.
+	ErrClosed = errors.New("shutting down")
+)
+
+// Replier receives one turn's reply.
+type Replier interface {
+	// Partial receives visible reply text as the model streams it. Channels
+	// that cannot show streaming ignore it; Deliver always follows.
+	Partial(delta string)
+	// Deliver sends one reply payload and returns the id of the sent
+	// message, when the platform gives one.
+	Deliver(ctx context.Context, out msg.Outbound) (msg.MessageID, error)
+}
+
+// Sink takes inbound messages; the engine (later the pipeline) is one.
+type Sink interface {
+	// Dispatch handles m and replies through r. It returns once the reply,
+	// if any, has been delivered.
+	Dispatch(ctx context.Context, m msg.Message, r Replier) error
+}
+
+// Adapter is one chat channel.
+type Adapter interface {
+	// Name is the channel id ("onebot", "feishu", "webchat").
+	Name() msg.ChannelID
+	// Run owns the adapter's connections until ctx ends, feeding inbound
+	// messages to sink.
+	Run(ctx context.Context, sink Sink) error
+	// Send delivers a payload outside any turn (operator sends, heartbeats).
+	Send(ctx context.Context, out msg.Outbound) (msg.MessageID, error)
+}
+
+// SenderReplier is a Replier that ignores streaming and delivers through an
+// adapter's Send; it suits channels that show only whole messages.
+type SenderReplier struct {
+	Adapter Adapter
+}
+
+// Partial implements Replier; whole-message channels ignore it.
+func (SenderReplier) Partial(string) {}
+
+// Deliver implements Replier.
+func (s SenderReplier) Deliver(ctx context.Context, out msg.Outbound) (msg.MessageID, error) {
+	return s.Adapter.Send(ctx, out)
+}

@@ -1,0 +1,206 @@
+package webchat
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pincerbot/pincer/internal/channel"
+	"github.com/pincerbot/pincer/internal/msg"
+	"github.com/pincerbot/pincer/internal/store"
+)
+
+// TurnView is one transcript entry as the page shows it.
+type TurnView struct {
+	Role    string    `json:"role"`
+	Text    string    `json:"text"`
+	At      time.Time `json:"at"`
+	Partial bool      `json:"partial,omitempty"`
+}
+
+// SessionView is the answer of GET /api/session.
+type SessionView struct {
+	Title      string     `json:"title"`
+	Transcript []TurnView `json:"transcript"`
+}
+
+// PostRequest is the body of POST /api/messages.
+type PostRequest struct {
+	Text string `json:"text"`
+	// ID, when given, makes a retried post idempotent: a second post with
+	// the same id is not answered again.
+	ID string `json:"id,omitempty"`
+}
+
+// Server-sent event names of POST /api/messages and GET /api/events.
+const (
+	EventDelta = "delta" // {"text": "..."}: streamed reply text
+	EventReply = "reply" // {"text": "...", "error": bool}: one whole reply
+	EventDone  = "done"  // {}: the turn is over
+	EventFail  = "fail"  // {"error": "..."}: the message was not handled
+)
+
+var clientIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+func (c *Channel) peer(id string) msg.Peer { return msg.Peer{Kind: msg.Direct, ID: id} }
+
+func (c *Channel) serveSession(w http.ResponseWriter, r *http.Request) {
+	b := c.getBackend()
+	if b == nil {
+		httpError(w, http.StatusServiceUnavailable, "starting up")
+		return
+	}
+	browser := c.browser(w, r)
+	tr, err := b.History(r.Context(), ID, c.peer(browser))
+	if err != nil {
+		c.log.Error("load history", "err", err)
+		httpError(w, http.StatusInternalServerError, "could not load the conversation")
+		return
+	}
+	view := SessionView{Title: c.opts.Title, Transcript: []TurnView{}}
+	for _, t := range tr {
+		if t.Role == store.RoleUser || t.Role == store.RoleAssistant {
+			view.Transcript = append(view.Transcript, TurnView{Role: string(t.Role), Text: t.Text, At: t.At, Partial: t.Partial})
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(view)
+}
+
+func (c *Channel) servePost(w http.ResponseWriter, r *http.Request) {
+	b := c.getBackend()
+	if b == nil {
+		httpError(w, http.StatusServiceUnavailable, "starting up")
+		return
+	}
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+		httpError(w, http.StatusUnsupportedMediaType, "want application/json")
+		return
+	}
+	var req PostRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, MaxMessageBytes)).Decode(&req); err != nil {
+		httpError(w, http.StatusBadRequest, "malformed JSON body")
+		return
+	}
+	if strings.TrimSpace(req.Text) == "" {
+		httpError(w, http.StatusBadRequest, "text is empty")
+		return
+	}
+	if req.ID == "" {
+		req.ID = newID()
+	} else if !clientIDPattern.MatchString(req.ID) {
+		httpError(w, http.StatusBadRequest, "id must be 1-64 letters, digits, '-' or '_'")
+		return
+	}
+	browser := c.browser(w, r)
+	m := msg.Message{
+		ID: msg.MessageID(req.ID), Channel: ID, Account: msg.DefaultAccount, Peer: c.peer(browser),
+		Sender: msg.Sender{ID: msg.UserID(browser), Name: "user"}, Time: time.Now(),
+		Segments: []msg.Segment{msg.Text(req.Text)}, Text: req.Text,
+	}
+	sse := newSSE(w)
+	err := b.Dispatch(r.Context(), m, sse)
+	switch {
+	case err == nil:
+		sse.send(EventDone, struct{}{})
+	default:
+		c.log.Warn("dispatch", "err", err)
+		sse.send(EventFail, map[string]string{"error": failText(err)})
+	}
+}
+
+func failText(err error) string {
+	switch {
+	case errors.Is(err, channel.ErrDuplicate):
+		return "this message was already sent"
+	case errors.Is(err, channel.ErrClosed):
+		return "pincer is shutting down"
+	}
+	return "the message could not be handled"
+}
+
+func (c *Channel) serveEvents(w http.ResponseWriter, r *http.Request) {
+	browser := c.browser(w, r)
+	ch, unsubscribe := c.subscribe(browser)
+	defer unsubscribe()
+	sse := newSSE(w)
+	sse.comment("connected")
+	keepAlive := time.NewTicker(25 * time.Second)
+	defer keepAlive.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case out := <-ch:
+			sse.send(EventReply, replyView(out))
+		case <-keepAlive.C:
+			sse.comment("keep-alive")
+		}
+	}
+}
+
+func replyView(out msg.Outbound) map[string]any {
+	return map[string]any{"text": out.Text, "error": out.IsError}
+}
+
+// sse writes server-sent events and is the channel.Replier of one post.
+// Write errors (a browser that went away) are ignored: the turn goes on and
+// its reply is kept in the transcript.
+type sse struct {
+	mu sync.Mutex
+	w  http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func newSSE(w http.ResponseWriter) *sse {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	s := &sse{w: w, rc: http.NewResponseController(w)}
+	_ = s.rc.Flush()
+	return s
+}
+
+func (s *sse) send(event string, data any) {
+	b, err := json.Marshal(data)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, _ = io.WriteString(s.w, "event: "+event+"\ndata: ")
+	_, _ = s.w.Write(b)
+	_, _ = io.WriteString(s.w, "\n\n")
+	_ = s.rc.Flush()
+}
+
+func (s *sse) comment(text string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, _ = io.WriteString(s.w, ": "+text+"\n\n")
+	_ = s.rc.Flush()
+}
+
+// Partial implements channel.Replier.
+func (s *sse) Partial(delta string) { s.send(EventDelta, map[string]string{"text": delta}) }
+
+// Deliver implements channel.Replier.
+func (s *sse) Deliver(_ context.Context, out msg.Outbound) (msg.MessageID, error) {
+	s.send(EventReply, replyView(out))
+	return msg.MessageID(newID()), nil
+}
+
+func httpError(w http.ResponseWriter, status int, text string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": text})
+}

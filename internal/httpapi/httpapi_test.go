@@ -1,0 +1,98 @@
+package httpapi
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+func newServer(t *testing.T, token string) *httptest.Server {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "pincer_test_total", Help: "x"})
+	reg.MustRegister(c)
+	c.Inc()
+	app := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "app:"+r.URL.Path) })
+	srv := httptest.NewServer(New(Options{Token: token, Gatherer: reg, App: app, Started: time.Now()}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func get(t *testing.T, c *http.Client, url string, header http.Header) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res, string(b)
+}
+
+func TestHealthAndMetricsWithoutToken(t *testing.T) {
+	srv := newServer(t, "")
+	res, body := get(t, srv.Client(), srv.URL+"/healthz", nil)
+	if res.StatusCode != 200 || !strings.Contains(body, `"ok":true`) {
+		t.Errorf("healthz: %d %s", res.StatusCode, body)
+	}
+	res, body = get(t, srv.Client(), srv.URL+"/metrics", nil)
+	if res.StatusCode != 200 || !strings.Contains(body, "pincer_test_total 1") {
+		t.Errorf("metrics: %d %s", res.StatusCode, body)
+	}
+	if strings.Contains(body, "go_goroutines") {
+		t.Error("metrics must come from pincer's own registry, not the global one")
+	}
+	if _, body = get(t, srv.Client(), srv.URL+"/anything", nil); body != "app:/anything" {
+		t.Errorf("app not mounted: %q", body)
+	}
+}
+
+func TestTokenIsCheckedOnEveryRequest(t *testing.T) {
+	srv := newServer(t, "s3cret")
+	for _, path := range []string{"/healthz", "/metrics", "/", "/api/session"} {
+		if res, _ := get(t, srv.Client(), srv.URL+path, nil); res.StatusCode != http.StatusUnauthorized {
+			t.Errorf("%s without token: %d", path, res.StatusCode)
+		}
+		if res, _ := get(t, srv.Client(), srv.URL+path, http.Header{"Authorization": {"Bearer wrong"}}); res.StatusCode != http.StatusUnauthorized {
+			t.Errorf("%s with a wrong token: %d", path, res.StatusCode)
+		}
+		if res, _ := get(t, srv.Client(), srv.URL+path, http.Header{"Authorization": {"Bearer s3cret"}}); res.StatusCode != http.StatusOK {
+			t.Errorf("%s with the token: %d", path, res.StatusCode)
+		}
+	}
+	if res, _ := get(t, srv.Client(), srv.URL+"/api/session?token=s3cret", nil); res.StatusCode != http.StatusOK {
+		t.Errorf("query token on the API: %d", res.StatusCode)
+	}
+}
+
+func TestTokenLinkSetsCookieAndRedirects(t *testing.T) {
+	srv := newServer(t, "s3cret")
+	c := srv.Client()
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	res, _ := get(t, c, srv.URL+"/?token=s3cret&x=1", nil)
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/?x=1" {
+		t.Fatalf("got %d to %q", res.StatusCode, res.Header.Get("Location"))
+	}
+	var cookie *http.Cookie
+	for _, ck := range res.Cookies() {
+		if ck.Name == TokenCookie {
+			cookie = ck
+		}
+	}
+	if cookie == nil || !cookie.HttpOnly {
+		t.Fatalf("cookie = %+v", cookie)
+	}
+	res, body := get(t, c, srv.URL+"/", http.Header{"Cookie": {cookie.String()}})
+	if res.StatusCode != 200 || body != "app:/" {
+		t.Errorf("with cookie: %d %q", res.StatusCode, body)
+	}
+}
