@@ -231,3 +231,13 @@ func TestTrailingContentIsAnError(t *testing.T) {
 		t.Fatal("trailing content must be rejected")
 	}
 }
+
+func TestAllProblemsReportedTogether(t *testing.T) {
+	doc := `{ channels: { webchat: { titel: 'x' } }, gateway: { listen: 'nonsense' }, agents: { defaults: { maxTokens: 'many' } } }`
+	_, err := Parse([]byte(doc), noEnv)
+	// maxTokens is reported once, as mistyped, not again as "must be positive".
+	want := []string{"agents.defaults.maxTokens", "channels.webchat.titel", "gateway.listen"}
+	if diff := cmp.Diff(want, paths(err)); diff != "" {
+		t.Errorf("problem paths (-want +got):\n%s\nerror: %v", diff, err)
+	}
+}

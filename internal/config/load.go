@@ -47,7 +47,7 @@ func Locate(flagPath string, env Env) (string, error) {
 }
 
 // LoadFile reads and parses path; an empty path yields the validated
-// defaults.
+// defaults. Problems in the file are returned as Parse returns them.
 func LoadFile(path string, env Env) (Config, error) {
 	if path == "" {
 		cfg := Default()
@@ -57,11 +57,9 @@ func LoadFile(path string, env Env) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
-	cfg, err := Parse(data, env)
-	if err != nil {
-		return cfg, fmt.Errorf("config %s: %w", path, err)
-	}
-	return cfg, nil
+	// Parse's problems are returned as they are, so Problems can list them;
+	// callers name the file.
+	return Parse(data, env)
 }
 
 // Parse decodes a JSON5 document over the defaults, substitutes ${ENV}
@@ -87,18 +85,31 @@ func Parse(data []byte, env Env) (Config, error) {
 	var errs []error
 	tree = substitute(tree, "", env, &errs)
 	check(tree, reflect.TypeFor[Config](), "", &errs)
-	if len(errs) > 0 {
-		return cfg, errors.Join(sortProblems(errs)...)
-	}
 	raw, err := json.Marshal(tree)
 	if err != nil {
 		return cfg, fmt.Errorf("re-encode: %w", err)
 	}
-	if err := json.Unmarshal(raw, &cfg); err != nil {
+	// Unknown keys are ignored and mistyped values were reported above, so
+	// decoding goes on to validate everything else too.
+	if err := json.Unmarshal(raw, &cfg); err != nil && len(errs) == 0 {
 		return cfg, fmt.Errorf("decode: %w", err)
 	}
-	if err := cfg.Validate(); err != nil {
-		return cfg, errors.Join(sortProblems(Problems(err))...)
+	reported := map[string]bool{}
+	for _, e := range errs {
+		if fe, ok := e.(*FieldError); ok {
+			reported[fe.Path] = true
+		}
+	}
+	for _, e := range Problems(cfg.Validate()) {
+		// A value already reported as mistyped was not decoded; its
+		// validation problem would only repeat that.
+		if fe, ok := e.(*FieldError); ok && reported[fe.Path] {
+			continue
+		}
+		errs = append(errs, e)
+	}
+	if len(errs) > 0 {
+		return cfg, errors.Join(sortProblems(errs)...)
 	}
 	return cfg, nil
 }

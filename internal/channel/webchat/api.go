@@ -138,6 +138,8 @@ func (c *Channel) serveEvents(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 			return
+		case <-c.stopped:
+			return
 		case out := <-ch:
 			sse.send(EventReply, replyView(out))
 		case <-keepAlive.C:

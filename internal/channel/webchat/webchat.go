@@ -59,6 +59,10 @@ type Channel struct {
 	static  http.Handler
 	backend Backend
 
+	// stopped is closed when Run returns, ending open event streams so a
+	// server shutdown does not wait for them.
+	stopped chan struct{}
+
 	mu   sync.Mutex
 	subs map[string]map[chan msg.Outbound]struct{}
 }
@@ -81,11 +85,12 @@ func New(o Options) (*Channel, error) {
 		return nil, fmt.Errorf("webchat: %w", err)
 	}
 	return &Channel{
-		opts:   o,
-		log:    log.With("component", "channel", "channel", string(ID)),
-		page:   page,
-		static: http.StripPrefix("/static/", http.FileServerFS(static)),
-		subs:   map[string]map[chan msg.Outbound]struct{}{},
+		opts:    o,
+		log:     log.With("component", "channel", "channel", string(ID)),
+		page:    page,
+		static:  http.StripPrefix("/static/", http.FileServerFS(static)),
+		subs:    map[string]map[chan msg.Outbound]struct{}{},
+		stopped: make(chan struct{}),
 	}, nil
 }
 
@@ -93,7 +98,7 @@ func New(o Options) (*Channel, error) {
 func (c *Channel) Name() msg.ChannelID { return ID }
 
 // Run implements channel.Adapter: the web chat has no connection of its own;
-// it serves through Handler until ctx ends.
+// it serves through Handler until ctx ends. Run must be called once.
 func (c *Channel) Run(ctx context.Context, sink channel.Sink) error {
 	b, ok := sink.(Backend)
 	if !ok {
@@ -103,6 +108,7 @@ func (c *Channel) Run(ctx context.Context, sink channel.Sink) error {
 	c.backend = b
 	c.mu.Unlock()
 	<-ctx.Done()
+	close(c.stopped)
 	return nil
 }
 

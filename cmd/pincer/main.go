@@ -1,0 +1,190 @@
+// Command pincer is a chat gateway that puts LLM agents into QQ and
+// Feishu/Lark chats and a built-in web chat.
+//
+// Usage:
+//
+//	pincer serve [--config FILE]          run the gateway
+//	pincer config check [--config FILE]   validate a configuration
+//	pincer config example                 print a commented example configuration
+//	pincer version                        print the version
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"syscall"
+
+	"github.com/pincerbot/pincer/internal/config"
+	"github.com/pincerbot/pincer/internal/gateway"
+)
+
+// version is set at build time with -ldflags "-X main.version=v1.2.3".
+var version = ""
+
+const usage = `pincer puts LLM agents into QQ, Feishu/Lark and web chats.
+
+Usage:
+  pincer serve [--config FILE]          run the gateway
+  pincer config check [--config FILE]   validate a configuration and list every problem
+  pincer config example                 print a fully commented example configuration
+  pincer version                        print the version
+
+Without --config, pincer reads $PINCER_CONFIG, else ./pincer.json5, else
+runs on its built-in defaults (web chat on 127.0.0.1:18789, preview agent).
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run executes one command line and returns the exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "serve":
+		return serve(rest, stdout, stderr)
+	case "config":
+		if len(rest) == 0 {
+			fmt.Fprint(stderr, "pincer config: want check or example\n")
+			return 2
+		}
+		switch rest[0] {
+		case "check":
+			return check(rest[1:], stdout, stderr)
+		case "example":
+			_, _ = stdout.Write(config.Example)
+			return 0
+		}
+		fmt.Fprintf(stderr, "pincer config: unknown command %q (want check or example)\n", rest[0])
+		return 2
+	case "version", "--version", "-v":
+		fmt.Fprintf(stdout, "pincer %s (%s %s/%s)\n", versionString(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+		return 0
+	case "help", "--help", "-h":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "pincer: unknown command %q\n\n%s", args[0], usage)
+	return 2
+}
+
+func versionString() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+// configFlag parses --config for a subcommand.
+func configFlag(name string, args []string, stderr io.Writer) (string, bool) {
+	fs := flag.NewFlagSet("pincer "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "", "configuration file (JSON5)")
+	if err := fs.Parse(args); err != nil {
+		return "", false
+	}
+	if fs.NArg() > 0 {
+		if *path != "" || fs.NArg() > 1 {
+			fmt.Fprintf(stderr, "pincer %s: unexpected arguments %q\n", name, fs.Args())
+			return "", false
+		}
+		*path = fs.Arg(0)
+	}
+	return *path, true
+}
+
+func load(path string) (config.Config, string, error) {
+	p, err := config.Locate(path, os.LookupEnv)
+	if err != nil {
+		return config.Config{}, p, err
+	}
+	cfg, err := config.LoadFile(p, os.LookupEnv)
+	return cfg, p, err
+}
+
+func check(args []string, stdout, stderr io.Writer) int {
+	path, ok := configFlag("config check", args, stderr)
+	if !ok {
+		return 2
+	}
+	_, p, err := load(path)
+	name := p
+	if name == "" {
+		name = "built-in defaults"
+	}
+	if err != nil {
+		problems := config.Problems(err)
+		fmt.Fprintf(stderr, "%s: %d %s\n", name, len(problems), plural(len(problems), "problem", "problems"))
+		for _, e := range problems {
+			fmt.Fprintf(stderr, "  %v\n", e)
+		}
+		return 1
+	}
+	fmt.Fprintf(stdout, "%s: ok\n", name)
+	return 0
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func serve(args []string, stdout, stderr io.Writer) int {
+	path, ok := configFlag("serve", args, stderr)
+	if !ok {
+		return 2
+	}
+	cfg, p, err := load(path)
+	if err != nil {
+		if p == "" {
+			p = "built-in defaults"
+		}
+		fmt.Fprintf(stderr, "pincer: config %s:\n", p)
+		for _, e := range config.Problems(err) {
+			fmt.Fprintf(stderr, "  %v\n", e)
+		}
+		return 1
+	}
+	log := newLogger(cfg.Log, stderr)
+	if p == "" {
+		log.Info("no config file: running on built-in defaults")
+	} else {
+		log.Info("config loaded", "file", p)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop() // a second signal kills the process at once
+	}()
+	if err := gateway.Run(ctx, cfg, gateway.Options{Logger: log, Ready: stdout}); err != nil {
+		log.Error("pincer stopped", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func newLogger(c config.Log, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(c.Level)) // validated by config
+	opts := &slog.HandlerOptions{Level: level}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

@@ -1,0 +1,187 @@
+// Package gateway assembles a running pincer from its configuration: the
+// store, the model providers, the engine, the channels and the HTTP
+// listener, and shuts them down in order.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/pincerbot/pincer/internal/agent"
+	"github.com/pincerbot/pincer/internal/channel/webchat"
+	"github.com/pincerbot/pincer/internal/config"
+	"github.com/pincerbot/pincer/internal/engine"
+	"github.com/pincerbot/pincer/internal/httpapi"
+	"github.com/pincerbot/pincer/internal/llm"
+	"github.com/pincerbot/pincer/internal/llm/anthropic"
+	"github.com/pincerbot/pincer/internal/llm/openai"
+	"github.com/pincerbot/pincer/internal/llm/preview"
+	"github.com/pincerbot/pincer/internal/store/sqlite"
+)
+
+// Options are the process-level inputs of Run.
+type Options struct {
+	Logger *slog.Logger
+	// Ready, when set, receives a line naming the web chat URL once pincer
+	// accepts requests.
+	Ready io.Writer
+	// Listener, when set, is used instead of listening on gateway.listen.
+	Listener net.Listener
+}
+
+// Providers builds the configured model providers, plus the preview
+// provider, keyed by id.
+func Providers(cfg config.Models) map[string]llm.Provider {
+	out := map[string]llm.Provider{preview.ID: preview.Provider{}}
+	for id, p := range cfg.Providers {
+		switch p.ResolvedAPI(id) {
+		case config.APIAnthropic:
+			out[id] = anthropic.New(id, anthropic.Options{BaseURL: p.BaseURL, APIKey: p.APIKey.Value(), Timeout: p.Timeout(), Headers: p.Headers})
+		default:
+			out[id] = openai.New(id, openai.Options{BaseURL: p.BaseURL, APIKey: p.APIKey.Value(), Timeout: p.Timeout(), Headers: p.Headers})
+		}
+	}
+	return out
+}
+
+// Chain returns the model chain of the agent defaults: primary, then
+// fallbacks; the preview agent when no primary is set.
+func Chain(d config.AgentDefaults) ([]llm.Ref, error) {
+	if d.Model.Primary == "" {
+		return []llm.Ref{preview.Ref}, nil
+	}
+	var out []llm.Ref
+	for _, s := range append([]string{d.Model.Primary}, d.Model.Fallbacks...) {
+		ref, err := llm.ParseRef(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ref)
+	}
+	return out, nil
+}
+
+// Run runs pincer until ctx ends, then shuts down: it stops accepting
+// connections, gives in-flight replies gateway.shutdownTimeoutMs to finish
+// (cutting and persisting them after that), and closes the store.
+func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	chain, err := Chain(cfg.Agents.Defaults)
+	if err != nil {
+		return err
+	}
+
+	st, err := sqlite.Open(ctx, cfg.Store.Path, sqlite.Options{BusyTimeout: time.Duration(cfg.Store.BusyTimeoutMs) * time.Millisecond})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := st.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("close store: %w", cerr))
+		}
+	}()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics, err := engine.NewMetrics(reg)
+	if err != nil {
+		return err
+	}
+	d := cfg.Agents.Defaults
+	runner := agent.NewRunner(agent.Options{Providers: Providers(cfg.Models), MaxTokens: d.MaxTokens, ContextTokens: d.ContextTokens, Logger: log})
+	eng := engine.New(engine.Options{
+		Store: st, Runner: runner, Models: chain, Metrics: metrics, Logger: log,
+		System: func() string {
+			s, err := agent.SystemPrompt(d.SystemPrompt, d.Workspace)
+			if err != nil {
+				log.Warn("system prompt incomplete", "err", err)
+			}
+			return s
+		},
+	})
+
+	var app http.Handler
+	var wc *webchat.Channel
+	if cfg.Channels.Webchat.Enabled {
+		if wc, err = webchat.New(webchat.Options{Title: cfg.Channels.Webchat.Title, Logger: log}); err != nil {
+			return err
+		}
+		app = wc.Handler()
+	}
+	started := time.Now()
+	srv := &http.Server{
+		Handler:           httpapi.New(httpapi.Options{Token: cfg.Gateway.Token.Value(), Gatherer: reg, App: app, Started: started}),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	ln := o.Listener
+	if ln == nil {
+		if ln, err = net.Listen("tcp", cfg.Gateway.Listen); err != nil {
+			return fmt.Errorf("gateway: %w", err)
+		}
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("gateway: %w", err)
+		}
+		return nil
+	})
+	if wc != nil {
+		g.Go(func() error { return wc.Run(gctx, eng) })
+	}
+	g.Go(func() error {
+		<-gctx.Done()
+		return shutdown(context.WithoutCancel(gctx), log, cfg.Gateway.ShutdownTimeout(), srv, eng)
+	})
+
+	url := "http://" + ln.Addr().String() + "/"
+	log.Info("pincer ready", "webchat", url, "models", fmt.Sprint(chain), "store", cfg.Store.Path)
+	if o.Ready != nil {
+		hint := ""
+		if cfg.Gateway.Token != "" {
+			hint = " (append ?token=<gateway.token> once)"
+		}
+		fmt.Fprintf(o.Ready, "pincer is ready: open %s%s\n", url, hint)
+	}
+	return g.Wait()
+}
+
+func shutdown(ctx context.Context, log *slog.Logger, grace time.Duration, srv *http.Server, eng *engine.Engine) error {
+	log.Info("shutting down", "grace", grace.String())
+	graceCtx, cancel := context.WithTimeout(ctx, grace)
+	defer cancel()
+	engineDone := make(chan error, 1)
+	go func() { engineDone <- eng.Close(graceCtx) }()
+	// Handlers finish once their turns do; the engine cuts turns at the end
+	// of the grace period, so a few seconds past it is enough.
+	httpCtx, cancelHTTP := context.WithTimeout(ctx, grace+5*time.Second)
+	defer cancelHTTP()
+	herr := srv.Shutdown(httpCtx)
+	if herr != nil {
+		herr = errors.Join(fmt.Errorf("gateway shutdown: %w", herr), srv.Close())
+	}
+	if eerr := <-engineDone; eerr != nil {
+		log.Warn("in-flight replies were cut at the end of the grace period; their partial text is kept", "err", eerr)
+	}
+	log.Info("stopped")
+	return herr
+}
