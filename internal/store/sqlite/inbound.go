@@ -17,7 +17,7 @@ func (d *DB) LogInbound(ctx context.Context, m msg.Message) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("log inbound %s: %w", m.ID, err)
 	}
-	res, err := d.db.ExecContext(ctx, `
+	res, err := d.exec(ctx, nil, `
 		INSERT INTO inbound (channel, account, peer, message_id, sent_at, logged_at, body) VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT DO NOTHING`,
 		string(m.Channel), string(m.Account), m.Peer.String(), string(m.ID), millis(m.Time), millis(now()), string(body))
@@ -33,7 +33,7 @@ func (d *DB) LogInbound(ctx context.Context, m msg.Message) (bool, error) {
 
 // RecentInbound implements store.InboundLog.
 func (d *DB) RecentInbound(ctx context.Context, ch msg.ChannelID, acct msg.AccountID, peer msg.Peer, limit int) ([]store.LoggedMessage, error) {
-	rows, err := d.db.QueryContext(ctx, `
+	rows, err := d.query(ctx, `
 		SELECT body, enriched, logged_at FROM inbound
 		WHERE channel = ? AND account = ? AND peer = ?
 		ORDER BY sent_at DESC, rowid DESC LIMIT ?`,
@@ -69,7 +69,7 @@ func (d *DB) MarkEnriched(ctx context.Context, m msg.Message) error {
 	if err != nil {
 		return fmt.Errorf("enrich %s: %w", m.ID, err)
 	}
-	res, err := d.db.ExecContext(ctx, `
+	res, err := d.exec(ctx, nil, `
 		UPDATE inbound SET body = ?, enriched = 1 WHERE channel = ? AND account = ? AND peer = ? AND message_id = ?`,
 		string(body), string(m.Channel), string(m.Account), m.Peer.String(), string(m.ID))
 	if err != nil {
@@ -81,7 +81,7 @@ func (d *DB) MarkEnriched(ctx context.Context, m msg.Message) error {
 // ClaimDedup implements store.Dedup.
 func (d *DB) ClaimDedup(ctx context.Context, key string, ttl time.Duration) (bool, error) {
 	t := now()
-	res, err := d.db.ExecContext(ctx, `
+	res, err := d.exec(ctx, nil, `
 		INSERT INTO dedup (key, expires_at) VALUES (?, ?)
 		ON CONFLICT (key) DO UPDATE SET expires_at = excluded.expires_at WHERE dedup.expires_at <= ?`,
 		key, millis(t.Add(ttl)), millis(t))
@@ -97,7 +97,7 @@ func (d *DB) ClaimDedup(ctx context.Context, key string, ttl time.Duration) (boo
 
 // PruneDedup implements store.Dedup.
 func (d *DB) PruneDedup(ctx context.Context) (int64, error) {
-	res, err := d.db.ExecContext(ctx, `DELETE FROM dedup WHERE expires_at <= ?`, millis(now()))
+	res, err := d.exec(ctx, nil, `DELETE FROM dedup WHERE expires_at <= ?`, millis(now()))
 	if err != nil {
 		return 0, fmt.Errorf("prune dedup: %w", err)
 	}

@@ -25,7 +25,7 @@ func scanSession(row interface{ Scan(...any) error }) (store.Session, error) {
 // OpenSession implements store.Sessions.
 func (d *DB) OpenSession(ctx context.Context, key, agentID string) (store.Session, bool, error) {
 	t := millis(now())
-	res, err := d.db.ExecContext(ctx,
+	res, err := d.exec(ctx, nil,
 		`INSERT INTO sessions (key, agent_id, created_at, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (key) DO NOTHING`,
 		key, agentID, t, t)
 	if err != nil {
@@ -41,7 +41,7 @@ func (d *DB) OpenSession(ctx context.Context, key, agentID string) (store.Sessio
 
 // Session implements store.Sessions.
 func (d *DB) Session(ctx context.Context, key string) (store.Session, error) {
-	s, err := scanSession(d.db.QueryRowContext(ctx, `SELECT `+sessionCols+` FROM sessions WHERE key = ?`, key))
+	s, err := scanSession(d.queryRow(ctx, nil, `SELECT `+sessionCols+` FROM sessions WHERE key = ?`, key))
 	if err != nil {
 		return s, fmt.Errorf("session %s: %w", key, err)
 	}
@@ -50,7 +50,7 @@ func (d *DB) Session(ctx context.Context, key string) (store.Session, error) {
 
 // SetModelOverride implements store.Sessions.
 func (d *DB) SetModelOverride(ctx context.Context, key, model string) error {
-	res, err := d.db.ExecContext(ctx, `UPDATE sessions SET model_override = ?, updated_at = ? WHERE key = ?`, model, millis(now()), key)
+	res, err := d.exec(ctx, nil, `UPDATE sessions SET model_override = ?, updated_at = ? WHERE key = ?`, model, millis(now()), key)
 	if err != nil {
 		return fmt.Errorf("set model of %s: %w", key, err)
 	}
@@ -62,17 +62,17 @@ func (d *DB) ResetSession(ctx context.Context, key, reason string) (store.Sessio
 	var s store.Session
 	err := d.tx(ctx, func(tx *sql.Tx) error {
 		t := millis(now())
-		res, err := tx.ExecContext(ctx, `UPDATE sessions SET generation = generation + 1, updated_at = ? WHERE key = ?`, t, key)
+		res, err := d.exec(ctx, tx, `UPDATE sessions SET generation = generation + 1, updated_at = ? WHERE key = ?`, t, key)
 		if err != nil {
 			return err
 		}
 		if err := mustAffect(res, "session "+key); err != nil {
 			return err
 		}
-		if s, err = scanSession(tx.QueryRowContext(ctx, `SELECT `+sessionCols+` FROM sessions WHERE key = ?`, key)); err != nil {
+		if s, err = scanSession(d.queryRow(ctx, tx, `SELECT `+sessionCols+` FROM sessions WHERE key = ?`, key)); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO session_resets (session_key, generation, at, reason) VALUES (?, ?, ?, ?)`, key, s.Generation, t, reason)
+		_, err = d.exec(ctx, tx, `INSERT INTO session_resets (session_key, generation, at, reason) VALUES (?, ?, ?, ?)`, key, s.Generation, t, reason)
 		return err
 	})
 	if err != nil {
@@ -83,7 +83,7 @@ func (d *DB) ResetSession(ctx context.Context, key, reason string) (store.Sessio
 
 // Resets implements store.Sessions.
 func (d *DB) Resets(ctx context.Context, key string) ([]store.Reset, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT generation, at, reason FROM session_resets WHERE session_key = ? ORDER BY generation`, key)
+	rows, err := d.query(ctx, `SELECT generation, at, reason FROM session_resets WHERE session_key = ? ORDER BY generation`, key)
 	if err != nil {
 		return nil, fmt.Errorf("resets of %s: %w", key, err)
 	}

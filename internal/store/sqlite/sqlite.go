@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/pressly/goose/v3"
@@ -32,6 +33,9 @@ type Options struct {
 // DB is a store.Store backed by one SQLite file.
 type DB struct {
 	db *sql.DB
+	// stmts caches prepared statements by query text: parsing SQL was the
+	// largest cost of a message's path through the store.
+	stmts sync.Map // string -> *sql.Stmt
 }
 
 var _ store.Store = (*DB)(nil)
@@ -79,7 +83,67 @@ func migrate(ctx context.Context, db *sql.DB) error {
 }
 
 // Close closes the database.
-func (d *DB) Close() error { return d.db.Close() }
+func (d *DB) Close() error {
+	var errs []error
+	d.stmts.Range(func(_, v any) bool {
+		errs = append(errs, v.(*sql.Stmt).Close())
+		return true
+	})
+	return errors.Join(append(errs, d.db.Close())...)
+}
+
+// stmt returns the prepared statement for query, preparing it once.
+func (d *DB) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	if s, ok := d.stmts.Load(query); ok {
+		return s.(*sql.Stmt), nil
+	}
+	s, err := d.db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if prev, loaded := d.stmts.LoadOrStore(query, s); loaded {
+		s.Close()
+		return prev.(*sql.Stmt), nil
+	}
+	return s, nil
+}
+
+// exec runs a cached statement, inside tx when it is not nil.
+func (d *DB) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+	s, err := d.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if tx != nil {
+		s = tx.StmtContext(ctx, s)
+	}
+	return s.ExecContext(ctx, args...)
+}
+
+// queryRow runs a cached single-row query, inside tx when it is not nil.
+func (d *DB) queryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
+	s, err := d.stmt(ctx, query)
+	if err != nil {
+		// Let Scan report the error: run the query unprepared.
+		if tx != nil {
+			return tx.QueryRowContext(ctx, query, args...)
+		}
+		return d.db.QueryRowContext(ctx, query, args...)
+	}
+	if tx != nil {
+		s = tx.StmtContext(ctx, s)
+	}
+	return s.QueryRowContext(ctx, args...)
+}
+
+// query runs a cached multi-row query.
+func (d *DB) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	s, err := d.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return s.QueryContext(ctx, args...)
+}
 
 // Check runs SQLite's integrity check and returns an error unless it
 // reports "ok".

@@ -26,22 +26,22 @@ func (d *DB) AppendTurn(ctx context.Context, key string, t store.Turn) (store.Tu
 	t.At = t.At.Truncate(time.Millisecond)
 	err := d.tx(ctx, func(tx *sql.Tx) error {
 		var gen int
-		if err := tx.QueryRowContext(ctx, `SELECT generation FROM sessions WHERE key = ?`, key).Scan(&gen); err != nil {
+		if err := d.queryRow(ctx, tx, `SELECT generation FROM sessions WHERE key = ?`, key).Scan(&gen); err != nil {
 			if err == sql.ErrNoRows {
 				return store.ErrNotFound
 			}
 			return err
 		}
-		if err := tx.QueryRowContext(ctx,
+		if err := d.queryRow(ctx, tx,
 			`SELECT COALESCE(MAX(seq), 0) + 1 FROM turns WHERE session_key = ? AND generation = ?`, key, gen).Scan(&t.Seq); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx,
+		if _, err := d.exec(ctx, tx,
 			`INSERT INTO turns (session_key, generation, seq, role, text, tool_calls, tool_call_id, partial, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			key, gen, t.Seq, string(t.Role), t.Text, calls, t.ToolCallID, t.Partial, millis(t.At)); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE sessions SET updated_at = ? WHERE key = ?`, millis(t.At), key)
+		_, err := d.exec(ctx, tx, `UPDATE sessions SET updated_at = ? WHERE key = ?`, millis(t.At), key)
 		return err
 	})
 	if err != nil {
@@ -52,7 +52,7 @@ func (d *DB) AppendTurn(ctx context.Context, key string, t store.Turn) (store.Tu
 
 // Transcript implements store.Transcripts.
 func (d *DB) Transcript(ctx context.Context, key string) ([]store.Turn, error) {
-	rows, err := d.db.QueryContext(ctx, `
+	rows, err := d.query(ctx, `
 		SELECT t.seq, t.role, t.text, t.tool_calls, t.tool_call_id, t.partial, t.at
 		FROM turns t JOIN sessions s ON s.key = t.session_key AND s.generation = t.generation
 		WHERE t.session_key = ? ORDER BY t.seq`, key)

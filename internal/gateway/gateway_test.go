@@ -1,0 +1,208 @@
+package gateway
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pincerbot/pincer/internal/channel/webchat"
+	"github.com/pincerbot/pincer/internal/channel/webchat/webchattest"
+	"github.com/pincerbot/pincer/internal/config"
+	"github.com/pincerbot/pincer/internal/llm/llmtest"
+)
+
+// started is a gateway running in-process on a loopback port.
+type started struct {
+	url    string
+	stop   context.CancelFunc
+	result chan error
+}
+
+func startGateway(t *testing.T, cfg config.Config) *started {
+	t.Helper()
+	cfg.Store.Path = filepath.Join(t.TempDir(), "pincer.db")
+	cfg.Agents.Defaults.Workspace = t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &started{url: "http://" + ln.Addr().String(), stop: cancel, result: make(chan error, 1)}
+	ready := make(chan struct{})
+	go func() { s.result <- Run(ctx, cfg, Options{Listener: ln, Ready: readyWriter(ready)}) }()
+	select {
+	case <-ready:
+	case err := <-s.result:
+		t.Fatalf("gateway stopped before ready: %v", err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		if err := <-s.result; err != nil {
+			t.Errorf("gateway: %v", err)
+		}
+	})
+	return s
+}
+
+type readyWriter chan struct{}
+
+func (r readyWriter) Write(p []byte) (int, error) {
+	close(r)
+	return len(p), nil
+}
+
+func withOpenAI(url string) config.Config {
+	cfg := config.Default()
+	cfg.Models.Providers["openai"] = config.Provider{BaseURL: url + "/v1", APIKey: "sk-test"}
+	cfg.Agents.Defaults.Model.Primary = "openai/gpt-4o-mini"
+	return cfg
+}
+
+func TestPreviewOnDefaults(t *testing.T) {
+	g := startGateway(t, config.Default())
+	res, _, err := webchattest.New(g.url).Post("hello", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, err := webchattest.Events(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := webchattest.Text(events, webchat.EventReply); !strings.Contains(got, "[pincer preview]") || !strings.Contains(got, "hello") {
+		t.Errorf("reply: %q", got)
+	}
+}
+
+func TestCompatibleServerAnswers(t *testing.T) {
+	fake := llmtest.NewOpenAI(t)
+	fake.Script(llmtest.Reply{Text: []string{"Hello ", "from ", "the model."}})
+	g := startGateway(t, withOpenAI(fake.URL))
+	res, _, err := webchattest.New(g.url).Post("hi there", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, err := webchattest.Events(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := webchattest.Text(events, webchat.EventDelta); got != "Hello from the model." {
+		t.Errorf("streamed %q", got)
+	}
+	if got := webchattest.Text(events, webchat.EventReply); got != "Hello from the model." {
+		t.Errorf("reply %q", got)
+	}
+	req := fake.Requests()[0]
+	if req.Body["model"] != "gpt-4o-mini" || !strings.Contains(mustString(req.Body["messages"]), "hi there") {
+		t.Errorf("model request: %v", req.Body)
+	}
+	if req.Header.Get("Authorization") != "Bearer sk-test" {
+		t.Error("the configured key was not sent")
+	}
+}
+
+func TestAnthropicAnswers(t *testing.T) {
+	fake := llmtest.NewAnthropic(t)
+	fake.Script(llmtest.Reply{Text: []string{"Bonjour."}})
+	cfg := config.Default()
+	cfg.Models.Providers["anthropic"] = config.Provider{BaseURL: fake.URL, APIKey: "k"}
+	cfg.Agents.Defaults.Model.Primary = "anthropic/claude-x"
+	g := startGateway(t, cfg)
+	res, _, _ := webchattest.New(g.url).Post("salut", "")
+	events, err := webchattest.Events(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := webchattest.Text(events, webchat.EventReply); got != "Bonjour." {
+		t.Errorf("reply %q", got)
+	}
+}
+
+func TestFallbackToSecondProvider(t *testing.T) {
+	broken := llmtest.NewOpenAI(t)
+	broken.Script(llmtest.Reply{Status: http.StatusUnauthorized, ErrorType: "invalid_api_key"})
+	good := llmtest.NewOpenAI(t)
+	good.Script(llmtest.Reply{Text: []string{"from the fallback"}})
+	cfg := withOpenAI(broken.URL)
+	cfg.Models.Providers["backup"] = config.Provider{BaseURL: good.URL + "/v1"}
+	cfg.Agents.Defaults.Model.Fallbacks = []string{"backup/qwen"}
+	g := startGateway(t, cfg)
+	res, _, _ := webchattest.New(g.url).Post("hi", "")
+	events, err := webchattest.Events(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := webchattest.Text(events, webchat.EventReply); got != "from the fallback" {
+		t.Errorf("reply %q", got)
+	}
+}
+
+func TestShutdownFinishesInflightReply(t *testing.T) {
+	fake := llmtest.NewOpenAI(t)
+	hold := make(chan struct{})
+	fake.Script(llmtest.Reply{Text: []string{"first half, ", "second half"}, Hold: hold})
+	g := startGateway(t, withOpenAI(fake.URL))
+	res, _, err := webchattest.New(g.url).Post("long question", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var events []webchattest.Event
+	err = webchattest.Read(res.Body, func(e webchattest.Event) bool {
+		events = append(events, e)
+		if e.Name == webchat.EventDelta && len(events) == 1 {
+			g.stop() // SIGTERM arrives while the model is mid-reply
+			close(hold)
+		}
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := webchattest.Text(events, webchat.EventReply); got != "first half, second half" {
+		t.Errorf("the in-flight reply must finish during shutdown; got %q", got)
+	}
+	if err := <-g.result; err != nil {
+		t.Errorf("shutdown: %v", err)
+	}
+	g.result <- nil // for the cleanup
+}
+
+func TestMetricsCountTurns(t *testing.T) {
+	g := startGateway(t, config.Default())
+	res, _, _ := webchattest.New(g.url).Post("count me", "")
+	if _, err := webchattest.Events(res); err != nil {
+		t.Fatal(err)
+	}
+	mres, err := http.Get(g.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mres.Body.Close()
+	body, _ := io.ReadAll(mres.Body)
+	for _, want := range []string{`pincer_turns_total{outcome="replied"} 1`, `pincer_inbound_messages_total{channel="webchat",outcome="accepted"} 1`, "go_goroutines"} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+}
+
+func mustString(v any) string {
+	var b strings.Builder
+	switch t := v.(type) {
+	case []any:
+		for _, e := range t {
+			b.WriteString(mustString(e))
+		}
+	case map[string]any:
+		for _, e := range t {
+			b.WriteString(mustString(e))
+		}
+	case string:
+		b.WriteString(t)
+	}
+	return b.String()
+}
