@@ -1,0 +1,265 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pincerbot/pincer/internal/channel/webchat"
+	"github.com/pincerbot/pincer/internal/channel/webchat/webchattest"
+	"github.com/pincerbot/pincer/internal/llm/llmtest"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// binary builds cmd/pincer once per test process.
+func binary(tb testing.TB) string {
+	tb.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "pincer-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "pincer")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		tb.Fatal(buildErr)
+	}
+	return binPath
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
+// proc is a running pincer serve.
+type proc struct {
+	cmd    *exec.Cmd
+	url    string
+	stderr *strings.Builder
+}
+
+// startServe runs "pincer serve" in dir (with config when not empty) and
+// waits for its ready line.
+func startServe(tb testing.TB, dir, config string) (*proc, time.Duration) {
+	tb.Helper()
+	args := []string{"serve"}
+	if config != "" {
+		path := filepath.Join(dir, "test.json5")
+		if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+			tb.Fatal(err)
+		}
+		args = append(args, "--config", path)
+	}
+	cmd := exec.Command(binary(tb), args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PINCER_CONFIG=")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p := &proc{cmd: cmd, stderr: &strings.Builder{}}
+	cmd.Stderr = &lockedWriter{w: p.stderr}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	elapsed := time.Since(start)
+	if err != nil {
+		_ = cmd.Wait()
+		tb.Fatalf("no ready line: %v\nstderr:\n%s", err, p.stderr)
+	}
+	go io.Copy(io.Discard, stdout)
+	i := strings.Index(line, "http://")
+	if i < 0 {
+		tb.Fatalf("ready line has no URL: %q", line)
+	}
+	p.url = strings.TrimSuffix(strings.Fields(line[i:])[0], "/")
+	return p, elapsed
+}
+
+// stop sends SIGTERM and returns the exit error.
+func (p *proc) stop() error {
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return err
+	}
+	return p.cmd.Wait()
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+func freePortConfig(extra string) string {
+	return `{ gateway: { listen: '127.0.0.1:0' }, ` + extra + ` }`
+}
+
+// TestServeOnBuiltInDefaults is the quick start: no config at all, the web
+// chat on 127.0.0.1:18789 and the preview agent answering.
+func TestServeOnBuiltInDefaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:18789")
+	if err != nil {
+		t.Skipf("the default port is taken on this machine: %v", err)
+	}
+	ln.Close()
+	dir := t.TempDir()
+	p, _ := startServe(t, dir, "")
+	if p.url != "http://127.0.0.1:18789" {
+		t.Errorf("ready URL %q", p.url)
+	}
+	res, _, err := webchattest.New(p.url).Post("hello from the quick start", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, err := webchattest.Events(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := webchattest.Text(events, webchat.EventReply); !strings.Contains(got, "[pincer preview]") || !strings.Contains(got, "hello from the quick start") {
+		t.Errorf("reply %q", got)
+	}
+	if err := p.stop(); err != nil {
+		t.Errorf("exit after SIGTERM: %v\n%s", err, p.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data", "pincer.db")); err != nil {
+		t.Errorf("the database is not under ./data: %v", err)
+	}
+}
+
+func TestServeWithCompatibleServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	fake := llmtest.NewOpenAI(t)
+	fake.Script(llmtest.Reply{Text: []string{"real ", "model ", "reply"}})
+	cfg := freePortConfig(`
+		models: { providers: { openai: { baseUrl: '` + fake.URL + `/v1', apiKey: '${PINCER_TEST_KEY}' } } },
+		agents: { defaults: { model: { primary: 'openai/gpt-4o-mini' } } },`)
+	t.Setenv("PINCER_TEST_KEY", "sk-from-env")
+	p, _ := startServe(t, t.TempDir(), cfg)
+	res, _, err := webchattest.New(p.url).Post("hi", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, err := webchattest.Events(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := webchattest.Text(events, webchat.EventReply); got != "real model reply" {
+		t.Errorf("reply %q", got)
+	}
+	if got := fake.Requests()[0].Header.Get("Authorization"); got != "Bearer sk-from-env" {
+		t.Errorf("key from ${ENV} not used: %q", got)
+	}
+	if err := p.stop(); err != nil {
+		t.Errorf("exit: %v", err)
+	}
+	if strings.Contains(p.stderr.String(), "sk-from-env") {
+		t.Error("the API key appeared in the log")
+	}
+}
+
+func TestServeRefusesPublicListenWithoutToken(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.json5")
+	if err := os.WriteFile(path, []byte(`{ gateway: { listen: '0.0.0.0:0' } }`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(binary(t), "serve", "--config", path).CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), "gateway.token") {
+		t.Errorf("err %v\n%s", err, out)
+	}
+}
+
+// BenchmarkStartToReady reports the time from exec to the ready line of a
+// serve on a fresh data directory.
+func BenchmarkStartToReady(b *testing.B) {
+	binary(b)
+	var total time.Duration
+	for b.Loop() {
+		p, elapsed := startServe(b, b.TempDir(), freePortConfig(""))
+		total += elapsed
+		b.StopTimer()
+		if err := p.stop(); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "ms-to-ready")
+}
+
+// BenchmarkIdleMemory reports the resident memory of a serve that has
+// started and answered one health check.
+func BenchmarkIdleMemory(b *testing.B) {
+	binary(b)
+	var rss float64
+	for b.Loop() {
+		p, _ := startServe(b, b.TempDir(), freePortConfig(""))
+		res, err := webchattest.New(p.url).HTTP.Get(p.url + "/healthz")
+		if err != nil {
+			b.Fatal(err)
+		}
+		res.Body.Close()
+		kb, err := residentKB(p.cmd.Process.Pid)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rss += float64(kb) / 1024
+		if err := p.stop(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(rss/float64(b.N), "MiB-rss")
+}
+
+func residentKB(pid int) (int, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			return strconv.Atoi(strings.Fields(rest)[0])
+		}
+	}
+	return 0, errors.New("no VmRSS in /proc status")
+}
