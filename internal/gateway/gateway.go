@@ -46,9 +46,9 @@ func Providers(cfg config.Models) map[string]llm.Provider {
 	for id, p := range cfg.Providers {
 		switch p.ResolvedAPI(id) {
 		case config.APIAnthropic:
-			out[id] = anthropic.New(id, anthropic.Options{BaseURL: p.BaseURL, APIKey: p.APIKey.Value(), Timeout: p.Timeout(), Headers: p.Headers})
+			out[id] = anthropic.New(id, llm.Endpoint{BaseURL: p.BaseURL, APIKey: p.APIKey.Value(), Timeout: p.Timeout(), Headers: p.Headers})
 		default:
-			out[id] = openai.New(id, openai.Options{BaseURL: p.BaseURL, APIKey: p.APIKey.Value(), Timeout: p.Timeout(), Headers: p.Headers})
+			out[id] = openai.New(id, llm.Endpoint{BaseURL: p.BaseURL, APIKey: p.APIKey.Value(), Timeout: p.Timeout(), Headers: p.Headers})
 		}
 	}
 	return out

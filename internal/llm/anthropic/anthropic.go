@@ -8,7 +8,6 @@ import (
 	"errors"
 	"iter"
 	"net/http"
-	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -16,23 +15,11 @@ import (
 	"github.com/pincerbot/pincer/internal/llm"
 )
 
-// Options configure a provider.
-type Options struct {
-	// BaseURL overrides https://api.anthropic.com.
-	BaseURL string
-	APIKey  string
-	// Timeout bounds one call, streaming included; 0 means none.
-	Timeout time.Duration
-	Headers map[string]string
-	// HTTPClient replaces the default HTTP client.
-	HTTPClient *http.Client
-}
-
 // Provider is an Anthropic llm.Provider.
 type Provider struct {
-	id      string
-	client  sdk.Client
-	timeout time.Duration
+	id       string
+	client   sdk.Client
+	endpoint llm.Endpoint
 }
 
 var _ llm.Provider = (*Provider)(nil)
@@ -42,7 +29,7 @@ const defaultMaxTokens = 4096
 
 // New returns a provider with id (the ref prefix). The SDK's own retries are
 // off: failures are classified and retried by the caller.
-func New(id string, o Options) *Provider {
+func New(id string, o llm.Endpoint) *Provider {
 	opts := []option.RequestOption{option.WithMaxRetries(0), option.WithAPIKey(o.APIKey)}
 	if o.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(o.BaseURL))
@@ -53,7 +40,7 @@ func New(id string, o Options) *Provider {
 	if o.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(o.HTTPClient))
 	}
-	return &Provider{id: id, client: sdk.NewClient(opts...), timeout: o.Timeout}
+	return &Provider{id: id, client: sdk.NewClient(opts...), endpoint: o}
 }
 
 // ID implements llm.Provider.
@@ -62,10 +49,7 @@ func (p *Provider) ID() string { return p.id }
 // Stream implements llm.Provider.
 func (p *Provider) Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
-		callCtx, cancel := ctx, context.CancelFunc(func() {})
-		if p.timeout > 0 {
-			callCtx, cancel = context.WithTimeout(ctx, p.timeout)
-		}
+		callCtx, cancel := p.endpoint.CallContext(ctx)
 		defer cancel()
 		stream := p.client.Messages.NewStreaming(callCtx, params(req))
 		defer stream.Close()

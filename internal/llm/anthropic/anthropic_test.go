@@ -9,13 +9,13 @@ import (
 
 func TestProvider(t *testing.T) {
 	llmtest.RunProviderSuite(t, llmtest.NewAnthropic, func(s *llmtest.Server) llm.Provider {
-		return New("anthropic", Options{BaseURL: s.URL, APIKey: "sk-ant-test"})
+		return New("anthropic", llm.Endpoint{BaseURL: s.URL, APIKey: "sk-ant-test"})
 	})
 }
 
 func TestSendsKeyAndUsage(t *testing.T) {
 	s := llmtest.NewAnthropic(t)
-	p := New("anthropic", Options{BaseURL: s.URL, APIKey: "sk-ant-test"})
+	p := New("anthropic", llm.Endpoint{BaseURL: s.URL, APIKey: "sk-ant-test"})
 	_, _, done, err := llmtest.Collect(p.Stream(t.Context(), llm.Request{Model: "claude", Messages: []llm.Message{{Role: llm.RoleUser, Text: "x"}}}))
 	if err != nil {
 		t.Fatal(err)

@@ -102,39 +102,32 @@ func RunProviderSuite(t *testing.T, newServer func(testing.TB) *Server, newProvi
 		return le
 	}
 
-	t.Run("RateLimitIsRetryableWithRetryAfter", func(t *testing.T) {
-		s := newServer(t)
-		s.Script(Reply{Status: http.StatusTooManyRequests, ErrorType: "rate_limit_error", Header: http.Header{"Retry-After": {"7"}}})
-		_, _, _, err := Collect(newProvider(s).Stream(ctx, req))
-		le := expectErr(t, err, llm.Retryable, llm.ReasonRateLimit)
-		if le.RetryAfter != 7*time.Second || le.Status != 429 {
-			t.Errorf("retry after %v, status %d", le.RetryAfter, le.Status)
-		}
-		if n := len(s.Requests()); n != 1 {
-			t.Errorf("the SDK retried on its own: %d requests", n)
-		}
-	})
-
-	t.Run("UnauthorizedIsFatal", func(t *testing.T) {
-		s := newServer(t)
-		s.Script(Reply{Status: http.StatusUnauthorized, ErrorType: "authentication_error"})
-		_, _, _, err := Collect(newProvider(s).Stream(ctx, req))
-		expectErr(t, err, llm.Fatal, llm.ReasonAuth)
-	})
-
-	t.Run("OverloadIsRetryable", func(t *testing.T) {
-		s := newServer(t)
-		s.Script(Reply{Status: 529, ErrorType: "overloaded_error"})
-		_, _, _, err := Collect(newProvider(s).Stream(ctx, req))
-		expectErr(t, err, llm.Retryable, llm.ReasonOverloaded)
-	})
-
-	t.Run("UnknownModelFallsBack", func(t *testing.T) {
-		s := newServer(t)
-		s.Script(Reply{Status: http.StatusNotFound, ErrorType: "not_found_error"})
-		_, _, _, err := Collect(newProvider(s).Stream(ctx, req))
-		expectErr(t, err, llm.Fallback, llm.ReasonNotFound)
-	})
+	statusTests := []struct {
+		name      string
+		reply     Reply
+		class     llm.Class
+		reason    llm.Reason
+		retryWait time.Duration
+	}{
+		{"RateLimitIsRetryableWithRetryAfter", Reply{Status: http.StatusTooManyRequests, ErrorType: "rate_limit_error", Header: http.Header{"Retry-After": {"7"}}}, llm.Retryable, llm.ReasonRateLimit, 7 * time.Second},
+		{"UnauthorizedIsFatal", Reply{Status: http.StatusUnauthorized, ErrorType: "authentication_error"}, llm.Fatal, llm.ReasonAuth, 0},
+		{"OverloadIsRetryable", Reply{Status: 529, ErrorType: "overloaded_error"}, llm.Retryable, llm.ReasonOverloaded, 0},
+		{"UnknownModelFallsBack", Reply{Status: http.StatusNotFound, ErrorType: "not_found_error"}, llm.Fallback, llm.ReasonNotFound, 0},
+	}
+	for _, tt := range statusTests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newServer(t)
+			s.Script(tt.reply)
+			_, _, _, err := Collect(newProvider(s).Stream(ctx, req))
+			le := expectErr(t, err, tt.class, tt.reason)
+			if le.RetryAfter != tt.retryWait || le.Status != tt.reply.Status {
+				t.Errorf("retry after %v, status %d; want %v, %d", le.RetryAfter, le.Status, tt.retryWait, tt.reply.Status)
+			}
+			if n := len(s.Requests()); n != 1 {
+				t.Errorf("the SDK retried on its own: %d requests", n)
+			}
+		})
+	}
 
 	t.Run("MidStreamDisconnectIsRetryable", func(t *testing.T) {
 		s := newServer(t)

@@ -10,7 +10,6 @@ import (
 	"iter"
 	"net/http"
 	"net/url"
-	"time"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -19,23 +18,11 @@ import (
 	"github.com/pincerbot/pincer/internal/llm"
 )
 
-// Options configure a provider.
-type Options struct {
-	// BaseURL is the API root including /v1; empty uses api.openai.com.
-	BaseURL string
-	APIKey  string
-	// Timeout bounds one call, streaming included; 0 means none.
-	Timeout time.Duration
-	Headers map[string]string
-	// HTTPClient replaces the default HTTP client.
-	HTTPClient *http.Client
-}
-
 // Provider is an OpenAI-compatible llm.Provider.
 type Provider struct {
-	id      string
-	client  sdk.Client
-	timeout time.Duration
+	id       string
+	client   sdk.Client
+	endpoint llm.Endpoint
 	// legacyMaxTokens sends max_tokens instead of max_completion_tokens:
 	// compatible servers know the older field, OpenAI's newest models only
 	// the newer.
@@ -47,7 +34,7 @@ var _ llm.Provider = (*Provider)(nil)
 // New returns a provider with id (the ref prefix) for the given endpoint.
 // The SDK's own retries are off: failures are classified and retried by
 // the caller, which honours Retry-After across models.
-func New(id string, o Options) *Provider {
+func New(id string, o llm.Endpoint) *Provider {
 	opts := []option.RequestOption{option.WithMaxRetries(0)}
 	if o.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(o.APIKey))
@@ -65,7 +52,7 @@ func New(id string, o Options) *Provider {
 	if o.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(o.HTTPClient))
 	}
-	return &Provider{id: id, client: sdk.NewClient(opts...), timeout: o.Timeout, legacyMaxTokens: !isOpenAI(o.BaseURL)}
+	return &Provider{id: id, client: sdk.NewClient(opts...), endpoint: o, legacyMaxTokens: !isOpenAI(o.BaseURL)}
 }
 
 func isOpenAI(base string) bool {
@@ -82,10 +69,7 @@ func (p *Provider) ID() string { return p.id }
 // Stream implements llm.Provider.
 func (p *Provider) Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
-		callCtx, cancel := ctx, context.CancelFunc(func() {})
-		if p.timeout > 0 {
-			callCtx, cancel = context.WithTimeout(ctx, p.timeout)
-		}
+		callCtx, cancel := p.endpoint.CallContext(ctx)
 		defer cancel()
 		stream := p.client.Chat.Completions.NewStreaming(callCtx, p.params(req))
 		defer stream.Close()

@@ -9,13 +9,13 @@ import (
 
 func TestProvider(t *testing.T) {
 	llmtest.RunProviderSuite(t, llmtest.NewOpenAI, func(s *llmtest.Server) llm.Provider {
-		return New("openai", Options{BaseURL: s.URL + "/v1", APIKey: "sk-test"})
+		return New("openai", llm.Endpoint{BaseURL: s.URL + "/v1", APIKey: "sk-test"})
 	})
 }
 
 func TestCompatibleServerGetsMaxTokensAndKey(t *testing.T) {
 	s := llmtest.NewOpenAI(t)
-	p := New("ollama", Options{BaseURL: s.URL + "/v1", Headers: map[string]string{"X-Extra": "1"}})
+	p := New("ollama", llm.Endpoint{BaseURL: s.URL + "/v1", Headers: map[string]string{"X-Extra": "1"}})
 	if _, _, _, err := llmtest.Collect(p.Stream(t.Context(), llm.Request{Model: "qwen", MaxTokens: 9, Messages: []llm.Message{{Role: llm.RoleUser, Text: "x"}}})); err != nil {
 		t.Fatal(err)
 	}
