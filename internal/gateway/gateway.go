@@ -98,7 +98,11 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	}()
 
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	for _, c := range []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("metrics: %w", err)
+		}
+	}
 	metrics, err := engine.NewMetrics(reg)
 	if err != nil {
 		return err
@@ -145,6 +149,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		}
 		return nil
 	})
+	g.Go(func() error { return eng.Run(gctx) })
 	if wc != nil {
 		g.Go(func() error { return wc.Run(gctx, eng) })
 	}
