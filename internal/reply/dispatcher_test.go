@@ -1,0 +1,174 @@
+package reply
+
+import (
+	"context"
+	"fmt"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/pincerbot/pincer/internal/msg"
+)
+
+type delivery struct {
+	kind Kind
+	text string
+	at   time.Duration
+}
+
+type sink struct {
+	mu     sync.Mutex
+	start  time.Time
+	got    []delivery
+	active int
+	maxAct int
+	slow   time.Duration
+	fail   string
+}
+
+func (s *sink) deliver(ctx context.Context, kind Kind, p msg.Outbound) error {
+	s.mu.Lock()
+	s.active++
+	s.maxAct = max(s.maxAct, s.active)
+	s.mu.Unlock()
+	if s.slow > 0 {
+		time.Sleep(s.slow)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.active--
+	s.got = append(s.got, delivery{kind, p.Text, time.Since(s.start)})
+	if p.Text == s.fail {
+		return errors.New("platform refused")
+	}
+	return nil
+}
+
+func TestDispatcherSerializesInOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &sink{start: time.Now(), slow: 100 * time.Millisecond}
+		d := NewDispatcher(context.Background(), DispatcherOptions{Deliver: s.deliver})
+		d.SendTool(msg.Outbound{Text: "tool"})
+		d.SendBlock(msg.Outbound{Text: "b1"})
+		d.SendBlock(msg.Outbound{Text: "b2"})
+		d.SendFinal(msg.Outbound{Text: "final"})
+		d.MarkComplete()
+		if err := d.WaitForIdle(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		want := []delivery{{KindTool, "tool", 100 * time.Millisecond}, {KindBlock, "b1", 200 * time.Millisecond}, {KindBlock, "b2", 300 * time.Millisecond}, {KindFinal, "final", 400 * time.Millisecond}}
+		if diff := cmp.Diff(want, s.got, cmp.AllowUnexported(delivery{})); diff != "" {
+			t.Errorf("deliveries (-want +got):\n%s", diff)
+		}
+		if s.maxAct != 1 {
+			t.Errorf("%d deliveries ran at once; they must be strictly serial", s.maxAct)
+		}
+	})
+}
+
+func TestHumanDelayNeverBeforeFirstBlock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &sink{start: time.Now()}
+		d := NewDispatcher(context.Background(), DispatcherOptions{Deliver: s.deliver, HumanDelay: DelayRange{Min: time.Second, Max: time.Second}})
+		d.SendBlock(msg.Outbound{Text: "b1"})
+		d.SendBlock(msg.Outbound{Text: "b2"})
+		d.SendBlock(msg.Outbound{Text: "b3"})
+		d.MarkComplete()
+		<-d.Idle()
+		var at []time.Duration
+		for _, g := range s.got {
+			at = append(at, g.at)
+		}
+		if diff := cmp.Diff([]time.Duration{0, time.Second, 2 * time.Second}, at); diff != "" {
+			t.Errorf("block times (-want +got):\n%s", diff)
+		}
+	})
+}
+
+func TestHumanDelayStaysInRange(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &sink{start: time.Now()}
+		d := NewDispatcher(context.Background(), DispatcherOptions{Deliver: s.deliver, HumanDelay: DefaultHumanDelay})
+		for i := range 50 {
+			d.SendBlock(msg.Outbound{Text: fmt.Sprint("block ", i)})
+		}
+		d.MarkComplete()
+		<-d.Idle()
+		for i := 1; i < len(s.got); i++ {
+			gap := s.got[i].at - s.got[i-1].at
+			if gap < DefaultHumanDelay.Min || gap > DefaultHumanDelay.Max {
+				t.Fatalf("gap %d is %v, outside %v..%v", i, gap, DefaultHumanDelay.Min, DefaultHumanDelay.Max)
+			}
+		}
+	})
+}
+
+// TestReservationRace is the dispatcher's reservation regression test:
+// payloads that are delivered instantly must not make it idle before
+// MarkComplete, or a late final would be lost after the turn was declared
+// over.
+func TestReservationRace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &sink{start: time.Now()}
+		idleCalls := 0
+		d := NewDispatcher(context.Background(), DispatcherOptions{Deliver: s.deliver, OnIdle: func() { idleCalls++ }})
+		d.SendBlock(msg.Outbound{Text: "instant"})
+		synctest.Wait() // the block is fully delivered; nothing is pending but the reservation
+		select {
+		case <-d.Idle():
+			t.Fatal("idle before MarkComplete")
+		default:
+		}
+		if !d.SendFinal(msg.Outbound{Text: "late final"}) {
+			t.Fatal("final refused before MarkComplete")
+		}
+		d.MarkComplete()
+		<-d.Idle()
+		if len(s.got) != 2 || idleCalls != 1 {
+			t.Errorf("got %v, idle called %d times", s.got, idleCalls)
+		}
+		if d.SendFinal(msg.Outbound{Text: "after"}) {
+			t.Error("payloads after MarkComplete must be refused")
+		}
+		d.MarkComplete() // harmless twice
+	})
+}
+
+func TestIdleWithNothingSent(t *testing.T) {
+	d := NewDispatcher(context.Background(), DispatcherOptions{Deliver: (&sink{}).deliver})
+	d.MarkComplete()
+	if err := d.WaitForIdle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDeliveryErrorsDoNotStopLaterPayloads(t *testing.T) {
+	s := &sink{fail: "bad"}
+	var errs []Kind
+	d := NewDispatcher(context.Background(), DispatcherOptions{Deliver: s.deliver, OnError: func(_ error, k Kind) { errs = append(errs, k) }})
+	d.SendBlock(msg.Outbound{Text: "bad"})
+	d.SendFinal(msg.Outbound{Text: "good"})
+	d.MarkComplete()
+	<-d.Idle()
+	if len(s.got) != 2 || len(errs) != 1 || errs[0] != KindBlock {
+		t.Errorf("got %v errors %v", s.got, errs)
+	}
+}
+
+func TestDispatcherNormalizes(t *testing.T) {
+	s := &sink{}
+	var skipped []SkipReason
+	d := NewDispatcher(context.Background(), DispatcherOptions{Deliver: s.deliver, Normalizer: &Normalizer{OnSkip: func(r SkipReason, _ msg.Outbound) { skipped = append(skipped, r) }}})
+	if d.SendFinal(msg.Outbound{Text: "NO_REPLY"}) {
+		t.Error("a silent reply was queued")
+	}
+	d.MarkComplete()
+	<-d.Idle()
+	if len(s.got) != 0 || len(skipped) != 1 || skipped[0] != SkipSilent {
+		t.Errorf("delivered %v, skipped %v", s.got, skipped)
+	}
+}

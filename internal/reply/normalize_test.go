@@ -1,0 +1,118 @@
+package reply
+
+import (
+	"testing"
+
+	"github.com/pincerbot/pincer/internal/msg"
+)
+
+func TestIsSilent(t *testing.T) {
+	for text, want := range map[string]bool{
+		"NO_REPLY":                     true,
+		"  no_reply \n":                true,
+		"NO_REPLY.":                    false,
+		"I will answer later NO_REPLY": false, // a real reply that ends with the token
+		"NO":                           false,
+		"":                             false,
+	} {
+		if got := IsSilent(text); got != want {
+			t.Errorf("IsSilent(%q) = %v, want %v", text, got, want)
+		}
+	}
+}
+
+func TestStripSilentToken(t *testing.T) {
+	for text, want := range map[string]string{
+		"Sure, done. NO_REPLY":   "Sure, done.",
+		"Sure, done.\nno_reply ": "Sure, done.",
+		"Sure XNO_REPLY":         "Sure XNO_REPLY",
+		"NO_REPLY is a token":    "NO_REPLY is a token",
+		"plain":                  "plain",
+	} {
+		if got := StripSilentToken(text); got != want {
+			t.Errorf("StripSilentToken(%q) = %q, want %q", text, got, want)
+		}
+	}
+}
+
+func TestMaySilence(t *testing.T) {
+	for text, want := range map[string]bool{"": true, "N": true, " no_rep": true, "NO_REPLY": true, "NO_REPLY!": false, "Nope": false} {
+		if got := MaySilence(text); got != want {
+			t.Errorf("MaySilence(%q) = %v, want %v", text, got, want)
+		}
+	}
+}
+
+func TestNormalize(t *testing.T) {
+	long := make([]rune, HeartbeatAckMaxChars+1)
+	for i := range long {
+		long[i] = 'x'
+	}
+	tests := []struct {
+		name     string
+		n        Normalizer
+		in       msg.Outbound
+		want     string
+		wantSkip SkipReason
+	}{
+		{"plain", Normalizer{}, msg.Outbound{Text: "hi"}, "hi", ""},
+		{"silent", Normalizer{}, msg.Outbound{Text: " NO_REPLY "}, "", SkipSilent},
+		{"silent then heartbeat", Normalizer{}, msg.Outbound{Text: "NO_REPLY HEARTBEAT_OK"}, "", SkipSilent},
+		{"silent twice", Normalizer{}, msg.Outbound{Text: "NO_REPLY NO_REPLY"}, "", SkipSilent},
+		{"silent suffix is a real reply", Normalizer{}, msg.Outbound{Text: "Here you go. NO_REPLY"}, "Here you go.", ""},
+		{"silent keeps media", Normalizer{}, msg.Outbound{Text: "NO_REPLY", Media: []msg.Media{{URL: "a.ogg"}}}, "", ""},
+		{"empty", Normalizer{}, msg.Outbound{Text: " \n"}, "", SkipEmpty},
+		{"reasoning suppressed", Normalizer{}, msg.Outbound{Text: "thinking", IsReasoning: true}, "", SkipReasoning},
+		{"reasoning allowed", Normalizer{AllowReasoning: true}, msg.Outbound{Text: "thinking", IsReasoning: true}, "thinking", ""},
+		{"heartbeat ack", Normalizer{Heartbeat: true}, msg.Outbound{Text: "HEARTBEAT_OK"}, "", SkipHeartbeat},
+		{"heartbeat ack with short note", Normalizer{Heartbeat: true}, msg.Outbound{Text: "All quiet. HEARTBEAT_OK"}, "", SkipHeartbeat},
+		{"heartbeat token at start", Normalizer{Heartbeat: true}, msg.Outbound{Text: "HEARTBEAT_OK nothing new"}, "", SkipHeartbeat},
+		{"heartbeat with a long report", Normalizer{Heartbeat: true}, msg.Outbound{Text: "HEARTBEAT_OK " + string(long)}, string(long), ""},
+		{"heartbeat token in the middle is text", Normalizer{Heartbeat: true}, msg.Outbound{Text: "a HEARTBEAT_OK b"}, "a HEARTBEAT_OK b", ""},
+		{"stray heartbeat token outside heartbeats", Normalizer{}, msg.Outbound{Text: "Done. HEARTBEAT_OK"}, "Done.", ""},
+		{"bare heartbeat token outside heartbeats", Normalizer{}, msg.Outbound{Text: "HEARTBEAT_OK"}, "", SkipEmpty},
+		{"prefix", Normalizer{Prefix: "[{provider}/{model} {thinkingLevel}] ", Vars: PrefixVars{Model: "m", Provider: "p", ThinkingLevel: "low"}}, msg.Outbound{Text: "hi"}, "[p/m low] hi", ""},
+		{"no prefix on errors", Normalizer{Prefix: "bot: "}, msg.Outbound{Text: "failed", IsError: true}, "failed", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var skipped SkipReason
+			n := tt.n
+			n.OnSkip = func(r SkipReason, _ msg.Outbound) { skipped = r }
+			got, ok := n.Normalize(tt.in)
+			if skipped != tt.wantSkip || ok != (tt.wantSkip == "") {
+				t.Fatalf("skip = %q ok = %v, want skip %q", skipped, ok, tt.wantSkip)
+			}
+			if ok && got.Text != tt.want {
+				t.Errorf("text = %q, want %q", got.Text, tt.want)
+			}
+		})
+	}
+}
+
+func TestNormalizeDropsRepeatsWithinTurn(t *testing.T) {
+	var n Normalizer
+	if _, ok := n.Normalize(msg.Outbound{Text: "same"}); !ok {
+		t.Fatal("first payload dropped")
+	}
+	if _, ok := n.Normalize(msg.Outbound{Text: " same\n"}); ok {
+		t.Error("an identical payload must be delivered once per turn")
+	}
+	if _, ok := n.Normalize(msg.Outbound{Text: "other"}); !ok {
+		t.Error("a different payload must pass")
+	}
+}
+
+func FuzzNormalize(f *testing.F) {
+	f.Add("NO_REPLY", true)
+	f.Add("NO_REPLY NO_REPLY", false)
+	f.Add("HEARTBEAT_OK NO_REPLY", false)
+	f.Add("x HEARTBEAT_OK", false)
+	f.Fuzz(func(t *testing.T, text string, heartbeat bool) {
+		n := Normalizer{Heartbeat: heartbeat}
+		got, ok := n.Normalize(msg.Outbound{Text: text})
+		if ok && (IsSilent(got.Text) || got.Text == "") {
+			t.Fatalf("Normalize(%q) delivered %q", text, got.Text)
+		}
+	})
+}
