@@ -2,8 +2,8 @@ package reply
 
 import (
 	"context"
-	"fmt"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"testing/synctest"
