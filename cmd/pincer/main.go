@@ -20,6 +20,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"syscall"
+	_ "time/tzdata" // envelope timezones work without the system's zoneinfo
 
 	"github.com/pincerbot/pincer/internal/config"
 	"github.com/pincerbot/pincer/internal/gateway"

@@ -29,6 +29,17 @@ type Replier interface {
 	Deliver(ctx context.Context, out msg.Outbound) (msg.MessageID, error)
 }
 
+// PartialViewer is a Replier that shows streamed text live (the web chat);
+// the engine sends it the whole reply at the end instead of blocks.
+type PartialViewer interface {
+	ShowsPartial() bool
+}
+
+// Typer is a Replier that can show a typing indicator in its chat.
+type Typer interface {
+	Typing(ctx context.Context, on bool) error
+}
+
 // Sink takes inbound messages; the engine (later the pipeline) is one.
 type Sink interface {
 	// Dispatch handles m and replies through r. It returns once the reply,

@@ -15,6 +15,7 @@ type Config struct {
 	Store    Store    `json:"store"`
 	Models   Models   `json:"models"`
 	Agents   Agents   `json:"agents"`
+	Messages Messages `json:"messages"`
 	Channels Channels `json:"channels"`
 }
 
@@ -23,11 +24,17 @@ type Config struct {
 // preview agent.
 func Default() Config {
 	return Config{
-		Gateway:  Gateway{Listen: "127.0.0.1:18789", ShutdownTimeoutMs: 30000},
-		Log:      Log{Level: "info", Format: "text"},
-		Store:    Store{Driver: "sqlite", Path: "./data/pincer.db", BusyTimeoutMs: 5000},
-		Models:   Models{Providers: map[string]Provider{}},
-		Agents:   Agents{Defaults: AgentDefaults{Workspace: "./data/workspace", MaxTokens: 4096, ContextTokens: 128000}},
+		Gateway: Gateway{Listen: "127.0.0.1:18789", ShutdownTimeoutMs: 30000},
+		Log:     Log{Level: "info", Format: "text"},
+		Store:   Store{Driver: "sqlite", Path: "./data/pincer.db", BusyTimeoutMs: 5000},
+		Models:  Models{Providers: map[string]Provider{}},
+		Agents: Agents{Defaults: AgentDefaults{
+			Workspace: "./data/workspace", MaxTokens: 4096, ContextTokens: 128000,
+			HumanDelay:     HumanDelay{Mode: "off", MinMs: 800, MaxMs: 2500},
+			BlockStreaming: BlockStreaming{MinChars: 800, MaxChars: 1200, BreakOn: "paragraph", IdleMs: 1000},
+			Envelope:       Envelope{Timezone: "local"},
+		}},
+		Messages: Messages{},
 		Channels: Channels{Webchat: Webchat{Enabled: true, Title: "pincer"}},
 	}
 }
@@ -41,6 +48,7 @@ func (c *Config) Validate() error {
 		nest("store", c.Store.Validate()),
 		nest("models", c.Models.Validate()),
 		nest("agents", c.Agents.Validate(&c.Models)),
+		nest("messages", c.Messages.Validate()),
 		nest("channels", c.Channels.Validate()),
 	)
 }

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -237,6 +238,45 @@ func TestAllProblemsReportedTogether(t *testing.T) {
 	_, err := Parse([]byte(doc), noEnv)
 	// maxTokens is reported once, as mistyped, not again as "must be positive".
 	want := []string{"agents.defaults.maxTokens", "channels.webchat.titel", "gateway.listen"}
+	if diff := cmp.Diff(want, paths(err)); diff != "" {
+		t.Errorf("problem paths (-want +got):\n%s\nerror: %v", diff, err)
+	}
+}
+
+func TestAgentDefaultsSections(t *testing.T) {
+	cfg, err := Parse([]byte(`{ agents: { defaults: {
+	  humanDelay: { mode: 'custom', minMs: 100, maxMs: 200 },
+	  envelope: { timezone: 'Asia/Shanghai' },
+	} } }`), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lo, hi := cfg.Agents.Defaults.HumanDelay.Range(); lo != 100*time.Millisecond || hi != 200*time.Millisecond {
+		t.Errorf("custom range %v..%v", lo, hi)
+	}
+	if lo, hi := (HumanDelay{Mode: "natural"}).Range(); lo != 800*time.Millisecond || hi != 2500*time.Millisecond {
+		t.Errorf("natural range %v..%v", lo, hi)
+	}
+	if loc, _ := cfg.Agents.Defaults.Envelope.Location(); loc.String() != "Asia/Shanghai" {
+		t.Errorf("location %v", loc)
+	}
+	for _, tz := range []string{"utc", "local"} {
+		if _, err := (Envelope{Timezone: tz}).Location(); err != nil {
+			t.Errorf("%s: %v", tz, err)
+		}
+	}
+	if loc, err := (Envelope{Timezone: "user", UserTimezone: "Europe/Berlin"}).Location(); err != nil || loc.String() != "Europe/Berlin" {
+		t.Errorf("user: %v %v", loc, err)
+	}
+	_, err = Parse([]byte(`{ agents: { defaults: {
+	  humanDelay: { mode: 'slow', minMs: 300, maxMs: 100 },
+	  blockStreaming: { minChars: 0, breakOn: 'word' },
+	  envelope: { timezone: 'Mars/Olympus' },
+	} } }`), noEnv)
+	want := []string{
+		"agents.defaults.blockStreaming.breakOn", "agents.defaults.blockStreaming.maxChars",
+		"agents.defaults.envelope.timezone", "agents.defaults.humanDelay.maxMs", "agents.defaults.humanDelay.mode",
+	}
 	if diff := cmp.Diff(want, paths(err)); diff != "" {
 		t.Errorf("problem paths (-want +got):\n%s\nerror: %v", diff, err)
 	}

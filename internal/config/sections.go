@@ -2,7 +2,6 @@ package config
 
 import (
 	"errors"
-	"fmt"
 	"net"
 	"net/url"
 	"strings"
@@ -179,72 +178,6 @@ func (p Provider) Validate() error {
 	}
 	if p.TimeoutMs < 0 {
 		errs = append(errs, problem("timeoutMs", "must not be negative"))
-	}
-	return errors.Join(errs...)
-}
-
-// Agents configures agents; only defaults exist so far.
-type Agents struct {
-	Defaults AgentDefaults `json:"defaults"`
-}
-
-// Validate checks agent settings against the configured providers.
-func (a Agents) Validate(models *Models) error {
-	return nest("defaults", a.Defaults.Validate(models))
-}
-
-// ModelChoice names the primary model and its fallbacks as provider/model
-// refs.
-type ModelChoice struct {
-	Primary   string   `json:"primary"`
-	Fallbacks []string `json:"fallbacks"`
-}
-
-// AgentDefaults are the settings every agent starts from.
-type AgentDefaults struct {
-	// Model is the model chain. An empty primary selects the preview agent,
-	// which shows what a model would have been sent.
-	Model ModelChoice `json:"model"`
-	// Workspace is the agent's directory; SYSTEM.md and AGENTS.md there are
-	// added to the system prompt.
-	Workspace string `json:"workspace"`
-	// SystemPrompt is prepended to the workspace files.
-	SystemPrompt string `json:"systemPrompt"`
-	// MaxTokens caps one model reply.
-	MaxTokens int `json:"maxTokens"`
-	// ContextTokens is the model context budget the transcript is fitted to.
-	ContextTokens int `json:"contextTokens"`
-}
-
-// Validate checks model refs and limits.
-func (d AgentDefaults) Validate(models *Models) error {
-	var errs []error
-	check := func(path, ref string) {
-		provider, model, ok := strings.Cut(ref, "/")
-		if !ok || provider == "" || model == "" {
-			errs = append(errs, problem(path, "want provider/model, got %q", ref))
-			return
-		}
-		if _, known := models.Providers[provider]; !known && provider != "preview" {
-			errs = append(errs, problem(path, "provider %q is not configured under models.providers", provider))
-		}
-	}
-	if d.Model.Primary != "" {
-		check("model.primary", d.Model.Primary)
-	} else if len(d.Model.Fallbacks) > 0 {
-		errs = append(errs, problem("model.primary", "required when fallbacks are set"))
-	}
-	for i, ref := range d.Model.Fallbacks {
-		check(fmt.Sprintf("model.fallbacks[%d]", i), ref)
-	}
-	if strings.TrimSpace(d.Workspace) == "" {
-		errs = append(errs, problem("workspace", "must not be empty"))
-	}
-	if d.MaxTokens <= 0 {
-		errs = append(errs, problem("maxTokens", "must be positive"))
-	}
-	if d.ContextTokens <= d.MaxTokens {
-		errs = append(errs, problem("contextTokens", "must exceed maxTokens (%d)", d.MaxTokens))
 	}
 	return errors.Join(errs...)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/pincerbot/pincer/internal/llm"
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/prompt"
+	"github.com/pincerbot/pincer/internal/reply"
 	"github.com/pincerbot/pincer/internal/store"
 )
 
@@ -35,8 +36,15 @@ type Options struct {
 	DedupTTL time.Duration
 	// Location is the timezone envelopes show; nil means local.
 	Location *time.Location
-	Metrics  *Metrics
-	Logger   *slog.Logger
+	// ResponsePrefix is the template prepended to replies.
+	ResponsePrefix string
+	// HumanDelay paces streamed blocks.
+	HumanDelay reply.DelayRange
+	// Blocks, when set, streams replies as blocks to channels that do not
+	// show live text.
+	Blocks  *reply.ChunkOptions
+	Metrics *Metrics
+	Logger  *slog.Logger
 }
 
 // Engine dispatches inbound messages to agent turns. It is a channel.Sink.
@@ -175,48 +183,115 @@ func (e *Engine) turn(ctx context.Context, log *slog.Logger, m msg.Message, r ch
 	}
 	log.Debug("agent turn", "session", key, "body", userTurn.Text)
 
+	// The reply is persisted before its final delivery, so a crash while
+	// delivering cannot lose it. The turn's context may be cut by shutdown,
+	// so persistence uses one of its own.
+	persist := func(out agent.Output, runErr error) {
+		if out.Text == "" {
+			return
+		}
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if _, err := st.AppendTurn(pctx, key, store.Turn{Role: store.RoleAssistant, Text: out.Text, Partial: runErr != nil}); err != nil {
+			log.Error("persist reply", "err", err)
+		}
+	}
+	e.run(ctx, log, m, r, start, append(prior, userTurn), persist)
+	e.opts.Metrics.turnSeconds.Observe(time.Since(start).Seconds())
+	return nil
+}
+
+// run runs the agent and delivers its reply through a dispatcher: as blocks
+// while it streams, when configured and the channel does not show live text,
+// else whole at the end.
+func (e *Engine) run(ctx context.Context, log *slog.Logger, m msg.Message, r channel.Replier, start time.Time, transcript []store.Turn, persist func(agent.Output, error)) {
+	outcome := "empty"
+	var delivered, failed int
+	base := msg.Outbound{Account: m.Account, Peer: m.Peer}
+	// Delivery outlives a turn cut by shutdown: what was produced still goes out.
+	deliverCtx := context.WithoutCancel(ctx)
+	disp := reply.NewDispatcher(deliverCtx, reply.DispatcherOptions{
+		Deliver: func(ctx context.Context, _ reply.Kind, p msg.Outbound) error {
+			_, err := r.Deliver(ctx, p)
+			if err == nil {
+				delivered++
+			}
+			return err
+		},
+		Normalizer: &reply.Normalizer{
+			Prefix: e.opts.ResponsePrefix,
+			Vars:   reply.PrefixVars{Provider: e.opts.Models[0].Provider, Model: e.opts.Models[0].Model},
+			OnSkip: func(reason reply.SkipReason, _ msg.Outbound) {
+				log.Info("reply not delivered", "reason", string(reason))
+			},
+		},
+		HumanDelay: e.opts.HumanDelay,
+		OnError: func(err error, kind reply.Kind) {
+			failed++
+			log.Error("deliver reply", "kind", string(kind), "err", err)
+		},
+	})
+	var setTyping func(context.Context, bool) error
+	if t, ok := r.(channel.Typer); ok {
+		setTyping = t.Typing
+	}
+	typing := reply.NewTyping(ctx, reply.TypingOptions{Set: setTyping, Policy: reply.TypingUser, Logger: log})
+	var chunker *reply.Chunker
+	if pv, live := r.(channel.PartialViewer); e.opts.Blocks != nil && !(live && pv.ShowsPartial()) {
+		chunker = reply.NewChunker(*e.opts.Blocks, func(block string) {
+			p := base
+			p.Text = block
+			disp.SendBlock(p)
+		})
+	}
+
+	typing.RunStarted()
 	first := true
 	out, runErr := e.opts.Runner.Run(ctx, agent.Input{
 		Models:     e.opts.Models,
 		System:     e.opts.System(),
-		Transcript: append(prior, userTurn),
+		Transcript: transcript,
 		OnText: func(d string) {
 			if first {
 				first = false
 				e.opts.Metrics.firstText.Observe(time.Since(start).Seconds())
+				typing.TextStarted()
 			}
 			r.Partial(d)
+			if chunker != nil {
+				chunker.Push(d)
+			}
 		},
 	})
-	// Persist whatever was produced before delivering, so a crash during
-	// delivery cannot lose the reply. The context may be cut by shutdown,
-	// so persistence uses one of its own.
-	persistCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if out.Text != "" {
-		if _, err := st.AppendTurn(persistCtx, key, store.Turn{Role: store.RoleAssistant, Text: out.Text, Partial: runErr != nil}); err != nil {
-			log.Error("persist reply", "err", err)
-		}
+	persist(out, runErr)
+	switch {
+	case chunker != nil && out.Text != "":
+		chunker.Flush()
+	case out.Text != "":
+		p := base
+		p.Text = out.Text
+		disp.SendFinal(p)
+	case runErr != nil:
+		p := base
+		p.Text, p.IsError = ErrorNotice(runErr), true
+		disp.SendFinal(p)
 	}
-	reply := msg.Outbound{Account: m.Account, Peer: m.Peer, Text: out.Text}
-	outcome := "replied"
-	if runErr != nil {
+	disp.MarkComplete()
+	<-disp.Idle()
+	typing.Stop()
+
+	switch {
+	case runErr != nil:
 		outcome = "failed"
 		log.Warn("agent turn failed", "err", runErr, "partial", out.Text != "")
-		if out.Text == "" {
-			reply = msg.Outbound{Account: m.Account, Peer: m.Peer, Text: ErrorNotice(runErr), IsError: true}
-		}
-	}
-	if reply.Empty() {
-		outcome = "empty"
-		log.Info("turn ended without a reply", "reason", "empty model output")
-	} else if _, err := r.Deliver(persistCtx, reply); err != nil {
+	case failed > 0:
 		outcome = "undelivered"
-		log.Error("deliver reply", "err", err)
+	case delivered > 0:
+		outcome = "replied"
+	default:
+		log.Info("turn ended without a reply")
 	}
 	e.opts.Metrics.turns.WithLabelValues(outcome).Inc()
-	e.opts.Metrics.turnSeconds.Observe(time.Since(start).Seconds())
-	return nil
 }
 
 // History returns the current transcript of the session m's peer belongs

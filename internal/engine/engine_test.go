@@ -11,10 +11,13 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/pincerbot/pincer/internal/agent"
 	"github.com/pincerbot/pincer/internal/channel"
 	"github.com/pincerbot/pincer/internal/llm"
 	"github.com/pincerbot/pincer/internal/msg"
+	"github.com/pincerbot/pincer/internal/reply"
 	"github.com/pincerbot/pincer/internal/store"
 	"github.com/pincerbot/pincer/internal/store/sqlite"
 )
@@ -268,5 +271,108 @@ func TestErrorNotice(t *testing.T) {
 		if got := ErrorNotice(tt.err); !strings.Contains(got, tt.want) {
 			t.Errorf("ErrorNotice(%v) = %q, want it to mention %q", tt.err, got, tt.want)
 		}
+	}
+}
+
+// scriptProvider streams fixed deltas.
+type scriptProvider struct{ deltas []string }
+
+func (p scriptProvider) ID() string { return "fake" }
+
+func (p scriptProvider) Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Event, error] {
+	return func(yield func(llm.Event, error) bool) {
+		for _, d := range p.deltas {
+			if !yield(llm.Event{Kind: llm.EventText, Text: d}, nil) {
+				return
+			}
+		}
+		yield(llm.Event{Kind: llm.EventDone}, nil)
+	}
+}
+
+// liveRecorder shows partial text live, like the web chat.
+type liveRecorder struct{ recorder }
+
+func (*liveRecorder) ShowsPartial() bool { return true }
+
+// typingRecorder records typing indicator changes.
+type typingRecorder struct {
+	recorder
+	typing []bool
+}
+
+func (r *typingRecorder) Typing(_ context.Context, on bool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.typing = append(r.typing, on)
+	return nil
+}
+
+func newScripted(t *testing.T, o Options, deltas ...string) *Engine {
+	t.Helper()
+	_, st := newEngine(t, &echoProvider{})
+	o.Store = st
+	o.Runner = agent.NewRunner(agent.Options{Providers: map[string]llm.Provider{"fake": scriptProvider{deltas}}, MaxTokens: 100, ContextTokens: 10000})
+	o.Models = []llm.Ref{{Provider: "fake", Model: "m1"}}
+	return New(o)
+}
+
+func texts(outs []msg.Outbound) []string {
+	var s []string
+	for _, o := range outs {
+		s = append(s, o.Text)
+	}
+	return s
+}
+
+func TestBlockStreamingToWholeMessageChannels(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		blocks := &reply.ChunkOptions{MinChars: 5, MaxChars: 100, BreakOn: reply.BreakParagraph}
+		deltas := []string{"First part.\n\n", "Second part.\n\n", "Third."}
+		e := newScripted(t, Options{Blocks: blocks, HumanDelay: reply.DelayRange{Min: time.Second, Max: time.Second}}, deltas...)
+		r := &recorder{}
+		start := time.Now()
+		if err := e.Dispatch(context.Background(), message("1", "b", "go", t0), r); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"First part.", "Second part.", "Third."}, texts(r.delivered)); diff != "" {
+			t.Errorf("blocks (-want +got):\n%s", diff)
+		}
+		if took := time.Since(start); took != 2*time.Second {
+			t.Errorf("three blocks took %v; want the human delay before the second and third only", took)
+		}
+
+		live := &liveRecorder{}
+		if err := e.Dispatch(context.Background(), message("2", "b", "again", t0), live); err != nil {
+			t.Fatal(err)
+		}
+		if got := texts(live.delivered); len(got) != 1 || got[0] != "First part.\n\nSecond part.\n\nThird." {
+			t.Errorf("a live channel must get one whole reply: %q", got)
+		}
+	})
+}
+
+func TestSilentReplyIsNotDelivered(t *testing.T) {
+	e := newScripted(t, Options{}, "NO_", "REPLY")
+	r := &typingRecorder{}
+	if err := e.Dispatch(context.Background(), message("1", "b", "hi", t0), r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.delivered) != 0 {
+		t.Errorf("delivered %q", texts(r.delivered))
+	}
+	if diff := cmp.Diff([]bool{true, false}, r.typing); diff != "" {
+		t.Errorf("typing must start with the run and stop on a silent outcome (-want +got):\n%s", diff)
+	}
+}
+
+func TestSilentSuffixIsARealReply(t *testing.T) {
+	e := newScripted(t, Options{ResponsePrefix: "[{model}] "}, "Here is the answer. ", "NO_REPLY")
+	r := &recorder{}
+	if err := e.Dispatch(context.Background(), message("1", "b", "hi", t0), r); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"[m1] Here is the answer."}, texts(r.delivered)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
 	}
 }

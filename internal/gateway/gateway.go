@@ -26,6 +26,7 @@ import (
 	"github.com/pincerbot/pincer/internal/llm/anthropic"
 	"github.com/pincerbot/pincer/internal/llm/openai"
 	"github.com/pincerbot/pincer/internal/llm/preview"
+	"github.com/pincerbot/pincer/internal/reply"
 	"github.com/pincerbot/pincer/internal/store/sqlite"
 )
 
@@ -108,9 +109,20 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		return err
 	}
 	d := cfg.Agents.Defaults
+	loc, err := d.Envelope.Location()
+	if err != nil {
+		return fmt.Errorf("config: agents.defaults.envelope: %w", err)
+	}
+	lo, hi := d.HumanDelay.Range()
+	var blocks *reply.ChunkOptions
+	if bs := d.BlockStreaming; bs.Enabled {
+		blocks = &reply.ChunkOptions{MinChars: bs.MinChars, MaxChars: bs.MaxChars, BreakOn: reply.Break(bs.BreakOn), Idle: time.Duration(bs.IdleMs) * time.Millisecond}
+	}
 	runner := agent.NewRunner(agent.Options{Providers: Providers(cfg.Models), MaxTokens: d.MaxTokens, ContextTokens: d.ContextTokens, Logger: log})
 	eng := engine.New(engine.Options{
 		Store: st, Runner: runner, Models: chain, Metrics: metrics, Logger: log,
+		Location: loc, ResponsePrefix: cfg.Messages.ResponsePrefix,
+		HumanDelay: reply.DelayRange{Min: lo, Max: hi}, Blocks: blocks,
 		System: func() string {
 			s, err := agent.SystemPrompt(d.SystemPrompt, d.Workspace)
 			if err != nil {

@@ -206,3 +206,19 @@ func mustString(v any) string {
 	}
 	return b.String()
 }
+
+func TestResponsePrefixFromConfig(t *testing.T) {
+	fake := llmtest.NewOpenAI(t)
+	fake.Script(llmtest.Reply{Text: []string{"hi"}})
+	cfg := withOpenAI(fake.URL)
+	cfg.Messages.ResponsePrefix = "({provider}/{model}) "
+	g := startGateway(t, cfg)
+	res, _, _ := webchattest.New(g.url).Post("x", "")
+	events, err := webchattest.Events(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := webchattest.Text(events, webchat.EventReply); got != "(openai/gpt-4o-mini) hi" {
+		t.Errorf("reply %q", got)
+	}
+}

@@ -192,6 +192,9 @@ func (s *sse) comment(text string) {
 	_ = s.rc.Flush()
 }
 
+// ShowsPartial implements channel.PartialViewer: the page renders deltas.
+func (s *sse) ShowsPartial() bool { return true }
+
 // Partial implements channel.Replier.
 func (s *sse) Partial(delta string) { s.send(EventDelta, map[string]string{"text": delta}) }
 

@@ -1,0 +1,181 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Agents configures agents; only defaults exist so far.
+type Agents struct {
+	Defaults AgentDefaults `json:"defaults"`
+}
+
+// Validate checks agent settings against the configured providers.
+func (a Agents) Validate(models *Models) error {
+	return nest("defaults", a.Defaults.Validate(models))
+}
+
+// ModelChoice names the primary model and its fallbacks as provider/model
+// refs.
+type ModelChoice struct {
+	Primary   string   `json:"primary"`
+	Fallbacks []string `json:"fallbacks"`
+}
+
+// AgentDefaults are the settings every agent starts from.
+type AgentDefaults struct {
+	// Model is the model chain. An empty primary selects the preview agent,
+	// which shows what a model would have been sent.
+	Model ModelChoice `json:"model"`
+	// Workspace is the agent's directory; SYSTEM.md and AGENTS.md there are
+	// added to the system prompt.
+	Workspace string `json:"workspace"`
+	// SystemPrompt is prepended to the workspace files.
+	SystemPrompt string `json:"systemPrompt"`
+	// MaxTokens caps one model reply.
+	MaxTokens int `json:"maxTokens"`
+	// ContextTokens is the model context budget the transcript is fitted to.
+	ContextTokens int `json:"contextTokens"`
+	// HumanDelay paces streamed blocks.
+	HumanDelay HumanDelay `json:"humanDelay"`
+	// BlockStreaming sends long replies as several messages while the
+	// model is still writing, on channels that do not show live text.
+	BlockStreaming BlockStreaming `json:"blockStreaming"`
+	// Envelope sets how message timestamps are shown to the agent.
+	Envelope Envelope `json:"envelope"`
+}
+
+// Validate checks model refs and limits.
+func (d AgentDefaults) Validate(models *Models) error {
+	var errs []error
+	check := func(path, ref string) {
+		provider, model, ok := strings.Cut(ref, "/")
+		if !ok || provider == "" || model == "" {
+			errs = append(errs, problem(path, "want provider/model, got %q", ref))
+			return
+		}
+		if _, known := models.Providers[provider]; !known && provider != "preview" {
+			errs = append(errs, problem(path, "provider %q is not configured under models.providers", provider))
+		}
+	}
+	if d.Model.Primary != "" {
+		check("model.primary", d.Model.Primary)
+	} else if len(d.Model.Fallbacks) > 0 {
+		errs = append(errs, problem("model.primary", "required when fallbacks are set"))
+	}
+	for i, ref := range d.Model.Fallbacks {
+		check(fmt.Sprintf("model.fallbacks[%d]", i), ref)
+	}
+	if strings.TrimSpace(d.Workspace) == "" {
+		errs = append(errs, problem("workspace", "must not be empty"))
+	}
+	if d.MaxTokens <= 0 {
+		errs = append(errs, problem("maxTokens", "must be positive"))
+	}
+	if d.ContextTokens <= d.MaxTokens {
+		errs = append(errs, problem("contextTokens", "must exceed maxTokens (%d)", d.MaxTokens))
+	}
+	errs = append(errs,
+		nest("humanDelay", d.HumanDelay.Validate()),
+		nest("blockStreaming", d.BlockStreaming.Validate()),
+		nest("envelope", d.Envelope.Validate()))
+	return errors.Join(errs...)
+}
+
+// HumanDelay is the pause between streamed blocks.
+type HumanDelay struct {
+	// Mode is off, natural (800–2500 ms) or custom (minMs–maxMs).
+	Mode  string `json:"mode"`
+	MinMs int    `json:"minMs"`
+	MaxMs int    `json:"maxMs"`
+}
+
+// Range returns the delay range the mode selects; zero for off.
+func (h HumanDelay) Range() (lo, hi time.Duration) {
+	switch h.Mode {
+	case "natural":
+		return 800 * time.Millisecond, 2500 * time.Millisecond
+	case "custom":
+		return ms(h.MinMs), ms(h.MaxMs)
+	}
+	return 0, 0
+}
+
+// Validate checks the human delay.
+func (h HumanDelay) Validate() error {
+	var errs []error
+	switch h.Mode {
+	case "off", "natural", "custom":
+	default:
+		errs = append(errs, problem("mode", "want off, natural or custom, got %q", h.Mode))
+	}
+	if h.MinMs < 0 || h.MaxMs < h.MinMs {
+		errs = append(errs, problem("maxMs", "want 0 <= minMs <= maxMs, got %d and %d", h.MinMs, h.MaxMs))
+	}
+	return errors.Join(errs...)
+}
+
+// BlockStreaming cuts a streaming reply into several messages.
+type BlockStreaming struct {
+	Enabled bool `json:"enabled"`
+	// MinChars is the smallest block sent before the reply ends.
+	MinChars int `json:"minChars"`
+	// MaxChars is the largest block.
+	MaxChars int `json:"maxChars"`
+	// BreakOn is the preferred cut: paragraph, newline or sentence.
+	BreakOn string `json:"breakOn"`
+	// IdleMs sends buffered text once the model pauses this long.
+	IdleMs int `json:"idleMs"`
+}
+
+// Validate checks block streaming.
+func (b BlockStreaming) Validate() error {
+	var errs []error
+	if b.MinChars < 1 || b.MaxChars < b.MinChars {
+		errs = append(errs, problem("maxChars", "want 1 <= minChars <= maxChars, got %d and %d", b.MinChars, b.MaxChars))
+	}
+	switch b.BreakOn {
+	case "paragraph", "newline", "sentence":
+	default:
+		errs = append(errs, problem("breakOn", "want paragraph, newline or sentence, got %q", b.BreakOn))
+	}
+	if b.IdleMs < 0 {
+		errs = append(errs, problem("idleMs", "must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// Envelope sets the timezone of envelope timestamps.
+type Envelope struct {
+	// Timezone is local, utc, user (UserTimezone) or an IANA name such as
+	// Asia/Shanghai.
+	Timezone string `json:"timezone"`
+	// UserTimezone is the IANA zone of the "user" mode.
+	UserTimezone string `json:"userTimezone"`
+}
+
+// Location resolves the envelope's timezone.
+func (e Envelope) Location() (*time.Location, error) {
+	switch e.Timezone {
+	case "", "local":
+		return time.Local, nil
+	case "utc":
+		return time.UTC, nil
+	case "user":
+		if e.UserTimezone == "" {
+			return nil, errors.New("timezone user needs userTimezone")
+		}
+		return time.LoadLocation(e.UserTimezone)
+	}
+	return time.LoadLocation(e.Timezone)
+}
+
+// Validate checks that the timezone resolves.
+func (e Envelope) Validate() error {
+	if _, err := e.Location(); err != nil {
+		return problem("timezone", "%v", err)
+	}
+	return nil
+}
