@@ -34,6 +34,9 @@ type Session struct {
 	ModelOverride string
 	// Generation counts resets; transcripts belong to one generation.
 	Generation int
+	// Options are per-session settings made by commands (thinking level,
+	// queue mode), by name. Never nil on a session read from a store.
+	Options map[string]string
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
 }
@@ -55,6 +58,8 @@ type Sessions interface {
 	Session(ctx context.Context, key string) (Session, error)
 	// SetModelOverride sets or (with "") clears the session's model.
 	SetModelOverride(ctx context.Context, key, model string) error
+	// SetSessionOption sets (or with "" removes) one session option.
+	SetSessionOption(ctx context.Context, key, name, value string) error
 	// ResetSession starts a new generation with an empty transcript and
 	// records the reset. Earlier transcripts are kept.
 	ResetSession(ctx context.Context, key, reason string) (Session, error)

@@ -3,23 +3,34 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/pincerbot/pincer/internal/store"
 )
 
-const sessionCols = `key, agent_id, model_override, generation, created_at, updated_at`
+const sessionCols = `key, agent_id, model_override, generation, created_at, updated_at, options`
 
 func scanSession(row interface{ Scan(...any) error }) (store.Session, error) {
 	var s store.Session
 	var created, updated int64
-	err := row.Scan(&s.Key, &s.AgentID, &s.ModelOverride, &s.Generation, &created, &updated)
+	var options string
+	err := row.Scan(&s.Key, &s.AgentID, &s.ModelOverride, &s.Generation, &created, &updated, &options)
 	if errors.Is(err, sql.ErrNoRows) {
 		return s, store.ErrNotFound
 	}
+	if err != nil {
+		return s, err
+	}
 	s.CreatedAt, s.UpdatedAt = fromMillis(created), fromMillis(updated)
-	return s, err
+	if err := json.Unmarshal([]byte(options), &s.Options); err != nil {
+		return s, fmt.Errorf("options: %w", err)
+	}
+	if s.Options == nil {
+		s.Options = map[string]string{}
+	}
+	return s, nil
 }
 
 // OpenSession implements store.Sessions.
@@ -53,6 +64,21 @@ func (d *DB) SetModelOverride(ctx context.Context, key, model string) error {
 	res, err := d.exec(ctx, nil, `UPDATE sessions SET model_override = ?, updated_at = ? WHERE key = ?`, model, millis(now()), key)
 	if err != nil {
 		return fmt.Errorf("set model of %s: %w", key, err)
+	}
+	return mustAffect(res, "session "+key)
+}
+
+// SetSessionOption implements store.Sessions.
+func (d *DB) SetSessionOption(ctx context.Context, key, name, value string) error {
+	var res sql.Result
+	var err error
+	if value == "" {
+		res, err = d.exec(ctx, nil, `UPDATE sessions SET options = json_remove(options, '$.' || json_quote(?)), updated_at = ? WHERE key = ?`, name, millis(now()), key)
+	} else {
+		res, err = d.exec(ctx, nil, `UPDATE sessions SET options = json_set(options, '$.' || json_quote(?), ?), updated_at = ? WHERE key = ?`, name, value, millis(now()), key)
+	}
+	if err != nil {
+		return fmt.Errorf("set option %s of %s: %w", name, key, err)
 	}
 	return mustAffect(res, "session "+key)
 }

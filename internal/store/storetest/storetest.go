@@ -30,6 +30,7 @@ func Run(t *testing.T, open Open) {
 		{"SessionsOpenOnce", testSessionsOpenOnce},
 		{"SessionNotFound", testSessionNotFound},
 		{"ModelOverride", testModelOverride},
+		{"SessionOptions", testSessionOptions},
 		{"ResetKeepsHistory", testResetKeepsHistory},
 		{"TranscriptOrder", testTranscriptOrder},
 		{"TranscriptConcurrentAppends", testTranscriptConcurrentAppends},
@@ -106,6 +107,37 @@ func testModelOverride(t *testing.T, s store.Store) {
 	}
 	if got, _ = s.Session(ctx, "k"); got.ModelOverride != "" {
 		t.Errorf("cleared override = %q", got.ModelOverride)
+	}
+}
+
+func testSessionOptions(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	mustOpen(t, s, "k")
+	got, _ := s.Session(ctx, "k")
+	if got.Options == nil || len(got.Options) != 0 {
+		t.Fatalf("new session options = %#v, want an empty map", got.Options)
+	}
+	for _, kv := range [][2]string{{"think", "high"}, {"queue", "collect"}, {"odd.name'\"", "v"}, {"think", "low"}} {
+		if err := s.SetSessionOption(ctx, "k", kv[0], kv[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.SetSessionOption(ctx, "k", "queue", ""); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = s.Session(ctx, "k")
+	want := map[string]string{"think": "low", "odd.name'\"": "v"}
+	if diff := cmp.Diff(want, got.Options); diff != "" {
+		t.Errorf("options (-want +got):\n%s", diff)
+	}
+	if err := s.SetSessionOption(ctx, "nope", "a", "b"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("unknown session: %v", err)
+	}
+	if _, err := s.ResetSession(ctx, "k", "/new"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ = s.Session(ctx, "k"); got.Options["think"] != "low" {
+		t.Errorf("options must survive a reset: %v", got.Options)
 	}
 }
 
