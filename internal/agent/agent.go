@@ -60,6 +60,8 @@ type Input struct {
 	System string
 	// Transcript is the session's transcript, ending with the user's turn.
 	Transcript []store.Turn
+	// Thinking is the session's reasoning level ("" for the default).
+	Thinking string
 	// OnText receives visible reply text as it streams.
 	OnText func(delta string)
 }
@@ -76,6 +78,12 @@ type Output struct {
 	Partial bool
 }
 
+// HasProvider reports whether a provider with id is configured.
+func (r *Runner) HasProvider(id string) bool {
+	_, ok := r.opts.Providers[id]
+	return ok
+}
+
 // ErrNoModel is returned when the chain is empty or names no configured
 // provider.
 var ErrNoModel = errors.New("agent: no usable model")
@@ -84,7 +92,7 @@ var ErrNoModel = errors.New("agent: no usable model")
 // nothing has been streamed yet: text already shown is never repeated by
 // another model. On error, Output holds whatever was streamed.
 func (r *Runner) Run(ctx context.Context, in Input) (Output, error) {
-	req := llm.Request{System: in.System, MaxTokens: r.opts.MaxTokens}
+	req := llm.Request{System: in.System, MaxTokens: r.opts.MaxTokens, Thinking: in.Thinking}
 	req.Messages = Fit(Messages(in.Transcript), r.opts.ContextTokens-r.opts.MaxTokens-EstimateTokens(in.System))
 	var lastErr error = ErrNoModel
 	for i, ref := range in.Models {

@@ -17,6 +17,9 @@ var (
 	ErrDuplicate = errors.New("duplicate message")
 	// ErrClosed: the sink is shutting down.
 	ErrClosed = errors.New("shutting down")
+	// ErrMerged: the message was merged into a later message of the same
+	// sender, whose reply answers both.
+	ErrMerged = errors.New("merged into a later message")
 )
 
 // Replier receives one turn's reply.

@@ -16,6 +16,7 @@ type Config struct {
 	Models   Models   `json:"models"`
 	Agents   Agents   `json:"agents"`
 	Messages Messages `json:"messages"`
+	Commands Commands `json:"commands"`
 	Channels Channels `json:"channels"`
 }
 
@@ -34,7 +35,11 @@ func Default() Config {
 			BlockStreaming: BlockStreaming{MinChars: 800, MaxChars: 1200, BreakOn: "paragraph", IdleMs: 1000},
 			Envelope:       Envelope{Timezone: "local"},
 		}},
-		Messages: Messages{},
+		Messages: Messages{Inbound: Inbound{ByChannel: map[string]int{}}},
+		// The web chat is the operator's console (loopback, or behind the
+		// gateway token), so it owns the commands; other channels may run
+		// the harmless ones.
+		Commands: Commands{AllowFrom: []string{"*"}, OwnerAllowFrom: []string{"webchat:*"}},
 		Channels: Channels{Webchat: Webchat{Enabled: true, Title: "pincer"}},
 	}
 }
@@ -49,6 +54,7 @@ func (c *Config) Validate() error {
 		nest("models", c.Models.Validate()),
 		nest("agents", c.Agents.Validate(&c.Models)),
 		nest("messages", c.Messages.Validate()),
+		nest("commands", c.Commands.Validate()),
 		nest("channels", c.Channels.Validate()),
 	)
 }

@@ -281,3 +281,34 @@ func TestAgentDefaultsSections(t *testing.T) {
 		t.Errorf("problem paths (-want +got):\n%s\nerror: %v", diff, err)
 	}
 }
+
+func TestCommandsAliasesInbound(t *testing.T) {
+	cfg, err := Parse([]byte(`{
+	  models: { providers: { openai: {} }, aliases: { fast: 'openai/gpt-4o-mini' } },
+	  messages: { inbound: { debounceMs: 1500, byChannel: { webchat: 0 } } },
+	  commands: { allowFrom: ['onebot:123'], ownerAllowFrom: ['webchat:*'] },
+	}`), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := cfg.Messages.Inbound
+	if !in.Enabled() || in.Window("onebot") != 1500*time.Millisecond || in.Window("webchat") != 0 {
+		t.Errorf("inbound %+v", in)
+	}
+	if (Inbound{ByChannel: map[string]int{"x": 0}}).Enabled() {
+		t.Error("all zero windows: not enabled")
+	}
+	_, err = Parse([]byte(`{
+	  models: { aliases: { bad: 'nope', ghost: 'ghost/m' } },
+	  messages: { inbound: { debounceMs: -1, byChannel: { onebot: -5 } } },
+	  commands: { allowFrom: ['onebot'], ownerAllowFrom: [':x'] },
+	}`), noEnv)
+	want := []string{
+		"commands.allowFrom[0]", "commands.ownerAllowFrom[0]",
+		"messages.inbound.byChannel.onebot", "messages.inbound.debounceMs",
+		"models.aliases.bad", "models.aliases.ghost",
+	}
+	if diff := cmp.Diff(want, paths(err)); diff != "" {
+		t.Errorf("problem paths (-want +got):\n%s\nerror: %v", diff, err)
+	}
+}

@@ -105,6 +105,8 @@ func (s Store) Validate() error {
 // model refs ("openai" in "openai/gpt-4o-mini").
 type Models struct {
 	Providers map[string]Provider `json:"providers"`
+	// Aliases are short names for /model, e.g. {fast: "openai/gpt-4o-mini"}.
+	Aliases map[string]string `json:"aliases"`
 }
 
 // Validate checks every provider.
@@ -116,6 +118,14 @@ func (m Models) Validate() error {
 			continue
 		}
 		errs = append(errs, nest("providers."+id, p.Validate()))
+	}
+	for name, ref := range m.Aliases {
+		provider, model, ok := strings.Cut(ref, "/")
+		if !ok || model == "" {
+			errs = append(errs, problem("aliases."+name, "want provider/model, got %q", ref))
+		} else if _, known := m.Providers[provider]; !known && provider != "preview" {
+			errs = append(errs, problem("aliases."+name, "provider %q is not configured", provider))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -76,7 +75,8 @@ func debounceKey(m msg.Message) string {
 }
 
 // Dispatch implements channel.Sink. A held message's Dispatch returns when
-// the merged turn it joined has been dispatched.
+// the merged turn it joined has been dispatched: channel.ErrMerged for all
+// but the last message of the batch, whose replier got the reply.
 func (d *Debouncer) Dispatch(ctx context.Context, m msg.Message, r channel.Replier) error {
 	window := time.Duration(0)
 	if d.opts.Window != nil {
@@ -161,16 +161,12 @@ func (d *Debouncer) flush(b *batch) {
 	err := d.next.Dispatch(b.ctx, Merge(msgs), last.r)
 	for i, e := range b.entries {
 		if i < len(b.entries)-1 && err == nil {
-			e.done <- ErrMerged
+			e.done <- channel.ErrMerged
 			continue
 		}
 		e.done <- err
 	}
 }
-
-// ErrMerged is returned to a message that was merged into a later one's
-// turn; the reply went to the later message.
-var ErrMerged = errors.New("merged into a later message")
 
 // Merge combines a sender's burst into one message: texts joined by
 // newlines, segments and mentions concatenated, and the last message's ids,

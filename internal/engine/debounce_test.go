@@ -82,7 +82,7 @@ func TestDebounceSlidingWindow(t *testing.T) {
 		merged, replied := 0, 0
 		for range 3 {
 			switch err := <-results; {
-			case errors.Is(err, ErrMerged):
+			case errors.Is(err, channel.ErrMerged):
 				merged++
 			case err == nil:
 				replied++

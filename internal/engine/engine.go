@@ -13,6 +13,7 @@ import (
 
 	"github.com/pincerbot/pincer/internal/agent"
 	"github.com/pincerbot/pincer/internal/channel"
+	"github.com/pincerbot/pincer/internal/command"
 	"github.com/pincerbot/pincer/internal/llm"
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/prompt"
@@ -42,9 +43,15 @@ type Options struct {
 	HumanDelay reply.DelayRange
 	// Blocks, when set, streams replies as blocks to channels that do not
 	// show live text.
-	Blocks  *reply.ChunkOptions
-	Metrics *Metrics
-	Logger  *slog.Logger
+	Blocks *reply.ChunkOptions
+	// Policy decides who may run commands; the zero policy grants none.
+	Policy command.Policy
+	// Aliases map short model names to provider/model refs for /model.
+	Aliases map[string]string
+	// ContextTokens is the context budget /status and /context report.
+	ContextTokens int
+	Metrics       *Metrics
+	Logger        *slog.Logger
 }
 
 // Engine dispatches inbound messages to agent turns. It is a channel.Sink.
@@ -62,6 +69,11 @@ type Engine struct {
 	inflight sync.WaitGroup
 	// locks serializes turns per session so transcripts stay ordered.
 	locks map[string]*sessionLock
+	// active holds the cancel function of each session's running turn.
+	active map[string]context.CancelCauseFunc
+
+	registry *command.Registry
+	handlers map[string]handler
 }
 
 type sessionLock struct {
@@ -93,8 +105,23 @@ func New(o Options) *Engine {
 		log = slog.New(slog.DiscardHandler)
 	}
 	base, cancel := context.WithCancel(context.Background())
-	return &Engine{opts: o, log: log.With("component", "engine"), base: base, cancel: cancel, locks: map[string]*sessionLock{}}
+	e := &Engine{
+		opts: o, log: log.With("component", "engine"), base: base, cancel: cancel,
+		locks: map[string]*sessionLock{}, active: map[string]context.CancelCauseFunc{},
+		registry: command.NewRegistry(), handlers: map[string]handler{},
+	}
+	for _, b := range e.builtins() {
+		if err := e.registry.Register(b.spec); err != nil {
+			e.log.Error("built-in command not registered", "err", err)
+			continue
+		}
+		e.handlers[b.spec.Name] = b.run
+	}
+	return e
 }
+
+// Commands lists the registered commands.
+func (e *Engine) Commands() *command.Registry { return e.registry }
 
 // SessionKey returns the session a message belongs to. Groups get one
 // session per group; direct chats one per peer, so two people never share a
@@ -134,7 +161,49 @@ func (e *Engine) Dispatch(ctx context.Context, m msg.Message, r channel.Replier)
 	if _, err := e.opts.Store.LogInbound(turnCtx, m); err != nil {
 		return fmt.Errorf("dispatch %s: %w", m.ID, err)
 	}
-	return e.turn(turnCtx, log, m, r)
+	mc := NewMsgContext(m)
+	mc.SessionKey = e.SessionKey(m)
+	return e.dispatch(turnCtx, log, Finalize(mc, e.opts.Policy), r)
+}
+
+// dispatch runs a finalized context: as a command when it is one the
+// sender may run, else as an agent turn.
+func (e *Engine) dispatch(ctx context.Context, log *slog.Logger, mc MsgContext, r channel.Replier) error {
+	text, handled, err := e.command(ctx, mc)
+	if !handled {
+		return e.turn(ctx, log, mc, r)
+	}
+	if err != nil {
+		log.Error("command failed", "err", err)
+		text = "⚠️ The command failed: " + err.Error()
+	}
+	e.opts.Metrics.turns.WithLabelValues("command").Inc()
+	out := msg.Outbound{Account: mc.Message.Account, Peer: mc.Message.Peer, Text: text, IsError: err != nil}
+	if _, err := r.Deliver(context.WithoutCancel(ctx), out); err != nil {
+		log.Error("deliver command reply", "err", err)
+	}
+	return nil
+}
+
+// errAborted is the cause of a turn stopped by the user.
+var errAborted = errors.New("stopped by the user")
+
+// abort stops the session's running turn and says what happened.
+func (e *Engine) abort(key string) string {
+	e.mu.Lock()
+	cancel := e.active[key]
+	e.mu.Unlock()
+	if cancel == nil {
+		return "Nothing is running."
+	}
+	cancel(errAborted)
+	return "Stopped."
+}
+
+func (e *Engine) isActive(key string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.active[key] != nil
 }
 
 func (e *Engine) lock(key string) func() {
@@ -157,13 +226,24 @@ func (e *Engine) lock(key string) func() {
 	}
 }
 
-func (e *Engine) turn(ctx context.Context, log *slog.Logger, m msg.Message, r channel.Replier) error {
-	key := e.SessionKey(m)
+func (e *Engine) turn(ctx context.Context, log *slog.Logger, mc MsgContext, r channel.Replier) error {
+	m, key := mc.Message, mc.SessionKey
 	unlock := e.lock(key)
 	defer unlock()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	e.mu.Lock()
+	e.active[key] = cancel
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		delete(e.active, key)
+		e.mu.Unlock()
+	}()
 	start := time.Now()
 	st := e.opts.Store
-	if _, _, err := st.OpenSession(ctx, key, e.opts.AgentID); err != nil {
+	sess, _, err := st.OpenSession(ctx, key, e.opts.AgentID)
+	if err != nil {
 		return fmt.Errorf("turn %s: %w", key, err)
 	}
 	prior, err := st.Transcript(ctx, key)
@@ -177,7 +257,7 @@ func (e *Engine) turn(ctx context.Context, log *slog.Logger, m msg.Message, r ch
 			break
 		}
 	}
-	userTurn, err := st.AppendTurn(ctx, key, store.Turn{Role: store.RoleUser, Text: env.Format(m.Text), At: m.Time})
+	userTurn, err := st.AppendTurn(ctx, key, store.Turn{Role: store.RoleUser, Text: env.Format(mc.BodyForAgent), At: m.Time})
 	if err != nil {
 		return fmt.Errorf("turn %s: %w", key, err)
 	}
@@ -196,7 +276,12 @@ func (e *Engine) turn(ctx context.Context, log *slog.Logger, m msg.Message, r ch
 			log.Error("persist reply", "err", err)
 		}
 	}
-	e.run(ctx, log, m, r, start, append(prior, userTurn), persist)
+	e.run(ctx, log, m, r, start, agent.Input{
+		Models:     e.chain(sess),
+		System:     e.opts.System(),
+		Transcript: append(prior, userTurn),
+		Thinking:   sess.Options[optThink],
+	}, persist)
 	e.opts.Metrics.turnSeconds.Observe(time.Since(start).Seconds())
 	return nil
 }
@@ -204,7 +289,7 @@ func (e *Engine) turn(ctx context.Context, log *slog.Logger, m msg.Message, r ch
 // run runs the agent and delivers its reply through a dispatcher: as blocks
 // while it streams, when configured and the channel does not show live text,
 // else whole at the end.
-func (e *Engine) run(ctx context.Context, log *slog.Logger, m msg.Message, r channel.Replier, start time.Time, transcript []store.Turn, persist func(agent.Output, error)) {
+func (e *Engine) run(ctx context.Context, log *slog.Logger, m msg.Message, r channel.Replier, start time.Time, in agent.Input, persist func(agent.Output, error)) {
 	outcome := "empty"
 	var delivered, failed int
 	base := msg.Outbound{Account: m.Account, Peer: m.Peer}
@@ -220,7 +305,7 @@ func (e *Engine) run(ctx context.Context, log *slog.Logger, m msg.Message, r cha
 		},
 		Normalizer: &reply.Normalizer{
 			Prefix: e.opts.ResponsePrefix,
-			Vars:   reply.PrefixVars{Provider: e.opts.Models[0].Provider, Model: e.opts.Models[0].Model},
+			Vars:   reply.PrefixVars{Provider: in.Models[0].Provider, Model: in.Models[0].Model, ThinkingLevel: in.Thinking},
 			OnSkip: func(reason reply.SkipReason, _ msg.Outbound) {
 				log.Info("reply not delivered", "reason", string(reason))
 			},
@@ -247,24 +332,24 @@ func (e *Engine) run(ctx context.Context, log *slog.Logger, m msg.Message, r cha
 
 	typing.RunStarted()
 	first := true
-	out, runErr := e.opts.Runner.Run(ctx, agent.Input{
-		Models:     e.opts.Models,
-		System:     e.opts.System(),
-		Transcript: transcript,
-		OnText: func(d string) {
-			if first {
-				first = false
-				e.opts.Metrics.firstText.Observe(time.Since(start).Seconds())
-				typing.TextStarted()
-			}
-			r.Partial(d)
-			if chunker != nil {
-				chunker.Push(d)
-			}
-		},
-	})
+	in.OnText = func(d string) {
+		if first {
+			first = false
+			e.opts.Metrics.firstText.Observe(time.Since(start).Seconds())
+			typing.TextStarted()
+		}
+		r.Partial(d)
+		if chunker != nil {
+			chunker.Push(d)
+		}
+	}
+	out, runErr := e.opts.Runner.Run(ctx, in)
 	persist(out, runErr)
+	aborted := errors.Is(context.Cause(ctx), errAborted)
 	switch {
+	case aborted:
+		// The user said stop and was told so: nothing more goes out.
+		log.Info("turn stopped by the user", "partial", out.Text != "")
 	case chunker != nil && out.Text != "":
 		chunker.Flush()
 	case out.Text != "":

@@ -18,7 +18,9 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pincerbot/pincer/internal/agent"
+	"github.com/pincerbot/pincer/internal/channel"
 	"github.com/pincerbot/pincer/internal/channel/webchat"
+	"github.com/pincerbot/pincer/internal/command"
 	"github.com/pincerbot/pincer/internal/config"
 	"github.com/pincerbot/pincer/internal/engine"
 	"github.com/pincerbot/pincer/internal/httpapi"
@@ -26,7 +28,9 @@ import (
 	"github.com/pincerbot/pincer/internal/llm/anthropic"
 	"github.com/pincerbot/pincer/internal/llm/openai"
 	"github.com/pincerbot/pincer/internal/llm/preview"
+	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/reply"
+	"github.com/pincerbot/pincer/internal/store"
 	"github.com/pincerbot/pincer/internal/store/sqlite"
 )
 
@@ -70,6 +74,17 @@ func Chain(d config.AgentDefaults) ([]llm.Ref, error) {
 		out = append(out, ref)
 	}
 	return out, nil
+}
+
+// webchatBackend serves the web chat: messages go through the sink (the
+// debouncer when bursts are merged), history comes from the engine.
+type webchatBackend struct {
+	channel.Sink
+	engine *engine.Engine
+}
+
+func (b webchatBackend) History(ctx context.Context, ch msg.ChannelID, peer msg.Peer) ([]store.Turn, error) {
+	return b.engine.History(ctx, ch, peer)
 }
 
 // Run runs pincer until ctx ends, then shuts down: it stops accepting
@@ -123,6 +138,8 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		Store: st, Runner: runner, Models: chain, Metrics: metrics, Logger: log,
 		Location: loc, ResponsePrefix: cfg.Messages.ResponsePrefix,
 		HumanDelay: reply.DelayRange{Min: lo, Max: hi}, Blocks: blocks,
+		Policy:  command.Policy{AllowFrom: cfg.Commands.AllowFrom, OwnerAllowFrom: cfg.Commands.OwnerAllowFrom},
+		Aliases: cfg.Models.Aliases, ContextTokens: d.ContextTokens,
 		System: func() string {
 			s, err := agent.SystemPrompt(d.SystemPrompt, d.Workspace)
 			if err != nil {
@@ -131,6 +148,18 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 			return s
 		},
 	})
+
+	// Channels feed the debouncer when bursts are merged, else the engine.
+	var sink channel.Sink = eng
+	var deb *engine.Debouncer
+	if in := cfg.Messages.Inbound; in.Enabled() {
+		deb = engine.NewDebouncer(eng, engine.DebounceOptions{
+			Window:  func(ch msg.ChannelID) time.Duration { return in.Window(string(ch)) },
+			MaxWait: time.Duration(in.MaxWaitMs) * time.Millisecond,
+			Bypass:  func(m msg.Message) bool { return eng.Commands().IsControl(m.Text) },
+		})
+		sink = deb
+	}
 
 	var app http.Handler
 	var wc *webchat.Channel
@@ -163,11 +192,11 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	})
 	g.Go(func() error { return eng.Run(gctx) })
 	if wc != nil {
-		g.Go(func() error { return wc.Run(gctx, eng) })
+		g.Go(func() error { return wc.Run(gctx, webchatBackend{Sink: sink, engine: eng}) })
 	}
 	g.Go(func() error {
 		<-gctx.Done()
-		return shutdown(context.WithoutCancel(gctx), log, cfg.Gateway.ShutdownTimeout(), srv, eng)
+		return shutdown(context.WithoutCancel(gctx), log, cfg.Gateway.ShutdownTimeout(), srv, deb, eng)
 	})
 
 	url := "http://" + ln.Addr().String() + "/"
@@ -182,12 +211,25 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	return g.Wait()
 }
 
-func shutdown(ctx context.Context, log *slog.Logger, grace time.Duration, srv *http.Server, eng *engine.Engine) error {
+func shutdown(ctx context.Context, log *slog.Logger, grace time.Duration, srv *http.Server, deb *engine.Debouncer, eng *engine.Engine) error {
 	log.Info("shutting down", "grace", grace.String())
 	graceCtx, cancel := context.WithTimeout(ctx, grace)
 	defer cancel()
 	engineDone := make(chan error, 1)
-	go func() { engineDone <- eng.Close(graceCtx) }()
+	go func() {
+		if deb != nil {
+			// Held bursts are dispatched now rather than lost; the engine
+			// stops taking messages only after that, or when the grace
+			// period is over.
+			flushed := make(chan struct{})
+			go func() { deb.Close(); close(flushed) }()
+			select {
+			case <-flushed:
+			case <-graceCtx.Done():
+			}
+		}
+		engineDone <- eng.Close(graceCtx)
+	}()
 	// Handlers finish once their turns do; the engine cuts turns at the end
 	// of the grace period, so a few seconds past it is enough.
 	httpCtx, cancelHTTP := context.WithTimeout(ctx, grace+5*time.Second)

@@ -222,3 +222,38 @@ func TestResponsePrefixFromConfig(t *testing.T) {
 		t.Errorf("reply %q", got)
 	}
 }
+
+func TestCommandsAndDebounceFromConfig(t *testing.T) {
+	fake := llmtest.NewOpenAI(t)
+	fake.Script(llmtest.Reply{Text: []string{"merged answer"}})
+	cfg := withOpenAI(fake.URL)
+	cfg.Messages.Inbound.DebounceMs = 50
+	g := startGateway(t, cfg)
+	c := webchattest.New(g.url)
+	// /status bypasses the debounce and answers without the model.
+	res, _, err := c.Post("/status", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, _ := webchattest.Events(res)
+	if got := webchattest.Text(events, webchat.EventReply); !strings.Contains(got, "Model: openai/gpt-4o-mini") {
+		t.Errorf("status %q", got)
+	}
+	if n := len(fake.Requests()); n != 0 {
+		t.Errorf("/status called the model %d times", n)
+	}
+	// The web chat is the owner by default.
+	res, _, _ = c.Post("/think low", "")
+	events, _ = webchattest.Events(res)
+	if got := webchattest.Text(events, webchat.EventReply); got != "Thinking set to low." {
+		t.Errorf("think %q", got)
+	}
+	res, _, _ = c.Post("hello", "")
+	events, _ = webchattest.Events(res)
+	if got := webchattest.Text(events, webchat.EventReply); got != "merged answer" {
+		t.Errorf("reply %q", got)
+	}
+	if body := fake.Requests()[0].Body; body["reasoning_effort"] != "low" {
+		t.Errorf("the session's thinking level did not reach the model: %v", body)
+	}
+}

@@ -36,6 +36,31 @@ type Request struct {
 	Messages []Message
 	// MaxTokens caps the reply.
 	MaxTokens int
+	// Thinking is the reasoning level: "" or "off" sends none, else one of
+	// ThinkingLevels. Providers map it to their own knob.
+	Thinking string
+}
+
+// ThinkingLevels are the reasoning levels a session can choose, lowest
+// first.
+var ThinkingLevels = []string{"off", "minimal", "low", "medium", "high", "xhigh"}
+
+// ThinkingBudget is a token budget for a reasoning level, for providers
+// that take one; 0 for off or unknown levels.
+func ThinkingBudget(level string) int {
+	switch level {
+	case "minimal":
+		return 1024
+	case "low":
+		return 2048
+	case "medium":
+		return 8192
+	case "high":
+		return 16384
+	case "xhigh":
+		return 32768
+	}
+	return 0
 }
 
 // EventKind is the kind of one stream event.

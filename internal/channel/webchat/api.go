@@ -122,6 +122,8 @@ func failText(err error) string {
 		return "this message was already sent"
 	case errors.Is(err, channel.ErrClosed):
 		return "pincer is shutting down"
+	case errors.Is(err, channel.ErrMerged):
+		return "merged with your next message"
 	}
 	return "the message could not be handled"
 }

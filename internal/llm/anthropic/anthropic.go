@@ -108,6 +108,11 @@ func params(req llm.Request) sdk.MessageNewParams {
 		maxTokens = defaultMaxTokens
 	}
 	p := sdk.MessageNewParams{Model: sdk.Model(req.Model), MaxTokens: maxTokens, Messages: msgs}
+	if budget := int64(llm.ThinkingBudget(req.Thinking)); budget > 0 {
+		// The budget is part of max_tokens, so the visible reply keeps its own.
+		p.Thinking = sdk.ThinkingConfigParamOfEnabled(budget)
+		p.MaxTokens += budget
+	}
 	if req.System != "" {
 		p.System = []sdk.TextBlockParam{{Text: req.System}}
 	}

@@ -43,3 +43,16 @@ func TestErrorType(t *testing.T) {
 		}
 	}
 }
+
+func TestThinkingLevelBecomesBudget(t *testing.T) {
+	s := llmtest.NewAnthropic(t)
+	p := New("anthropic", llm.Endpoint{BaseURL: s.URL})
+	if _, _, _, err := llmtest.Collect(p.Stream(t.Context(), llm.Request{Model: "c", MaxTokens: 1000, Thinking: "medium", Messages: []llm.Message{{Role: llm.RoleUser, Text: "x"}}})); err != nil {
+		t.Fatal(err)
+	}
+	body := s.Requests()[0].Body
+	thinking, _ := body["thinking"].(map[string]any)
+	if thinking["type"] != "enabled" || thinking["budget_tokens"] != float64(8192) || body["max_tokens"] != float64(9192) {
+		t.Errorf("body %v", body)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/ssestream"
+	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/pincerbot/pincer/internal/llm"
 )
@@ -116,6 +117,9 @@ func (p *Provider) params(req llm.Request) sdk.ChatCompletionNewParams {
 		}
 	}
 	params := sdk.ChatCompletionNewParams{Model: req.Model, Messages: msgs}
+	if llm.ThinkingBudget(req.Thinking) > 0 {
+		params.ReasoningEffort = shared.ReasoningEffort(req.Thinking)
+	}
 	if req.MaxTokens > 0 {
 		if p.legacyMaxTokens {
 			params.MaxTokens = sdk.Int(int64(req.MaxTokens))

@@ -38,3 +38,22 @@ func TestRawString(t *testing.T) {
 		}
 	}
 }
+
+func TestThinkingLevelBecomesReasoningEffort(t *testing.T) {
+	s := llmtest.NewOpenAI(t)
+	p := New("openai", llm.Endpoint{BaseURL: s.URL + "/v1"})
+	for _, level := range []string{"high", "off", ""} {
+		if _, _, _, err := llmtest.Collect(p.Stream(t.Context(), llm.Request{Model: "o4", Thinking: level, Messages: []llm.Message{{Role: llm.RoleUser, Text: "x"}}})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := s.Requests()
+	if reqs[0].Body["reasoning_effort"] != "high" {
+		t.Errorf("high: body %v", reqs[0].Body)
+	}
+	for _, r := range reqs[1:] {
+		if _, sent := r.Body["reasoning_effort"]; sent {
+			t.Errorf("off must send no reasoning effort: %v", r.Body)
+		}
+	}
+}

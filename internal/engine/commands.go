@@ -1,0 +1,306 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/pincerbot/pincer/internal/agent"
+	"github.com/pincerbot/pincer/internal/command"
+	"github.com/pincerbot/pincer/internal/llm"
+	"github.com/pincerbot/pincer/internal/store"
+)
+
+// Session option names.
+const optThink = "think"
+
+// handler runs one command for a turn and returns the reply.
+type handler func(ctx context.Context, mc MsgContext, args string) (string, error)
+
+// builtins registers the built-in commands.
+func (e *Engine) builtins() []struct {
+	spec *command.Spec
+	run  handler
+} {
+	return []struct {
+		spec *command.Spec
+		run  handler
+	}{
+		{&command.Spec{Name: "help", Description: "how to talk to pincer and the main commands"}, e.cmdHelp},
+		{&command.Spec{Name: "commands", Description: "every command with its arguments"}, e.cmdCommands},
+		{&command.Spec{Name: "status", Description: "this session: model, thinking level, transcript size"}, e.cmdStatus},
+		{&command.Spec{Name: "whoami", Description: "who pincer thinks you are, and what you may run"}, e.cmdWhoami},
+		{&command.Spec{Name: "new", Aliases: []string{"reset"}, Description: "start a new session (the transcript so far is kept aside)"}, e.cmdNew},
+		{&command.Spec{Name: "stop", Description: "stop the reply being written (also: stop, cancel, 停止)"}, e.cmdStop},
+		{&command.Spec{Name: "model", Args: "[status|list|default|<provider/model>|<alias>]", AcceptsArgs: true, OwnerOnly: true, Description: "show or set this session's model"}, e.cmdModel},
+		{&command.Spec{Name: "models", Description: "the configured providers and model chain"}, e.cmdModels},
+		{&command.Spec{Name: "think", Args: "[off|minimal|low|medium|high|xhigh]", AcceptsArgs: true, OwnerOnly: true, Description: "show or set the reasoning level"}, e.cmdThink},
+		{&command.Spec{Name: "context", Description: "how much of the context budget the session uses"}, e.cmdContext},
+		{&command.Spec{Name: "export", OwnerOnly: true, Description: "the session transcript as text"}, e.cmdExport},
+	}
+}
+
+// command runs mc as a command or abort word when it is one and the sender
+// may run it. handled is false for everything else, which goes to the agent
+// as plain text, unauthorized commands included.
+func (e *Engine) command(ctx context.Context, mc MsgContext) (reply string, handled bool, err error) {
+	if !mc.CommandAuthorized {
+		return "", false, nil
+	}
+	if command.IsAbort(mc.BodyForCommands) {
+		return e.abort(mc.SessionKey), true, nil
+	}
+	call, ok := e.registry.Parse(mc.BodyForCommands)
+	if !ok || !mc.allowed(call.Spec) {
+		return "", false, nil
+	}
+	reply, err = e.handlers[call.Spec.Name](ctx, mc, call.Args)
+	return reply, true, err
+}
+
+func (e *Engine) cmdHelp(context.Context, MsgContext, string) (string, error) {
+	return "Talk to me in plain words; I answer with the configured model.\n" +
+		"Commands: /status /new /stop /model /think /context /whoami — /commands lists them all.\n" +
+		"Send stop (or 停止) to interrupt a reply.", nil
+}
+
+func (e *Engine) cmdCommands(_ context.Context, mc MsgContext, _ string) (string, error) {
+	var b strings.Builder
+	b.WriteString("Commands:")
+	for _, s := range e.registry.Specs() {
+		fmt.Fprintf(&b, "\n/%s", s.Name)
+		if s.Args != "" {
+			b.WriteString(" " + s.Args)
+		}
+		b.WriteString(" — " + s.Description)
+		if len(s.Aliases) > 0 {
+			b.WriteString(" (also /" + strings.Join(s.Aliases, ", /") + ")")
+		}
+		if s.OwnerOnly && !mc.Owner {
+			b.WriteString(" [owner only]")
+		}
+	}
+	return b.String(), nil
+}
+
+// chain returns the session's model chain: its override first, then the
+// configured fallbacks.
+func (e *Engine) chain(sess store.Session) []llm.Ref {
+	if sess.ModelOverride == "" {
+		return e.opts.Models
+	}
+	ref, err := llm.ParseRef(sess.ModelOverride)
+	if err != nil {
+		return e.opts.Models
+	}
+	chain := []llm.Ref{ref}
+	for _, r := range e.opts.Models[1:] {
+		if r != ref {
+			chain = append(chain, r)
+		}
+	}
+	return chain
+}
+
+func (e *Engine) session(ctx context.Context, key string) (store.Session, error) {
+	sess, _, err := e.opts.Store.OpenSession(ctx, key, e.opts.AgentID)
+	return sess, err
+}
+
+func (e *Engine) cmdStatus(ctx context.Context, mc MsgContext, _ string) (string, error) {
+	sess, err := e.session(ctx, mc.SessionKey)
+	if err != nil {
+		return "", err
+	}
+	tr, err := e.opts.Store.Transcript(ctx, mc.SessionKey)
+	if err != nil {
+		return "", err
+	}
+	chain := e.chain(sess)
+	source := "default"
+	if sess.ModelOverride != "" {
+		source = "set for this session"
+	}
+	think := sess.Options[optThink]
+	if think == "" {
+		think = "off"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Session: %s\n", mc.SessionKey)
+	fmt.Fprintf(&b, "Model: %s (%s)\n", chain[0], source)
+	if len(chain) > 1 {
+		fmt.Fprintf(&b, "Fallbacks: %s\n", joinRefs(chain[1:]))
+	}
+	fmt.Fprintf(&b, "Thinking: %s\n", think)
+	fmt.Fprintf(&b, "Transcript: %d turns, about %d of %d tokens", len(tr), transcriptTokens(tr), e.opts.ContextTokens)
+	if e.isActive(mc.SessionKey) {
+		b.WriteString("\nA reply is being written now.")
+	}
+	return b.String(), nil
+}
+
+func joinRefs(refs []llm.Ref) string {
+	s := make([]string, len(refs))
+	for i, r := range refs {
+		s[i] = r.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+func transcriptTokens(tr []store.Turn) int {
+	n := 0
+	for _, m := range agent.Messages(tr) {
+		n += agent.EstimateTokens(m.Text)
+	}
+	return n
+}
+
+func (e *Engine) cmdWhoami(_ context.Context, mc MsgContext, _ string) (string, error) {
+	m := mc.Message
+	access := "commands allowed"
+	if mc.Owner {
+		access = "owner: all commands allowed"
+	}
+	return fmt.Sprintf("Channel: %s\nYou: %s (%s)\nChat: %s\nAccess: %s", m.Channel, m.Sender.ID, m.Sender.Name, m.Peer, access), nil
+}
+
+func (e *Engine) cmdNew(ctx context.Context, mc MsgContext, _ string) (string, error) {
+	// Wait for a running reply, so its turn lands in the old transcript.
+	unlock := e.lock(mc.SessionKey)
+	defer unlock()
+	if _, err := e.session(ctx, mc.SessionKey); err != nil {
+		return "", err
+	}
+	if _, err := e.opts.Store.ResetSession(ctx, mc.SessionKey, "/new"); err != nil {
+		return "", err
+	}
+	return "New session started. The earlier conversation is no longer sent to the model.", nil
+}
+
+func (e *Engine) cmdStop(_ context.Context, mc MsgContext, _ string) (string, error) {
+	return e.abort(mc.SessionKey), nil
+}
+
+func (e *Engine) cmdModel(ctx context.Context, mc MsgContext, args string) (string, error) {
+	sess, err := e.session(ctx, mc.SessionKey)
+	if err != nil {
+		return "", err
+	}
+	switch strings.ToLower(args) {
+	case "", "status":
+		current := e.chain(sess)[0]
+		if sess.ModelOverride == "" {
+			return fmt.Sprintf("Model: %s (default). Set one with /model <provider/model>.", current), nil
+		}
+		return fmt.Sprintf("Model: %s (set for this session; /model default goes back to %s).", current, e.opts.Models[0]), nil
+	case "list":
+		return e.cmdModels(ctx, mc, "")
+	case "default", "reset", "clear":
+		if err := e.opts.Store.SetModelOverride(ctx, mc.SessionKey, ""); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("Model back to the default, %s.", e.opts.Models[0]), nil
+	}
+	ref, err := e.resolveModel(args)
+	if err != nil {
+		return err.Error(), nil
+	}
+	if err := e.opts.Store.SetModelOverride(ctx, mc.SessionKey, ref.String()); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("Model set to %s for this session.", ref), nil
+}
+
+// errUnknownModel explains a model the session cannot use.
+var errUnknownModel = errors.New("unknown model")
+
+func (e *Engine) resolveModel(arg string) (llm.Ref, error) {
+	if target, ok := e.opts.Aliases[strings.ToLower(arg)]; ok {
+		arg = target
+	}
+	ref, err := llm.ParseRef(arg)
+	if err != nil {
+		return llm.Ref{}, fmt.Errorf("%w: %q is neither provider/model nor an alias; /models lists what is configured", errUnknownModel, arg)
+	}
+	if !e.opts.Runner.HasProvider(ref.Provider) {
+		return llm.Ref{}, fmt.Errorf("%w: provider %q is not configured; /models lists what is", errUnknownModel, ref.Provider)
+	}
+	return ref, nil
+}
+
+func (e *Engine) cmdModels(context.Context, MsgContext, string) (string, error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Default chain: %s", joinRefs(e.opts.Models))
+	if len(e.opts.Aliases) > 0 {
+		names := make([]string, 0, len(e.opts.Aliases))
+		for name := range e.opts.Aliases {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		b.WriteString("\nAliases:")
+		for _, n := range names {
+			fmt.Fprintf(&b, "\n  %s → %s", n, e.opts.Aliases[n])
+		}
+	}
+	return b.String(), nil
+}
+
+func (e *Engine) cmdThink(ctx context.Context, mc MsgContext, args string) (string, error) {
+	level := strings.ToLower(args)
+	if level == "" {
+		sess, err := e.session(ctx, mc.SessionKey)
+		if err != nil {
+			return "", err
+		}
+		current := sess.Options[optThink]
+		if current == "" {
+			current = "off"
+		}
+		return fmt.Sprintf("Thinking: %s. Levels: %s.", current, strings.Join(llm.ThinkingLevels, ", ")), nil
+	}
+	if !slices.Contains(llm.ThinkingLevels, level) {
+		return fmt.Sprintf("Unknown level %q. Levels: %s.", args, strings.Join(llm.ThinkingLevels, ", ")), nil
+	}
+	if _, err := e.session(ctx, mc.SessionKey); err != nil {
+		return "", err
+	}
+	value := level
+	if level == "off" {
+		value = ""
+	}
+	if err := e.opts.Store.SetSessionOption(ctx, mc.SessionKey, optThink, value); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("Thinking set to %s.", level), nil
+}
+
+func (e *Engine) cmdContext(ctx context.Context, mc MsgContext, _ string) (string, error) {
+	tr, err := e.opts.Store.Transcript(ctx, mc.SessionKey)
+	if err != nil {
+		return "", err
+	}
+	system := agent.EstimateTokens(e.opts.System())
+	used := transcriptTokens(tr)
+	budget := e.opts.ContextTokens
+	return fmt.Sprintf("Context: system prompt about %d tokens, transcript %d turns about %d tokens; budget %d tokens (%d%% used). Older turns are dropped from what the model sees when the budget is reached.",
+		system, len(tr), used, budget, (system+used)*100/max(budget, 1)), nil
+}
+
+func (e *Engine) cmdExport(ctx context.Context, mc MsgContext, _ string) (string, error) {
+	tr, err := e.opts.Store.Transcript(ctx, mc.SessionKey)
+	if err != nil {
+		return "", err
+	}
+	if len(tr) == 0 {
+		return "The session is empty.", nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Transcript of %s (%d turns)\n", mc.SessionKey, len(tr))
+	for _, t := range tr {
+		fmt.Fprintf(&b, "\n[%s %s]\n%s\n", t.At.Format("2006-01-02 15:04:05"), t.Role, t.Text)
+	}
+	return b.String(), nil
+}
