@@ -36,9 +36,9 @@ type Session struct {
 	Generation int
 	// Options are per-session settings made by commands (thinking level,
 	// queue mode), by name. Never nil on a session read from a store.
-	Options map[string]string
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
+	Options   map[string]string
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // Reset records one session reset.
