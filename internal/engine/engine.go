@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -343,7 +344,7 @@ func (e *Engine) run(ctx context.Context, log *slog.Logger, m msg.Message, r cha
 			chunker.Push(d)
 		}
 	}
-	out, runErr := e.opts.Runner.Run(ctx, in)
+	out, runErr := e.runAgent(ctx, log, in)
 	persist(out, runErr)
 	aborted := errors.Is(context.Cause(ctx), errAborted)
 	switch {
@@ -387,6 +388,22 @@ func (e *Engine) History(ctx context.Context, ch msg.ChannelID, peer msg.Peer) (
 		return nil, fmt.Errorf("history of %s: %w", peer, err)
 	}
 	return tr, nil
+}
+
+// errPanic reports a panic inside an agent run.
+var errPanic = errors.New("internal error")
+
+// runAgent runs the agent and turns a panic anywhere below it into an
+// error, so the dispatcher is always completed and drained and typing always
+// stops: a bug in a provider or tool can cost a reply, never hang a chat.
+func (e *Engine) runAgent(ctx context.Context, log *slog.Logger, in agent.Input) (out agent.Output, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			log.Error("agent run panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			err = fmt.Errorf("%w: %v", errPanic, p)
+		}
+	}()
+	return e.opts.Runner.Run(ctx, in)
 }
 
 // ErrorNotice is the text a user sees when a turn fails before any reply.

@@ -376,3 +376,39 @@ func TestSilentSuffixIsARealReply(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+type panicProvider struct{}
+
+func (panicProvider) ID() string { return "fake" }
+
+func (panicProvider) Stream(context.Context, llm.Request) iter.Seq2[llm.Event, error] {
+	return func(yield func(llm.Event, error) bool) {
+		yield(llm.Event{Kind: llm.EventText, Text: "partial "}, nil)
+		panic("provider bug")
+	}
+}
+
+// TestPanicInRunStillCompletesDispatch: a panic below the agent run is
+// contained; typing stops, the reply dispatcher drains and the user hears
+// of the failure.
+func TestPanicInRunStillCompletesDispatch(t *testing.T) {
+	e, st := newEngine(t, panicProvider{})
+	r := &typingRecorder{}
+	if err := e.Dispatch(context.Background(), message("1", "b1", "hi", t0), r); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]bool{true, false}, r.typing); diff != "" {
+		t.Errorf("typing (-want +got):\n%s", diff)
+	}
+	if got := texts(r.delivered); len(got) != 1 || !strings.Contains(got[0], "went wrong") {
+		t.Errorf("delivered %q", got)
+	}
+	tr, _ := st.Transcript(context.Background(), "agent:main:webchat:direct:b1")
+	if len(tr) != 1 {
+		t.Errorf("transcript %+v", tr)
+	}
+	// The session is not left locked.
+	if err := e.Dispatch(context.Background(), message("2", "b1", "again", t0), &recorder{}); err != nil {
+		t.Fatal(err)
+	}
+}
