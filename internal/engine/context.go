@@ -30,6 +30,9 @@ type MsgContext struct {
 	// NoCommands marks turns that must never run commands (digests,
 	// summaries): Finalize keeps them unauthorized whatever the policy says.
 	NoCommands bool
+	// Heartbeat marks a turn started by the heartbeat runner; it is
+	// skipped, not queued, when the session is busy.
+	Heartbeat bool
 }
 
 // NewMsgContext builds the context of a plain message: every body is its

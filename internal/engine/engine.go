@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -17,7 +18,6 @@ import (
 	"github.com/pincerbot/pincer/internal/command"
 	"github.com/pincerbot/pincer/internal/llm"
 	"github.com/pincerbot/pincer/internal/msg"
-	"github.com/pincerbot/pincer/internal/prompt"
 	"github.com/pincerbot/pincer/internal/reply"
 	"github.com/pincerbot/pincer/internal/store"
 )
@@ -51,6 +51,13 @@ type Options struct {
 	Aliases map[string]string
 	// ContextTokens is the context budget /status and /context report.
 	ContextTokens int
+	// Queue is the default queue behaviour; QueueByChannel overrides the
+	// mode per channel, and a session's /queue setting overrides both.
+	Queue          QueueSettings
+	QueueByChannel map[msg.ChannelID]QueueMode
+	// MaxConcurrent bounds the agent runs across all sessions; 0 means
+	// min(16, max(8, CPUs)).
+	MaxConcurrent int
 	Metrics       *Metrics
 	Logger        *slog.Logger
 }
@@ -72,6 +79,11 @@ type Engine struct {
 	locks map[string]*sessionLock
 	// active holds the cancel function of each session's running turn.
 	active map[string]context.CancelCauseFunc
+	// lanes schedule each busy session's turns.
+	lanes map[string]*lane
+
+	// slots bounds concurrent agent runs across sessions.
+	slots chan struct{}
 
 	registry *command.Registry
 	handlers map[string]handler
@@ -95,6 +107,12 @@ func New(o Options) *Engine {
 	if o.DedupTTL == 0 {
 		o.DedupTTL = 20 * time.Minute
 	}
+	if o.Queue.Mode == "" {
+		o.Queue = QueueSettings{Mode: QueueSteer, Cap: 20, Drop: DropSummarize, Debounce: 500 * time.Millisecond}
+	}
+	if o.MaxConcurrent <= 0 {
+		o.MaxConcurrent = min(16, max(8, runtime.NumCPU()))
+	}
 	if o.System == nil {
 		o.System = func() string { return "" }
 	}
@@ -108,8 +126,9 @@ func New(o Options) *Engine {
 	base, cancel := context.WithCancel(context.Background())
 	e := &Engine{
 		opts: o, log: log.With("component", "engine"), base: base, cancel: cancel,
-		locks: map[string]*sessionLock{}, active: map[string]context.CancelCauseFunc{},
+		locks: map[string]*sessionLock{}, active: map[string]context.CancelCauseFunc{}, lanes: map[string]*lane{},
 		registry: command.NewRegistry(), handlers: map[string]handler{},
+		slots: make(chan struct{}, o.MaxConcurrent),
 	}
 	for _, b := range e.builtins() {
 		if err := e.registry.Register(b.spec); err != nil {
@@ -172,7 +191,7 @@ func (e *Engine) Dispatch(ctx context.Context, m msg.Message, r channel.Replier)
 func (e *Engine) dispatch(ctx context.Context, log *slog.Logger, mc MsgContext, r channel.Replier) error {
 	text, handled, err := e.command(ctx, mc)
 	if !handled {
-		return e.turn(ctx, log, mc, r)
+		return e.enqueue(ctx, log, mc, r)
 	}
 	if err != nil {
 		log.Error("command failed", "err", err)
@@ -225,159 +244,6 @@ func (e *Engine) lock(key string) func() {
 		}
 		e.mu.Unlock()
 	}
-}
-
-func (e *Engine) turn(ctx context.Context, log *slog.Logger, mc MsgContext, r channel.Replier) error {
-	m, key := mc.Message, mc.SessionKey
-	unlock := e.lock(key)
-	defer unlock()
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	e.mu.Lock()
-	e.active[key] = cancel
-	e.mu.Unlock()
-	defer func() {
-		e.mu.Lock()
-		delete(e.active, key)
-		e.mu.Unlock()
-	}()
-	start := time.Now()
-	st := e.opts.Store
-	sess, _, err := st.OpenSession(ctx, key, e.opts.AgentID)
-	if err != nil {
-		return fmt.Errorf("turn %s: %w", key, err)
-	}
-	prior, err := st.Transcript(ctx, key)
-	if err != nil {
-		return fmt.Errorf("turn %s: %w", key, err)
-	}
-	env := prompt.Envelope{Channel: string(m.Channel), Sender: m.Sender.Name, At: m.Time, Location: e.opts.Location}
-	for i := len(prior) - 1; i >= 0; i-- {
-		if prior[i].Role == store.RoleUser {
-			env.Previous = prior[i].At
-			break
-		}
-	}
-	userTurn, err := st.AppendTurn(ctx, key, store.Turn{Role: store.RoleUser, Text: env.Format(mc.BodyForAgent), At: m.Time})
-	if err != nil {
-		return fmt.Errorf("turn %s: %w", key, err)
-	}
-	log.Debug("agent turn", "session", key, "body", userTurn.Text)
-
-	// The reply is persisted before its final delivery, so a crash while
-	// delivering cannot lose it. The turn's context may be cut by shutdown,
-	// so persistence uses one of its own.
-	persist := func(out agent.Output, runErr error) {
-		if out.Text == "" {
-			return
-		}
-		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if _, err := st.AppendTurn(pctx, key, store.Turn{Role: store.RoleAssistant, Text: out.Text, Partial: runErr != nil}); err != nil {
-			log.Error("persist reply", "err", err)
-		}
-	}
-	e.run(ctx, log, m, r, start, agent.Input{
-		Models:     e.chain(sess),
-		System:     e.opts.System(),
-		Transcript: append(prior, userTurn),
-		Thinking:   sess.Options[optThink],
-	}, persist)
-	e.opts.Metrics.turnSeconds.Observe(time.Since(start).Seconds())
-	return nil
-}
-
-// run runs the agent and delivers its reply through a dispatcher: as blocks
-// while it streams, when configured and the channel does not show live text,
-// else whole at the end.
-func (e *Engine) run(ctx context.Context, log *slog.Logger, m msg.Message, r channel.Replier, start time.Time, in agent.Input, persist func(agent.Output, error)) {
-	outcome := "empty"
-	var delivered, failed int
-	base := msg.Outbound{Account: m.Account, Peer: m.Peer}
-	// Delivery outlives a turn cut by shutdown: what was produced still goes out.
-	deliverCtx := context.WithoutCancel(ctx)
-	disp := reply.NewDispatcher(deliverCtx, reply.DispatcherOptions{
-		Deliver: func(ctx context.Context, _ reply.Kind, p msg.Outbound) error {
-			_, err := r.Deliver(ctx, p)
-			if err == nil {
-				delivered++
-			}
-			return err
-		},
-		Normalizer: &reply.Normalizer{
-			Prefix: e.opts.ResponsePrefix,
-			Vars:   reply.PrefixVars{Provider: in.Models[0].Provider, Model: in.Models[0].Model, ThinkingLevel: in.Thinking},
-			OnSkip: func(reason reply.SkipReason, _ msg.Outbound) {
-				log.Info("reply not delivered", "reason", string(reason))
-			},
-		},
-		HumanDelay: e.opts.HumanDelay,
-		OnError: func(err error, kind reply.Kind) {
-			failed++
-			log.Error("deliver reply", "kind", string(kind), "err", err)
-		},
-	})
-	var setTyping func(context.Context, bool) error
-	if t, ok := r.(channel.Typer); ok {
-		setTyping = t.Typing
-	}
-	typing := reply.NewTyping(ctx, reply.TypingOptions{Set: setTyping, Policy: reply.TypingUser, Logger: log})
-	var chunker *reply.Chunker
-	if pv, live := r.(channel.PartialViewer); e.opts.Blocks != nil && !(live && pv.ShowsPartial()) {
-		chunker = reply.NewChunker(*e.opts.Blocks, func(block string) {
-			p := base
-			p.Text = block
-			disp.SendBlock(p)
-		})
-	}
-
-	typing.RunStarted()
-	first := true
-	in.OnText = func(d string) {
-		if first {
-			first = false
-			e.opts.Metrics.firstText.Observe(time.Since(start).Seconds())
-			typing.TextStarted()
-		}
-		r.Partial(d)
-		if chunker != nil {
-			chunker.Push(d)
-		}
-	}
-	out, runErr := e.runAgent(ctx, log, in)
-	persist(out, runErr)
-	aborted := errors.Is(context.Cause(ctx), errAborted)
-	switch {
-	case aborted:
-		// The user said stop and was told so: nothing more goes out.
-		log.Info("turn stopped by the user", "partial", out.Text != "")
-	case chunker != nil && out.Text != "":
-		chunker.Flush()
-	case out.Text != "":
-		p := base
-		p.Text = out.Text
-		disp.SendFinal(p)
-	case runErr != nil:
-		p := base
-		p.Text, p.IsError = ErrorNotice(runErr), true
-		disp.SendFinal(p)
-	}
-	disp.MarkComplete()
-	<-disp.Idle()
-	typing.Stop()
-
-	switch {
-	case runErr != nil:
-		outcome = "failed"
-		log.Warn("agent turn failed", "err", runErr, "partial", out.Text != "")
-	case failed > 0:
-		outcome = "undelivered"
-	case delivered > 0:
-		outcome = "replied"
-	default:
-		log.Info("turn ended without a reply")
-	}
-	e.opts.Metrics.turns.WithLabelValues(outcome).Inc()
 }
 
 // History returns the current transcript of the session m's peer belongs

@@ -10,7 +10,13 @@ import (
 	"github.com/pincerbot/pincer/internal/store"
 )
 
-const sessionCols = `key, agent_id, model_override, generation, created_at, updated_at, options`
+// Queries that run inside transactions are prepared when the database
+// opens (see txQueries), since a transaction holds the only connection.
+const (
+	qSession        = `SELECT key, agent_id, model_override, generation, created_at, updated_at, options FROM sessions WHERE key = ?`
+	qBumpGeneration = `UPDATE sessions SET generation = generation + 1, updated_at = ? WHERE key = ?`
+	qInsertReset    = `INSERT INTO session_resets (session_key, generation, at, reason) VALUES (?, ?, ?, ?)`
+)
 
 func scanSession(row interface{ Scan(...any) error }) (store.Session, error) {
 	var s store.Session
@@ -35,6 +41,12 @@ func scanSession(row interface{ Scan(...any) error }) (store.Session, error) {
 
 // OpenSession implements store.Sessions.
 func (d *DB) OpenSession(ctx context.Context, key, agentID string) (store.Session, bool, error) {
+	// Most calls find the session, so look before inserting.
+	if s, err := scanSession(d.queryRow(ctx, nil, qSession, key)); err == nil {
+		return s, false, nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return store.Session{}, false, fmt.Errorf("open session %s: %w", key, err)
+	}
 	t := millis(now())
 	res, err := d.exec(ctx, nil,
 		`INSERT INTO sessions (key, agent_id, created_at, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (key) DO NOTHING`,
@@ -52,7 +64,7 @@ func (d *DB) OpenSession(ctx context.Context, key, agentID string) (store.Sessio
 
 // Session implements store.Sessions.
 func (d *DB) Session(ctx context.Context, key string) (store.Session, error) {
-	s, err := scanSession(d.queryRow(ctx, nil, `SELECT `+sessionCols+` FROM sessions WHERE key = ?`, key))
+	s, err := scanSession(d.queryRow(ctx, nil, qSession, key))
 	if err != nil {
 		return s, fmt.Errorf("session %s: %w", key, err)
 	}
@@ -88,17 +100,17 @@ func (d *DB) ResetSession(ctx context.Context, key, reason string) (store.Sessio
 	var s store.Session
 	err := d.tx(ctx, func(tx *sql.Tx) error {
 		t := millis(now())
-		res, err := d.exec(ctx, tx, `UPDATE sessions SET generation = generation + 1, updated_at = ? WHERE key = ?`, t, key)
+		res, err := d.exec(ctx, tx, qBumpGeneration, t, key)
 		if err != nil {
 			return err
 		}
 		if err := mustAffect(res, "session "+key); err != nil {
 			return err
 		}
-		if s, err = scanSession(d.queryRow(ctx, tx, `SELECT `+sessionCols+` FROM sessions WHERE key = ?`, key)); err != nil {
+		if s, err = scanSession(d.queryRow(ctx, tx, qSession, key)); err != nil {
 			return err
 		}
-		_, err = d.exec(ctx, tx, `INSERT INTO session_resets (session_key, generation, at, reason) VALUES (?, ?, ?, ?)`, key, s.Generation, t, reason)
+		_, err = d.exec(ctx, tx, qInsertReset, key, s.Generation, t, reason)
 		return err
 	})
 	if err != nil {

@@ -62,12 +62,26 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
+	// One connection: SQLite takes one writer at a time, and queueing in
+	// Go is cheaper than SQLite's sleeping busy handler.
+	db.SetMaxOpenConns(1)
 	if err := migrate(ctx, db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: migrate %s: %w", path, err)
 	}
-	return &DB{db: db}, nil
+	d := &DB{db: db}
+	for _, q := range txQueries {
+		if _, err := d.stmt(ctx, q); err != nil {
+			d.Close()
+			return nil, fmt.Errorf("sqlite: prepare: %w", err)
+		}
+	}
+	return d, nil
 }
+
+// txQueries run inside transactions; they are prepared at open, because
+// preparing needs the connection a transaction holds.
+var txQueries = []string{qSession, qBumpGeneration, qInsertReset, qGeneration, qNextSeq, qInsertTurn, qTouchSession}
 
 func migrate(ctx context.Context, db *sql.DB) error {
 	sub, err := fs.Sub(migrations, "migrations")
@@ -110,28 +124,31 @@ func (d *DB) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 
 // exec runs a cached statement, inside tx when it is not nil.
 func (d *DB) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+	if tx != nil {
+		if s, ok := d.stmts.Load(query); ok {
+			return tx.StmtContext(ctx, s.(*sql.Stmt)).ExecContext(ctx, args...)
+		}
+		return tx.ExecContext(ctx, query, args...)
+	}
 	s, err := d.stmt(ctx, query)
 	if err != nil {
 		return nil, err
-	}
-	if tx != nil {
-		s = tx.StmtContext(ctx, s)
 	}
 	return s.ExecContext(ctx, args...)
 }
 
 // queryRow runs a cached single-row query, inside tx when it is not nil.
 func (d *DB) queryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
+	if tx != nil {
+		if s, ok := d.stmts.Load(query); ok {
+			return tx.StmtContext(ctx, s.(*sql.Stmt)).QueryRowContext(ctx, args...)
+		}
+		return tx.QueryRowContext(ctx, query, args...)
+	}
 	s, err := d.stmt(ctx, query)
 	if err != nil {
 		// Let Scan report the error: run the query unprepared.
-		if tx != nil {
-			return tx.QueryRowContext(ctx, query, args...)
-		}
 		return d.db.QueryRowContext(ctx, query, args...)
-	}
-	if tx != nil {
-		s = tx.StmtContext(ctx, s)
 	}
 	return s.QueryRowContext(ctx, args...)
 }

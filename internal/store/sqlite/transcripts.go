@@ -10,6 +10,13 @@ import (
 	"github.com/pincerbot/pincer/internal/store"
 )
 
+const (
+	qGeneration   = `SELECT generation FROM sessions WHERE key = ?`
+	qNextSeq      = `SELECT COALESCE(MAX(seq), 0) + 1 FROM turns WHERE session_key = ? AND generation = ?`
+	qInsertTurn   = `INSERT INTO turns (session_key, generation, seq, role, text, tool_calls, tool_call_id, partial, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	qTouchSession = `UPDATE sessions SET updated_at = ? WHERE key = ?`
+)
+
 // AppendTurn implements store.Transcripts.
 func (d *DB) AppendTurn(ctx context.Context, key string, t store.Turn) (store.Turn, error) {
 	var calls string
@@ -26,22 +33,20 @@ func (d *DB) AppendTurn(ctx context.Context, key string, t store.Turn) (store.Tu
 	t.At = t.At.Truncate(time.Millisecond)
 	err := d.tx(ctx, func(tx *sql.Tx) error {
 		var gen int
-		if err := d.queryRow(ctx, tx, `SELECT generation FROM sessions WHERE key = ?`, key).Scan(&gen); err != nil {
+		if err := d.queryRow(ctx, tx, qGeneration, key).Scan(&gen); err != nil {
 			if err == sql.ErrNoRows {
 				return store.ErrNotFound
 			}
 			return err
 		}
-		if err := d.queryRow(ctx, tx,
-			`SELECT COALESCE(MAX(seq), 0) + 1 FROM turns WHERE session_key = ? AND generation = ?`, key, gen).Scan(&t.Seq); err != nil {
+		if err := d.queryRow(ctx, tx, qNextSeq, key, gen).Scan(&t.Seq); err != nil {
 			return err
 		}
-		if _, err := d.exec(ctx, tx,
-			`INSERT INTO turns (session_key, generation, seq, role, text, tool_calls, tool_call_id, partial, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		if _, err := d.exec(ctx, tx, qInsertTurn,
 			key, gen, t.Seq, string(t.Role), t.Text, calls, t.ToolCallID, t.Partial, millis(t.At)); err != nil {
 			return err
 		}
-		_, err := d.exec(ctx, tx, `UPDATE sessions SET updated_at = ? WHERE key = ?`, millis(t.At), key)
+		_, err := d.exec(ctx, tx, qTouchSession, millis(t.At), key)
 		return err
 	})
 	if err != nil {
