@@ -216,4 +216,3 @@ func (e *Engine) run(ctx context.Context, log *slog.Logger, m msg.Message, r cha
 	e.opts.Metrics.turns.WithLabelValues(outcome).Inc()
 	return runErr
 }
-
