@@ -45,6 +45,8 @@ type AgentDefaults struct {
 	BlockStreaming BlockStreaming `json:"blockStreaming"`
 	// Envelope sets how message timestamps are shown to the agent.
 	Envelope Envelope `json:"envelope"`
+	// MaxConcurrent bounds agent runs across all sessions.
+	MaxConcurrent int `json:"maxConcurrent"`
 }
 
 // Validate checks model refs and limits.
@@ -76,6 +78,9 @@ func (d AgentDefaults) Validate(models *Models) error {
 	}
 	if d.ContextTokens <= d.MaxTokens {
 		errs = append(errs, problem("contextTokens", "must exceed maxTokens (%d)", d.MaxTokens))
+	}
+	if d.MaxConcurrent < 1 {
+		errs = append(errs, problem("maxConcurrent", "must be at least 1"))
 	}
 	errs = append(errs,
 		nest("humanDelay", d.HumanDelay.Validate()),

@@ -4,6 +4,7 @@
 package config
 
 import (
+	"runtime"
 	"time"
 )
 
@@ -34,8 +35,12 @@ func Default() Config {
 			HumanDelay:     HumanDelay{Mode: "off", MinMs: 800, MaxMs: 2500},
 			BlockStreaming: BlockStreaming{MinChars: 800, MaxChars: 1200, BreakOn: "paragraph", IdleMs: 1000},
 			Envelope:       Envelope{Timezone: "local"},
+			MaxConcurrent:  min(16, max(8, runtime.NumCPU())),
 		}},
-		Messages: Messages{Inbound: Inbound{ByChannel: map[string]int{}}},
+		Messages: Messages{
+			Inbound: Inbound{ByChannel: map[string]int{}},
+			Queue:   Queue{Mode: "steer", Cap: 20, Drop: "summarize", DebounceMs: 500, ByChannel: map[string]string{}},
+		},
 		// The web chat is the operator's console (loopback, or behind the
 		// gateway token), so it owns the commands; other channels may run
 		// the harmless ones.

@@ -312,3 +312,18 @@ func TestCommandsAliasesInbound(t *testing.T) {
 		t.Errorf("problem paths (-want +got):\n%s\nerror: %v", diff, err)
 	}
 }
+
+func TestQueueSection(t *testing.T) {
+	cfg, err := Parse([]byte(`{ messages: { queue: { mode: 'collect', byChannel: { onebot: 'interrupt' } } } }`), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := cfg.Messages.Queue; q.Mode != "collect" || q.Cap != 20 || q.Drop != "summarize" || q.ByChannel["onebot"] != "interrupt" {
+		t.Errorf("queue %+v", q)
+	}
+	_, err = Parse([]byte(`{ messages: { queue: { mode: 'replace', cap: 0, drop: 'append', byChannel: { x: 'drop' } } }, agents: { defaults: { maxConcurrent: 0 } } }`), noEnv)
+	want := []string{"agents.defaults.maxConcurrent", "messages.queue.byChannel.x", "messages.queue.cap", "messages.queue.drop", "messages.queue.mode"}
+	if diff := cmp.Diff(want, paths(err)); diff != "" {
+		t.Errorf("problem paths (-want +got):\n%s\nerror: %v", diff, err)
+	}
+}

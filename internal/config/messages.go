@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"slices"
 	"time"
 )
 
@@ -12,10 +13,56 @@ type Messages struct {
 	ResponsePrefix string `json:"responsePrefix"`
 	// Inbound configures the merging of message bursts.
 	Inbound Inbound `json:"inbound"`
+	// Queue says what happens to messages sent while a reply is running.
+	Queue Queue `json:"queue"`
 }
 
 // Validate checks the messages section.
-func (m Messages) Validate() error { return nest("inbound", m.Inbound.Validate()) }
+func (m Messages) Validate() error {
+	return errors.Join(nest("inbound", m.Inbound.Validate()), nest("queue", m.Queue.Validate()))
+}
+
+// Queue configures the per-session queue. A session's /queue setting wins
+// over ByChannel, which wins over Mode.
+type Queue struct {
+	// Mode is steer, followup, collect or interrupt.
+	Mode string `json:"mode"`
+	// Cap bounds the messages waiting per session.
+	Cap int `json:"cap"`
+	// Drop is what a full queue gives up: old, new or summarize.
+	Drop string `json:"drop"`
+	// DebounceMs is how long a collect turn waits for quiet.
+	DebounceMs int `json:"debounceMs"`
+	// ByChannel overrides Mode per channel id.
+	ByChannel map[string]string `json:"byChannel"`
+}
+
+var queueModes = []string{"steer", "followup", "collect", "interrupt"}
+
+// Validate checks the queue section.
+func (q Queue) Validate() error {
+	var errs []error
+	if !slices.Contains(queueModes, q.Mode) {
+		errs = append(errs, problem("mode", "want steer, followup, collect or interrupt, got %q", q.Mode))
+	}
+	for ch, m := range q.ByChannel {
+		if !slices.Contains(queueModes, m) {
+			errs = append(errs, problem("byChannel."+ch, "want steer, followup, collect or interrupt, got %q", m))
+		}
+	}
+	if q.Cap < 1 {
+		errs = append(errs, problem("cap", "must be at least 1"))
+	}
+	switch q.Drop {
+	case "old", "new", "summarize":
+	default:
+		errs = append(errs, problem("drop", "want old, new or summarize, got %q", q.Drop))
+	}
+	if q.DebounceMs < 0 {
+		errs = append(errs, problem("debounceMs", "must not be negative"))
+	}
+	return errors.Join(errs...)
+}
 
 // Inbound merges a sender's burst of text messages into one turn.
 type Inbound struct {

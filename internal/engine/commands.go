@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pincerbot/pincer/internal/agent"
 	"github.com/pincerbot/pincer/internal/command"
@@ -40,6 +42,7 @@ func (e *Engine) builtins() []struct {
 		{&command.Spec{Name: "think", Args: "[off|minimal|low|medium|high|xhigh]", AcceptsArgs: true, OwnerOnly: true, Description: "show or set the reasoning level"}, e.cmdThink},
 		{&command.Spec{Name: "context", Description: "how much of the context budget the session uses"}, e.cmdContext},
 		{&command.Spec{Name: "export", OwnerOnly: true, Description: "the session transcript as text"}, e.cmdExport},
+		{&command.Spec{Name: "queue", Args: "[steer|followup|collect|interrupt] [cap:N] [drop:old|new|summarize] [debounce:500ms] | reset", AcceptsArgs: true, OwnerOnly: true, Description: "show or set what happens to messages sent while a reply is being written"}, e.cmdQueue},
 	}
 }
 
@@ -303,4 +306,50 @@ func (e *Engine) cmdExport(ctx context.Context, mc MsgContext, _ string) (string
 		fmt.Fprintf(&b, "\n[%s %s]\n%s\n", t.At.Format("2006-01-02 15:04:05"), t.Role, t.Text)
 	}
 	return b.String(), nil
+}
+
+func (e *Engine) cmdQueue(ctx context.Context, mc MsgContext, args string) (string, error) {
+	key := mc.SessionKey
+	if _, err := e.session(ctx, key); err != nil {
+		return "", err
+	}
+	set := map[string]string{}
+	for _, f := range strings.Fields(strings.ToLower(args)) {
+		name, value, hasValue := strings.Cut(f, ":")
+		switch {
+		case f == "reset":
+			for _, o := range []string{optQueueMode, optQueueCap, optQueueDrop, optQueueDebounce} {
+				set[o] = ""
+			}
+		case !hasValue && slices.Contains(QueueModes, QueueMode(f)):
+			set[optQueueMode] = f
+		case name == "cap" && hasValue:
+			n, err := strconv.Atoi(value)
+			if err != nil || n < 1 {
+				return fmt.Sprintf("cap must be a positive number, got %q.", value), nil
+			}
+			set[optQueueCap] = value
+		case name == "drop" && (value == string(DropOld) || value == string(DropNew) || value == string(DropSummarize)):
+			set[optQueueDrop] = value
+		case name == "debounce" && hasValue:
+			d, err := time.ParseDuration(value)
+			if err != nil || d < 0 {
+				return fmt.Sprintf("debounce must be a duration such as 500ms or 1.5s, got %q.", value), nil
+			}
+			set[optQueueDebounce] = strconv.FormatInt(d.Milliseconds(), 10)
+		default:
+			return fmt.Sprintf("Unknown setting %q. Usage: /queue %s", f, "[steer|followup|collect|interrupt] [cap:N] [drop:old|new|summarize] [debounce:500ms] | reset"), nil
+		}
+	}
+	for name, value := range set {
+		if err := e.opts.Store.SetSessionOption(ctx, key, name, value); err != nil {
+			return "", err
+		}
+	}
+	qs := e.queueSettingsFor(ctx, key, mc.Message.Channel)
+	prefix := "Queue"
+	if len(set) > 0 {
+		prefix = "Queue set"
+	}
+	return fmt.Sprintf("%s: %s, cap %d, drop %s, debounce %s.", prefix, qs.Mode, qs.Cap, qs.Drop, qs.Debounce), nil
 }

@@ -234,3 +234,22 @@ func TestEnvelopeInjectionThroughSenderName(t *testing.T) {
 		t.Errorf("the name forged structure: %q", got)
 	}
 }
+
+func TestQueueCommand(t *testing.T) {
+	e, _, _ := commandEngine(t, everyone)
+	if got := say(t, e, "owner", "/queue"); got[0] != "Queue: steer, cap 20, drop summarize, debounce 500ms." {
+		t.Errorf("defaults: %q", got)
+	}
+	if got := say(t, e, "owner", "/queue collect cap:5 drop:old debounce:1.5s"); got[0] != "Queue set: collect, cap 5, drop old, debounce 1.5s." {
+		t.Errorf("set: %q", got)
+	}
+	if got := say(t, e, "owner", "/queue cap:zero"); !strings.Contains(got[0], "positive number") {
+		t.Errorf("bad cap: %q", got)
+	}
+	if got := say(t, e, "owner", "/queue sideways"); !strings.Contains(got[0], "Unknown setting") {
+		t.Errorf("bad mode: %q", got)
+	}
+	if got := say(t, e, "owner", "/queue reset"); got[0] != "Queue set: steer, cap 20, drop summarize, debounce 500ms." {
+		t.Errorf("reset: %q", got)
+	}
+}

@@ -140,6 +140,9 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		HumanDelay: reply.DelayRange{Min: lo, Max: hi}, Blocks: blocks,
 		Policy:  command.Policy{AllowFrom: cfg.Commands.AllowFrom, OwnerAllowFrom: cfg.Commands.OwnerAllowFrom},
 		Aliases: cfg.Models.Aliases, ContextTokens: d.ContextTokens,
+		Queue:          queueSettings(cfg.Messages.Queue),
+		QueueByChannel: queueByChannel(cfg.Messages.Queue),
+		MaxConcurrent:  d.MaxConcurrent,
 		System: func() string {
 			s, err := agent.SystemPrompt(d.SystemPrompt, d.Workspace)
 			if err != nil {
@@ -243,4 +246,19 @@ func shutdown(ctx context.Context, log *slog.Logger, grace time.Duration, srv *h
 	}
 	log.Info("stopped")
 	return herr
+}
+
+func queueSettings(q config.Queue) engine.QueueSettings {
+	return engine.QueueSettings{
+		Mode: engine.QueueMode(q.Mode), Cap: q.Cap, Drop: engine.DropPolicy(q.Drop),
+		Debounce: time.Duration(q.DebounceMs) * time.Millisecond,
+	}
+}
+
+func queueByChannel(q config.Queue) map[msg.ChannelID]engine.QueueMode {
+	out := make(map[msg.ChannelID]engine.QueueMode, len(q.ByChannel))
+	for ch, m := range q.ByChannel {
+		out[msg.ChannelID(ch)] = engine.QueueMode(m)
+	}
+	return out
 }
