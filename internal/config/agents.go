@@ -47,6 +47,38 @@ type AgentDefaults struct {
 	Envelope Envelope `json:"envelope"`
 	// MaxConcurrent bounds agent runs across all sessions.
 	MaxConcurrent int `json:"maxConcurrent"`
+	// Heartbeat schedules check-in turns in the conversation last heard
+	// from.
+	Heartbeat Heartbeat `json:"heartbeat"`
+}
+
+// Heartbeat configures check-in turns.
+type Heartbeat struct {
+	// EveryMs is the interval; 0 (the default) turns heartbeats off.
+	EveryMs int `json:"everyMs"`
+	// Prompt replaces the built-in heartbeat message.
+	Prompt string `json:"prompt"`
+	// Model, as provider/model, runs heartbeats on a model of their own.
+	Model string `json:"model"`
+}
+
+// Validate checks the heartbeat against the configured providers.
+func (h Heartbeat) Validate(models *Models) error {
+	var errs []error
+	if h.EveryMs < 0 {
+		errs = append(errs, problem("everyMs", "must not be negative"))
+	} else if h.EveryMs > 0 && h.EveryMs < 60000 {
+		errs = append(errs, problem("everyMs", "must be at least 60000 (one minute), got %d", h.EveryMs))
+	}
+	if h.Model != "" {
+		provider, model, ok := strings.Cut(h.Model, "/")
+		if !ok || model == "" {
+			errs = append(errs, problem("model", "want provider/model, got %q", h.Model))
+		} else if _, known := models.Providers[provider]; !known && provider != "preview" {
+			errs = append(errs, problem("model", "provider %q is not configured under models.providers", provider))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Validate checks model refs and limits.
@@ -83,6 +115,7 @@ func (d AgentDefaults) Validate(models *Models) error {
 		errs = append(errs, problem("maxConcurrent", "must be at least 1"))
 	}
 	errs = append(errs,
+		nest("heartbeat", d.Heartbeat.Validate(models)),
 		nest("humanDelay", d.HumanDelay.Validate()),
 		nest("blockStreaming", d.BlockStreaming.Validate()),
 		nest("envelope", d.Envelope.Validate()))

@@ -58,8 +58,10 @@ type Options struct {
 	// MaxConcurrent bounds the agent runs across all sessions; 0 means
 	// min(16, max(8, CPUs)).
 	MaxConcurrent int
-	Metrics       *Metrics
-	Logger        *slog.Logger
+	// Heartbeat schedules check-in turns; see RunHeartbeat.
+	Heartbeat Heartbeat
+	Metrics   *Metrics
+	Logger    *slog.Logger
 }
 
 // Engine dispatches inbound messages to agent turns. It is a channel.Sink.
@@ -82,6 +84,8 @@ type Engine struct {
 	// lanes schedule each busy session's turns.
 	lanes map[string]*lane
 
+	// last is the conversation last heard from, for heartbeats.
+	last target
 	// slots bounds concurrent agent runs across sessions.
 	slots chan struct{}
 
@@ -181,6 +185,7 @@ func (e *Engine) Dispatch(ctx context.Context, m msg.Message, r channel.Replier)
 	if _, err := e.opts.Store.LogInbound(turnCtx, m); err != nil {
 		return fmt.Errorf("dispatch %s: %w", m.ID, err)
 	}
+	e.noteActive(m)
 	mc := NewMsgContext(m)
 	mc.SessionKey = e.SessionKey(m)
 	return e.dispatch(turnCtx, log, Finalize(mc, e.opts.Policy), r)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pincerbot/pincer/internal/agent"
 	"github.com/pincerbot/pincer/internal/channel"
+	"github.com/pincerbot/pincer/internal/llm"
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/prompt"
 	"github.com/pincerbot/pincer/internal/reply"
@@ -112,8 +113,12 @@ func (e *Engine) call(ctx context.Context, log *slog.Logger, mc MsgContext, r ch
 		return false, nil
 	}
 	defer func() { <-e.slots }()
-	runErr := e.run(ctx, log, m, r, start, agent.Input{
-		Models:     e.chain(sess),
+	models := e.chain(sess)
+	if mc.Heartbeat && e.opts.Heartbeat.Model != (llm.Ref{}) {
+		models = append([]llm.Ref{e.opts.Heartbeat.Model}, models...)
+	}
+	runErr := e.run(ctx, log, mc, r, start, agent.Input{
+		Models:     models,
 		System:     e.opts.System(),
 		Transcript: append(prior, userTurn),
 		Thinking:   sess.Options[optThink],
@@ -125,7 +130,8 @@ func (e *Engine) call(ctx context.Context, log *slog.Logger, mc MsgContext, r ch
 // run runs the agent and delivers its reply through a dispatcher: as blocks
 // while it streams, when configured and the channel does not show live text,
 // else whole at the end.
-func (e *Engine) run(ctx context.Context, log *slog.Logger, m msg.Message, r channel.Replier, start time.Time, in agent.Input, persist func(agent.Output, error)) error {
+func (e *Engine) run(ctx context.Context, log *slog.Logger, mc MsgContext, r channel.Replier, start time.Time, in agent.Input, persist func(agent.Output, error)) error {
+	m := mc.Message
 	outcome := "empty"
 	var delivered, failed int
 	base := msg.Outbound{Account: m.Account, Peer: m.Peer}
@@ -140,8 +146,9 @@ func (e *Engine) run(ctx context.Context, log *slog.Logger, m msg.Message, r cha
 			return err
 		},
 		Normalizer: &reply.Normalizer{
-			Prefix: e.opts.ResponsePrefix,
-			Vars:   reply.PrefixVars{Provider: in.Models[0].Provider, Model: in.Models[0].Model, ThinkingLevel: in.Thinking},
+			Heartbeat: mc.Heartbeat,
+			Prefix:    e.opts.ResponsePrefix,
+			Vars:      reply.PrefixVars{Provider: in.Models[0].Provider, Model: in.Models[0].Model, ThinkingLevel: in.Thinking},
 			OnSkip: func(reason reply.SkipReason, _ msg.Outbound) {
 				log.Info("reply not delivered", "reason", string(reason))
 			},
@@ -156,7 +163,11 @@ func (e *Engine) run(ctx context.Context, log *slog.Logger, m msg.Message, r cha
 	if t, ok := r.(channel.Typer); ok {
 		setTyping = t.Typing
 	}
-	typing := reply.NewTyping(ctx, reply.TypingOptions{Set: setTyping, Policy: reply.TypingUser, Logger: log})
+	policy := reply.TypingUser
+	if mc.Heartbeat {
+		policy = reply.TypingHeartbeat
+	}
+	typing := reply.NewTyping(ctx, reply.TypingOptions{Set: setTyping, Policy: policy, Logger: log})
 	var chunker *reply.Chunker
 	if pv, live := r.(channel.PartialViewer); e.opts.Blocks != nil && !(live && pv.ShowsPartial()) {
 		chunker = reply.NewChunker(*e.opts.Blocks, func(block string) {

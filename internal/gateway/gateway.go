@@ -133,6 +133,12 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	if bs := d.BlockStreaming; bs.Enabled {
 		blocks = &reply.ChunkOptions{MinChars: bs.MinChars, MaxChars: bs.MaxChars, BreakOn: reply.Break(bs.BreakOn), Idle: time.Duration(bs.IdleMs) * time.Millisecond}
 	}
+	heartbeat := engine.Heartbeat{Every: time.Duration(d.Heartbeat.EveryMs) * time.Millisecond, Prompt: d.Heartbeat.Prompt}
+	if d.Heartbeat.Model != "" {
+		if heartbeat.Model, err = llm.ParseRef(d.Heartbeat.Model); err != nil {
+			return fmt.Errorf("config: agents.defaults.heartbeat.model: %w", err)
+		}
+	}
 	runner := agent.NewRunner(agent.Options{Providers: Providers(cfg.Models), MaxTokens: d.MaxTokens, ContextTokens: d.ContextTokens, Logger: log})
 	eng := engine.New(engine.Options{
 		Store: st, Runner: runner, Models: chain, Metrics: metrics, Logger: log,
@@ -143,6 +149,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		Queue:          queueSettings(cfg.Messages.Queue),
 		QueueByChannel: queueByChannel(cfg.Messages.Queue),
 		MaxConcurrent:  d.MaxConcurrent,
+		Heartbeat:      heartbeat,
 		System: func() string {
 			s, err := agent.SystemPrompt(d.SystemPrompt, d.Workspace)
 			if err != nil {
@@ -194,6 +201,14 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		return nil
 	})
 	g.Go(func() error { return eng.Run(gctx) })
+	g.Go(func() error {
+		return eng.RunHeartbeat(gctx, func(ch msg.ChannelID) (channel.Adapter, bool) {
+			if ch == webchat.ID && wc != nil {
+				return wc, true
+			}
+			return nil, false
+		})
+	})
 	if wc != nil {
 		g.Go(func() error { return wc.Run(gctx, webchatBackend{Sink: sink, engine: eng}) })
 	}
