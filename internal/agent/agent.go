@@ -32,10 +32,11 @@ type Options struct {
 	Logger       *slog.Logger
 }
 
-// Runner runs agent turns.
+// Runner runs agent turns. It is safe for concurrent use.
 type Runner struct {
 	opts Options
 	log  *slog.Logger
+	cool cooldowns
 }
 
 // NewRunner returns a Runner.
@@ -50,7 +51,7 @@ func NewRunner(o Options) *Runner {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Runner{opts: o, log: log.With("component", "agent")}
+	return &Runner{opts: o, log: log.With("component", "agent"), cool: cooldowns{m: map[llm.Ref]*cooldown{}}}
 }
 
 // Input is one turn to run.
@@ -95,7 +96,7 @@ func (r *Runner) Run(ctx context.Context, in Input) (Output, error) {
 	req := llm.Request{System: in.System, MaxTokens: r.opts.MaxTokens, Thinking: in.Thinking}
 	req.Messages = Fit(Messages(in.Transcript), r.opts.ContextTokens-r.opts.MaxTokens-EstimateTokens(in.System))
 	var lastErr error = ErrNoModel
-	for i, ref := range in.Models {
+	for i, ref := range r.cool.order(in.Models, time.Now()) {
 		p, ok := r.opts.Providers[ref.Provider]
 		if !ok {
 			lastErr = fmt.Errorf("%w: provider %q is not configured", ErrNoModel, ref.Provider)
@@ -106,6 +107,7 @@ func (r *Runner) Run(ctx context.Context, in Input) (Output, error) {
 			out, err := r.once(ctx, p, req, in.OnText)
 			out.Model = ref
 			if err == nil {
+				r.cool.succeeded(ref)
 				return out, nil
 			}
 			lastErr = err
@@ -129,6 +131,8 @@ func (r *Runner) Run(ctx context.Context, in Input) (Output, error) {
 				// An invalid request fails on every model alike.
 				return out, err
 			}
+			wait := r.cool.failed(ref, le.RetryAfter, time.Now())
+			r.log.Info("model cooling down", "model", ref.String(), "for", wait.String())
 			break
 		}
 		if i < len(in.Models)-1 {

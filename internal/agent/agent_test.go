@@ -207,3 +207,53 @@ func TestEstimateTokens(t *testing.T) {
 		t.Errorf("cjk: %d", got)
 	}
 }
+
+// TestFallbackOn429AndCooldown: a 429 from the primary falls back at once
+// (its Retry-After is longer than a turn should wait), and the primary rests
+// so the next turns go straight to the fallback until its cooldown ends.
+func TestFallbackOn429AndCooldown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rateLimited := &llm.Error{Class: llm.Retryable, Reason: llm.ReasonRateLimit, Status: 429, RetryAfter: 90 * time.Second}
+		a := &fakeProvider{id: "a", steps: []step{{err: rateLimited}}}
+		b := &fakeProvider{id: "b"}
+		r := runner(a, b)
+		in := Input{Models: chain("a/m", "b/m"), Transcript: userTurn("hi")}
+		start := time.Now()
+		out, err := r.Run(context.Background(), in)
+		if err != nil || out.Model.String() != "b/m" {
+			t.Fatalf("first turn: %+v %v", out, err)
+		}
+		if time.Since(start) != 0 {
+			t.Errorf("waited %v on a rate-limited primary", time.Since(start))
+		}
+		time.Sleep(80 * time.Second)
+		if out, _ := r.Run(context.Background(), in); out.Model.String() != "b/m" || len(a.calls) != 1 {
+			t.Errorf("during the cooldown: used %s, primary called %d times", out.Model, len(a.calls))
+		}
+		time.Sleep(11 * time.Second) // past the 90s Retry-After
+		if out, _ := r.Run(context.Background(), in); out.Model.String() != "a/m" {
+			t.Errorf("after the cooldown: used %s", out.Model)
+		}
+	})
+}
+
+func TestCooldownGrowsAndResets(t *testing.T) {
+	var c cooldowns
+	c.m = map[llm.Ref]*cooldown{}
+	ref := llm.Ref{Provider: "a", Model: "m"}
+	now := time.Now()
+	var got []time.Duration
+	for range 4 {
+		got = append(got, c.failed(ref, 0, now))
+	}
+	if diff := cmp.Diff([]time.Duration{time.Minute, 5 * time.Minute, 25 * time.Minute, time.Hour}, got); diff != "" {
+		t.Errorf("cooldowns (-want +got):\n%s", diff)
+	}
+	if order := c.order([]llm.Ref{ref, {Provider: "b", Model: "m"}}, now); order[0].Provider != "b" {
+		t.Errorf("a resting model goes last: %v", order)
+	}
+	c.succeeded(ref)
+	if d := c.failed(ref, 0, now); d != time.Minute {
+		t.Errorf("after a success the cooldown starts over, got %v", d)
+	}
+}
