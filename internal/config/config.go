@@ -18,6 +18,7 @@ type Config struct {
 	Agents   Agents   `json:"agents"`
 	Messages Messages `json:"messages"`
 	Commands Commands `json:"commands"`
+	Session  Session  `json:"session"`
 	Channels Channels `json:"channels"`
 }
 
@@ -45,6 +46,7 @@ func Default() Config {
 		// gateway token), so it owns the commands; other channels may run
 		// the harmless ones.
 		Commands: Commands{AllowFrom: []string{"*"}, OwnerAllowFrom: []string{"webchat:*"}},
+		Session:  Session{AutoCompact: true},
 		Channels: Channels{Webchat: Webchat{Enabled: true, Title: "pincer"}},
 	}
 }
@@ -60,6 +62,7 @@ func (c *Config) Validate() error {
 		nest("agents", c.Agents.Validate(&c.Models)),
 		nest("messages", c.Messages.Validate()),
 		nest("commands", c.Commands.Validate()),
+		nest("session", c.Session.Validate()),
 		nest("channels", c.Channels.Validate()),
 	)
 }

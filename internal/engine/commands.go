@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sort"
 	"strconv"
@@ -41,6 +42,7 @@ func (e *Engine) builtins() []struct {
 		{&command.Spec{Name: "models", Description: "the configured providers and model chain"}, e.cmdModels},
 		{&command.Spec{Name: "think", Args: "[off|minimal|low|medium|high|xhigh]", AcceptsArgs: true, OwnerOnly: true, Description: "show or set the reasoning level"}, e.cmdThink},
 		{&command.Spec{Name: "context", Description: "how much of the context budget the session uses"}, e.cmdContext},
+		{&command.Spec{Name: "compact", Description: "summarize older turns to free context"}, e.cmdCompact},
 		{&command.Spec{Name: "export", OwnerOnly: true, Description: "the session transcript as text"}, e.cmdExport},
 		{&command.Spec{Name: "queue", Args: "[steer|followup|collect|interrupt] [cap:N] [drop:old|new|summarize] [debounce:500ms] | reset", AcceptsArgs: true, OwnerOnly: true, Description: "show or set what happens to messages sent while a reply is being written"}, e.cmdQueue},
 	}
@@ -352,4 +354,40 @@ func (e *Engine) cmdQueue(ctx context.Context, mc MsgContext, args string) (stri
 		prefix = "Queue set"
 	}
 	return fmt.Sprintf("%s: %s, cap %d, drop %s, debounce %s.", prefix, qs.Mode, qs.Cap, qs.Drop, qs.Debounce), nil
+}
+
+func (e *Engine) cmdCompact(ctx context.Context, mc MsgContext, _ string) (string, error) {
+	unlock := e.lock(mc.SessionKey)
+	defer unlock()
+	sess, err := e.session(ctx, mc.SessionKey)
+	if err != nil {
+		return "", err
+	}
+	tr, err := e.opts.Store.Transcript(ctx, mc.SessionKey)
+	if err != nil {
+		return "", err
+	}
+	before := transcriptTokens(tr)
+	compacted, err := e.compact(ctx, e.log, sess, tr)
+	if errors.Is(err, agent.ErrNothingToCompact) {
+		return "Nothing to compact yet.", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("Compacted %d turns into a summary: about %d tokens before, %d now.", len(tr)-len(compacted)+1, before, transcriptTokens(compacted)), nil
+}
+
+// compact summarizes the older turns of a session with its model chain and
+// stores the result; it returns the new transcript.
+func (e *Engine) compact(ctx context.Context, log *slog.Logger, sess store.Session, tr []store.Turn) ([]store.Turn, error) {
+	summary, keep, err := e.opts.Runner.Compact(ctx, e.chain(sess), tr, agent.KeepRecent)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := e.opts.Store.CompactSession(ctx, sess.Key, summary, keep); err != nil {
+		return nil, err
+	}
+	log.Info("session compacted", "session", sess.Key, "turns_before", len(tr), "kept", len(keep))
+	return e.opts.Store.Transcript(ctx, sess.Key)
 }

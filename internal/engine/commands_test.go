@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/pincerbot/pincer/internal/agent"
 	"github.com/pincerbot/pincer/internal/command"
@@ -252,4 +253,53 @@ func TestQueueCommand(t *testing.T) {
 	if got := say(t, e, "owner", "/queue reset"); got[0] != "Queue set: steer, cap 20, drop summarize, debounce 500ms." {
 		t.Errorf("reset: %q", got)
 	}
+}
+
+func TestCompactCommandAndAutoCompaction(t *testing.T) {
+	e, a, _ := commandEngine(t, everyone)
+	if got := say(t, e, "u", "/compact"); got[0] != "Nothing to compact yet." {
+		t.Errorf("empty: %q", got)
+	}
+	for _, text := range []string{"one", "two", "three", "four"} {
+		say(t, e, "u", text)
+	}
+	if got := say(t, e, "u", "/compact"); !strings.HasPrefix(got[0], "Compacted 4 turns into a summary") {
+		t.Fatalf("compact: %q", got)
+	}
+	if a.reqs[len(a.reqs)-1].System != agent.CompactionPrompt {
+		t.Error("the last model call was not the compaction")
+	}
+	say(t, e, "u", "five")
+	msgs := a.reqs[len(a.reqs)-1].Messages
+	if !strings.HasPrefix(msgs[0].Text, "[Summary of the earlier conversation]\nfrom a/m") || len(msgs) != 6 {
+		t.Errorf("after compaction the model saw %d messages, first %q", len(msgs), msgs[0].Text)
+	}
+
+	// Automatic: a tiny budget makes the next turn compact first.
+	e.opts.AutoCompact = true
+	small := agent.NewRunner(agent.Options{Providers: map[string]llm.Provider{"a": a}, MaxTokens: 10, ContextTokens: 60})
+	e.opts.Runner = small
+	calls := len(a.reqs)
+	say(t, e, "u", "six")
+	if n := len(a.reqs) - calls; n != 2 || a.reqs[calls].System != agent.CompactionPrompt {
+		t.Errorf("want a compaction call before the turn, got %d calls", n)
+	}
+}
+
+func TestIdleReset(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, a, _ := commandEngine(t, everyone)
+		e.opts.IdleReset = time.Hour
+		say(t, e, "u", "one")
+		time.Sleep(59 * time.Minute)
+		say(t, e, "u", "two")
+		if n := len(a.reqs[1].Messages); n != 3 {
+			t.Errorf("within the idle limit the session goes on: %d messages", n)
+		}
+		time.Sleep(61 * time.Minute)
+		say(t, e, "u", "three")
+		if n := len(a.reqs[2].Messages); n != 1 {
+			t.Errorf("after the idle limit a new session starts: %d messages", n)
+		}
+	})
 }

@@ -60,8 +60,13 @@ type Options struct {
 	MaxConcurrent int
 	// Heartbeat schedules check-in turns; see RunHeartbeat.
 	Heartbeat Heartbeat
-	Metrics   *Metrics
-	Logger    *slog.Logger
+	// IdleReset starts a new session when one was idle this long; 0 never.
+	IdleReset time.Duration
+	// AutoCompact summarizes older turns when a transcript nears the
+	// context budget.
+	AutoCompact bool
+	Metrics     *Metrics
+	Logger      *slog.Logger
 }
 
 // Engine dispatches inbound messages to agent turns. It is a channel.Sink.

@@ -68,13 +68,27 @@ func (e *Engine) call(ctx context.Context, log *slog.Logger, mc MsgContext, r ch
 	m, key := mc.Message, mc.SessionKey
 	start := time.Now()
 	st := e.opts.Store
-	sess, _, err := st.OpenSession(ctx, key, e.opts.AgentID)
+	sess, created, err := st.OpenSession(ctx, key, e.opts.AgentID)
 	if err != nil {
 		return false, fmt.Errorf("turn %s: %w", key, err)
+	}
+	if idle := e.opts.IdleReset; idle > 0 && !created && time.Since(sess.UpdatedAt) > idle {
+		log.Info("session idle: starting a new one", "idle", time.Since(sess.UpdatedAt).Round(time.Second).String())
+		if sess, err = st.ResetSession(ctx, key, "idle"); err != nil {
+			return false, fmt.Errorf("turn %s: %w", key, err)
+		}
 	}
 	prior, err := st.Transcript(ctx, key)
 	if err != nil {
 		return false, fmt.Errorf("turn %s: %w", key, err)
+	}
+	system := e.opts.System()
+	if e.opts.AutoCompact && e.opts.Runner.NeedsCompaction(system, prior) {
+		if compacted, err := e.compact(ctx, log, sess, prior); err != nil {
+			log.Warn("automatic compaction failed; older turns are dropped from the context instead", "err", err)
+		} else {
+			prior = compacted
+		}
 	}
 	env := prompt.Envelope{Channel: string(m.Channel), Sender: m.Sender.Name, At: m.Time, Location: e.opts.Location}
 	for i := len(prior) - 1; i >= 0; i-- {
@@ -119,7 +133,7 @@ func (e *Engine) call(ctx context.Context, log *slog.Logger, mc MsgContext, r ch
 	}
 	runErr := e.run(ctx, log, mc, r, start, agent.Input{
 		Models:     models,
-		System:     e.opts.System(),
+		System:     system,
 		Transcript: append(prior, userTurn),
 		Thinking:   sess.Options[optThink],
 	}, persist)

@@ -150,6 +150,8 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		QueueByChannel: queueByChannel(cfg.Messages.Queue),
 		MaxConcurrent:  d.MaxConcurrent,
 		Heartbeat:      heartbeat,
+		IdleReset:      time.Duration(cfg.Session.IdleResetMs) * time.Millisecond,
+		AutoCompact:    cfg.Session.AutoCompact,
 		System: func() string {
 			s, err := agent.SystemPrompt(d.SystemPrompt, d.Workspace)
 			if err != nil {

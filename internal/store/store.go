@@ -63,6 +63,10 @@ type Sessions interface {
 	// ResetSession starts a new generation with an empty transcript and
 	// records the reset. Earlier transcripts are kept.
 	ResetSession(ctx context.Context, key, reason string) (Session, error)
+	// CompactSession replaces the current transcript with a summary turn
+	// followed by keep, as a new generation recorded as a "compact" reset;
+	// the full transcript stays in the old generation.
+	CompactSession(ctx context.Context, key, summary string, keep []Turn) (Session, error)
 	// Resets lists the session's resets, oldest first.
 	Resets(ctx context.Context, key string) ([]Reset, error)
 }

@@ -99,6 +99,42 @@ func (d *DB) SetSessionOption(ctx context.Context, key, name, value string) erro
 func (d *DB) ResetSession(ctx context.Context, key, reason string) (store.Session, error) {
 	var s store.Session
 	err := d.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		s, err = d.reset(ctx, tx, key, reason)
+		return err
+	})
+	if err != nil {
+		return store.Session{}, fmt.Errorf("reset session %s: %w", key, err)
+	}
+	return s, nil
+}
+
+// CompactSession implements store.Sessions.
+func (d *DB) CompactSession(ctx context.Context, key, summary string, keep []store.Turn) (store.Session, error) {
+	var s store.Session
+	err := d.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		if s, err = d.reset(ctx, tx, key, "compact"); err != nil {
+			return err
+		}
+		turns := append([]store.Turn{{Role: store.RoleSummary, Text: summary}}, keep...)
+		for i, t := range turns {
+			if err := d.insertTurn(ctx, tx, key, s.Generation, int64(i+1), t); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return store.Session{}, fmt.Errorf("compact session %s: %w", key, err)
+	}
+	return s, nil
+}
+
+// reset starts a new generation inside tx.
+func (d *DB) reset(ctx context.Context, tx *sql.Tx, key, reason string) (store.Session, error) {
+	var s store.Session
+	err := func() error {
 		t := millis(now())
 		res, err := d.exec(ctx, tx, qBumpGeneration, t, key)
 		if err != nil {
@@ -112,11 +148,8 @@ func (d *DB) ResetSession(ctx context.Context, key, reason string) (store.Sessio
 		}
 		_, err = d.exec(ctx, tx, qInsertReset, key, s.Generation, t, reason)
 		return err
-	})
-	if err != nil {
-		return store.Session{}, fmt.Errorf("reset session %s: %w", key, err)
-	}
-	return s, nil
+	}()
+	return s, err
 }
 
 // Resets implements store.Sessions.

@@ -19,14 +19,6 @@ const (
 
 // AppendTurn implements store.Transcripts.
 func (d *DB) AppendTurn(ctx context.Context, key string, t store.Turn) (store.Turn, error) {
-	var calls string
-	if len(t.ToolCalls) > 0 {
-		b, err := json.Marshal(t.ToolCalls)
-		if err != nil {
-			return t, fmt.Errorf("append turn to %s: %w", key, err)
-		}
-		calls = string(b)
-	}
 	if t.At.IsZero() {
 		t.At = now()
 	}
@@ -42,8 +34,7 @@ func (d *DB) AppendTurn(ctx context.Context, key string, t store.Turn) (store.Tu
 		if err := d.queryRow(ctx, tx, qNextSeq, key, gen).Scan(&t.Seq); err != nil {
 			return err
 		}
-		if _, err := d.exec(ctx, tx, qInsertTurn,
-			key, gen, t.Seq, string(t.Role), t.Text, calls, t.ToolCallID, t.Partial, millis(t.At)); err != nil {
+		if err := d.insertTurn(ctx, tx, key, gen, t.Seq, t); err != nil {
 			return err
 		}
 		_, err := d.exec(ctx, tx, qTouchSession, millis(t.At), key)
@@ -53,6 +44,23 @@ func (d *DB) AppendTurn(ctx context.Context, key string, t store.Turn) (store.Tu
 		return t, fmt.Errorf("append turn to %s: %w", key, err)
 	}
 	return t, nil
+}
+
+// insertTurn writes t as turn seq of a generation, inside tx.
+func (d *DB) insertTurn(ctx context.Context, tx *sql.Tx, key string, gen int, seq int64, t store.Turn) error {
+	var calls string
+	if len(t.ToolCalls) > 0 {
+		b, err := json.Marshal(t.ToolCalls)
+		if err != nil {
+			return err
+		}
+		calls = string(b)
+	}
+	if t.At.IsZero() {
+		t.At = now()
+	}
+	_, err := d.exec(ctx, tx, qInsertTurn, key, gen, seq, string(t.Role), t.Text, calls, t.ToolCallID, t.Partial, millis(t.At))
+	return err
 }
 
 // Transcript implements store.Transcripts.

@@ -32,6 +32,7 @@ func Run(t *testing.T, open Open) {
 		{"ModelOverride", testModelOverride},
 		{"SessionOptions", testSessionOptions},
 		{"ResetKeepsHistory", testResetKeepsHistory},
+		{"Compact", testCompact},
 		{"TranscriptOrder", testTranscriptOrder},
 		{"TranscriptConcurrentAppends", testTranscriptConcurrentAppends},
 		{"InboundLog", testInboundLog},
@@ -169,6 +170,47 @@ func testResetKeepsHistory(t *testing.T, s store.Store) {
 	want := []store.Reset{{Generation: 1, Reason: "/new"}, {Generation: 2, Reason: "idle"}}
 	if diff := cmp.Diff(want, resets, cmpopts.IgnoreFields(store.Reset{}, "At")); diff != "" {
 		t.Errorf("resets (-want +got):\n%s", diff)
+	}
+}
+
+func testCompact(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	mustOpen(t, s, "k")
+	for _, text := range []string{"a", "b", "c", "d"} {
+		mustAppend(t, s, "k", store.Turn{Role: store.RoleUser, Text: text})
+	}
+	tr := mustTranscript(t, s, "k")
+	sess, err := s.CompactSession(ctx, "k", "they said a and b", tr[2:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sess.Generation != 1 {
+		t.Errorf("generation %d", sess.Generation)
+	}
+	got := mustTranscript(t, s, "k")
+	var texts []string
+	for i, turn := range got {
+		texts = append(texts, string(turn.Role)+":"+turn.Text)
+		if turn.Seq != int64(i+1) {
+			t.Errorf("turn %d has seq %d", i, turn.Seq)
+		}
+	}
+	if diff := cmp.Diff([]string{"summary:they said a and b", "user:c", "user:d"}, texts); diff != "" {
+		t.Errorf("compacted transcript (-want +got):\n%s", diff)
+	}
+	if !got[1].At.Equal(tr[2].At) {
+		t.Error("kept turns keep their time")
+	}
+	mustAppend(t, s, "k", store.Turn{Role: store.RoleUser, Text: "e"})
+	if n := len(mustTranscript(t, s, "k")); n != 4 {
+		t.Errorf("append after compaction: %d turns", n)
+	}
+	resets, _ := s.Resets(ctx, "k")
+	if len(resets) != 1 || resets[0].Reason != "compact" {
+		t.Errorf("resets %+v", resets)
+	}
+	if _, err := s.CompactSession(ctx, "nope", "x", nil); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("unknown session: %v", err)
 	}
 }
 
