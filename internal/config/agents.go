@@ -34,6 +34,8 @@ type AgentDefaults struct {
 	Workspace string `json:"workspace"`
 	// SystemPrompt is prepended to the workspace files.
 	SystemPrompt string `json:"systemPrompt"`
+	// Identity is the agent's name, used by the {identity} reply prefix.
+	Identity string `json:"identity"`
 	// MaxTokens caps one model reply.
 	MaxTokens int `json:"maxTokens"`
 	// ContextTokens is the model context budget the transcript is fitted to.

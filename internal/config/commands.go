@@ -14,6 +14,9 @@ type Commands struct {
 	// OwnerAllowFrom admits senders to owner-only commands (/model,
 	// /think, /export) as well.
 	OwnerAllowFrom []string `json:"ownerAllowFrom"`
+	// ElevatedAllowFrom admits senders to /elevate, which unlocks stronger
+	// tools for their session. Empty: nobody.
+	ElevatedAllowFrom []string `json:"elevatedAllowFrom"`
 }
 
 // Validate checks the entries.
@@ -29,5 +32,6 @@ func (c Commands) Validate() error {
 	}
 	check("allowFrom", c.AllowFrom)
 	check("ownerAllowFrom", c.OwnerAllowFrom)
+	check("elevatedAllowFrom", c.ElevatedAllowFrom)
 	return errors.Join(errs...)
 }

@@ -32,7 +32,7 @@ func Default() Config {
 		Store:   Store{Driver: "sqlite", Path: "./data/pincer.db", BusyTimeoutMs: 5000},
 		Models:  Models{Providers: map[string]Provider{}},
 		Agents: Agents{Defaults: AgentDefaults{
-			Workspace: "./data/workspace", MaxTokens: 4096, ContextTokens: 128000,
+			Workspace: "./data/workspace", MaxTokens: 4096, ContextTokens: 128000, Identity: "pincer",
 			HumanDelay:     HumanDelay{Mode: "off", MinMs: 800, MaxMs: 2500},
 			BlockStreaming: BlockStreaming{MinChars: 800, MaxChars: 1200, BreakOn: "paragraph", IdleMs: 1000},
 			Envelope:       Envelope{Timezone: "local"},

@@ -18,7 +18,10 @@ import (
 )
 
 // Session option names.
-const optThink = "think"
+const (
+	optThink    = "think"
+	optElevated = "elevated"
+)
 
 // handler runs one command for a turn and returns the reply.
 type handler func(ctx context.Context, mc MsgContext, args string) (string, error)
@@ -41,6 +44,7 @@ func (e *Engine) builtins() []struct {
 		{&command.Spec{Name: "model", Args: "[status|list|default|<provider/model>|<alias>]", AcceptsArgs: true, OwnerOnly: true, Description: "show or set this session's model"}, e.cmdModel},
 		{&command.Spec{Name: "models", Description: "the configured providers and model chain"}, e.cmdModels},
 		{&command.Spec{Name: "think", Args: "[off|minimal|low|medium|high|xhigh]", AcceptsArgs: true, OwnerOnly: true, Description: "show or set the reasoning level"}, e.cmdThink},
+		{&command.Spec{Name: "elevate", Args: "[on|off]", AcceptsArgs: true, Description: "show or switch elevated mode, which unlocks stronger tools (allow-listed senders only)"}, e.cmdElevate},
 		{&command.Spec{Name: "context", Description: "how much of the context budget the session uses"}, e.cmdContext},
 		{&command.Spec{Name: "compact", Description: "summarize older turns to free context"}, e.cmdCompact},
 		{&command.Spec{Name: "export", OwnerOnly: true, Description: "the session transcript as text"}, e.cmdExport},
@@ -140,6 +144,9 @@ func (e *Engine) cmdStatus(ctx context.Context, mc MsgContext, _ string) (string
 		fmt.Fprintf(&b, "Fallbacks: %s\n", joinRefs(chain[1:]))
 	}
 	fmt.Fprintf(&b, "Thinking: %s\n", think)
+	if sess.Options[optElevated] != "" {
+		b.WriteString("Elevated: on\n")
+	}
 	fmt.Fprintf(&b, "Transcript: %d turns, about %d of %d tokens", len(tr), transcriptTokens(tr), e.opts.ContextTokens)
 	if e.isActive(mc.SessionKey) {
 		b.WriteString("\nA reply is being written now.")
@@ -390,4 +397,27 @@ func (e *Engine) compact(ctx context.Context, log *slog.Logger, sess store.Sessi
 	}
 	log.Info("session compacted", "session", sess.Key, "turns_before", len(tr), "kept", len(keep))
 	return e.opts.Store.Transcript(ctx, sess.Key)
+}
+
+func (e *Engine) cmdElevate(ctx context.Context, mc MsgContext, args string) (string, error) {
+	allowed := command.Policy{OwnerAllowFrom: e.opts.ElevatedAllowFrom}.Owner(string(mc.Message.Channel), string(mc.Message.Sender.ID))
+	if !allowed {
+		return "Elevated mode is not available to you (commands.elevatedAllowFrom).", nil
+	}
+	sess, err := e.session(ctx, mc.SessionKey)
+	if err != nil {
+		return "", err
+	}
+	switch strings.ToLower(args) {
+	case "":
+		if sess.Options[optElevated] != "" {
+			return "Elevated mode is on. /elevate off turns it off.", nil
+		}
+		return "Elevated mode is off. /elevate on turns it on.", nil
+	case "on":
+		return "Elevated mode is on for this session.", e.opts.Store.SetSessionOption(ctx, mc.SessionKey, optElevated, "on")
+	case "off":
+		return "Elevated mode is off.", e.opts.Store.SetSessionOption(ctx, mc.SessionKey, optElevated, "")
+	}
+	return "Usage: /elevate [on|off]", nil
 }

@@ -303,3 +303,31 @@ func TestIdleReset(t *testing.T) {
 		}
 	})
 }
+
+func TestElevateIsAllowListed(t *testing.T) {
+	e, _, _ := commandEngine(t, everyone)
+	e.opts.ElevatedAllowFrom = []string{"webchat:admin"}
+	if got := say(t, e, "owner", "/elevate on"); !strings.Contains(got[0], "not available") {
+		t.Errorf("an owner outside the elevated list: %q", got)
+	}
+	if got := say(t, e, "admin", "/elevate on"); got[0] != "Elevated mode is on for this session." {
+		t.Errorf("allowed: %q", got)
+	}
+	if got := say(t, e, "admin", "/status"); !strings.Contains(got[0], "Elevated: on") {
+		t.Errorf("status: %q", got)
+	}
+	if got := say(t, e, "admin", "/elevate off"); got[0] != "Elevated mode is off." {
+		t.Errorf("off: %q", got)
+	}
+}
+
+func TestIdentityPrefix(t *testing.T) {
+	e := newScripted(t, Options{ResponsePrefix: "{identity}: ", Identity: "Pincer"}, "hello")
+	r := &recorder{}
+	if err := e.Dispatch(context.Background(), message("1", "b", "hi", t0), r); err != nil {
+		t.Fatal(err)
+	}
+	if got := texts(r.delivered); len(got) != 1 || got[0] != "Pincer: hello" {
+		t.Errorf("%q", got)
+	}
+}

@@ -65,8 +65,13 @@ type Options struct {
 	// AutoCompact summarizes older turns when a transcript nears the
 	// context budget.
 	AutoCompact bool
-	Metrics     *Metrics
-	Logger      *slog.Logger
+	// Identity is the agent's name, for the {identity} prefix variable.
+	Identity string
+	// ElevatedAllowFrom admits senders to /elevate, in the form of
+	// command.Policy entries.
+	ElevatedAllowFrom []string
+	Metrics           *Metrics
+	Logger            *slog.Logger
 }
 
 // Engine dispatches inbound messages to agent turns. It is a channel.Sink.

@@ -146,12 +146,14 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		HumanDelay: reply.DelayRange{Min: lo, Max: hi}, Blocks: blocks,
 		Policy:  command.Policy{AllowFrom: cfg.Commands.AllowFrom, OwnerAllowFrom: cfg.Commands.OwnerAllowFrom},
 		Aliases: cfg.Models.Aliases, ContextTokens: d.ContextTokens,
-		Queue:          queueSettings(cfg.Messages.Queue),
-		QueueByChannel: queueByChannel(cfg.Messages.Queue),
-		MaxConcurrent:  d.MaxConcurrent,
-		Heartbeat:      heartbeat,
-		IdleReset:      time.Duration(cfg.Session.IdleResetMs) * time.Millisecond,
-		AutoCompact:    cfg.Session.AutoCompact,
+		Queue:             queueSettings(cfg.Messages.Queue),
+		QueueByChannel:    queueByChannel(cfg.Messages.Queue),
+		MaxConcurrent:     d.MaxConcurrent,
+		Heartbeat:         heartbeat,
+		IdleReset:         time.Duration(cfg.Session.IdleResetMs) * time.Millisecond,
+		AutoCompact:       cfg.Session.AutoCompact,
+		Identity:          d.Identity,
+		ElevatedAllowFrom: cfg.Commands.ElevatedAllowFrom,
 		System: func() string {
 			s, err := agent.SystemPrompt(d.SystemPrompt, d.Workspace)
 			if err != nil {
