@@ -160,6 +160,16 @@ func (e *Engine) enqueue(ctx context.Context, log *slog.Logger, mc MsgContext, r
 func (e *Engine) drain(key string, l *lane) {
 	defer e.inflight.Done()
 	for {
+		e.mu.Lock()
+		idle := len(l.queue) == 0 && len(l.steered) == 0
+		if idle {
+			l.running = false
+			delete(e.lanes, key)
+		}
+		e.mu.Unlock()
+		if idle {
+			return
+		}
 		qs := e.queueSettingsFor(e.base, key, l.channel)
 		if qs.Mode == QueueCollect && qs.Debounce > 0 {
 			e.waitQuiet(key, l, qs.Debounce)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -11,33 +12,38 @@ import (
 )
 
 const (
-	qGeneration   = `SELECT generation FROM sessions WHERE key = ?`
-	qNextSeq      = `SELECT COALESCE(MAX(seq), 0) + 1 FROM turns WHERE session_key = ? AND generation = ?`
-	qInsertTurn   = `INSERT INTO turns (session_key, generation, seq, role, text, tool_calls, tool_call_id, partial, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	qAppendTurn = `INSERT INTO turns (session_key, generation, seq, role, text, tool_calls, tool_call_id, partial, at)
+		SELECT s.key, s.generation,
+			COALESCE((SELECT MAX(t.seq) FROM turns t WHERE t.session_key = s.key AND t.generation = s.generation), 0) + 1,
+			?, ?, ?, ?, ?, ?
+		FROM sessions s WHERE s.key = ?
+		RETURNING seq`
 	qTouchSession = `UPDATE sessions SET updated_at = ? WHERE key = ?`
+	qInsertTurn   = `INSERT INTO turns (session_key, generation, seq, role, text, tool_calls, tool_call_id, partial, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 )
 
-// AppendTurn implements store.Transcripts.
+// AppendTurn implements store.Transcripts. One statement finds the
+// session's generation and next sequence number and inserts the turn; a
+// second marks the session active now (by pincer's clock, not the
+// message's, which idle resets rely on).
 func (d *DB) AppendTurn(ctx context.Context, key string, t store.Turn) (store.Turn, error) {
 	if t.At.IsZero() {
 		t.At = now()
 	}
 	t.At = t.At.Truncate(time.Millisecond)
-	err := d.tx(ctx, func(tx *sql.Tx) error {
-		var gen int
-		if err := d.queryRow(ctx, tx, qGeneration, key).Scan(&gen); err != nil {
-			if err == sql.ErrNoRows {
-				return store.ErrNotFound
-			}
+	calls, err := toolCallsJSON(t.ToolCalls)
+	if err != nil {
+		return t, fmt.Errorf("append turn to %s: %w", key, err)
+	}
+	err = d.tx(ctx, func(tx *sql.Tx) error {
+		err := d.queryRow(ctx, tx, qAppendTurn, string(t.Role), t.Text, calls, t.ToolCallID, t.Partial, millis(t.At), key).Scan(&t.Seq)
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		if err != nil {
 			return err
 		}
-		if err := d.queryRow(ctx, tx, qNextSeq, key, gen).Scan(&t.Seq); err != nil {
-			return err
-		}
-		if err := d.insertTurn(ctx, tx, key, gen, t.Seq, t); err != nil {
-			return err
-		}
-		_, err := d.exec(ctx, tx, qTouchSession, millis(t.At), key)
+		_, err = d.exec(ctx, tx, qTouchSession, millis(now()), key)
 		return err
 	})
 	if err != nil {
@@ -46,20 +52,24 @@ func (d *DB) AppendTurn(ctx context.Context, key string, t store.Turn) (store.Tu
 	return t, nil
 }
 
+func toolCallsJSON(calls []store.ToolCall) (string, error) {
+	if len(calls) == 0 {
+		return "", nil
+	}
+	b, err := json.Marshal(calls)
+	return string(b), err
+}
+
 // insertTurn writes t as turn seq of a generation, inside tx.
 func (d *DB) insertTurn(ctx context.Context, tx *sql.Tx, key string, gen int, seq int64, t store.Turn) error {
-	var calls string
-	if len(t.ToolCalls) > 0 {
-		b, err := json.Marshal(t.ToolCalls)
-		if err != nil {
-			return err
-		}
-		calls = string(b)
+	calls, err := toolCallsJSON(t.ToolCalls)
+	if err != nil {
+		return err
 	}
 	if t.At.IsZero() {
 		t.At = now()
 	}
-	_, err := d.exec(ctx, tx, qInsertTurn, key, gen, seq, string(t.Role), t.Text, calls, t.ToolCallID, t.Partial, millis(t.At))
+	_, err = d.exec(ctx, tx, qInsertTurn, key, gen, seq, string(t.Role), t.Text, calls, t.ToolCallID, t.Partial, millis(t.At))
 	return err
 }
 
