@@ -18,12 +18,36 @@ type Role string
 const (
 	RoleUser      Role = "user"
 	RoleAssistant Role = "assistant"
+	// RoleTool carries the result of a tool call.
+	RoleTool Role = "tool"
 )
 
 // Message is one conversation message sent to a model.
 type Message struct {
 	Role Role
 	Text string
+	// ToolCalls are the calls an assistant message made.
+	ToolCalls []ToolCall
+	// ToolCallID links a RoleTool message to its call.
+	ToolCallID string
+	// IsError marks a RoleTool result that reports a failure.
+	IsError bool
+}
+
+// ToolCall is one tool invocation by the model.
+type ToolCall struct {
+	ID   string
+	Name string
+	// Arguments is a JSON object.
+	Arguments string
+}
+
+// Tool describes a tool the model may call.
+type Tool struct {
+	Name        string
+	Description string
+	// Parameters is the JSON Schema of the arguments object.
+	Parameters map[string]any
 }
 
 // Request is one model call.
@@ -39,6 +63,8 @@ type Request struct {
 	// Thinking is the reasoning level: "" or "off" sends none, else one of
 	// ThinkingLevels. Providers map it to their own knob.
 	Thinking string
+	// Tools the model may call.
+	Tools []Tool
 }
 
 // ThinkingLevels are the reasoning levels a session can choose, lowest
@@ -72,6 +98,8 @@ const (
 	EventText EventKind = iota + 1
 	// EventReasoning carries a piece of the model's reasoning.
 	EventReasoning
+	// EventToolCall carries one complete tool call.
+	EventToolCall
 	// EventDone ends a complete stream and carries usage and stop reason.
 	EventDone
 )
@@ -86,6 +114,7 @@ type Usage struct {
 type Event struct {
 	Kind       EventKind
 	Text       string
+	ToolCall   ToolCall
 	StopReason string
 	Usage      Usage
 }

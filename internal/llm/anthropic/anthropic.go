@@ -57,14 +57,32 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Ev
 			done  bool
 			stop  string
 			usage llm.Usage
+			calls []llm.ToolCall
+			call  *llm.ToolCall // the tool_use block being streamed
 		)
 		for stream.Next() {
 			ev := stream.Current()
 			switch ev.Type {
 			case "message_start":
 				usage.InputTokens = ev.Message.Usage.InputTokens
+			case "content_block_start":
+				if ev.ContentBlock.Type == "tool_use" {
+					call = &llm.ToolCall{ID: ev.ContentBlock.ID, Name: ev.ContentBlock.Name}
+				}
+			case "content_block_stop":
+				if call != nil {
+					if call.Arguments == "" {
+						call.Arguments = "{}"
+					}
+					calls = append(calls, *call)
+					call = nil
+				}
 			case "content_block_delta":
 				switch ev.Delta.Type {
+				case "input_json_delta":
+					if call != nil {
+						call.Arguments += ev.Delta.PartialJSON
+					}
 				case "text_delta":
 					if ev.Delta.Text != "" && !yield(llm.Event{Kind: llm.EventText, Text: ev.Delta.Text}, nil) {
 						return
@@ -89,6 +107,11 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Ev
 			yield(llm.Event{}, llm.Transport(p.id, req.Model, ctx, llm.ErrTruncated))
 			return
 		}
+		for _, c := range calls {
+			if !yield(llm.Event{Kind: llm.EventToolCall, ToolCall: c}, nil) {
+				return
+			}
+		}
 		yield(llm.Event{Kind: llm.EventDone, StopReason: stop, Usage: usage}, nil)
 	}
 }
@@ -96,11 +119,31 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Ev
 func params(req llm.Request) sdk.MessageNewParams {
 	msgs := make([]sdk.MessageParam, 0, len(req.Messages))
 	for _, m := range req.Messages {
-		block := sdk.NewTextBlock(m.Text)
-		if m.Role == llm.RoleAssistant {
-			msgs = append(msgs, sdk.NewAssistantMessage(block))
-		} else {
+		switch m.Role {
+		case llm.RoleAssistant:
+			var blocks []sdk.ContentBlockParamUnion
+			if m.Text != "" {
+				blocks = append(blocks, sdk.NewTextBlock(m.Text))
+			}
+			for _, c := range m.ToolCalls {
+				var input any = map[string]any{}
+				if err := json.Unmarshal([]byte(c.Arguments), &input); err != nil {
+					input = map[string]any{}
+				}
+				blocks = append(blocks, sdk.NewToolUseBlock(c.ID, input, c.Name))
+			}
+			msgs = append(msgs, sdk.NewAssistantMessage(blocks...))
+		case llm.RoleTool:
+			// Tool results travel in a user message; consecutive results
+			// share one.
+			block := sdk.NewToolResultBlock(m.ToolCallID, m.Text, m.IsError)
+			if n := len(msgs); n > 0 && isToolResults(msgs[n-1]) {
+				msgs[n-1].OfUser.Content = append(msgs[n-1].OfUser.Content, block)
+				continue
+			}
 			msgs = append(msgs, sdk.NewUserMessage(block))
+		default:
+			msgs = append(msgs, sdk.NewUserMessage(sdk.NewTextBlock(m.Text)))
 		}
 	}
 	maxTokens := int64(req.MaxTokens)
@@ -116,7 +159,24 @@ func params(req llm.Request) sdk.MessageNewParams {
 	if req.System != "" {
 		p.System = []sdk.TextBlockParam{{Text: req.System}}
 	}
+	for _, t := range req.Tools {
+		schema := sdk.ToolInputSchemaParam{Properties: t.Parameters["properties"], Required: required(t.Parameters["required"])}
+		p.Tools = append(p.Tools, sdk.ToolUnionParam{OfTool: &sdk.ToolParam{Name: t.Name, Description: sdk.String(t.Description), InputSchema: schema}})
+	}
 	return p
+}
+
+// isToolResults reports a user message made only of tool results.
+func isToolResults(m sdk.MessageParam) bool {
+	if m.OfUser == nil || len(m.OfUser.Content) == 0 {
+		return false
+	}
+	for _, b := range m.OfUser.Content {
+		if b.OfToolResult == nil {
+			return false
+		}
+	}
+	return true
 }
 
 func (p *Provider) classify(parent context.Context, model string, err error) *llm.Error {
@@ -149,4 +209,22 @@ func errorType(raw string) string {
 		return body.Type
 	}
 	return ""
+}
+
+// required reads a JSON Schema "required" list, written in Go or decoded
+// from JSON.
+func required(v any) []string {
+	switch r := v.(type) {
+	case []string:
+		return r
+	case []any:
+		out := make([]string, 0, len(r))
+		for _, e := range r {
+			if s, ok := e.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return nil
 }

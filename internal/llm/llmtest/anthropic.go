@@ -47,7 +47,17 @@ func NewAnthropic(t testing.TB) *Server {
 			return
 		}
 		event(w, f, "content_block_stop", map[string]any{"type": "content_block_stop", "index": index})
-		event(w, f, "message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": "end_turn", "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 7}})
+		stop := "end_turn"
+		for _, c := range r.ToolCalls {
+			index++
+			stop = "tool_use"
+			event(w, f, "content_block_start", map[string]any{"type": "content_block_start", "index": index, "content_block": map[string]any{"type": "tool_use", "id": c.ID, "name": c.Name, "input": map[string]any{}}})
+			for _, part := range halves(c.Arguments) {
+				event(w, f, "content_block_delta", map[string]any{"type": "content_block_delta", "index": index, "delta": map[string]any{"type": "input_json_delta", "partial_json": part}})
+			}
+			event(w, f, "content_block_stop", map[string]any{"type": "content_block_stop", "index": index})
+		}
+		event(w, f, "message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 7}})
 		event(w, f, "message_stop", map[string]any{"type": "message_stop"})
 	}
 	s.serve(t, "/v1/messages")

@@ -11,6 +11,9 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/pincerbot/pincer/internal/llm"
 )
 
 // Reply scripts one answer of a fake server.
@@ -23,6 +26,9 @@ type Reply struct {
 	// Reasoning and Text are streamed as deltas, reasoning first.
 	Reasoning []string
 	Text      []string
+	// ToolCalls are streamed after the text, each call's arguments in two
+	// pieces.
+	ToolCalls []llm.ToolCall
 	// CutAfter, when > 0, drops the connection after that many text
 	// deltas, without finishing the stream.
 	CutAfter int
@@ -150,4 +156,13 @@ func hold(req *http.Request, r Reply) {
 	case <-r.Hold:
 	case <-req.Context().Done():
 	}
+}
+
+// halves splits s in two, for streaming arguments in pieces.
+func halves(s string) [2]string {
+	mid := len(s) / 2
+	for mid > 0 && !utf8.RuneStart(s[mid]) {
+		mid--
+	}
+	return [2]string{s[:mid], s[mid:]}
 }

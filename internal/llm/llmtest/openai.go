@@ -41,7 +41,18 @@ func NewOpenAI(t testing.TB) *Server {
 			event(w, f, "", map[string]any{"error": map[string]any{"message": "scripted", "type": r.StreamError}})
 			return
 		}
-		event(w, f, "", chunk(map[string]any{}, "stop"))
+		finish := "stop"
+		for i, c := range r.ToolCalls {
+			finish = "tool_calls"
+			parts := halves(c.Arguments)
+			event(w, f, "", chunk(map[string]any{"tool_calls": []any{map[string]any{
+				"index": i, "id": c.ID, "type": "function", "function": map[string]any{"name": c.Name, "arguments": parts[0]},
+			}}}, nil))
+			event(w, f, "", chunk(map[string]any{"tool_calls": []any{map[string]any{
+				"index": i, "function": map[string]any{"arguments": parts[1]},
+			}}}, nil))
+		}
+		event(w, f, "", chunk(map[string]any{}, finish))
 		_, _ = w.Write([]byte("data: [DONE]\n\n"))
 	}
 	s.serve(t, "/v1/chat/completions")

@@ -179,6 +179,48 @@ func RunProviderSuite(t *testing.T, newServer func(testing.TB) *Server, newProvi
 		expectErr(t, err, llm.Fatal, llm.ReasonCanceled)
 	})
 
+	t.Run("ToolCalls", func(t *testing.T) {
+		s := newServer(t)
+		args := `{"city":"杭州","days":3}`
+		s.Script(Reply{Text: []string{"Let me check."}, ToolCalls: []llm.ToolCall{{ID: "call_1", Name: "weather", Arguments: args}}})
+		treq := req
+		treq.Tools = []llm.Tool{{Name: "weather", Description: "the forecast", Parameters: map[string]any{
+			"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}, "required": []string{"city"},
+		}}}
+		var calls []llm.ToolCall
+		for ev, err := range newProvider(s).Stream(ctx, treq) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev.Kind == llm.EventToolCall {
+				calls = append(calls, ev.ToolCall)
+			}
+		}
+		if len(calls) != 1 || calls[0].ID != "call_1" || calls[0].Name != "weather" || calls[0].Arguments != args {
+			t.Fatalf("tool calls %+v", calls)
+		}
+		body := mustJSON(s.Requests()[0].Body["tools"])
+		if !strings.Contains(body, `"weather"`) || !strings.Contains(body, `"city"`) {
+			t.Errorf("tools sent: %s", body)
+		}
+		// The follow-up call carries the call and its result.
+		follow := treq
+		follow.Messages = append(append([]llm.Message(nil), req.Messages...),
+			llm.Message{Role: llm.RoleAssistant, Text: "Let me check.", ToolCalls: calls},
+			llm.Message{Role: llm.RoleTool, ToolCallID: "call_1", Text: "sunny, 25°C"},
+		)
+		s.Script(Reply{Text: []string{"Sunny."}})
+		if _, _, _, err := Collect(newProvider(s).Stream(ctx, follow)); err != nil {
+			t.Fatal(err)
+		}
+		sent := mustJSON(s.Requests()[1].Body["messages"])
+		for _, want := range []string{"call_1", "sunny, 25°C", "weather"} {
+			if !strings.Contains(sent, want) {
+				t.Errorf("follow-up lacks %q: %s", want, sent)
+			}
+		}
+	})
+
 	t.Run("BreakingOutEndsTheCall", func(t *testing.T) {
 		s := newServer(t)
 		hold := make(chan struct{})

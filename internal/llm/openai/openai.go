@@ -75,9 +75,21 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Ev
 		stream := p.client.Chat.Completions.NewStreaming(callCtx, p.params(req))
 		defer stream.Close()
 		var finish string
+		var calls []llm.ToolCall // by stream index
 		for stream.Next() {
 			chunk := stream.Current()
 			for _, c := range chunk.Choices {
+				for _, tc := range c.Delta.ToolCalls {
+					for int(tc.Index) >= len(calls) {
+						calls = append(calls, llm.ToolCall{})
+					}
+					call := &calls[tc.Index]
+					if tc.ID != "" {
+						call.ID = tc.ID
+					}
+					call.Name += tc.Function.Name
+					call.Arguments += tc.Function.Arguments
+				}
 				if rc, ok := c.Delta.JSON.ExtraFields["reasoning_content"]; ok {
 					if text := rawString(rc.Raw()); text != "" && !yield(llm.Event{Kind: llm.EventReasoning, Text: text}, nil) {
 						return
@@ -99,6 +111,14 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Ev
 			yield(llm.Event{}, llm.Transport(p.id, req.Model, ctx, llm.ErrTruncated))
 			return
 		}
+		for _, call := range calls {
+			if call.Arguments == "" {
+				call.Arguments = "{}"
+			}
+			if !yield(llm.Event{Kind: llm.EventToolCall, ToolCall: call}, nil) {
+				return
+			}
+		}
 		yield(llm.Event{Kind: llm.EventDone, StopReason: finish}, nil)
 	}
 }
@@ -111,12 +131,35 @@ func (p *Provider) params(req llm.Request) sdk.ChatCompletionNewParams {
 	for _, m := range req.Messages {
 		switch m.Role {
 		case llm.RoleAssistant:
-			msgs = append(msgs, sdk.AssistantMessage(m.Text))
+			if len(m.ToolCalls) == 0 {
+				msgs = append(msgs, sdk.AssistantMessage(m.Text))
+				continue
+			}
+			a := sdk.ChatCompletionAssistantMessageParam{}
+			if m.Text != "" {
+				a.Content.OfString = sdk.String(m.Text)
+			}
+			for _, c := range m.ToolCalls {
+				a.ToolCalls = append(a.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{
+					OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{
+						ID:       c.ID,
+						Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: c.Arguments},
+					},
+				})
+			}
+			msgs = append(msgs, sdk.ChatCompletionMessageParamUnion{OfAssistant: &a})
+		case llm.RoleTool:
+			msgs = append(msgs, sdk.ToolMessage(m.Text, m.ToolCallID))
 		default:
 			msgs = append(msgs, sdk.UserMessage(m.Text))
 		}
 	}
 	params := sdk.ChatCompletionNewParams{Model: req.Model, Messages: msgs}
+	for _, t := range req.Tools {
+		params.Tools = append(params.Tools, sdk.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
+			Name: t.Name, Description: sdk.String(t.Description), Parameters: shared.FunctionParameters(t.Parameters),
+		}))
+	}
 	if llm.ThinkingBudget(req.Thinking) > 0 {
 		params.ReasoningEffort = shared.ReasoningEffort(req.Thinking)
 	}
