@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,7 +30,12 @@ type Options struct {
 	// MaxRetryWait caps a server's Retry-After; longer waits move on to the
 	// next model instead. 0 means the default of 30s.
 	MaxRetryWait time.Duration
-	Logger       *slog.Logger
+	// Tools are offered to the model; nil offers none.
+	Tools *Tools
+	// MaxToolRounds bounds the model calls of one turn that answer with
+	// tool calls; 0 means 8.
+	MaxToolRounds int
+	Logger        *slog.Logger
 }
 
 // Runner runs agent turns. It is safe for concurrent use.
@@ -47,6 +53,9 @@ func NewRunner(o Options) *Runner {
 	if o.MaxRetryWait == 0 {
 		o.MaxRetryWait = 30 * time.Second
 	}
+	if o.MaxToolRounds == 0 {
+		o.MaxToolRounds = 8
+	}
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -63,6 +72,12 @@ type Input struct {
 	Transcript []store.Turn
 	// Thinking is the session's reasoning level ("" for the default).
 	Thinking string
+	// Elevated offers the elevated tools as well.
+	Elevated bool
+	// Steer, when set, is asked between model calls for messages the user
+	// sent meanwhile; they join the turn, and tool calls not yet started
+	// are skipped.
+	Steer func() []store.Turn
 	// OnText receives visible reply text as it streams.
 	OnText func(delta string)
 }
@@ -77,6 +92,9 @@ type Output struct {
 	// Partial reports a reply cut short by an error or cancellation after
 	// some of it was streamed.
 	Partial bool
+	// Turns are the transcript turns the run produced, in order: tool calls,
+	// tool results, steered user messages and the final reply.
+	Turns []store.Turn
 }
 
 // HasProvider reports whether a provider with id is configured.
@@ -89,14 +107,70 @@ func (r *Runner) HasProvider(id string) bool {
 // provider.
 var ErrNoModel = errors.New("agent: no usable model")
 
-// Run runs one turn. It moves along in.Models on failures, but only while
-// nothing has been streamed yet: text already shown is never repeated by
-// another model. On error, Output holds whatever was streamed.
+// Run runs one turn: model calls until the model answers without tool
+// calls, running the tools it asks for in between. Each model call moves
+// along in.Models on failures, but only while nothing of the turn has been
+// streamed or run yet: shown text is never repeated and a tool never runs
+// twice. On error, Output holds whatever was produced.
 func (r *Runner) Run(ctx context.Context, in Input) (Output, error) {
-	req := llm.Request{System: in.System, MaxTokens: r.opts.MaxTokens, Thinking: in.Thinking}
-	req.Messages = Fit(Messages(in.Transcript), r.opts.ContextTokens-r.opts.MaxTokens-EstimateTokens(in.System))
+	tr := slices.Clone(in.Transcript)
+	var total Output
+	var texts []string
+	for round := 0; ; round++ {
+		req := llm.Request{System: in.System, MaxTokens: r.opts.MaxTokens, Thinking: in.Thinking}
+		if round < r.opts.MaxToolRounds {
+			req.Tools = r.opts.Tools.specs(in.Elevated)
+		}
+		req.Messages = Fit(Messages(tr), r.opts.ContextTokens-r.opts.MaxTokens-EstimateTokens(in.System))
+		out, calls, err := r.call(ctx, in.Models, req, in.OnText, round > 0)
+		total.Model, total.Usage = out.Model, addUsage(total.Usage, out.Usage)
+		total.Reasoning += out.Reasoning
+		if out.Text != "" {
+			texts = append(texts, out.Text)
+		}
+		total.Text = strings.Join(texts, "\n\n")
+		if err != nil {
+			total.Partial = total.Text != "" || round > 0
+			return total, err
+		}
+		if len(calls) == 0 {
+			total.Turns = append(total.Turns, store.Turn{Role: store.RoleAssistant, Text: out.Text})
+			return total, nil
+		}
+		assistant := store.Turn{Role: store.RoleAssistant, Text: out.Text}
+		for _, c := range calls {
+			assistant.ToolCalls = append(assistant.ToolCalls, store.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+		}
+		produced := []store.Turn{assistant}
+		var steered []store.Turn
+		for _, c := range calls {
+			if len(steered) == 0 && in.Steer != nil {
+				steered = in.Steer()
+			}
+			result := "skipped: the user sent a new message first"
+			if len(steered) == 0 {
+				var failed bool
+				result, failed = r.opts.Tools.call(ctx, c, in.Elevated)
+				r.log.Info("tool called", "tool", c.Name, "failed", failed)
+			}
+			produced = append(produced, store.Turn{Role: store.RoleTool, ToolCallID: c.ID, Text: result})
+		}
+		produced = append(produced, steered...)
+		tr = append(tr, produced...)
+		total.Turns = append(total.Turns, produced...)
+	}
+}
+
+func addUsage(a, b llm.Usage) llm.Usage {
+	return llm.Usage{InputTokens: a.InputTokens + b.InputTokens, OutputTokens: a.OutputTokens + b.OutputTokens}
+}
+
+// call makes one model call along the chain. committed is true once the turn
+// has shown text or run tools: then a failure is not retried elsewhere.
+func (r *Runner) call(ctx context.Context, models []llm.Ref, req llm.Request, onText func(string), committed bool) (Output, []llm.ToolCall, error) {
 	var lastErr error = ErrNoModel
-	for i, ref := range r.cool.order(in.Models, time.Now()) {
+	chain := r.cool.order(models, time.Now())
+	for i, ref := range chain {
 		p, ok := r.opts.Providers[ref.Provider]
 		if !ok {
 			lastErr = fmt.Errorf("%w: provider %q is not configured", ErrNoModel, ref.Provider)
@@ -104,51 +178,51 @@ func (r *Runner) Run(ctx context.Context, in Input) (Output, error) {
 		}
 		req.Model = ref.Model
 		for attempt := 0; ; attempt++ {
-			out, err := r.once(ctx, p, req, in.OnText)
+			out, calls, err := r.once(ctx, p, req, onText)
 			out.Model = ref
 			if err == nil {
 				r.cool.succeeded(ref)
-				return out, nil
+				return out, calls, nil
 			}
 			lastErr = err
-			if out.Text != "" {
-				out.Partial = true
-				return out, err
+			if out.Text != "" || committed {
+				return out, nil, err
 			}
 			var le *llm.Error
 			errors.As(err, &le)
 			if le == nil || le.Reason == llm.ReasonCanceled || ctx.Err() != nil {
-				return out, err
+				return out, nil, err
 			}
 			r.log.Warn("model call failed", "model", ref.String(), "class", le.Class.String(), "reason", string(le.Reason), "status", le.Status, "attempt", attempt+1)
 			if le.Class == llm.Retryable && attempt < r.opts.Retries && le.RetryAfter <= r.opts.MaxRetryWait {
 				if err := sleep(ctx, backoff(attempt, le.RetryAfter)); err != nil {
-					return out, err
+					return out, nil, err
 				}
 				continue
 			}
 			if le.Class == llm.Fatal && le.Reason != llm.ReasonAuth {
 				// An invalid request fails on every model alike.
-				return out, err
+				return out, nil, err
 			}
 			wait := r.cool.failed(ref, le.RetryAfter, time.Now())
 			r.log.Info("model cooling down", "model", ref.String(), "for", wait.String())
 			break
 		}
-		if i < len(in.Models)-1 {
-			r.log.Info("falling back", "from", ref.String(), "to", in.Models[i+1].String())
+		if i < len(chain)-1 {
+			r.log.Info("falling back", "from", ref.String(), "to", chain[i+1].String())
 		}
 	}
-	return Output{}, lastErr
+	return Output{}, nil, lastErr
 }
 
-func (r *Runner) once(ctx context.Context, p llm.Provider, req llm.Request, onText func(string)) (Output, error) {
+func (r *Runner) once(ctx context.Context, p llm.Provider, req llm.Request, onText func(string)) (Output, []llm.ToolCall, error) {
 	var text, reasoning strings.Builder
 	var out Output
+	var calls []llm.ToolCall
 	for ev, err := range p.Stream(ctx, req) {
 		if err != nil {
 			out.Text, out.Reasoning = text.String(), reasoning.String()
-			return out, err
+			return out, nil, err
 		}
 		switch ev.Kind {
 		case llm.EventText:
@@ -158,12 +232,14 @@ func (r *Runner) once(ctx context.Context, p llm.Provider, req llm.Request, onTe
 			}
 		case llm.EventReasoning:
 			reasoning.WriteString(ev.Text)
+		case llm.EventToolCall:
+			calls = append(calls, ev.ToolCall)
 		case llm.EventDone:
 			out.Usage = ev.Usage
 		}
 	}
 	out.Text, out.Reasoning = text.String(), reasoning.String()
-	return out, nil
+	return out, calls, nil
 }
 
 // backoff is the wait before retry number attempt+1: the server's

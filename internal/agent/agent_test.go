@@ -19,8 +19,9 @@ import (
 // step scripts one call of a fakeProvider: stream text, then fail with err
 // (or finish when err is nil).
 type step struct {
-	text []string
-	err  *llm.Error
+	text  []string
+	calls []llm.ToolCall
+	err   *llm.Error
 }
 
 type fakeProvider struct {
@@ -53,6 +54,11 @@ func (f *fakeProvider) Stream(ctx context.Context, req llm.Request) iter.Seq2[ll
 			e.Provider, e.Model = f.id, req.Model
 			yield(llm.Event{}, &e)
 			return
+		}
+		for _, c := range s.calls {
+			if !yield(llm.Event{Kind: llm.EventToolCall, ToolCall: c}, nil) {
+				return
+			}
 		}
 		yield(llm.Event{Kind: llm.EventDone}, nil)
 	}

@@ -8,16 +8,27 @@ import (
 )
 
 // Messages converts a transcript to model messages. Summaries stand in for
-// the turns they replaced; tool turns are not replayed yet.
+// the turns they replaced; tool calls and results are replayed, and a result
+// whose call is not in the transcript is left out.
 func Messages(tr []store.Turn) []llm.Message {
 	out := make([]llm.Message, 0, len(tr))
+	calls := map[string]bool{}
 	for _, t := range tr {
 		switch t.Role {
 		case store.RoleUser:
 			out = append(out, llm.Message{Role: llm.RoleUser, Text: t.Text})
 		case store.RoleAssistant:
-			if t.Text != "" {
-				out = append(out, llm.Message{Role: llm.RoleAssistant, Text: t.Text})
+			m := llm.Message{Role: llm.RoleAssistant, Text: t.Text}
+			for _, c := range t.ToolCalls {
+				m.ToolCalls = append(m.ToolCalls, llm.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+				calls[c.ID] = true
+			}
+			if m.Text != "" || len(m.ToolCalls) > 0 {
+				out = append(out, m)
+			}
+		case store.RoleTool:
+			if calls[t.ToolCallID] {
+				out = append(out, llm.Message{Role: llm.RoleTool, Text: t.Text, ToolCallID: t.ToolCallID})
 			}
 		case store.RoleSummary:
 			out = append(out, llm.Message{Role: llm.RoleUser, Text: "[Summary of the earlier conversation]\n" + t.Text})
@@ -46,20 +57,27 @@ func EstimateTokens(s string) int {
 // perMessageTokens is the framing overhead counted for each message.
 const perMessageTokens = 4
 
-// Fit drops the oldest messages until the estimate fits budget. The last
-// message (the user's turn) is always kept, and the result never starts with
-// an assistant message.
+// Fit drops the oldest messages until the estimate fits budget. Everything
+// from the last user message on is always kept, and the result never starts
+// with an assistant message or a tool result cut off from its call.
 func Fit(msgs []llm.Message, budget int) []llm.Message {
+	floor := len(msgs) - 1
+	for floor > 0 && msgs[floor].Role != llm.RoleUser {
+		floor--
+	}
 	total := 0
 	start := len(msgs)
 	for i := len(msgs) - 1; i >= 0; i-- {
 		total += EstimateTokens(msgs[i].Text) + perMessageTokens
-		if total > budget && i < len(msgs)-1 {
+		for _, c := range msgs[i].ToolCalls {
+			total += EstimateTokens(c.Name) + EstimateTokens(c.Arguments)
+		}
+		if total > budget && i < floor {
 			break
 		}
 		start = i
 	}
-	for start < len(msgs)-1 && msgs[start].Role == llm.RoleAssistant {
+	for start < floor && msgs[start].Role != llm.RoleUser {
 		start++
 	}
 	return msgs[start:]

@@ -17,9 +17,9 @@ var (
 	ErrDuplicate = errors.New("duplicate message")
 	// ErrClosed: the sink is shutting down.
 	ErrClosed = errors.New("shutting down")
-	// ErrMerged: the message was merged into a later message of the same
-	// sender, whose reply answers both.
-	ErrMerged = errors.New("merged into a later message")
+	// ErrMerged: the message was answered together with others, in a reply
+	// delivered through another message's replier.
+	ErrMerged = errors.New("answered together with another message")
 )
 
 // Replier receives one turn's reply.

@@ -65,7 +65,7 @@ func (e *Engine) turn(ctx context.Context, log *slog.Logger, w *waiting, l *lane
 // call appends mc to the transcript, runs one agent call and delivers the
 // reply. ok is false when the call failed or was stopped.
 func (e *Engine) call(ctx context.Context, log *slog.Logger, mc MsgContext, r channel.Replier, l *lane) (ok bool, err error) {
-	m, key := mc.Message, mc.SessionKey
+	key := mc.SessionKey
 	start := time.Now()
 	st := e.opts.Store
 	sess, created, err := st.OpenSession(ctx, key, e.opts.AgentID)
@@ -90,18 +90,11 @@ func (e *Engine) call(ctx context.Context, log *slog.Logger, mc MsgContext, r ch
 			prior = compacted
 		}
 	}
-	env := prompt.Envelope{Channel: string(m.Channel), Sender: m.Sender.Name, At: m.Time, Location: e.opts.Location}
-	for i := len(prior) - 1; i >= 0; i-- {
-		if prior[i].Role == store.RoleUser {
-			env.Previous = prior[i].At
-			break
-		}
-	}
 	body := mc.BodyForAgent
 	if dropped := e.takeDropped(l); len(dropped) > 0 {
 		body = droppedNotice(dropped) + body
 	}
-	userTurn, err := st.AppendTurn(ctx, key, store.Turn{Role: store.RoleUser, Text: env.Format(body), At: m.Time})
+	userTurn, err := st.AppendTurn(ctx, key, e.userTurn(mc, body, prior))
 	if err != nil {
 		return false, fmt.Errorf("turn %s: %w", key, err)
 	}
@@ -111,14 +104,38 @@ func (e *Engine) call(ctx context.Context, log *slog.Logger, mc MsgContext, r ch
 	// delivering cannot lose it. The turn's context may be cut by shutdown,
 	// so persistence uses one of its own.
 	persist := func(out agent.Output, runErr error) {
-		if out.Text == "" {
-			return
+		turns := out.Turns
+		if runErr != nil && out.Text != "" {
+			turns = append(turns, store.Turn{Role: store.RoleAssistant, Text: out.Text, Partial: true})
 		}
 		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		if _, err := st.AppendTurn(pctx, key, store.Turn{Role: store.RoleAssistant, Text: out.Text, Partial: runErr != nil}); err != nil {
-			log.Error("persist reply", "err", err)
+		for _, t := range turns {
+			if t.Role == store.RoleAssistant && t.Text == "" && len(t.ToolCalls) == 0 {
+				continue
+			}
+			if _, err := st.AppendTurn(pctx, key, t); err != nil {
+				log.Error("persist reply", "err", err)
+				return
+			}
 		}
+	}
+	// Messages steered into the turn between model calls join it; they
+	// learn the outcome once the turn is over.
+	var absorbed []*waiting
+	defer func() {
+		for _, w := range absorbed {
+			w.done <- channel.ErrMerged
+		}
+	}()
+	steer := func() []store.Turn {
+		next, merged := e.takeSteered(l)
+		if next == nil {
+			return nil
+		}
+		absorbed = append(append(absorbed, merged...), next)
+		log.Info("steering the running turn between model calls")
+		return []store.Turn{e.userTurn(next.mc, next.mc.BodyForAgent, prior)}
 	}
 	// A slot of the global limit is held for the model run only.
 	select {
@@ -136,6 +153,8 @@ func (e *Engine) call(ctx context.Context, log *slog.Logger, mc MsgContext, r ch
 		System:     system,
 		Transcript: append(prior, userTurn),
 		Thinking:   sess.Options[optThink],
+		Elevated:   sess.Options[optElevated] != "",
+		Steer:      steer,
 	}, persist)
 	e.opts.Metrics.turnSeconds.Observe(time.Since(start).Seconds())
 	return runErr == nil, nil
@@ -240,4 +259,18 @@ func (e *Engine) run(ctx context.Context, log *slog.Logger, mc MsgContext, r cha
 	}
 	e.opts.Metrics.turns.WithLabelValues(outcome).Inc()
 	return runErr
+}
+
+// userTurn is the transcript turn of a user message: body headed by its
+// envelope, with the time since the session's previous user turn.
+func (e *Engine) userTurn(mc MsgContext, body string, prior []store.Turn) store.Turn {
+	m := mc.Message
+	env := prompt.Envelope{Channel: string(m.Channel), Sender: m.Sender.Name, At: m.Time, Location: e.opts.Location}
+	for i := len(prior) - 1; i >= 0; i-- {
+		if prior[i].Role == store.RoleUser {
+			env.Previous = prior[i].At
+			break
+		}
+	}
+	return store.Turn{Role: store.RoleUser, Text: env.Format(body), At: m.Time}
 }

@@ -139,7 +139,12 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 			return fmt.Errorf("config: agents.defaults.heartbeat.model: %w", err)
 		}
 	}
-	runner := agent.NewRunner(agent.Options{Providers: Providers(cfg.Models), MaxTokens: d.MaxTokens, ContextTokens: d.ContextTokens, Logger: log})
+	// The tool registry: built-in tools here, channels add theirs.
+	tools := &agent.Tools{}
+	if err := tools.Add(agent.CurrentTime(loc)); err != nil {
+		return err
+	}
+	runner := agent.NewRunner(agent.Options{Providers: Providers(cfg.Models), MaxTokens: d.MaxTokens, ContextTokens: d.ContextTokens, Tools: tools, Logger: log})
 	eng := engine.New(engine.Options{
 		Store: st, Runner: runner, Models: chain, Metrics: metrics, Logger: log,
 		Location: loc, ResponsePrefix: cfg.Messages.ResponsePrefix,

@@ -12,6 +12,7 @@ import (
 	"github.com/pincerbot/pincer/internal/channel/webchat"
 	"github.com/pincerbot/pincer/internal/channel/webchat/webchattest"
 	"github.com/pincerbot/pincer/internal/config"
+	"github.com/pincerbot/pincer/internal/llm"
 	"github.com/pincerbot/pincer/internal/llm/llmtest"
 )
 
@@ -255,5 +256,39 @@ func TestCommandsAndDebounceFromConfig(t *testing.T) {
 	}
 	if body := fake.Requests()[0].Body; body["reasoning_effort"] != "low" {
 		t.Errorf("the session's thinking level did not reach the model: %v", body)
+	}
+}
+
+func TestToolCallEndToEnd(t *testing.T) {
+	fake := llmtest.NewOpenAI(t)
+	fake.Script(
+		llmtest.Reply{ToolCalls: []llm.ToolCall{{ID: "call_1", Name: "current_time", Arguments: "{}"}}},
+		llmtest.Reply{Text: []string{"It is late."}},
+	)
+	g := startGateway(t, withOpenAI(fake.URL))
+	c := webchattest.New(g.url)
+	res, _, _ := c.Post("what time is it?", "")
+	events, err := webchattest.Events(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := webchattest.Text(events, webchat.EventReply); got != "It is late." {
+		t.Errorf("reply %q", got)
+	}
+	reqs := fake.Requests()
+	if len(reqs) != 2 || !strings.Contains(mustString(reqs[0].Body["tools"]), "current_time") {
+		t.Fatalf("requests %d, tools %v", len(reqs), reqs[0].Body["tools"])
+	}
+	if sent := mustString(reqs[1].Body["messages"]); !strings.Contains(sent, "call_1") || !strings.Contains(sent, "UTC") {
+		t.Errorf("the tool result did not reach the model: %s", sent)
+	}
+	// The next turn replays the tool exchange from the transcript.
+	fake.Script(llmtest.Reply{Text: []string{"ok"}})
+	res, _, _ = c.Post("thanks", "")
+	if _, err := webchattest.Events(res); err != nil {
+		t.Fatal(err)
+	}
+	if sent := mustString(fake.Requests()[2].Body["messages"]); !strings.Contains(sent, "call_1") {
+		t.Errorf("the tool exchange was not kept in the transcript: %s", sent)
 	}
 }

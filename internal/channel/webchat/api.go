@@ -123,7 +123,7 @@ func failText(err error) string {
 	case errors.Is(err, channel.ErrClosed):
 		return "pincer is shutting down"
 	case errors.Is(err, channel.ErrMerged):
-		return "merged with your next message"
+		return "answered together with your other message"
 	}
 	return "the message could not be handled"
 }
