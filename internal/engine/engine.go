@@ -7,10 +7,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"runtime"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pincerbot/pincer/internal/agent"
@@ -84,23 +86,40 @@ type Engine struct {
 	base   context.Context
 	cancel context.CancelFunc
 
-	mu       sync.Mutex
+	// state guards closed; dispatches hold it shared while they join
+	// inflight, so Close never races an Add.
+	state    sync.RWMutex
 	closed   bool
 	inflight sync.WaitGroup
-	// locks serializes turns per session so transcripts stay ordered.
-	locks map[string]*sessionLock
-	// active holds the cancel function of each session's running turn.
-	active map[string]context.CancelCauseFunc
-	// lanes schedule each busy session's turns.
-	lanes map[string]*lane
+	// shards hold the per-session state, spread by session key so that
+	// sessions never contend on one lock.
+	shards [64]shard
 
 	// last is the conversation last heard from, for heartbeats.
-	last target
+	last atomic.Pointer[target]
 	// slots bounds concurrent agent runs across sessions.
 	slots chan struct{}
 
 	registry *command.Registry
 	handlers map[string]handler
+}
+
+// shard holds the per-session state of the sessions whose keys hash to it.
+type shard struct {
+	mu sync.Mutex
+	// locks serialize transcript changes per session.
+	locks map[string]*sessionLock
+	// active holds the cancel function of each session's running turn.
+	active map[string]context.CancelCauseFunc
+	// lanes schedule each busy session's turns.
+	lanes map[string]*lane
+}
+
+// shard returns the shard of a session key.
+func (e *Engine) shard(key string) *shard {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(key)) // hash writes never fail
+	return &e.shards[h.Sum32()%uint32(len(e.shards))]
 }
 
 type sessionLock struct {
@@ -140,9 +159,12 @@ func New(o Options) *Engine {
 	base, cancel := context.WithCancel(context.Background())
 	e := &Engine{
 		opts: o, log: log.With("component", "engine"), base: base, cancel: cancel,
-		locks: map[string]*sessionLock{}, active: map[string]context.CancelCauseFunc{}, lanes: map[string]*lane{},
 		registry: command.NewRegistry(), handlers: map[string]handler{},
 		slots: make(chan struct{}, o.MaxConcurrent),
+	}
+	for i := range e.shards {
+		sh := &e.shards[i]
+		sh.locks, sh.active, sh.lanes = map[string]*sessionLock{}, map[string]context.CancelCauseFunc{}, map[string]*lane{}
 	}
 	for _, b := range e.builtins() {
 		if err := e.registry.Register(b.spec); err != nil {
@@ -169,13 +191,13 @@ func (e *Engine) SessionKey(m msg.Message) string {
 // cut a reply, which is persisted in the transcript either way. Dispatch
 // returns when the reply has been delivered.
 func (e *Engine) Dispatch(ctx context.Context, m msg.Message, r channel.Replier) error {
-	e.mu.Lock()
+	e.state.RLock()
 	if e.closed {
-		e.mu.Unlock()
+		e.state.RUnlock()
 		return channel.ErrClosed
 	}
 	e.inflight.Add(1)
-	e.mu.Unlock()
+	e.state.RUnlock()
 	defer e.inflight.Done()
 
 	turnCtx, cancel := context.WithCancel(e.base)
@@ -225,9 +247,10 @@ var errAborted = errors.New("stopped by the user")
 
 // abort stops the session's running turn and says what happened.
 func (e *Engine) abort(key string) string {
-	e.mu.Lock()
-	cancel := e.active[key]
-	e.mu.Unlock()
+	sh := e.shard(key)
+	sh.mu.Lock()
+	cancel := sh.active[key]
+	sh.mu.Unlock()
 	if cancel == nil {
 		return "Nothing is running."
 	}
@@ -236,28 +259,30 @@ func (e *Engine) abort(key string) string {
 }
 
 func (e *Engine) isActive(key string) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.active[key] != nil
+	sh := e.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return sh.active[key] != nil
 }
 
 func (e *Engine) lock(key string) func() {
-	e.mu.Lock()
-	l := e.locks[key]
+	sh := e.shard(key)
+	sh.mu.Lock()
+	l := sh.locks[key]
 	if l == nil {
 		l = &sessionLock{}
-		e.locks[key] = l
+		sh.locks[key] = l
 	}
 	l.refs++
-	e.mu.Unlock()
+	sh.mu.Unlock()
 	l.mu.Lock()
 	return func() {
 		l.mu.Unlock()
-		e.mu.Lock()
+		sh.mu.Lock()
 		if l.refs--; l.refs == 0 {
-			delete(e.locks, key)
+			delete(sh.locks, key)
 		}
-		e.mu.Unlock()
+		sh.mu.Unlock()
 	}
 }
 
@@ -307,9 +332,9 @@ func ErrorNotice(err error) string {
 // ends first, running turns are cut; their partial replies are persisted and
 // delivered, and Close waits for that before returning ctx's error.
 func (e *Engine) Close(ctx context.Context) error {
-	e.mu.Lock()
+	e.state.Lock()
 	e.closed = true
-	e.mu.Unlock()
+	e.state.Unlock()
 	done := make(chan struct{})
 	go func() {
 		e.inflight.Wait()

@@ -37,9 +37,7 @@ type target struct {
 
 // noteActive remembers m's conversation as the heartbeat target.
 func (e *Engine) noteActive(m msg.Message) {
-	e.mu.Lock()
-	e.last = target{channel: m.Channel, account: m.Account, peer: m.Peer}
-	e.mu.Unlock()
+	e.last.Store(&target{channel: m.Channel, account: m.Account, peer: m.Peer})
 }
 
 // RunHeartbeat runs a heartbeat turn every Heartbeat.Every until ctx ends,
@@ -71,17 +69,18 @@ var errNoTarget = errors.New("no conversation to check in on yet")
 
 // Beat runs one heartbeat turn now.
 func (e *Engine) Beat(adapters func(msg.ChannelID) (channel.Adapter, bool)) error {
-	e.mu.Lock()
-	tg, closed := e.last, e.closed
+	e.state.RLock()
+	closed := e.closed
 	if !closed {
 		e.inflight.Add(1)
 	}
-	e.mu.Unlock()
+	e.state.RUnlock()
 	if closed {
 		return channel.ErrClosed
 	}
 	defer e.inflight.Done()
-	if tg.channel == "" {
+	tg := e.last.Load()
+	if tg == nil {
 		return errNoTarget
 	}
 	a, ok := adapters(tg.channel)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -79,8 +80,9 @@ type waiting struct {
 
 // lane schedules the turns of one session: one runs at a time; the rest
 // wait in the queue or, in steer mode, for the running turn to take them.
-// All fields are guarded by Engine.mu.
+// All fields are guarded by mu, the mutex of the session's shard.
 type lane struct {
+	mu      *sync.Mutex
 	channel msg.ChannelID
 	running bool
 	queue   []*waiting
@@ -94,33 +96,34 @@ type lane struct {
 func (e *Engine) enqueue(ctx context.Context, log *slog.Logger, mc MsgContext, r channel.Replier) error {
 	w := &waiting{mc: mc, r: r, log: log, at: time.Now(), done: make(chan error, 1)}
 	key := mc.SessionKey
-	e.mu.Lock()
-	l := e.lanes[key]
+	sh := e.shard(key)
+	sh.mu.Lock()
+	l := sh.lanes[key]
 	if l == nil {
-		l = &lane{channel: mc.Message.Channel}
-		e.lanes[key] = l
+		l = &lane{mu: &sh.mu, channel: mc.Message.Channel}
+		sh.lanes[key] = l
 	}
 	if !l.running {
 		l.running = true
-		e.mu.Unlock()
+		sh.mu.Unlock()
 		err := e.turn(ctx, log, w, l)
 		e.inflight.Add(1)
 		go e.drain(key, l)
 		return err
 	}
 	if mc.Heartbeat {
-		e.mu.Unlock()
+		sh.mu.Unlock()
 		log.Info("heartbeat skipped: the session is busy")
 		return ErrBusy
 	}
 	// The session is busy: read its queue settings. The lock is released
 	// for the read, so the lane is looked at again afterwards.
-	e.mu.Unlock()
+	sh.mu.Unlock()
 	qs := e.queueSettingsFor(ctx, key, mc.Message.Channel)
-	e.mu.Lock()
-	if !l.running || e.lanes[key] != l {
+	sh.mu.Lock()
+	if !l.running || sh.lanes[key] != l {
 		// The turn ended meanwhile: start over, as the session may be idle.
-		e.mu.Unlock()
+		sh.mu.Unlock()
 		return e.enqueue(ctx, log, mc, r)
 	}
 	switch qs.Mode {
@@ -131,13 +134,13 @@ func (e *Engine) enqueue(ctx context.Context, log *slog.Logger, mc MsgContext, r
 			old.done <- ErrDropped
 		}
 		l.queue = []*waiting{w}
-		if cancel := e.active[key]; cancel != nil {
+		if cancel := sh.active[key]; cancel != nil {
 			cancel(errInterrupted)
 		}
 	default:
 		if qs.Cap > 0 && len(l.queue) >= qs.Cap {
 			if qs.Drop == DropNew {
-				e.mu.Unlock()
+				sh.mu.Unlock()
 				log.Warn("queue full: message refused", "cap", qs.Cap)
 				return ErrDropped
 			}
@@ -151,7 +154,7 @@ func (e *Engine) enqueue(ctx context.Context, log *slog.Logger, mc MsgContext, r
 		}
 		l.queue = append(l.queue, w)
 	}
-	e.mu.Unlock()
+	sh.mu.Unlock()
 	return <-w.done
 }
 
@@ -159,14 +162,15 @@ func (e *Engine) enqueue(ctx context.Context, log *slog.Logger, mc MsgContext, r
 // the lane. It owns one count of e.inflight.
 func (e *Engine) drain(key string, l *lane) {
 	defer e.inflight.Done()
+	sh := e.shard(key)
 	for {
-		e.mu.Lock()
+		sh.mu.Lock()
 		idle := len(l.queue) == 0 && len(l.steered) == 0
 		if idle {
 			l.running = false
-			delete(e.lanes, key)
+			delete(sh.lanes, key)
 		}
-		e.mu.Unlock()
+		sh.mu.Unlock()
 		if idle {
 			return
 		}
@@ -174,14 +178,14 @@ func (e *Engine) drain(key string, l *lane) {
 		if qs.Mode == QueueCollect && qs.Debounce > 0 {
 			e.waitQuiet(key, l, qs.Debounce)
 		}
-		e.mu.Lock()
+		sh.mu.Lock()
 		// Steered messages the last turn did not take become followups.
 		l.queue = append(l.steered, l.queue...)
 		l.steered = nil
 		if len(l.queue) == 0 {
 			l.running = false
-			delete(e.lanes, key)
-			e.mu.Unlock()
+			delete(sh.lanes, key)
+			sh.mu.Unlock()
 			return
 		}
 		var next *waiting
@@ -192,7 +196,7 @@ func (e *Engine) drain(key string, l *lane) {
 		} else {
 			next, l.queue = l.queue[0], l.queue[1:]
 		}
-		e.mu.Unlock()
+		sh.mu.Unlock()
 		ctx, cancel := context.WithCancel(e.base)
 		err := e.turn(ctx, next.log, next, l)
 		cancel()
@@ -206,12 +210,12 @@ func (e *Engine) drain(key string, l *lane) {
 // waitQuiet waits until no message has joined the queue for d.
 func (e *Engine) waitQuiet(key string, l *lane, d time.Duration) {
 	for {
-		e.mu.Lock()
+		l.mu.Lock()
 		var last time.Time
 		if n := len(l.queue); n > 0 {
 			last = l.queue[n-1].at
 		}
-		e.mu.Unlock()
+		l.mu.Unlock()
 		wait := time.Until(last.Add(d))
 		if last.IsZero() || wait <= 0 {
 			return
@@ -243,8 +247,8 @@ func mergeWaiting(ws []*waiting) *waiting {
 // takeSteered removes the messages steered into a running turn and merges
 // them; nil when there are none.
 func (e *Engine) takeSteered(l *lane) (*waiting, []*waiting) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if len(l.steered) == 0 {
 		return nil, nil
 	}
@@ -255,8 +259,8 @@ func (e *Engine) takeSteered(l *lane) (*waiting, []*waiting) {
 
 // takeDropped returns and clears the summaries of dropped messages.
 func (e *Engine) takeDropped(l *lane) []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	d := l.dropped
 	l.dropped = nil
 	return d

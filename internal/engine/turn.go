@@ -25,13 +25,14 @@ func (e *Engine) turn(ctx context.Context, log *slog.Logger, w *waiting, l *lane
 	defer unlock()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	e.mu.Lock()
-	e.active[key] = cancel
-	e.mu.Unlock()
+	sh := e.shard(key)
+	sh.mu.Lock()
+	sh.active[key] = cancel
+	sh.mu.Unlock()
 	defer func() {
-		e.mu.Lock()
-		delete(e.active, key)
-		e.mu.Unlock()
+		sh.mu.Lock()
+		delete(sh.active, key)
+		sh.mu.Unlock()
 	}()
 	first, cur := w, w
 	for {
@@ -49,9 +50,9 @@ func (e *Engine) turn(ctx context.Context, log *slog.Logger, w *waiting, l *lane
 		if !ok {
 			// The call failed or was stopped: steered messages wait for a
 			// turn of their own.
-			e.mu.Lock()
+			sh.mu.Lock()
 			l.steered = append(append(merged, next), l.steered...)
-			e.mu.Unlock()
+			sh.mu.Unlock()
 			return nil
 		}
 		for _, m := range merged {
