@@ -73,12 +73,7 @@ func (h Heartbeat) Validate(models *Models) error {
 		errs = append(errs, problem("everyMs", "must be at least 60000 (one minute), got %d", h.EveryMs))
 	}
 	if h.Model != "" {
-		provider, model, ok := strings.Cut(h.Model, "/")
-		if !ok || model == "" {
-			errs = append(errs, problem("model", "want provider/model, got %q", h.Model))
-		} else if _, known := models.Providers[provider]; !known && provider != "preview" {
-			errs = append(errs, problem("model", "provider %q is not configured under models.providers", provider))
-		}
+		errs = append(errs, models.checkRef("model", h.Model))
 	}
 	return errors.Join(errs...)
 }
@@ -86,16 +81,7 @@ func (h Heartbeat) Validate(models *Models) error {
 // Validate checks model refs and limits.
 func (d AgentDefaults) Validate(models *Models) error {
 	var errs []error
-	check := func(path, ref string) {
-		provider, model, ok := strings.Cut(ref, "/")
-		if !ok || provider == "" || model == "" {
-			errs = append(errs, problem(path, "want provider/model, got %q", ref))
-			return
-		}
-		if _, known := models.Providers[provider]; !known && provider != "preview" {
-			errs = append(errs, problem(path, "provider %q is not configured under models.providers", provider))
-		}
-	}
+	check := func(path, ref string) { errs = append(errs, models.checkRef(path, ref)) }
 	if d.Model.Primary != "" {
 		check("model.primary", d.Model.Primary)
 	} else if len(d.Model.Fallbacks) > 0 {
@@ -146,11 +132,7 @@ func (h HumanDelay) Range() (lo, hi time.Duration) {
 // Validate checks the human delay.
 func (h HumanDelay) Validate() error {
 	var errs []error
-	switch h.Mode {
-	case "off", "natural", "custom":
-	default:
-		errs = append(errs, problem("mode", "want off, natural or custom, got %q", h.Mode))
-	}
+	errs = append(errs, oneOf("mode", h.Mode, "off", "natural", "custom"))
 	if h.MinMs < 0 || h.MaxMs < h.MinMs {
 		errs = append(errs, problem("maxMs", "want 0 <= minMs <= maxMs, got %d and %d", h.MinMs, h.MaxMs))
 	}
@@ -176,11 +158,7 @@ func (b BlockStreaming) Validate() error {
 	if b.MinChars < 1 || b.MaxChars < b.MinChars {
 		errs = append(errs, problem("maxChars", "want 1 <= minChars <= maxChars, got %d and %d", b.MinChars, b.MaxChars))
 	}
-	switch b.BreakOn {
-	case "paragraph", "newline", "sentence":
-	default:
-		errs = append(errs, problem("breakOn", "want paragraph, newline or sentence, got %q", b.BreakOn))
-	}
+	errs = append(errs, oneOf("breakOn", b.BreakOn, "paragraph", "newline", "sentence"))
 	if b.IdleMs < 0 {
 		errs = append(errs, problem("idleMs", "must not be negative"))
 	}

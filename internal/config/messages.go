@@ -2,7 +2,6 @@ package config
 
 import (
 	"errors"
-	"slices"
 	"time"
 )
 
@@ -42,22 +41,14 @@ var queueModes = []string{"steer", "followup", "collect", "interrupt"}
 // Validate checks the queue section.
 func (q Queue) Validate() error {
 	var errs []error
-	if !slices.Contains(queueModes, q.Mode) {
-		errs = append(errs, problem("mode", "want steer, followup, collect or interrupt, got %q", q.Mode))
-	}
+	errs = append(errs, oneOf("mode", q.Mode, queueModes...))
 	for ch, m := range q.ByChannel {
-		if !slices.Contains(queueModes, m) {
-			errs = append(errs, problem("byChannel."+ch, "want steer, followup, collect or interrupt, got %q", m))
-		}
+		errs = append(errs, oneOf("byChannel."+ch, m, queueModes...))
 	}
 	if q.Cap < 1 {
 		errs = append(errs, problem("cap", "must be at least 1"))
 	}
-	switch q.Drop {
-	case "old", "new", "summarize":
-	default:
-		errs = append(errs, problem("drop", "want old, new or summarize, got %q", q.Drop))
-	}
+	errs = append(errs, oneOf("drop", q.Drop, "old", "new", "summarize"))
 	if q.DebounceMs < 0 {
 		errs = append(errs, problem("debounceMs", "must not be negative"))
 	}

@@ -71,3 +71,12 @@ func sortProblems(errs []error) []error {
 	slices.SortStableFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
 	return errs
 }
+
+// oneOf reports a value outside its allowed set, or nil.
+func oneOf(path, got string, allowed ...string) error {
+	if slices.Contains(allowed, got) {
+		return nil
+	}
+	want := strings.Join(allowed[:len(allowed)-1], ", ") + " or " + allowed[len(allowed)-1]
+	return problem(path, "want %s, got %q", want, got)
+}

@@ -62,18 +62,7 @@ type Log struct {
 
 // Validate checks the log section.
 func (l Log) Validate() error {
-	var errs []error
-	switch l.Level {
-	case "debug", "info", "warn", "error":
-	default:
-		errs = append(errs, problem("level", "want debug, info, warn or error, got %q", l.Level))
-	}
-	switch l.Format {
-	case "text", "json":
-	default:
-		errs = append(errs, problem("format", "want text or json, got %q", l.Format))
-	}
-	return errors.Join(errs...)
+	return errors.Join(oneOf("level", l.Level, "debug", "info", "warn", "error"), oneOf("format", l.Format, "text", "json"))
 }
 
 // Store configures persistence.
@@ -120,14 +109,22 @@ func (m Models) Validate() error {
 		errs = append(errs, nest("providers."+id, p.Validate()))
 	}
 	for name, ref := range m.Aliases {
-		provider, model, ok := strings.Cut(ref, "/")
-		if !ok || model == "" {
-			errs = append(errs, problem("aliases."+name, "want provider/model, got %q", ref))
-		} else if _, known := m.Providers[provider]; !known && provider != "preview" {
-			errs = append(errs, problem("aliases."+name, "provider %q is not configured", provider))
-		}
+		errs = append(errs, m.checkRef("aliases."+name, ref))
 	}
 	return errors.Join(errs...)
+}
+
+// checkRef reports a model ref that is not provider/model or names a
+// provider that is not configured (the built-in preview provider always is).
+func (m Models) checkRef(path, ref string) error {
+	provider, model, ok := strings.Cut(ref, "/")
+	if !ok || provider == "" || model == "" {
+		return problem(path, "want provider/model, got %q", ref)
+	}
+	if _, known := m.Providers[provider]; !known && provider != "preview" {
+		return problem(path, "provider %q is not configured under models.providers", provider)
+	}
+	return nil
 }
 
 // Provider APIs.
@@ -175,10 +172,8 @@ func (p Provider) Timeout() time.Duration {
 // Validate checks one provider.
 func (p Provider) Validate() error {
 	var errs []error
-	switch p.API {
-	case "", APIOpenAI, APIAnthropic:
-	default:
-		errs = append(errs, problem("api", "want openai or anthropic, got %q", p.API))
+	if p.API != "" {
+		errs = append(errs, oneOf("api", p.API, APIOpenAI, APIAnthropic))
 	}
 	if p.BaseURL != "" {
 		u, err := url.Parse(p.BaseURL)
