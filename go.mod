@@ -9,6 +9,7 @@ require (
 	github.com/openai/openai-go/v3 v3.98.0
 	github.com/pressly/goose/v3 v3.30.1
 	github.com/prometheus/client_golang v1.25.0
+	github.com/robfig/cron/v3 v3.0.1
 	github.com/titanous/json5 v1.0.0
 	golang.org/x/sync v0.25.0
 	modernc.org/sqlite v1.62.0

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/robfig/cron/v3"
 )
 
 // Agents configures agents; only defaults exist so far.
@@ -56,8 +58,12 @@ type AgentDefaults struct {
 
 // Heartbeat configures check-in turns.
 type Heartbeat struct {
-	// EveryMs is the interval; 0 (the default) turns heartbeats off.
+	// EveryMs is the interval; 0 (the default) turns interval heartbeats
+	// off.
 	EveryMs int `json:"everyMs"`
+	// Cron, instead of EveryMs, is a five-field cron schedule such as
+	// "0 9 * * 1-5", in the envelope timezone.
+	Cron string `json:"cron"`
 	// Prompt replaces the built-in heartbeat message.
 	Prompt string `json:"prompt"`
 	// Model, as provider/model, runs heartbeats on a model of their own.
@@ -71,6 +77,14 @@ func (h Heartbeat) Validate(models *Models) error {
 		errs = append(errs, problem("everyMs", "must not be negative"))
 	} else if h.EveryMs > 0 && h.EveryMs < 60000 {
 		errs = append(errs, problem("everyMs", "must be at least 60000 (one minute), got %d", h.EveryMs))
+	}
+	if h.Cron != "" {
+		if h.EveryMs > 0 {
+			errs = append(errs, problem("cron", "set either everyMs or cron, not both"))
+		}
+		if _, err := cron.ParseStandard(h.Cron); err != nil {
+			errs = append(errs, problem("cron", "%v", err))
+		}
 	}
 	if h.Model != "" {
 		errs = append(errs, models.checkRef("model", h.Model))

@@ -332,8 +332,16 @@ func TestHeartbeatSection(t *testing.T) {
 	if _, err := Parse([]byte(`{ models: { providers: { openai: {} } }, agents: { defaults: { heartbeat: { everyMs: 1800000, model: 'openai/gpt-4o-mini' } } } }`), noEnv); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := Parse([]byte(`{ agents: { defaults: { heartbeat: { cron: '0 9 * * 1-5' } } } }`), noEnv); err != nil {
+		t.Fatal(err)
+	}
 	_, err := Parse([]byte(`{ agents: { defaults: { heartbeat: { everyMs: 5, model: 'x/y' } } } }`), noEnv)
 	want := []string{"agents.defaults.heartbeat.everyMs", "agents.defaults.heartbeat.model"}
+	if diff := cmp.Diff(want, paths(err)); diff != "" {
+		t.Errorf("problem paths (-want +got):\n%s\nerror: %v", diff, err)
+	}
+	_, err = Parse([]byte(`{ agents: { defaults: { heartbeat: { everyMs: 60000, cron: 'every tuesday' } } } }`), noEnv)
+	want = []string{"agents.defaults.heartbeat.cron", "agents.defaults.heartbeat.cron"}
 	if diff := cmp.Diff(want, paths(err)); diff != "" {
 		t.Errorf("problem paths (-want +got):\n%s\nerror: %v", diff, err)
 	}

@@ -19,8 +19,11 @@ const DefaultHeartbeatPrompt = "Heartbeat: this is a scheduled check-in, not a m
 
 // Heartbeat configures scheduled check-in turns.
 type Heartbeat struct {
-	// Every is the interval; 0 turns heartbeats off.
+	// Every is the interval; 0 turns interval heartbeats off.
 	Every time.Duration
+	// Schedule, when set instead, gives the time of the next beat after
+	// now (a cron schedule).
+	Schedule func(now time.Time) time.Time
 	// Prompt is the heartbeat turn's message; DefaultHeartbeatPrompt when
 	// empty.
 	Prompt string
@@ -40,21 +43,30 @@ func (e *Engine) noteActive(m msg.Message) {
 	e.last.Store(&target{channel: m.Channel, account: m.Account, peer: m.Peer})
 }
 
-// RunHeartbeat runs a heartbeat turn every Heartbeat.Every until ctx ends,
+// RunHeartbeat runs a heartbeat turn on the heartbeat's schedule (its
+// Schedule, else every Heartbeat.Every) until ctx ends,
 // in the conversation last heard from, replying through the adapter that
 // sends arrives by. A reply that is only the heartbeat token (or a short
 // acknowledgement beside it) is not delivered, and a busy session skips
 // the beat.
 func (e *Engine) RunHeartbeat(ctx context.Context, adapters func(msg.ChannelID) (channel.Adapter, bool)) error {
-	hb := e.opts.Heartbeat
-	if hb.Every <= 0 {
+	next := e.opts.Heartbeat.Schedule
+	if every := e.opts.Heartbeat.Every; next == nil && every > 0 {
+		next = func(now time.Time) time.Time { return now.Add(every) }
+	}
+	if next == nil {
 		return nil
 	}
-	t := time.NewTicker(hb.Every)
-	defer t.Stop()
 	for {
+		now := time.Now()
+		at := next(now)
+		if at.IsZero() {
+			return nil // a schedule that never fires again
+		}
+		t := time.NewTimer(at.Sub(now))
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return nil
 		case <-t.C:
 			if err := e.Beat(adapters); err != nil && !errors.Is(err, ErrBusy) && !errors.Is(err, errNoTarget) {

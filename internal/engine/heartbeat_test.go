@@ -165,3 +165,35 @@ func TestHeartbeatOffByDefault(t *testing.T) {
 		t.Errorf("RunHeartbeat with no interval must return at once: %v", err)
 	}
 }
+
+func TestHeartbeatOnSchedule(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &beatProvider{beatReply: strings.Repeat("report ", 60)}
+		start := time.Now()
+		// Beats at 10 and 30 minutes past the start, then never again.
+		at := []time.Duration{10 * time.Minute, 30 * time.Minute}
+		e := heartbeatEngine(t, p, Heartbeat{Schedule: func(now time.Time) time.Time {
+			for _, d := range at {
+				if start.Add(d).After(now) {
+					return start.Add(d)
+				}
+			}
+			return time.Time{}
+		}})
+		if err := e.Dispatch(context.Background(), message("1", "b1", "hi", t0), &recorder{}); err != nil {
+			t.Fatal(err)
+		}
+		a := &sendAdapter{}
+		stop := runHeartbeats(t, e, a)
+		defer stop()
+		time.Sleep(9 * time.Minute)
+		synctest.Wait()
+		if n := len(a.texts()); n != 0 {
+			t.Fatalf("%d beats before the schedule", n)
+		}
+		time.Sleep(2 * time.Hour)
+		if n := len(a.texts()); n != 2 {
+			t.Errorf("%d beats, want the 2 scheduled", n)
+		}
+	})
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/robfig/cron/v3"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pincerbot/pincer/internal/agent"
@@ -134,6 +135,13 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		blocks = &reply.ChunkOptions{MinChars: bs.MinChars, MaxChars: bs.MaxChars, BreakOn: reply.Break(bs.BreakOn), Idle: time.Duration(bs.IdleMs) * time.Millisecond}
 	}
 	heartbeat := engine.Heartbeat{Every: time.Duration(d.Heartbeat.EveryMs) * time.Millisecond, Prompt: d.Heartbeat.Prompt}
+	if d.Heartbeat.Cron != "" {
+		sched, err := cron.ParseStandard(d.Heartbeat.Cron)
+		if err != nil {
+			return fmt.Errorf("config: agents.defaults.heartbeat.cron: %w", err)
+		}
+		heartbeat.Schedule = func(now time.Time) time.Time { return sched.Next(now.In(loc)) }
+	}
 	if d.Heartbeat.Model != "" {
 		if heartbeat.Model, err = llm.ParseRef(d.Heartbeat.Model); err != nil {
 			return fmt.Errorf("config: agents.defaults.heartbeat.model: %w", err)
