@@ -107,6 +107,15 @@ func (e *Engine) enqueue(ctx context.Context, log *slog.Logger, mc MsgContext, r
 		l.running = true
 		sh.mu.Unlock()
 		err := e.turn(ctx, log, w, l)
+		sh.mu.Lock()
+		if len(l.queue) == 0 && len(l.steered) == 0 {
+			// Nothing waited: free the lane here rather than in a goroutine.
+			l.running = false
+			delete(sh.lanes, key)
+			sh.mu.Unlock()
+			return err
+		}
+		sh.mu.Unlock()
 		e.inflight.Add(1)
 		go e.drain(key, l)
 		return err
