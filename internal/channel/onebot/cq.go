@@ -1,0 +1,96 @@
+package onebot
+
+import (
+	"encoding/json"
+	"sort"
+	"strings"
+)
+
+var (
+	textEscaper  = strings.NewReplacer("&", "&amp;", "[", "&#91;", "]", "&#93;")
+	paramEscaper = strings.NewReplacer("&", "&amp;", "[", "&#91;", "]", "&#93;", ",", "&#44;")
+	cqUnescaper  = strings.NewReplacer("&#91;", "[", "&#93;", "]", "&#44;", ",", "&amp;", "&")
+)
+
+// EscapeText escapes plain text for a CQ string.
+func EscapeText(s string) string { return textEscaper.Replace(s) }
+
+// EscapeParam escapes a CQ parameter value.
+func EscapeParam(s string) string { return paramEscaper.Replace(s) }
+
+// Unescape reverses both escapings. A single pass replaces each entity
+// once, so "&amp;#91;" becomes "&#91;", not "[".
+func Unescape(s string) string { return cqUnescaper.Replace(s) }
+
+// ParseCQ parses a CQ-code string into segments. Text outside codes becomes
+// text segments; a "[CQ:" that never closes, or has no type, is text.
+func ParseCQ(s string) []Segment {
+	var segs []Segment
+	var text strings.Builder // pending text, flushed before each code
+	flush := func() {
+		if text.Len() > 0 {
+			segs = append(segs, TextSegment(text.String()))
+			text.Reset()
+		}
+	}
+	for {
+		i := strings.Index(s, "[CQ:")
+		if i < 0 {
+			text.WriteString(Unescape(s))
+			flush()
+			return segs
+		}
+		end := strings.IndexByte(s[i:], ']')
+		if end < 0 {
+			text.WriteString(Unescape(s))
+			flush()
+			return segs
+		}
+		text.WriteString(Unescape(s[:i]))
+		body := s[i+4 : i+end]
+		s = s[i+end+1:]
+		typ, params, _ := strings.Cut(body, ",")
+		if typ == "" {
+			text.WriteString(Unescape("[CQ:" + body + "]"))
+			continue
+		}
+		flush()
+		seg := Segment{Type: typ, Data: map[string]json.RawMessage{}}
+		if params != "" {
+			for _, p := range strings.Split(params, ",") {
+				k, v, _ := strings.Cut(p, "=")
+				if k != "" {
+					seg.Data[k] = quote(Unescape(v))
+				}
+			}
+		}
+		segs = append(segs, seg)
+	}
+}
+
+// FormatCQ renders segments as a CQ string, with keys in sorted order.
+// Non-string data values are written as their JSON text.
+func FormatCQ(segs []Segment) string {
+	var b strings.Builder
+	for _, s := range segs {
+		if s.Type == "text" {
+			b.WriteString(EscapeText(s.Str("text")))
+			continue
+		}
+		b.WriteString("[CQ:" + s.Type)
+		keys := make([]string, 0, len(s.Data))
+		for k := range s.Data {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			v := string(s.Data[k])
+			if strings.HasPrefix(strings.TrimSpace(v), `"`) {
+				v = s.Str(k)
+			}
+			b.WriteString("," + k + "=" + EscapeParam(v))
+		}
+		b.WriteByte(']')
+	}
+	return b.String()
+}

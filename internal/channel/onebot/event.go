@@ -1,0 +1,230 @@
+package onebot
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/pincerbot/pincer/internal/msg"
+	"github.com/pincerbot/pincer/internal/prompt"
+)
+
+// ChannelID is the QQ channel's id.
+const ChannelID msg.ChannelID = "onebot"
+
+// PlaceholderGroup is the fake group id NapCat and LLOneBot give messages
+// inside merged forwards; it is never a real group.
+const PlaceholderGroup ID = 284840486
+
+// Sender is the sender object of a message event.
+type Sender struct {
+	UserID   ID     `json:"user_id"`
+	Nickname string `json:"nickname"`
+	Card     string `json:"card"`
+	Role     string `json:"role"`
+}
+
+// Event is a OneBot event, with the fields of message events.
+type Event struct {
+	Time        ID              `json:"time"`
+	SelfID      ID              `json:"self_id"`
+	PostType    string          `json:"post_type"`
+	MessageType string          `json:"message_type"`
+	SubType     string          `json:"sub_type"`
+	MessageID   ID              `json:"message_id"`
+	UserID      ID              `json:"user_id"`
+	GroupID     ID              `json:"group_id"`
+	Message     json.RawMessage `json:"message"`
+	RawMessage  string          `json:"raw_message"`
+	Sender      Sender          `json:"sender"`
+	// MetaEventType is set on meta events (lifecycle, heartbeat).
+	MetaEventType string `json:"meta_event_type"`
+}
+
+// Reasons a message event does not become a message.
+var (
+	// ErrNotMessage: the event is a notice, request or meta event.
+	ErrNotMessage = errors.New("onebot: not a message event")
+	// ErrSelf: the bot's own message (message_sent, or sent by self_id).
+	ErrSelf = errors.New("onebot: the bot's own message")
+	// ErrPlaceholder: a message of the placeholder group, which only
+	// exists inside merged forwards.
+	ErrPlaceholder = errors.New("onebot: placeholder group")
+)
+
+// DecodeEvent decodes one event frame.
+func DecodeEvent(frame []byte) (Event, error) {
+	var ev Event
+	if err := json.Unmarshal(frame, &ev); err != nil {
+		return ev, fmt.Errorf("onebot: event: %w", err)
+	}
+	return ev, nil
+}
+
+// DisplayName is the sender's name as shown to the agent: the group card,
+// else the nickname, else the QQ number; sanitized.
+func (s Sender) DisplayName(fallback ID) string {
+	for _, n := range []string{s.Card, s.Nickname} {
+		if name := prompt.Sanitize(n); name != "" {
+			return name
+		}
+	}
+	if s.UserID != 0 {
+		return s.UserID.String()
+	}
+	return fallback.String()
+}
+
+// ToMessage turns a message event into a msg.Message of account. self is
+// the bot's QQ number when known (0 otherwise). The bot's own messages and
+// placeholder-group messages are refused.
+func (ev Event) ToMessage(account msg.AccountID, self ID) (msg.Message, error) {
+	switch ev.PostType {
+	case "message":
+	case "message_sent":
+		return msg.Message{}, ErrSelf
+	default:
+		return msg.Message{}, ErrNotMessage
+	}
+	if self == 0 {
+		self = ev.SelfID
+	}
+	if self != 0 && ev.UserID == self {
+		return msg.Message{}, ErrSelf
+	}
+	m := msg.Message{
+		ID: msg.MessageID(ev.MessageID.String()), Channel: ChannelID, Account: account,
+		Sender: msg.Sender{ID: msg.UserID(ev.UserID.String()), Name: ev.Sender.DisplayName(ev.UserID)},
+		Time:   time.Unix(int64(ev.Time), 0),
+	}
+	switch ev.MessageType {
+	case "group":
+		if ev.GroupID == PlaceholderGroup {
+			return msg.Message{}, ErrPlaceholder
+		}
+		m.Peer = msg.Peer{Kind: msg.Group, ID: ev.GroupID.String()}
+	case "private":
+		m.Peer = msg.Peer{Kind: msg.Direct, ID: ev.UserID.String()}
+	default:
+		return msg.Message{}, fmt.Errorf("onebot: unknown message_type %q", ev.MessageType)
+	}
+	segs, err := ParseMessage(ev.Message)
+	if err != nil || (len(segs) == 0 && ev.RawMessage != "") {
+		segs = ParseCQ(ev.RawMessage)
+	}
+	Fill(&m, segs)
+	return m, nil
+}
+
+// Fill converts segments into m's segments, rendered text, mentions,
+// reply id and forward ids. The at that QQ inserts after a reply segment
+// (of the quoted message's author) is dropped, so a reply does not read as
+// a mention.
+func Fill(m *msg.Message, segs []Segment) {
+	var b strings.Builder
+	afterReply := false
+	for _, s := range segs {
+		seg := convert(s)
+		if afterReply {
+			afterReply = false
+			if seg.Kind == msg.SegAt && !seg.AtAll {
+				continue
+			}
+		}
+		switch seg.Kind {
+		case msg.SegReply:
+			if m.ReplyTo == "" {
+				m.ReplyTo = msg.MessageID(seg.ID)
+			}
+			afterReply = true
+			m.Segments = append(m.Segments, seg)
+			continue
+		case msg.SegAt:
+			if seg.AtAll {
+				m.AtAll = true
+			} else if seg.Target != "" {
+				m.Mentions = append(m.Mentions, seg.Target)
+			}
+		case msg.SegForward:
+			if seg.ID != "" {
+				m.ForwardIDs = append(m.ForwardIDs, msg.ForwardID(seg.ID))
+			}
+		}
+		m.Segments = append(m.Segments, seg)
+		b.WriteString(Render(seg))
+	}
+	m.Text = strings.TrimSpace(b.String())
+}
+
+func convert(s Segment) msg.Segment {
+	switch s.Type {
+	case "text":
+		return msg.Text(s.Str("text"))
+	case "at":
+		qq := s.Str("qq")
+		if qq == "all" {
+			return msg.Segment{Kind: msg.SegAt, AtAll: true}
+		}
+		return msg.Segment{Kind: msg.SegAt, Target: msg.UserID(qq), Name: prompt.Sanitize(s.Str("name"))}
+	case "reply":
+		return msg.Segment{Kind: msg.SegReply, ID: s.Str("id")}
+	case "image":
+		return msg.Segment{Kind: msg.SegImage, URL: s.Str("url"), ID: s.Str("file")}
+	case "record":
+		return msg.Segment{Kind: msg.SegVoice, URL: s.Str("url"), ID: s.Str("file")}
+	case "video":
+		return msg.Segment{Kind: msg.SegVideo, URL: s.Str("url"), ID: s.Str("file")}
+	case "face":
+		return msg.Segment{Kind: msg.SegFace, ID: s.Str("id")}
+	case "file":
+		return msg.Segment{Kind: msg.SegFile, URL: s.Str("url"), ID: s.Str("file_id"), Name: s.Str("name")}
+	case "forward":
+		return msg.Segment{Kind: msg.SegForward, ID: s.Str("id")}
+	}
+	return msg.Segment{Kind: msg.SegOther, Type: s.Type}
+}
+
+// Placeholders of non-text segments in rendered text.
+const (
+	PlaceholderImage   = "[图片]"
+	PlaceholderVoice   = "[语音]"
+	PlaceholderFace    = "[表情]"
+	PlaceholderVideo   = "[视频]"
+	PlaceholderFile    = "[文件]"
+	PlaceholderForward = "[合并转发]"
+	AtAllText          = "@全体成员"
+)
+
+// Render is a segment's text as the agent reads it. Reply segments render
+// as nothing: quotes are resolved separately.
+func Render(s msg.Segment) string {
+	switch s.Kind {
+	case msg.SegText:
+		return s.Text
+	case msg.SegAt:
+		if s.AtAll {
+			return AtAllText
+		}
+		if s.Name != "" {
+			return "@" + s.Name
+		}
+		return "@" + string(s.Target)
+	case msg.SegReply:
+		return ""
+	case msg.SegImage:
+		return PlaceholderImage
+	case msg.SegVoice:
+		return PlaceholderVoice
+	case msg.SegFace:
+		return PlaceholderFace
+	case msg.SegVideo:
+		return PlaceholderVideo
+	case msg.SegFile:
+		return PlaceholderFile
+	case msg.SegForward:
+		return PlaceholderForward
+	}
+	return "[" + prompt.Sanitize(s.Type) + "]"
+}

@@ -1,0 +1,108 @@
+package onebot
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Segment is one OneBot message segment. Data values are kept raw: the
+// spec says strings, but implementations send numbers, booleans, objects
+// and arrays (a NapCat forward carries its messages inline).
+type Segment struct {
+	Type string                     `json:"type"`
+	Data map[string]json.RawMessage `json:"data"`
+}
+
+// Str returns a data field as a string: a JSON string as is, a number or
+// boolean as written, anything else (or a missing field) as "".
+func (s Segment) Str(key string) string {
+	raw := bytes.TrimSpace(s.Data[key])
+	if len(raw) == 0 {
+		return ""
+	}
+	switch raw[0] {
+	case '"':
+		var v string
+		if json.Unmarshal(raw, &v) == nil {
+			return v
+		}
+	case '{', '[', 'n':
+		return ""
+	default:
+		return string(raw)
+	}
+	return ""
+}
+
+// TextSegment returns a text segment.
+func TextSegment(text string) Segment {
+	return Segment{Type: "text", Data: map[string]json.RawMessage{"text": quote(text)}}
+}
+
+// NewSegment returns a segment with string data.
+func NewSegment(typ string, kv ...string) Segment {
+	s := Segment{Type: typ, Data: map[string]json.RawMessage{}}
+	for i := 0; i+1 < len(kv); i += 2 {
+		s.Data[kv[i]] = quote(kv[i+1])
+	}
+	return s
+}
+
+func quote(s string) json.RawMessage { return json.RawMessage(strconv.Quote(s)) }
+
+// ErrBadMessage reports a message field that is neither a segment array,
+// a single segment nor a string.
+var ErrBadMessage = errors.New("onebot: message is not a segment array, segment or string")
+
+// ParseMessage decodes a message field in any of its forms: a segment
+// array, a single segment object, or a CQ-code string. Elements that are not
+// segments are skipped.
+func ParseMessage(raw json.RawMessage) ([]Segment, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil, nil
+	}
+	switch raw[0] {
+	case '"':
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, fmt.Errorf("onebot: message string: %w", err)
+		}
+		return ParseCQ(s), nil
+	case '{':
+		var seg Segment
+		if err := json.Unmarshal(raw, &seg); err != nil || seg.Type == "" {
+			return nil, ErrBadMessage
+		}
+		return []Segment{seg}, nil
+	case '[':
+		var elems []json.RawMessage
+		if err := json.Unmarshal(raw, &elems); err != nil {
+			return nil, fmt.Errorf("onebot: message array: %w", err)
+		}
+		segs := make([]Segment, 0, len(elems))
+		for _, e := range elems {
+			var seg Segment
+			if json.Unmarshal(e, &seg) == nil && seg.Type != "" {
+				segs = append(segs, seg)
+			}
+		}
+		return segs, nil
+	}
+	return nil, ErrBadMessage
+}
+
+// PlainText joins the text segments.
+func PlainText(segs []Segment) string {
+	var b strings.Builder
+	for _, s := range segs {
+		if s.Type == "text" {
+			b.WriteString(s.Str("text"))
+		}
+	}
+	return b.String()
+}
