@@ -1,0 +1,104 @@
+package onebot
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/pincerbot/pincer/internal/msg"
+)
+
+// DefaultTextChunkLimit is the default outbound chunk size in characters.
+const DefaultTextChunkLimit = 4500
+
+// ChunkText splits outbound CQ text into chunks of at most limit
+// characters: text that fits goes whole; otherwise each chunk ends right
+// after its last newline within the limit, or at the limit. A chunk never
+// ends inside a [CQ:…] code: the break moves before the code, or, when a
+// chunk would lie wholly inside one, past its end (that chunk may exceed
+// the limit). Whitespace-only text gives no chunks.
+func ChunkText(text string, limit int) []string {
+	if strings.TrimSpace(text) == "" {
+		return nil
+	}
+	if limit <= 0 {
+		limit = DefaultTextChunkLimit
+	}
+	var chunks []string
+	for {
+		at := byteAt(text, limit)
+		if at >= len(text) {
+			break // the rest fits
+		}
+		if nl := strings.LastIndexByte(text[:at], '\n'); nl >= 0 {
+			at = nl + 1
+		}
+		if open := openCode(text[:at]); open > 0 {
+			at = open
+		} else if open == 0 {
+			// The chunk would lie inside one code: extend to its end. A
+			// "[CQ:" that never closes is plain text and cuts at the limit.
+			if end := strings.IndexByte(text, ']'); end >= 0 {
+				at = end + 1
+			}
+		}
+		if chunk := text[:at]; strings.TrimSpace(chunk) != "" {
+			chunks = append(chunks, chunk)
+		}
+		text = text[at:]
+	}
+	if strings.TrimSpace(text) != "" {
+		chunks = append(chunks, text)
+	}
+	return chunks
+}
+
+// openCode returns the byte offset of a "[CQ:" in s that is not closed
+// within s, or -1.
+func openCode(s string) int {
+	i := strings.LastIndex(s, "[CQ:")
+	if i < 0 || strings.IndexByte(s[i:], ']') >= 0 {
+		return -1
+	}
+	return i
+}
+
+// byteAt returns the byte offset of rune n of s.
+func byteAt(s string, n int) int {
+	for i := range s {
+		if n == 0 {
+			return i
+		}
+		n--
+	}
+	return len(s)
+}
+
+// ParseTarget parses an operator or tool target: "onebot:group:N",
+// "group:N", "private:N", "onebot:N" or bare digits (private). The prefix is
+// case-insensitive; ids must be numbers.
+func ParseTarget(s string) (msg.Peer, error) {
+	t := strings.TrimSpace(s)
+	if len(t) >= 7 && strings.EqualFold(t[:7], "onebot:") {
+		t = t[7:]
+	}
+	kind, id := msg.Direct, t
+	if k, rest, ok := strings.Cut(t, ":"); ok {
+		switch strings.ToLower(k) {
+		case "group":
+			kind = msg.Group
+		case "private":
+		default:
+			return msg.Peer{}, fmt.Errorf("onebot: target %q: want group:<id>, private:<id> or a QQ number", s)
+		}
+		id = rest
+	}
+	n, err := strconv.ParseInt(id, 10, 64)
+	if err != nil || n <= 0 {
+		return msg.Peer{}, fmt.Errorf("onebot: target %q: %q is not a QQ or group number", s, id)
+	}
+	if kind == msg.Group && ID(n) == PlaceholderGroup {
+		return msg.Peer{}, fmt.Errorf("onebot: target %q: %d is a placeholder, not a group", s, n)
+	}
+	return msg.Peer{Kind: kind, ID: strconv.FormatInt(n, 10)}, nil
+}
