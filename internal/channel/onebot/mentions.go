@@ -1,0 +1,145 @@
+package onebot
+
+import (
+	"regexp"
+	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/pincerbot/pincer/internal/prompt"
+)
+
+// Participant is someone the agent was shown in a realtime turn (a sender
+// of the batch or of the history it read), whom it may mention.
+type Participant struct {
+	QQ   ID
+	Name string
+}
+
+// OutboundOptions say how reply text becomes segments.
+type OutboundOptions struct {
+	// Mentions turns "[CQ:at,qq=N]" into real mentions and, with
+	// Participants, "@name" and "@QQ" too. Set only for realtime group
+	// replies: digests, summaries and notices never ping anyone.
+	Mentions bool
+	// Participants, oldest first; for a name two people share, the later
+	// one wins.
+	Participants []Participant
+}
+
+var cqAt = regexp.MustCompile(`^\[CQ:at,qq=(\d+)\]$`)
+
+// Segments turns reply text into segments to send. Text is sent as text,
+// so CQ codes the model wrote are never interpreted, except at codes with a
+// number when opts.Mentions is set; "qq=all" is never converted.
+func Segments(text string, opts OutboundOptions) []Segment {
+	var out []Segment
+	appendText := func(t string) {
+		if t == "" {
+			return
+		}
+		if n := len(out); n > 0 && out[n-1].Type == "text" {
+			out[n-1] = TextSegment(out[n-1].Str("text") + t)
+			return
+		}
+		out = append(out, TextSegment(t))
+	}
+	names := mentionIndex(opts.Participants)
+	for text != "" {
+		i := strings.Index(text, "[CQ:")
+		end := -1
+		if i >= 0 {
+			end = strings.IndexByte(text[i:], ']')
+		}
+		if i < 0 || end < 0 {
+			rewrite(text, opts.Mentions, names, appendText, &out)
+			break
+		}
+		rewrite(text[:i], opts.Mentions, names, appendText, &out)
+		code := text[i : i+end+1]
+		text = text[i+end+1:]
+		if m := cqAt.FindStringSubmatch(code); m != nil && opts.Mentions {
+			out = append(out, NewSegment("at", "qq", m[1]))
+			continue
+		}
+		appendText(code)
+	}
+	return out
+}
+
+// mentionIndex maps sanitized names and QQ numbers to QQ numbers, later
+// participants winning, with the keys sorted longest first.
+type mentionKeys struct {
+	keys []string
+	qq   map[string]ID
+}
+
+func mentionIndex(ps []Participant) mentionKeys {
+	idx := mentionKeys{qq: map[string]ID{}}
+	for _, p := range ps {
+		if p.QQ <= 0 {
+			continue
+		}
+		idx.qq[p.QQ.String()] = p.QQ
+		if name := prompt.Sanitize(p.Name); name != "" {
+			idx.qq[name] = p.QQ
+		}
+	}
+	for k := range idx.qq {
+		idx.keys = append(idx.keys, k)
+	}
+	sort.Slice(idx.keys, func(a, b int) bool {
+		if len(idx.keys[a]) != len(idx.keys[b]) {
+			return len(idx.keys[a]) > len(idx.keys[b])
+		}
+		return idx.keys[a] < idx.keys[b]
+	})
+	return idx
+}
+
+// rewrite emits text, turning "@name" of known participants into at
+// segments when enabled.
+func rewrite(text string, enabled bool, idx mentionKeys, appendText func(string), out *[]Segment) {
+	if !enabled || len(idx.keys) == 0 {
+		appendText(text)
+		return
+	}
+	start := 0
+	for i := 0; i < len(text); {
+		if text[i] != '@' || (i > 0 && emailLike(text[i-1])) {
+			i++
+			continue
+		}
+		key := matchAt(text[i+1:], idx.keys)
+		if key == "" {
+			i++
+			continue
+		}
+		appendText(text[start:i])
+		*out = append(*out, NewSegment("at", "qq", idx.qq[key].String()))
+		i += 1 + len(key)
+		start = i
+	}
+	appendText(text[start:])
+}
+
+// matchAt returns the longest key that s starts with and that is not
+// followed by a letter, digit or '_' (so "@张三丰" never matches "张三").
+func matchAt(s string, keys []string) string {
+	for _, k := range keys {
+		if !strings.HasPrefix(s, k) {
+			continue
+		}
+		if r, _ := utf8.DecodeRuneInString(s[len(k):]); len(s) > len(k) && (unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_') {
+			continue
+		}
+		return k
+	}
+	return ""
+}
+
+// emailLike reports a byte that makes a following '@' part of an address.
+func emailLike(b byte) bool {
+	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || strings.IndexByte("._%+-", b) >= 0
+}
