@@ -1,0 +1,80 @@
+package onebot
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Response is an action's answer.
+type Response struct {
+	Status  string          `json:"status"`
+	Retcode int             `json:"retcode"`
+	Data    json.RawMessage `json:"data"`
+	Echo    json.RawMessage `json:"echo"`
+	// Message, Wording and Msg carry failure text on go-cqhttp and NapCat.
+	Message string `json:"message"`
+	Wording string `json:"wording"`
+	Msg     string `json:"msg"`
+}
+
+// Retcodes with a meaning of their own.
+const (
+	RetcodeOK      = 0
+	RetcodeAsync   = 1
+	RetcodeFailure = 100
+	// RetcodeRiskControl is NapCat's action exception, usually a send
+	// blocked by QQ's risk control.
+	RetcodeRiskControl = 1200
+)
+
+// ActionError is a failed action.
+type ActionError struct {
+	Action  string
+	Retcode int
+	Status  string
+	Message string
+}
+
+func (e *ActionError) Error() string {
+	s := fmt.Sprintf("onebot: %s failed: retcode %d", e.Action, e.Retcode)
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	return s
+}
+
+// ErrRiskControl matches action errors that look like QQ risk control;
+// the caller should back off sending for the account, not retry.
+var ErrRiskControl = errors.New("onebot: probable risk control")
+
+// Is lets errors.Is(err, ErrRiskControl) match.
+func (e *ActionError) Is(target error) bool {
+	return target == ErrRiskControl && e.Retcode == RetcodeRiskControl
+}
+
+// result turns a response into data or a typed error.
+func (r Response) result(action string) (json.RawMessage, error) {
+	if r.Status == "ok" || r.Status == "async" || (r.Status == "" && r.Retcode == RetcodeOK) {
+		return r.Data, nil
+	}
+	text := r.Message
+	for _, alt := range []string{r.Wording, r.Msg} {
+		if text == "" {
+			text = alt
+		}
+	}
+	return nil, &ActionError{Action: action, Retcode: r.Retcode, Status: r.Status, Message: text}
+}
+
+// isResponse tells an action response from an event: it has an echo, or a
+// status or retcode and no post_type.
+func isResponse(frame map[string]json.RawMessage) bool {
+	if _, ok := frame["post_type"]; ok {
+		return false
+	}
+	_, echo := frame["echo"]
+	_, status := frame["status"]
+	_, retcode := frame["retcode"]
+	return echo || status || retcode
+}

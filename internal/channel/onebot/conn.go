@@ -1,0 +1,183 @@
+package onebot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// Errors of calls on a connection.
+var (
+	// ErrDisconnected: the connection closed before the answer came.
+	ErrDisconnected = errors.New("onebot: connection lost")
+	// ErrTimeout: no answer within the call's timeout.
+	ErrTimeout = errors.New("onebot: action timed out")
+)
+
+// maxFrame bounds one incoming frame; history and forward answers are big.
+const maxFrame = 32 << 20
+
+// generation tells connections apart in echoes, so a late answer meant for
+// an old connection never matches a call on a new one.
+var generation atomic.Uint64
+
+// Conn is one live OneBot WebSocket connection, forward or reverse. Calls
+// may be made from any goroutine while Run reads.
+type Conn struct {
+	ws      *websocket.Conn
+	timeout time.Duration
+	log     *slog.Logger
+	prefix  string
+	seq     atomic.Uint64
+
+	mu      sync.Mutex
+	pending map[string]chan Response
+	closed  bool
+}
+
+// NewConn wraps a WebSocket. timeout is the default per-call timeout.
+func NewConn(ws *websocket.Conn, timeout time.Duration, log *slog.Logger) *Conn {
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ws.SetReadLimit(maxFrame)
+	return &Conn{
+		ws: ws, timeout: timeout, log: log,
+		prefix:  strconv.FormatUint(generation.Add(1), 10) + ":",
+		pending: map[string]chan Response{},
+	}
+}
+
+// Call runs an action and returns its data. It fails at once when the
+// connection is lost, with ErrTimeout after the timeout (the call's own if
+// positive, else the connection's), and with an *ActionError when the
+// implementation reports a failure.
+func (c *Conn) Call(ctx context.Context, action string, params any, timeout time.Duration) (json.RawMessage, error) {
+	if timeout <= 0 {
+		timeout = c.timeout
+	}
+	echo := c.prefix + strconv.FormatUint(c.seq.Add(1), 10)
+	if params == nil {
+		params = struct{}{}
+	}
+	frame, err := json.Marshal(map[string]any{"action": action, "params": params, "echo": echo})
+	if err != nil {
+		return nil, fmt.Errorf("onebot: %s: %w", action, err)
+	}
+	ch := make(chan Response, 1)
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, fmt.Errorf("%s: %w", action, ErrDisconnected)
+	}
+	c.pending[echo] = ch
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.pending, echo) // never leak an entry, whatever happened
+		c.mu.Unlock()
+	}()
+
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := c.ws.Write(ctx, websocket.MessageText, frame); err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%s: %w", action, ErrTimeout)
+		}
+		return nil, fmt.Errorf("%s: %w: %v", action, ErrDisconnected, err)
+	}
+	select {
+	case resp, ok := <-ch:
+		if !ok {
+			return nil, fmt.Errorf("%s: %w", action, ErrDisconnected)
+		}
+		return resp.result(action)
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, fmt.Errorf("%s: %w after %s", action, ErrTimeout, timeout)
+		}
+		return nil, ctx.Err()
+	}
+}
+
+// Pending reports how many calls await an answer.
+func (c *Conn) Pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.pending)
+}
+
+// Run reads frames until the connection ends or ctx is done, routing
+// answers to their calls and handing every other frame to onEvent. When it
+// returns, pending calls fail with ErrDisconnected and the socket is closed.
+func (c *Conn) Run(ctx context.Context, onEvent func(frame []byte)) error {
+	defer c.shutdown()
+	for {
+		_, data, err := c.ws.Read(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("onebot: read: %w", err)
+		}
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(data, &fields); err != nil {
+			c.log.Warn("dropping a frame that is not a JSON object", "err", err)
+			continue
+		}
+		if !isResponse(fields) {
+			onEvent(data)
+			continue
+		}
+		var resp Response
+		if err := json.Unmarshal(data, &resp); err != nil {
+			c.log.Warn("dropping a malformed action response", "err", err)
+			continue
+		}
+		echo := echoString(resp.Echo)
+		c.mu.Lock()
+		ch := c.pending[echo]
+		delete(c.pending, echo)
+		c.mu.Unlock()
+		if ch == nil {
+			c.log.Debug("dropping a response with an unknown echo", "echo", echo)
+			continue
+		}
+		ch <- resp
+	}
+}
+
+// echoString reads an echo back as the string it was sent as, even if the
+// implementation turned it into a number.
+func echoString(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return string(raw)
+}
+
+func (c *Conn) shutdown() {
+	c.mu.Lock()
+	c.closed = true
+	for echo, ch := range c.pending {
+		close(ch)
+		delete(c.pending, echo)
+	}
+	c.mu.Unlock()
+	_ = c.ws.CloseNow()
+}
+
+// Close closes the connection normally.
+func (c *Conn) Close() error { return c.ws.Close(websocket.StatusNormalClosure, "") }

@@ -1,0 +1,167 @@
+package onebot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/pincerbot/pincer/internal/channel/onebot/onebottest"
+)
+
+func echoHandler(action string, params json.RawMessage) (any, int, string) {
+	switch action {
+	case "get_login_info":
+		return map[string]any{"user_id": 3300000001, "nickname": "助手"}, 0, ""
+	case "send_group_msg":
+		return map[string]any{"message_id": -42}, 0, ""
+	case "get_msg":
+		return nil, 100, "message not found"
+	case "send_private_msg":
+		return nil, 1200, "Timeout: NTEvent sendMsg onMsgInfoListUpdate"
+	case "echo":
+		return json.RawMessage(params), 0, ""
+	}
+	return nil, 1404, "unknown action"
+}
+
+// dial connects to the peer and runs the connection until the test ends.
+func dial(t *testing.T, p *onebottest.Peer, events chan<- []byte) (*Conn, func() error) {
+	t.Helper()
+	ctx := context.Background()
+	ws, _, err := websocket.Dial(ctx, p.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewConn(ws, 5*time.Second, nil)
+	finished := make(chan struct{})
+	var runErr error
+	runCtx, cancel := context.WithCancel(ctx)
+	go func() {
+		defer close(finished)
+		runErr = c.Run(runCtx, func(frame []byte) {
+			if events != nil {
+				events <- frame
+			}
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-finished })
+	return c, func() error { <-finished; return runErr }
+}
+
+func TestCallAnswers(t *testing.T) {
+	p := onebottest.New(t, echoHandler)
+	c, _ := dial(t, p, nil)
+	data, err := c.Call(context.Background(), "get_login_info", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info struct {
+		UserID   ID     `json:"user_id"`
+		Nickname string `json:"nickname"`
+	}
+	if err := json.Unmarshal(data, &info); err != nil || info.UserID != 3300000001 {
+		t.Errorf("%s %v", data, err)
+	}
+	var ae *ActionError
+	if _, err := c.Call(context.Background(), "get_msg", map[string]any{"message_id": 1}, 0); !errors.As(err, &ae) || ae.Retcode != 100 || errors.Is(err, ErrRiskControl) {
+		t.Errorf("retcode 100: %v", err)
+	}
+	if _, err := c.Call(context.Background(), "send_private_msg", nil, 0); !errors.Is(err, ErrRiskControl) {
+		t.Errorf("retcode 1200 must read as risk control: %v", err)
+	}
+	if c.Pending() != 0 {
+		t.Errorf("%d pending entries leaked", c.Pending())
+	}
+}
+
+func TestConcurrentCallsAreMatched(t *testing.T) {
+	p := onebottest.New(t, echoHandler)
+	c, _ := dial(t, p, nil)
+	var wg sync.WaitGroup
+	for i := range 50 {
+		wg.Go(func() {
+			data, err := c.Call(context.Background(), "echo", map[string]int{"n": i}, 0)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if want := fmt.Sprintf(`{"n":%d}`, i); string(data) != want {
+				t.Errorf("call %d got %s", i, data)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func TestCallTimeoutLeaksNothing(t *testing.T) {
+	p := onebottest.New(t, echoHandler)
+	p.Silence("get_forward_msg")
+	c, _ := dial(t, p, nil)
+	_, err := c.Call(context.Background(), "get_forward_msg", map[string]string{"id": "x"}, 50*time.Millisecond)
+	if !errors.Is(err, ErrTimeout) {
+		t.Fatalf("want ErrTimeout, got %v", err)
+	}
+	if c.Pending() != 0 {
+		t.Errorf("a timed-out call left %d pending entries", c.Pending())
+	}
+	// The connection still works.
+	if _, err := c.Call(context.Background(), "get_login_info", nil, 0); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestDisconnectFailsPendingCalls(t *testing.T) {
+	p := onebottest.New(t, echoHandler)
+	p.Silence("get_forward_msg")
+	c, done := dial(t, p, nil)
+	result := make(chan error, 1)
+	go func() {
+		_, err := c.Call(context.Background(), "get_forward_msg", nil, time.Minute)
+		result <- err
+	}()
+	<-p.Called() // the call reached the peer
+	p.DropAll()
+	if err := <-result; !errors.Is(err, ErrDisconnected) {
+		t.Errorf("pending call: %v", err)
+	}
+	if err := done(); err == nil {
+		t.Error("Run must report the lost connection")
+	}
+	if _, err := c.Call(context.Background(), "get_login_info", nil, 0); !errors.Is(err, ErrDisconnected) {
+		t.Errorf("a call after the loss must fail at once: %v", err)
+	}
+}
+
+func TestEventsAndStrayResponses(t *testing.T) {
+	p := onebottest.New(t, echoHandler)
+	events := make(chan []byte, 4)
+	c, _ := dial(t, p, events)
+	ctx := context.Background()
+	if err := p.Connected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Push(ctx, map[string]any{"status": "ok", "retcode": 0, "echo": "stale:1", "data": nil}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Push(ctx, map[string]any{"post_type": "meta_event", "meta_event_type": "lifecycle", "sub_type": "connect", "self_id": 1}); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := DecodeEvent(<-events)
+	if err != nil || ev.MetaEventType != "lifecycle" {
+		t.Errorf("event %+v %v", ev, err)
+	}
+	if _, err := c.Call(ctx, "get_login_info", nil, 0); err != nil {
+		t.Errorf("after a stray response: %v", err)
+	}
+	select {
+	case extra := <-events:
+		t.Errorf("a response leaked to the event handler: %s", extra)
+	default:
+	}
+}
