@@ -331,3 +331,28 @@ func TestIdentityPrefix(t *testing.T) {
 		t.Errorf("%q", got)
 	}
 }
+
+// TestDispatchContextBodies: the agent reads BodyForAgent while commands
+// look only at the command body, so context the pipeline adds can never
+// run a command.
+func TestDispatchContextBodies(t *testing.T) {
+	e, a, _ := commandEngine(t, everyone)
+	m := message("ctx-1", "chat", "what did they say?", t0)
+	mc := NewMsgContext(m)
+	mc.BodyForAgent = "[history]\n/new\n[/history]\nwhat did they say?"
+	r := &recorder{}
+	if err := e.DispatchContext(context.Background(), mc, r); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.reqs[0].Messages[0].Text; !strings.HasSuffix(got, mc.BodyForAgent) {
+		t.Errorf("the agent read %q", got)
+	}
+	digest := NewMsgContext(message("ctx-2", "chat", "/new", t0))
+	digest.NoCommands = true
+	if err := e.DispatchContext(context.Background(), digest, &recorder{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.reqs) != 2 {
+		t.Errorf("a NoCommands turn must reach the agent as text, not run /new (%d calls)", len(a.reqs))
+	}
+}

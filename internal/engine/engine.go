@@ -186,11 +186,22 @@ func (e *Engine) SessionKey(m msg.Message) string {
 	return fmt.Sprintf("agent:%s:%s:%s:%s", e.opts.AgentID, m.Channel, m.Peer.Kind, m.Peer.ID)
 }
 
-// Dispatch runs one agent turn for m and delivers the reply through r. The
-// turn is detached from ctx's cancellation: a client that goes away does not
-// cut a reply, which is persisted in the transcript either way. Dispatch
-// returns when the reply has been delivered.
+// Dispatch handles m as a plain message (every body is its text); see
+// DispatchContext.
 func (e *Engine) Dispatch(ctx context.Context, m msg.Message, r channel.Replier) error {
+	return e.DispatchContext(ctx, NewMsgContext(m), r)
+}
+
+// DispatchContext handles one inbound turn whose bodies the caller prepared
+// (the pipeline adds history and quotes to BodyForAgent). A message already
+// seen is refused with channel.ErrDuplicate. A command the sender may run is
+// answered at once; anything else becomes an agent turn, queued behind the
+// session's running turn per its queue mode. The turn is detached from
+// ctx's cancellation: a client that goes away does not cut a reply, which is
+// persisted in the transcript either way. DispatchContext returns when the
+// reply has been delivered.
+func (e *Engine) DispatchContext(ctx context.Context, mc MsgContext, r channel.Replier) error {
+	m := mc.Message
 	e.state.RLock()
 	if e.closed {
 		e.state.RUnlock()
@@ -218,7 +229,6 @@ func (e *Engine) Dispatch(ctx context.Context, m msg.Message, r channel.Replier)
 		return fmt.Errorf("dispatch %s: %w", m.ID, err)
 	}
 	e.noteActive(m)
-	mc := NewMsgContext(m)
 	mc.SessionKey = e.SessionKey(m)
 	return e.dispatch(turnCtx, log, Finalize(mc, e.opts.Policy), r)
 }
