@@ -215,19 +215,16 @@ func (e *Engine) DispatchContext(ctx context.Context, mc MsgContext, r channel.R
 	defer cancel()
 	log := e.log.With("channel", string(m.Channel), "peer", m.Peer.String(), "msg_id", string(m.ID))
 	key := fmt.Sprintf("in:%s:%s:%s:%s", m.Channel, m.Account, m.Peer, m.ID)
-	claimed, err := e.opts.Store.ClaimDedup(turnCtx, key, e.opts.DedupTTL)
+	admitted, err := e.opts.Store.Admit(turnCtx, m, key, e.opts.DedupTTL)
 	if err != nil {
 		return fmt.Errorf("dispatch %s: %w", m.ID, err)
 	}
-	if !claimed {
+	if !admitted {
 		e.opts.Metrics.inbound.WithLabelValues(string(m.Channel), "duplicate").Inc()
 		log.Info("duplicate message dropped")
 		return channel.ErrDuplicate
 	}
 	e.opts.Metrics.inbound.WithLabelValues(string(m.Channel), "accepted").Inc()
-	if _, err := e.opts.Store.LogInbound(turnCtx, m); err != nil {
-		return fmt.Errorf("dispatch %s: %w", m.ID, err)
-	}
 	e.noteActive(m)
 	mc.SessionKey = e.SessionKey(m)
 	return e.dispatch(turnCtx, log, Finalize(mc, e.opts.Policy), r)

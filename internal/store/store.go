@@ -21,6 +21,9 @@ type Store interface {
 	Transcripts
 	InboundLog
 	Dedup
+	// Admit claims key for ttl and, when the claim succeeds, logs m, in one
+	// step: admitted is false for a message already claimed.
+	Admit(ctx context.Context, m msg.Message, key string, ttl time.Duration) (admitted bool, err error)
 	// Close releases the store.
 	Close() error
 }

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -11,15 +12,48 @@ import (
 	"github.com/pincerbot/pincer/internal/store"
 )
 
+const (
+	qLogInbound = `INSERT INTO inbound (channel, account, peer, message_id, sent_at, logged_at, body) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT DO NOTHING`
+	qClaim = `INSERT INTO dedup (key, expires_at) VALUES (?, ?)
+		ON CONFLICT (key) DO UPDATE SET expires_at = excluded.expires_at WHERE dedup.expires_at <= ?`
+)
+
+// Admit implements store.Store: the claim and the log entry are one
+// transaction.
+func (d *DB) Admit(ctx context.Context, m msg.Message, key string, ttl time.Duration) (bool, error) {
+	body, err := json.Marshal(m)
+	if err != nil {
+		return false, fmt.Errorf("admit %s: %w", m.ID, err)
+	}
+	admitted := false
+	err = d.tx(ctx, func(tx *sql.Tx) error {
+		t := now()
+		res, err := d.exec(ctx, tx, qClaim, key, millis(t.Add(ttl)), millis(t))
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return err
+		}
+		admitted = true
+		_, err = d.exec(ctx, tx, qLogInbound,
+			string(m.Channel), string(m.Account), m.Peer.String(), string(m.ID), millis(m.Time), millis(t), string(body))
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("admit %s: %w", m.ID, err)
+	}
+	return admitted, nil
+}
+
 // LogInbound implements store.InboundLog.
 func (d *DB) LogInbound(ctx context.Context, m msg.Message) (bool, error) {
 	body, err := json.Marshal(m)
 	if err != nil {
 		return false, fmt.Errorf("log inbound %s: %w", m.ID, err)
 	}
-	res, err := d.exec(ctx, nil, `
-		INSERT INTO inbound (channel, account, peer, message_id, sent_at, logged_at, body) VALUES (?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT DO NOTHING`,
+	res, err := d.exec(ctx, nil, qLogInbound,
 		string(m.Channel), string(m.Account), m.Peer.String(), string(m.ID), millis(m.Time), millis(now()), string(body))
 	if err != nil {
 		return false, fmt.Errorf("log inbound %s: %w", m.ID, err)
@@ -81,10 +115,7 @@ func (d *DB) MarkEnriched(ctx context.Context, m msg.Message) error {
 // ClaimDedup implements store.Dedup.
 func (d *DB) ClaimDedup(ctx context.Context, key string, ttl time.Duration) (bool, error) {
 	t := now()
-	res, err := d.exec(ctx, nil, `
-		INSERT INTO dedup (key, expires_at) VALUES (?, ?)
-		ON CONFLICT (key) DO UPDATE SET expires_at = excluded.expires_at WHERE dedup.expires_at <= ?`,
-		key, millis(t.Add(ttl)), millis(t))
+	res, err := d.exec(ctx, nil, qClaim, key, millis(t.Add(ttl)), millis(t))
 	if err != nil {
 		return false, fmt.Errorf("claim %s: %w", key, err)
 	}

@@ -38,6 +38,7 @@ func Run(t *testing.T, open Open) {
 		{"InboundLog", testInboundLog},
 		{"InboundEnrich", testInboundEnrich},
 		{"DedupClaim", testDedupClaim},
+		{"Admit", testAdmit},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -328,6 +329,25 @@ func testInboundEnrich(t *testing.T, s store.Store) {
 	m.ID = "missing"
 	if err := s.MarkEnriched(ctx, m); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("enrich of an unknown message: want ErrNotFound, got %v", err)
+	}
+}
+
+func testAdmit(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	g := msg.Peer{Kind: msg.Group, ID: "1"}
+	m := inbound("m1", g, time.Now(), "hello")
+	if ok, err := s.Admit(ctx, m, "k1", time.Hour); !ok || err != nil {
+		t.Fatalf("first admit: %v %v", ok, err)
+	}
+	if ok, err := s.Admit(ctx, m, "k1", time.Hour); ok || err != nil {
+		t.Fatalf("second admit: %v %v", ok, err)
+	}
+	got, err := s.RecentInbound(ctx, m.Channel, m.Account, g, 10)
+	if err != nil || len(got) != 1 || got[0].Message.Text != "hello" {
+		t.Errorf("logged %+v %v", got, err)
+	}
+	if ok, _ := s.ClaimDedup(ctx, "k1", time.Hour); ok {
+		t.Error("Admit must hold the dedup claim")
 	}
 }
 
