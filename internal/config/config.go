@@ -46,7 +46,7 @@ func Default() Config {
 		// gateway token), so it owns the commands; other channels may run
 		// the harmless ones.
 		Commands: Commands{AllowFrom: []string{"*"}, OwnerAllowFrom: []string{"webchat:*"}},
-		Session:  Session{AutoCompact: true},
+		Session:  Session{AutoCompact: true, DMScope: "per-peer", GroupScope: "per-group"},
 		Channels: Channels{Webchat: Webchat{Enabled: true, Title: "pincer"}},
 	}
 }

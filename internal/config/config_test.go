@@ -346,3 +346,14 @@ func TestHeartbeatSection(t *testing.T) {
 		t.Errorf("problem paths (-want +got):\n%s\nerror: %v", diff, err)
 	}
 }
+
+func TestSessionScopes(t *testing.T) {
+	if _, err := Parse([]byte(`{ session: { dmScope: 'main', groupScope: 'main' } }`), noEnv); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Parse([]byte(`{ session: { dmScope: 'per-sender', groupScope: 'per-peer', idleResetMs: -1 } }`), noEnv)
+	want := []string{"session.dmScope", "session.groupScope", "session.idleResetMs"}
+	if diff := cmp.Diff(want, paths(err)); diff != "" {
+		t.Errorf("problem paths (-want +got):\n%s\nerror: %v", diff, err)
+	}
+}

@@ -69,6 +69,9 @@ type Options struct {
 	AutoCompact bool
 	// Identity is the agent's name, for the {identity} prefix variable.
 	Identity string
+	// DMScope and GroupScope choose session keys (see SessionKey); empty
+	// means one session per peer.
+	DMScope, GroupScope string
 	// ElevatedAllowFrom admits senders to /elevate, in the form of
 	// command.Policy entries.
 	ElevatedAllowFrom []string
@@ -179,10 +182,30 @@ func New(o Options) *Engine {
 // Commands lists the registered commands.
 func (e *Engine) Commands() *command.Registry { return e.registry }
 
-// SessionKey returns the session a message belongs to. Groups get one
-// session per group; direct chats one per peer, so two people never share a
-// transcript.
+// Session scopes.
+const (
+	// ScopePerPeer gives each direct chat, or each group, a session.
+	ScopePerPeer = "per-peer"
+	// ScopePerGroup is ScopePerPeer for groups.
+	ScopePerGroup = "per-group"
+	// ScopeMain puts all direct chats (or all groups) in the agent's main
+	// session.
+	ScopeMain = "main"
+)
+
+// SessionKey returns the session a message belongs to:
+// "agent:<agent>:<channel>:group:<id>" per group and
+// "agent:<agent>:<channel>:direct:<id>" per direct peer by default, so two
+// people never share a transcript; "agent:<agent>:main" where a scope is
+// main.
 func (e *Engine) SessionKey(m msg.Message) string {
+	scope := e.opts.DMScope
+	if m.Peer.Kind == msg.Group {
+		scope = e.opts.GroupScope
+	}
+	if scope == ScopeMain {
+		return "agent:" + e.opts.AgentID + ":main"
+	}
 	return fmt.Sprintf("agent:%s:%s:%s:%s", e.opts.AgentID, m.Channel, m.Peer.Kind, m.Peer.ID)
 }
 

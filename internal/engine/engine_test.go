@@ -412,3 +412,20 @@ func TestPanicInRunStillCompletesDispatch(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestSessionKeyScopes(t *testing.T) {
+	e, _ := newEngine(t, &echoProvider{})
+	dm := message("1", "u1", "x", t0)
+	group := dm
+	group.Peer = msg.Peer{Kind: msg.Group, ID: "g1"}
+	if got := e.SessionKey(dm); got != "agent:main:webchat:direct:u1" {
+		t.Errorf("dm %q", got)
+	}
+	if got := e.SessionKey(group); got != "agent:main:webchat:group:g1" {
+		t.Errorf("group %q", got)
+	}
+	e.opts.DMScope, e.opts.GroupScope = ScopeMain, ScopeMain
+	if e.SessionKey(dm) != "agent:main:main" || e.SessionKey(group) != "agent:main:main" {
+		t.Errorf("main scope: %q %q", e.SessionKey(dm), e.SessionKey(group))
+	}
+}
