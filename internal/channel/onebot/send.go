@@ -1,0 +1,127 @@
+package onebot
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/pincerbot/pincer/internal/msg"
+)
+
+// Caller runs OneBot actions; *Conn is one.
+type Caller interface {
+	Call(ctx context.Context, action string, params any, timeout time.Duration) (json.RawMessage, error)
+}
+
+var _ Caller = (*Conn)(nil)
+
+// SentIDs remembers the ids of the bot's recent messages, so a reply to
+// one of them can be recognised without a get_msg round trip.
+type SentIDs struct {
+	mu    sync.Mutex
+	max   int
+	order []msg.MessageID
+	set   map[msg.MessageID]bool
+}
+
+// NewSentIDs keeps the newest max ids (500 when max <= 0).
+func NewSentIDs(max int) *SentIDs {
+	if max <= 0 {
+		max = 500
+	}
+	return &SentIDs{max: max, set: map[msg.MessageID]bool{}}
+}
+
+// Add records id, forgetting the oldest beyond the limit.
+func (s *SentIDs) Add(id msg.MessageID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.set[id] {
+		return
+	}
+	s.set[id] = true
+	s.order = append(s.order, id)
+	if len(s.order) > s.max {
+		delete(s.set, s.order[0])
+		s.order = s.order[1:]
+	}
+}
+
+// Has reports whether id is one of the recent sent ids.
+func (s *SentIDs) Has(id msg.MessageID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.set[id]
+}
+
+// Outbox delivers outbound payloads over a OneBot connection.
+type Outbox struct {
+	Caller     Caller
+	ChunkLimit int
+	Sent       *SentIDs
+}
+
+// Send delivers out: its text split into chunks that never break a CQ code,
+// the reply segment on the first chunk only, mentions rewritten per opts.
+// It returns the id of the first message sent; whitespace-only text sends
+// nothing.
+func (s *Outbox) Send(ctx context.Context, out msg.Outbound, opts OutboundOptions) (msg.MessageID, error) {
+	if out.Peer.Kind == msg.Direct {
+		opts.Mentions = false // no rewriting in direct chats
+	}
+	if out.IsError {
+		opts.Mentions = false // notices never ping anyone
+	}
+	action, target, err := sendAction(out.Peer)
+	if err != nil {
+		return "", err
+	}
+	var first msg.MessageID
+	for i, chunk := range ChunkText(out.Text, s.ChunkLimit) {
+		segs := Segments(chunk, opts)
+		if i == 0 && out.ReplyTo != "" {
+			segs = append([]Segment{NewSegment("reply", "id", string(out.ReplyTo))}, segs...)
+		}
+		params := map[string]any{"message": segs}
+		for k, v := range target {
+			params[k] = v
+		}
+		data, err := s.Caller.Call(ctx, action, params, 0)
+		if err != nil {
+			return first, fmt.Errorf("onebot: send to %s (chunk %d): %w", out.Peer, i+1, err)
+		}
+		var res struct {
+			MessageID ID `json:"message_id"`
+		}
+		if err := json.Unmarshal(data, &res); err == nil && res.MessageID != 0 {
+			id := msg.MessageID(res.MessageID.String())
+			if s.Sent != nil {
+				s.Sent.Add(id)
+			}
+			if first == "" {
+				first = id
+			}
+		}
+	}
+	return first, nil
+}
+
+func sendAction(p msg.Peer) (string, map[string]any, error) {
+	n, err := strconv.ParseInt(p.ID, 10, 64)
+	if err != nil || n <= 0 {
+		return "", nil, fmt.Errorf("onebot: peer %s has no QQ number", p)
+	}
+	switch p.Kind {
+	case msg.Group:
+		if ID(n) == PlaceholderGroup {
+			return "", nil, fmt.Errorf("onebot: %d is a placeholder, not a group", n)
+		}
+		return "send_group_msg", map[string]any{"group_id": n}, nil
+	case msg.Direct:
+		return "send_private_msg", map[string]any{"user_id": n}, nil
+	}
+	return "", nil, fmt.Errorf("onebot: peer kind %q", p.Kind)
+}
