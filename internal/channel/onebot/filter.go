@@ -1,0 +1,74 @@
+package onebot
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/pincerbot/pincer/internal/msg"
+)
+
+// PeerFilter admits peers by allowFrom and denyFrom entries: "*",
+// "group:<id>" or "private:<qq>". Deny always wins; no allow entries admit
+// everyone.
+type PeerFilter struct {
+	allow, deny []string
+	allowAll    bool
+}
+
+// NewPeerFilter checks and compiles the entries.
+func NewPeerFilter(allow, deny []string) (PeerFilter, error) {
+	f := PeerFilter{allowAll: len(allow) == 0}
+	for _, list := range []struct {
+		name    string
+		entries []string
+		into    *[]string
+	}{{"allowFrom", allow, &f.allow}, {"denyFrom", deny, &f.deny}} {
+		for _, e := range list.entries {
+			key, err := filterKey(e)
+			if err != nil {
+				return PeerFilter{}, fmt.Errorf("%s: %w", list.name, err)
+			}
+			*list.into = append(*list.into, key)
+		}
+	}
+	return f, nil
+}
+
+func filterKey(e string) (string, error) {
+	e = strings.TrimSpace(e)
+	if e == "*" {
+		return e, nil
+	}
+	kind, id, ok := strings.Cut(e, ":")
+	n, err := strconv.ParseInt(id, 10, 64)
+	if !ok || err != nil || n <= 0 {
+		return "", fmt.Errorf("entry %q: want *, group:<id> or private:<qq>", e)
+	}
+	switch strings.ToLower(kind) {
+	case "group":
+		return "group:" + id, nil
+	case "private":
+		return "direct:" + id, nil
+	}
+	return "", fmt.Errorf("entry %q: want *, group:<id> or private:<qq>", e)
+}
+
+// Allowed reports whether messages of peer are accepted.
+func (f PeerFilter) Allowed(peer msg.Peer) bool {
+	key := peer.String()
+	for _, d := range f.deny {
+		if d == "*" || d == key {
+			return false
+		}
+	}
+	if f.allowAll {
+		return true
+	}
+	for _, a := range f.allow {
+		if a == "*" || a == key {
+			return true
+		}
+	}
+	return false
+}

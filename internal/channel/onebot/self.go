@@ -1,0 +1,68 @@
+package onebot
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// DialForward connects to an implementation's forward WebSocket at url
+// (use its "/" universal endpoint), sending the access token as a Bearer
+// token, which every implementation accepts.
+func DialForward(ctx context.Context, url, token string) (*websocket.Conn, error) {
+	var opts websocket.DialOptions
+	if token != "" {
+		opts.HTTPHeader = http.Header{"Authorization": {"Bearer " + token}}
+	}
+	c, res, err := websocket.Dial(ctx, url, &opts)
+	if err != nil {
+		if res != nil && (res.StatusCode == http.StatusUnauthorized || res.StatusCode == http.StatusForbidden) {
+			return nil, fmt.Errorf("onebot: dial %s: the access token was refused (HTTP %d)", url, res.StatusCode)
+		}
+		return nil, fmt.Errorf("onebot: dial %s: %w", url, err)
+	}
+	return c, nil
+}
+
+// SelfSource says where the bot's QQ number came from.
+type SelfSource string
+
+// Self sources, in the order they are tried.
+const (
+	SelfFromConfig SelfSource = "config"
+	SelfFromHeader SelfSource = "X-Self-ID"
+	SelfFromEvent  SelfSource = "first event"
+	SelfFromLogin  SelfSource = "get_login_info"
+)
+
+// ResolveSelf finds the bot's QQ number: from config, else the reverse
+// connection's X-Self-ID header, else the self_id of the first event, else
+// get_login_info. It returns 0 and an error when none knows it; mention
+// triggering cannot work then, which callers must log.
+func ResolveSelf(ctx context.Context, c Caller, configured ID, header string, first *Event) (ID, SelfSource, error) {
+	if configured > 0 {
+		return configured, SelfFromConfig, nil
+	}
+	if n, err := strconv.ParseInt(header, 10, 64); err == nil && n > 0 {
+		return ID(n), SelfFromHeader, nil
+	}
+	if first != nil && first.SelfID > 0 {
+		return first.SelfID, SelfFromEvent, nil
+	}
+	data, err := c.Call(ctx, "get_login_info", nil, 10*time.Second)
+	if err != nil {
+		return 0, "", fmt.Errorf("onebot: self id unknown: %w", err)
+	}
+	var info struct {
+		UserID ID `json:"user_id"`
+	}
+	if err := json.Unmarshal(data, &info); err != nil || info.UserID <= 0 {
+		return 0, "", fmt.Errorf("onebot: self id unknown: get_login_info answered %s", data)
+	}
+	return info.UserID, SelfFromLogin, nil
+}

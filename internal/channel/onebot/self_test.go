@@ -1,0 +1,59 @@
+package onebot
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/pincerbot/pincer/internal/channel/onebot/onebottest"
+)
+
+func TestDialForwardAndResolveSelf(t *testing.T) {
+	var login atomic.Int64
+	login.Store(3300000001)
+	p := onebottest.New(t, func(action string, _ json.RawMessage) (any, int, string) {
+		if action == "get_login_info" {
+			return map[string]any{"user_id": login.Load(), "nickname": "bot"}, 0, ""
+		}
+		return nil, 1404, ""
+	})
+	p.Token = "s3cret"
+	ctx := context.Background()
+	if _, err := DialForward(ctx, p.URL, "wrong"); err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("a wrong token must be reported as refused: %v", err)
+	}
+	ws, err := DialForward(ctx, p.URL, "s3cret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewConn(ws, 0, nil)
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = c.Run(runCtx, func([]byte) {}) }()
+	defer func() { cancel(); <-done }()
+
+	tests := []struct {
+		configured ID
+		header     string
+		first      *Event
+		want       ID
+		source     SelfSource
+	}{
+		{111, "222", &Event{SelfID: 333}, 111, SelfFromConfig},
+		{0, "222", &Event{SelfID: 333}, 222, SelfFromHeader},
+		{0, "", &Event{SelfID: 333}, 333, SelfFromEvent},
+		{0, "junk", nil, 3300000001, SelfFromLogin},
+	}
+	for _, tt := range tests {
+		id, src, err := ResolveSelf(ctx, c, tt.configured, tt.header, tt.first)
+		if err != nil || id != tt.want || src != tt.source {
+			t.Errorf("got %d from %s (%v), want %d from %s", id, src, err, tt.want, tt.source)
+		}
+	}
+	login.Store(0)
+	if _, _, err := ResolveSelf(ctx, c, 0, "", nil); err == nil {
+		t.Error("an unknown self id must be an error")
+	}
+}
