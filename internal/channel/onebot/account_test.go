@@ -113,4 +113,3 @@ func TestAccountReceivesAndReplies(t *testing.T) {
 		t.Errorf("%d messages dispatched; the bot's own and the denied group's must not be", n)
 	}
 }
-
