@@ -4,6 +4,7 @@
 package config
 
 import (
+	"errors"
 	"runtime"
 	"time"
 )
@@ -54,7 +55,7 @@ func Default() Config {
 // Validate checks every section and returns all problems joined, each a
 // *FieldError naming its key path.
 func (c *Config) Validate() error {
-	return joinProblems(
+	return errors.Join(
 		nest("gateway", c.Gateway.Validate()),
 		nest("log", c.Log.Validate()),
 		nest("store", c.Store.Validate()),

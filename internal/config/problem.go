@@ -49,8 +49,6 @@ func nest(base string, err error) error {
 	return errors.Join(out...)
 }
 
-func joinProblems(errs ...error) error { return errors.Join(errs...) }
-
 // Problems flattens a joined error into its individual problems.
 func Problems(err error) []error {
 	if err == nil {

@@ -22,39 +22,54 @@ func EscapeParam(s string) string { return paramEscaper.Replace(s) }
 // once, so "&amp;#91;" becomes "&#91;", not "[".
 func Unescape(s string) string { return cqUnescaper.Replace(s) }
 
+// segmentBuilder collects segments, merging adjacent text into one text
+// segment without re-encoding it on every addition.
+type segmentBuilder struct {
+	segs []Segment
+	text strings.Builder
+}
+
+func (b *segmentBuilder) addText(t string) { b.text.WriteString(t) }
+
+func (b *segmentBuilder) add(s Segment) {
+	b.flush()
+	b.segs = append(b.segs, s)
+}
+
+func (b *segmentBuilder) flush() {
+	if b.text.Len() > 0 {
+		b.segs = append(b.segs, TextSegment(b.text.String()))
+		b.text.Reset()
+	}
+}
+
+func (b *segmentBuilder) done() []Segment {
+	b.flush()
+	return b.segs
+}
+
 // ParseCQ parses a CQ-code string into segments. Text outside codes becomes
 // text segments; a "[CQ:" that never closes, or has no type, is text.
 func ParseCQ(s string) []Segment {
-	var segs []Segment
-	var text strings.Builder // pending text, flushed before each code
-	flush := func() {
-		if text.Len() > 0 {
-			segs = append(segs, TextSegment(text.String()))
-			text.Reset()
-		}
-	}
+	var b segmentBuilder
 	for {
 		i := strings.Index(s, "[CQ:")
-		if i < 0 {
-			text.WriteString(Unescape(s))
-			flush()
-			return segs
+		end := -1
+		if i >= 0 {
+			end = strings.IndexByte(s[i:], ']')
 		}
-		end := strings.IndexByte(s[i:], ']')
-		if end < 0 {
-			text.WriteString(Unescape(s))
-			flush()
-			return segs
+		if i < 0 || end < 0 {
+			b.addText(Unescape(s))
+			return b.done()
 		}
-		text.WriteString(Unescape(s[:i]))
+		b.addText(Unescape(s[:i]))
 		body := s[i+4 : i+end]
 		s = s[i+end+1:]
 		typ, params, _ := strings.Cut(body, ",")
 		if typ == "" {
-			text.WriteString(Unescape("[CQ:" + body + "]"))
+			b.addText(Unescape("[CQ:" + body + "]"))
 			continue
 		}
-		flush()
 		seg := Segment{Type: typ, Data: map[string]json.RawMessage{}}
 		if params != "" {
 			for _, p := range strings.Split(params, ",") {
@@ -64,7 +79,7 @@ func ParseCQ(s string) []Segment {
 				}
 			}
 		}
-		segs = append(segs, seg)
+		b.add(seg)
 	}
 }
 

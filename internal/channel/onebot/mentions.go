@@ -34,17 +34,7 @@ var cqAt = regexp.MustCompile(`^\[CQ:at,qq=(\d+)\]$`)
 // so CQ codes the model wrote are never interpreted, except at codes with a
 // number when opts.Mentions is set; "qq=all" is never converted.
 func Segments(text string, opts OutboundOptions) []Segment {
-	var out []Segment
-	appendText := func(t string) {
-		if t == "" {
-			return
-		}
-		if n := len(out); n > 0 && out[n-1].Type == "text" {
-			out[n-1] = TextSegment(out[n-1].Str("text") + t)
-			return
-		}
-		out = append(out, TextSegment(t))
-	}
+	var b segmentBuilder
 	names := mentionIndex(opts.Participants)
 	for text != "" {
 		i := strings.Index(text, "[CQ:")
@@ -53,19 +43,19 @@ func Segments(text string, opts OutboundOptions) []Segment {
 			end = strings.IndexByte(text[i:], ']')
 		}
 		if i < 0 || end < 0 {
-			rewrite(text, opts.Mentions, names, appendText, &out)
+			rewrite(&b, text, opts.Mentions, names)
 			break
 		}
-		rewrite(text[:i], opts.Mentions, names, appendText, &out)
+		rewrite(&b, text[:i], opts.Mentions, names)
 		code := text[i : i+end+1]
 		text = text[i+end+1:]
 		if m := cqAt.FindStringSubmatch(code); m != nil && opts.Mentions {
-			out = append(out, NewSegment("at", "qq", m[1]))
+			b.add(NewSegment("at", "qq", m[1]))
 			continue
 		}
-		appendText(code)
+		b.addText(code)
 	}
-	return out
+	return b.done()
 }
 
 // mentionIndex maps sanitized names and QQ numbers to QQ numbers, later
@@ -98,11 +88,11 @@ func mentionIndex(ps []Participant) mentionKeys {
 	return idx
 }
 
-// rewrite emits text, turning "@name" of known participants into at
+// rewrite adds text to b, turning "@name" of known participants into at
 // segments when enabled.
-func rewrite(text string, enabled bool, idx mentionKeys, appendText func(string), out *[]Segment) {
+func rewrite(b *segmentBuilder, text string, enabled bool, idx mentionKeys) {
 	if !enabled || len(idx.keys) == 0 {
-		appendText(text)
+		b.addText(text)
 		return
 	}
 	start := 0
@@ -116,12 +106,12 @@ func rewrite(text string, enabled bool, idx mentionKeys, appendText func(string)
 			i++
 			continue
 		}
-		appendText(text[start:i])
-		*out = append(*out, NewSegment("at", "qq", idx.qq[key].String()))
+		b.addText(text[start:i])
+		b.add(NewSegment("at", "qq", idx.qq[key].String()))
 		i += 1 + len(key)
 		start = i
 	}
-	appendText(text[start:])
+	b.addText(text[start:])
 }
 
 // matchAt returns the longest key that s starts with and that is not

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 )
 
 // Segment is one OneBot message segment. Data values are kept raw: the
@@ -94,15 +93,4 @@ func ParseMessage(raw json.RawMessage) ([]Segment, error) {
 		return segs, nil
 	}
 	return nil, ErrBadMessage
-}
-
-// PlainText joins the text segments.
-func PlainText(segs []Segment) string {
-	var b strings.Builder
-	for _, s := range segs {
-		if s.Type == "text" {
-			b.WriteString(s.Str("text"))
-		}
-	}
-	return b.String()
 }
