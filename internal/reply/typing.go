@@ -98,15 +98,25 @@ func (t *Typing) loop() {
 	t.set(true)
 	refresh := time.NewTicker(t.opts.Interval)
 	defer refresh.Stop()
+	deadline := time.Now().Add(t.opts.TTL)
 	ttl := time.NewTimer(t.opts.TTL)
 	defer ttl.Stop()
+	expire := func() {
+		t.opts.Logger.Warn("typing indicator hit its TTL and was force-stopped", "ttl", t.opts.TTL.String())
+		t.set(false)
+	}
 	for {
 		select {
 		case <-refresh.C:
+			// A refresh due at the same instant as the TTL loses to it:
+			// the indicator never turns back on at its deadline.
+			if !time.Now().Before(deadline) {
+				expire()
+				return
+			}
 			t.set(true)
 		case <-ttl.C:
-			t.opts.Logger.Warn("typing indicator hit its TTL and was force-stopped", "ttl", t.opts.TTL.String())
-			t.set(false)
+			expire()
 			return
 		case <-t.done:
 			t.set(false)
