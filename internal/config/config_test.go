@@ -71,11 +71,11 @@ func TestParseSyntaxErrorHasPosition(t *testing.T) {
 func TestUnknownKeysNameFullPath(t *testing.T) {
 	doc := `{
 	  gateway: { listne: 'x:1' },
-	  channels: { webchat: { titel: 'x' }, onebot: {} },
+	  channels: { webchat: { titel: 'x' }, onebot: { accounts: { qq2: { wsurl: 'ws://x' } } } },
 	  models: { providers: { openai: { baseURL: 'http://x' } } },
 	}`
 	_, err := Parse([]byte(doc), noEnv)
-	want := []string{"channels.onebot", "channels.webchat.titel", "gateway.listne", "models.providers.openai.baseURL"}
+	want := []string{"channels.onebot.accounts.qq2.wsurl", "channels.webchat.titel", "gateway.listne", "models.providers.openai.baseURL"}
 	if diff := cmp.Diff(want, paths(err)); diff != "" {
 		t.Errorf("problem paths (-want +got):\n%s\nerror: %v", diff, err)
 	}

@@ -30,6 +30,9 @@ func leafPaths(t reflect.Type, prefix string) []string {
 		case ft.Kind() == reflect.Struct:
 			out = append(out, leafPaths(ft, p)...)
 		case ft.Kind() == reflect.Map && ft.Elem().Kind() == reflect.Struct:
+			if embeds(t, ft.Elem()) {
+				continue // named accounts take the same keys as the parent
+			}
 			out = append(out, leafPaths(ft.Elem(), p+".*")...)
 		default:
 			out = append(out, p)
@@ -59,4 +62,14 @@ func hasPath(tree map[string]any, parts []string) bool {
 	}
 	sub, ok := v.(map[string]any)
 	return ok && hasPath(sub, parts[1:])
+}
+
+// embeds reports whether struct t embeds e.
+func embeds(t, e reflect.Type) bool {
+	for f := range t.Fields() {
+		if f.Anonymous && f.Type == e {
+			return true
+		}
+	}
+	return false
 }

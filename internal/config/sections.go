@@ -190,11 +190,12 @@ func (p Provider) Validate() error {
 // Channels configures the chat channels.
 type Channels struct {
 	Webchat Webchat `json:"webchat"`
+	OneBot  OneBot  `json:"onebot"`
 }
 
 // Validate checks every channel.
 func (c Channels) Validate() error {
-	return nest("webchat", c.Webchat.Validate())
+	return errors.Join(nest("webchat", c.Webchat.Validate()), nest("onebot", c.OneBot.Validate()))
 }
 
 // Webchat configures the built-in web chat served on gateway.listen.

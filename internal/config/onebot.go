@@ -1,0 +1,279 @@
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// OneBot configures the QQ channel over OneBot v11. Its top-level keys are
+// the default account; accounts.<id> adds more. A named account starts
+// from the default account's settings, except its connection (wsUrl,
+// httpUrl, accessToken, selfId, reverseWs, httpPost), which it sets itself.
+type OneBot struct {
+	OneBotAccount
+	Accounts map[string]OneBotAccount `json:"accounts"`
+}
+
+// OneBotAccount is one QQ account behind a OneBot v11 implementation.
+type OneBotAccount struct {
+	// Enabled, when false, keeps the account down whatever else it sets.
+	Enabled bool   `json:"enabled"`
+	Name    string `json:"name"`
+	// WSURL is the implementation's forward WebSocket ("/" endpoint).
+	WSURL string `json:"wsUrl"`
+	// HTTPURL is the implementation's HTTP API, used for actions while no
+	// WebSocket is connected.
+	HTTPURL     string `json:"httpUrl"`
+	AccessToken Secret `json:"accessToken"`
+	// SelfID is the bot's QQ number; found at connect time when empty.
+	SelfID    string   `json:"selfId"`
+	AllowFrom []string `json:"allowFrom"`
+	DenyFrom  []string `json:"denyFrom"`
+	// GroupAutoReact reacts to triggering group messages with
+	// GroupAutoReactEmojiID (a QQ face id, or a Unicode code point in
+	// decimal).
+	GroupAutoReact        bool `json:"groupAutoReact"`
+	GroupAutoReactEmojiID int  `json:"groupAutoReactEmojiId"`
+	// ReplyToTrigger quotes the triggering message in group replies.
+	ReplyToTrigger   bool `json:"replyToTrigger"`
+	TextChunkLimit   int  `json:"textChunkLimit"`
+	RequestTimeoutMs int  `json:"requestTimeoutMs"`
+	// Debug logs every outbound payload.
+	Debug     bool            `json:"debug"`
+	Reconnect OneBotReconnect `json:"reconnect"`
+	Tools     OneBotTools     `json:"tools"`
+	ReverseWS OneBotReverseWS `json:"reverseWs"`
+	HTTPPost  OneBotHTTPPost  `json:"httpPost"`
+}
+
+// OneBotReconnect is the forward WebSocket's reconnect policy.
+type OneBotReconnect struct {
+	Enabled bool `json:"enabled"`
+	// Retries bounds consecutive failed attempts: -1 retries forever, 0
+	// never retries.
+	Retries    int `json:"retries"`
+	MinDelayMs int `json:"minDelayMs"`
+	MaxDelayMs int `json:"maxDelayMs"`
+}
+
+// OneBotTools switches the account's agent tools.
+type OneBotTools struct {
+	Enabled bool `json:"enabled"`
+}
+
+// OneBotReverseWS accepts the implementation's reverse WebSocket on the
+// gateway's listener at Path.
+type OneBotReverseWS struct {
+	Enabled bool   `json:"enabled"`
+	Path    string `json:"path"`
+}
+
+// OneBotHTTPPost receives events the implementation POSTs to Path on the
+// gateway's listener, checking X-Signature with Secret (the access token
+// when empty).
+type OneBotHTTPPost struct {
+	Enabled bool   `json:"enabled"`
+	Path    string `json:"path"`
+	Secret  Secret `json:"secret"`
+}
+
+// Default paths of the reverse endpoints; a named account appends "/<id>".
+const (
+	DefaultReverseWSPath = "/onebot/v11/ws"
+	DefaultHTTPPostPath  = "/onebot/v11/post"
+)
+
+// DefaultOneBot is the QQ channel with one unconfigured default account.
+func DefaultOneBot() OneBot {
+	return OneBot{OneBotAccount: OneBotAccount{
+		Enabled:               true,
+		GroupAutoReactEmojiID: 1,
+		ReplyToTrigger:        true,
+		TextChunkLimit:        4500,
+		RequestTimeoutMs:      30000,
+		Reconnect:             OneBotReconnect{Enabled: true, Retries: -1, MinDelayMs: 1000, MaxDelayMs: 30000},
+		Tools:                 OneBotTools{Enabled: true},
+		ReverseWS:             OneBotReverseWS{Path: DefaultReverseWSPath},
+		HTTPPost:              OneBotHTTPPost{Path: DefaultHTTPPostPath},
+	}}
+}
+
+// UnmarshalJSON decodes the default account, then each named account
+// over the default account's settings.
+func (o *OneBot) UnmarshalJSON(b []byte) error {
+	var top struct {
+		Accounts map[string]json.RawMessage `json:"accounts"`
+	}
+	if err := json.Unmarshal(b, &top); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, &o.OneBotAccount); err != nil {
+		return err
+	}
+	if o.Accounts == nil {
+		o.Accounts = map[string]OneBotAccount{}
+	}
+	for id, raw := range top.Accounts {
+		a := o.inherited(id)
+		if err := json.Unmarshal(raw, &a); err != nil {
+			return fmt.Errorf("accounts.%s: %w", id, err)
+		}
+		o.Accounts[id] = a
+	}
+	return nil
+}
+
+// inherited is what a named account starts from: the default account's
+// settings without its connection.
+func (o *OneBot) inherited(id string) OneBotAccount {
+	a := o.OneBotAccount
+	a.Name = ""
+	a.WSURL, a.HTTPURL, a.AccessToken, a.SelfID = "", "", "", ""
+	a.AllowFrom = slices.Clone(a.AllowFrom)
+	a.DenyFrom = slices.Clone(a.DenyFrom)
+	a.ReverseWS = OneBotReverseWS{Path: DefaultReverseWSPath + "/" + id}
+	a.HTTPPost = OneBotHTTPPost{Path: DefaultHTTPPostPath + "/" + id}
+	return a
+}
+
+// All returns every account by id, the top-level one as "default".
+func (o OneBot) All() map[string]OneBotAccount {
+	out := maps.Clone(o.Accounts)
+	if out == nil {
+		out = map[string]OneBotAccount{}
+	}
+	out["default"] = o.OneBotAccount
+	return out
+}
+
+// Active reports whether the account should run: it is enabled and has
+// a way to receive events or to send.
+func (a OneBotAccount) Active() bool {
+	return a.Enabled && (a.WSURL != "" || a.HTTPURL != "" || a.ReverseWS.Enabled || a.HTTPPost.Enabled)
+}
+
+// SelfQQ is the configured QQ number, 0 when unset.
+func (a OneBotAccount) SelfQQ() int64 {
+	n, _ := strconv.ParseInt(a.SelfID, 10, 64)
+	return n
+}
+
+// PostSecret is the HMAC key for HTTP POST events: the secret, else the
+// access token (NapCat, LLOneBot and SnowLuma sign with the token).
+func (a OneBotAccount) PostSecret() string {
+	if a.HTTPPost.Secret != "" {
+		return a.HTTPPost.Secret.Value()
+	}
+	return a.AccessToken.Value()
+}
+
+// Validate checks the default account and every named one, and that no
+// two accounts share an endpoint path.
+func (o OneBot) Validate() error {
+	errs := []error{o.OneBotAccount.Validate()}
+	if _, clash := o.Accounts["default"]; clash {
+		errs = append(errs, problem("accounts.default", "the top-level keys are the default account; name this one differently"))
+	}
+	paths := map[string]string{}
+	claim := func(path, key string) {
+		if prev, dup := paths[path]; dup {
+			errs = append(errs, problem(key, "path %q is already used by %s", path, prev))
+			return
+		}
+		paths[path] = key
+	}
+	all := o.All()
+	for _, id := range slices.Sorted(maps.Keys(all)) {
+		a := all[id]
+		prefix := ""
+		if id != "default" {
+			prefix = "accounts." + id + "."
+			errs = append(errs, nest("accounts."+id, a.Validate()))
+			if !a.Active() && a.Enabled {
+				errs = append(errs, problem("accounts."+id, "needs wsUrl, httpUrl, reverseWs or httpPost"))
+			}
+		}
+		if !a.Enabled {
+			continue
+		}
+		if a.ReverseWS.Enabled {
+			claim(a.ReverseWS.Path, prefix+"reverseWs.path")
+		}
+		if a.HTTPPost.Enabled {
+			claim(a.HTTPPost.Path, prefix+"httpPost.path")
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Validate checks one account.
+func (a OneBotAccount) Validate() error {
+	var errs []error
+	if a.WSURL != "" {
+		if u, err := url.Parse(a.WSURL); err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
+			errs = append(errs, problem("wsUrl", "want a ws:// or wss:// URL, got %q", a.WSURL))
+		}
+	}
+	if a.HTTPURL != "" {
+		if u, err := url.Parse(a.HTTPURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, problem("httpUrl", "want an http:// or https:// URL, got %q", a.HTTPURL))
+		}
+	}
+	if a.SelfID != "" {
+		if n, err := strconv.ParseInt(a.SelfID, 10, 64); err != nil || n <= 0 {
+			errs = append(errs, problem("selfId", "want a QQ number, got %q", a.SelfID))
+		}
+	}
+	for _, list := range []struct {
+		key     string
+		entries []string
+	}{{"allowFrom", a.AllowFrom}, {"denyFrom", a.DenyFrom}} {
+		for i, e := range list.entries {
+			if !validPeerPattern(e) {
+				errs = append(errs, problem(fmt.Sprintf("%s[%d]", list.key, i), "want *, group:<id> or private:<qq>, got %q", e))
+			}
+		}
+	}
+	if a.GroupAutoReactEmojiID <= 0 {
+		errs = append(errs, problem("groupAutoReactEmojiId", "want a QQ face id or a Unicode code point, got %d", a.GroupAutoReactEmojiID))
+	}
+	if a.TextChunkLimit < 1 {
+		errs = append(errs, problem("textChunkLimit", "must be at least 1"))
+	}
+	if a.RequestTimeoutMs < 1 {
+		errs = append(errs, problem("requestTimeoutMs", "must be at least 1"))
+	}
+	r := a.Reconnect
+	if r.Retries < -1 {
+		errs = append(errs, problem("reconnect.retries", "want -1 (forever), 0 (never) or a count, got %d", r.Retries))
+	}
+	if r.MinDelayMs < 1 {
+		errs = append(errs, problem("reconnect.minDelayMs", "must be at least 1"))
+	}
+	if r.MaxDelayMs < r.MinDelayMs {
+		errs = append(errs, problem("reconnect.maxDelayMs", "must not be below minDelayMs (%d)", r.MinDelayMs))
+	}
+	for _, p := range []struct{ key, path string }{{"reverseWs.path", a.ReverseWS.Path}, {"httpPost.path", a.HTTPPost.Path}} {
+		if !strings.HasPrefix(p.path, "/") || strings.ContainsAny(p.path, " ?#") {
+			errs = append(errs, problem(p.key, "want a path such as %q, got %q", DefaultReverseWSPath, p.path))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func validPeerPattern(e string) bool {
+	e = strings.TrimSpace(e)
+	if e == "*" {
+		return true
+	}
+	kind, id, ok := strings.Cut(e, ":")
+	n, err := strconv.ParseInt(id, 10, 64)
+	kind = strings.ToLower(kind)
+	return ok && err == nil && n > 0 && (kind == "group" || kind == "private")
+}

@@ -1,0 +1,123 @@
+package config
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestOneBotDefaultsMatchTheReference(t *testing.T) {
+	a := Default().Channels.OneBot.OneBotAccount
+	want := OneBotAccount{
+		Enabled: true, GroupAutoReactEmojiID: 1, ReplyToTrigger: true, TextChunkLimit: 4500, RequestTimeoutMs: 30000,
+		Reconnect: OneBotReconnect{Enabled: true, Retries: -1, MinDelayMs: 1000, MaxDelayMs: 30000},
+		Tools:     OneBotTools{Enabled: true},
+		ReverseWS: OneBotReverseWS{Path: "/onebot/v11/ws"},
+		HTTPPost:  OneBotHTTPPost{Path: "/onebot/v11/post"},
+	}
+	if diff := cmp.Diff(want, a); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if a.Active() {
+		t.Error("an account without a transport must not run")
+	}
+}
+
+func TestOneBotNamedAccountsInheritAllButTheConnection(t *testing.T) {
+	doc := `{ channels: { onebot: {
+	  wsUrl: 'ws://127.0.0.1:3001', accessToken: 'tok', selfId: '3300000001',
+	  allowFrom: ['group:1'], textChunkLimit: 2000, groupAutoReact: true,
+	  reverseWs: { enabled: true },
+	  accounts: {
+	    second: { wsUrl: 'ws://127.0.0.1:3002', allowFrom: ['group:2'], reconnect: { retries: 3 } },
+	    third: { reverseWs: { enabled: true }, httpPost: { enabled: true, secret: 's' } },
+	  },
+	} } }`
+	cfg, err := Parse([]byte(doc), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := cfg.Channels.OneBot.All()
+	if len(all) != 3 {
+		t.Fatalf("want 3 accounts, got %d", len(all))
+	}
+	second := all["second"]
+	if second.WSURL != "ws://127.0.0.1:3002" || second.AccessToken != "" || second.SelfID != "" {
+		t.Errorf("the connection must not be inherited: %+v", second)
+	}
+	if second.TextChunkLimit != 2000 || !second.GroupAutoReact || second.Reconnect.Retries != 3 || second.Reconnect.MaxDelayMs != 30000 {
+		t.Errorf("settings must be inherited and overridable: %+v", second)
+	}
+	if diff := cmp.Diff([]string{"group:2"}, second.AllowFrom); diff != "" {
+		t.Errorf("allowFrom: %s", diff)
+	}
+	if diff := cmp.Diff([]string{"group:1"}, all["default"].AllowFrom); diff != "" {
+		t.Errorf("the default account's allowFrom changed: %s", diff)
+	}
+	third := all["third"]
+	if third.ReverseWS.Path != "/onebot/v11/ws/third" || third.HTTPPost.Path != "/onebot/v11/post/third" || third.PostSecret() != "s" {
+		t.Errorf("named paths: %+v", third)
+	}
+	if all["default"].PostSecret() != "tok" {
+		t.Error("the POST secret defaults to the access token")
+	}
+	if all["default"].SelfQQ() != 3300000001 {
+		t.Errorf("selfId: %d", all["default"].SelfQQ())
+	}
+}
+
+func TestOneBotValidation(t *testing.T) {
+	doc := `{ channels: { onebot: {
+	  wsUrl: 'http://x', httpUrl: 'ws://x', selfId: 'abc', allowFrom: ['group:x', '*'], denyFrom: ['qq:1'],
+	  textChunkLimit: 0, requestTimeoutMs: 0, groupAutoReactEmojiId: 0,
+	  reconnect: { retries: -2, minDelayMs: 10, maxDelayMs: 5 },
+	  reverseWs: { enabled: true, path: 'ws' },
+	} } }`
+	_, err := Parse([]byte(doc), noEnv)
+	want := []string{
+		"channels.onebot.allowFrom[0]",
+		"channels.onebot.denyFrom[0]",
+		"channels.onebot.groupAutoReactEmojiId",
+		"channels.onebot.httpUrl",
+		"channels.onebot.reconnect.maxDelayMs",
+		"channels.onebot.reconnect.retries",
+		"channels.onebot.requestTimeoutMs",
+		"channels.onebot.reverseWs.path",
+		"channels.onebot.selfId",
+		"channels.onebot.textChunkLimit",
+		"channels.onebot.wsUrl",
+	}
+	if diff := cmp.Diff(want, paths(err)); diff != "" {
+		t.Errorf("problem paths (-want +got):\n%s\nerror: %v", diff, err)
+	}
+}
+
+func TestOneBotAccountValidation(t *testing.T) {
+	doc := `{ channels: { onebot: {
+	  reverseWs: { enabled: true },
+	  accounts: {
+	    default: { wsUrl: 'ws://x' },
+	    empty: {},
+	    off: { enabled: false },
+	    bad: { wsUrl: 'ws://x', selfId: '-5' },
+	    clash: { reverseWs: { enabled: true, path: '/same' } },
+	    clash2: { reverseWs: { enabled: true, path: '/same' } },
+	    root: { httpPost: { enabled: true, path: '/onebot/v11/ws' } },
+	  },
+	} } }`
+	_, err := Parse([]byte(doc), noEnv)
+	want := []string{
+		"channels.onebot.accounts.bad.selfId",
+		"channels.onebot.accounts.clash2.reverseWs.path",
+		"channels.onebot.accounts.default",
+		"channels.onebot.accounts.empty",
+		"channels.onebot.accounts.root.httpPost.path",
+	}
+	if diff := cmp.Diff(want, paths(err)); diff != "" {
+		t.Errorf("problem paths (-want +got):\n%s\nerror: %v", diff, err)
+	}
+	if !strings.Contains(err.Error(), "already used by accounts.clash.reverseWs.path") {
+		t.Errorf("a path clash names both accounts: %v", err)
+	}
+}
