@@ -74,3 +74,25 @@ func (SenderReplier) Partial(string) {}
 func (s SenderReplier) Deliver(ctx context.Context, out msg.Outbound) (msg.MessageID, error) {
 	return s.Adapter.Send(ctx, out)
 }
+
+// Acker is an adapter that can acknowledge a message it is about to
+// answer, with a reaction, when its account is configured to. It is
+// best-effort and never fails the turn.
+type Acker interface {
+	Ack(ctx context.Context, peer msg.Peer, id msg.MessageID)
+}
+
+// HistoryQuery asks for recent messages of a chat.
+type HistoryQuery struct {
+	// Count is how many messages, newest last.
+	Count int
+	// Before, when set, pages back from this message (included by some
+	// platforms; callers drop it by id).
+	Before msg.MessageID
+}
+
+// HistoryFetcher is an adapter that can read a chat's recent messages
+// from the platform, for /summary and the agent's history tools.
+type HistoryFetcher interface {
+	History(ctx context.Context, peer msg.Peer, q HistoryQuery) ([]msg.Message, error)
+}

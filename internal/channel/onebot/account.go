@@ -2,45 +2,102 @@ package onebot
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net/http"
+	"strconv"
 	"sync"
 	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/pincerbot/pincer/internal/channel"
 	"github.com/pincerbot/pincer/internal/msg"
 )
 
-// AccountOptions configure one QQ account over a forward WebSocket.
+// AccountOptions configure one QQ account.
 type AccountOptions struct {
 	// ID is the account id ("default" for the top-level account).
-	ID     msg.AccountID
-	WSURL  string
-	Token  string
-	SelfID ID
-	Filter PeerFilter
+	ID msg.AccountID
+	// WSURL is the implementation's forward WebSocket; empty for none.
+	WSURL string
+	// HTTPURL is the implementation's HTTP API, used for actions while no
+	// WebSocket is connected; empty for none.
+	HTTPURL string
+	Token   string
+	SelfID  ID
+	Filter  PeerFilter
+	// Reverse accepts reverse WebSocket connections (ServeReverse).
+	Reverse bool
+	// Post accepts events POSTed to ServePost, signed with PostSecret
+	// when it is set.
+	Post       bool
+	PostSecret string
 	// ReplyToTrigger quotes the triggering message in group replies.
 	ReplyToTrigger bool
-	ChunkLimit     int
+	// AutoReact makes Ack react to group messages with ReactEmoji.
+	AutoReact  bool
+	ReactEmoji string
+	ChunkLimit int
+	// ChunkGap paces the chunks of one long reply.
+	ChunkGap       time.Duration
 	RequestTimeout time.Duration
 	Reconnect      Reconnect
-	Logger         *slog.Logger
+	// Backoff pauses sends after risk control; DefaultSendBackoff when nil.
+	Backoff *SendBackoff
+	// HTTPClient dials the forward WebSocket and the HTTP API.
+	HTTPClient *http.Client
+	// Debug logs every outbound payload.
+	Debug  bool
+	Logger *slog.Logger
 }
 
-// Account is one QQ account: it keeps its connection up, turns message
-// events into messages for the sink, and delivers replies.
+// Account is one QQ account: it keeps its transports up, turns message
+// events into messages for the sink, and delivers replies over whichever
+// connection is live.
 type Account struct {
-	opts AccountOptions
-	log  *slog.Logger
-	sent *SentIDs
+	opts  AccountOptions
+	log   *slog.Logger
+	sent  *SentIDs
+	seen  *seen
+	http  *HTTPCaller
+	react reactor
 
-	mu    sync.Mutex
-	conn  *Conn
-	self  ID
-	state State
+	mu      sync.Mutex
+	live    []*Conn // connected WebSockets, newest last
+	reverse *Conn   // the one reverse connection
+	self    ID
+	state   State
+	intake  *intake
 }
 
-// NewAccount returns an account; Run connects it.
+// intake hands reverse connections and POSTed events from HTTP handlers
+// to Run, which owns every goroutine of the account.
+type intake struct {
+	conns   chan reverseConn
+	posts   chan post
+	stopped chan struct{}
+}
+
+type reverseConn struct {
+	ws     *websocket.Conn
+	header string
+}
+
+type post struct {
+	body   []byte
+	header string
+}
+
+// Event dedup keeps keys for ten minutes, at most this many.
+const (
+	seenTTL = 10 * time.Minute
+	seenMax = 50000
+)
+
+// NewAccount returns an account; Run brings it up.
 func NewAccount(o AccountOptions) *Account {
 	if o.ID == "" {
 		o.ID = msg.DefaultAccount
@@ -48,19 +105,53 @@ func NewAccount(o AccountOptions) *Account {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Account{opts: o, log: o.Logger.With("channel", string(ChannelID), "account", string(o.ID)), sent: NewSentIDs(0)}
+	if o.Backoff == nil {
+		o.Backoff = DefaultSendBackoff()
+	}
+	if o.ReactEmoji == "" {
+		o.ReactEmoji = "1"
+	}
+	a := &Account{
+		opts: o, log: o.Logger.With("channel", string(ChannelID), "account", string(o.ID)),
+		sent: NewSentIDs(0), seen: newSeen(seenTTL, seenMax), self: o.SelfID,
+		state: StateIdle,
+	}
+	if o.HTTPURL != "" {
+		a.http = &HTTPCaller{BaseURL: o.HTTPURL, Token: o.Token, Timeout: o.RequestTimeout, Client: o.HTTPClient}
+	}
+	return a
 }
 
-var _ channel.Adapter = (*Account)(nil)
+var (
+	_ channel.Adapter = (*Account)(nil)
+	_ Caller          = (*Account)(nil)
+)
 
 // Name implements channel.Adapter.
 func (a *Account) Name() msg.ChannelID { return ChannelID }
+
+// ID is the account id.
+func (a *Account) ID() msg.AccountID { return a.opts.ID }
 
 // State is the account's connection state.
 func (a *Account) State() State {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.state
+}
+
+func (a *Account) setState(s State, err error) {
+	a.mu.Lock()
+	a.state = s
+	a.mu.Unlock()
+	switch {
+	case s == StateFailed:
+		a.log.Error("connection given up", "state", string(s), "err", err)
+	case err != nil:
+		a.log.Warn("connection", "state", string(s), "err", err)
+	default:
+		a.log.Info("connection", "state", string(s))
+	}
 }
 
 // Self is the bot's QQ number, 0 while unknown.
@@ -73,80 +164,192 @@ func (a *Account) Self() ID {
 // SentByBot reports whether id is one of the bot's recent messages.
 func (a *Account) SentByBot(id msg.MessageID) bool { return a.sent.Has(id) }
 
-// ErrNotConnected is returned by sends while the account is down.
+// ErrNotConnected is returned by actions while the account has no live
+// connection and no HTTP API.
 var ErrNotConnected = errors.New("onebot: account not connected")
 
-// Run keeps the account connected until ctx ends, handing messages to
-// sink. Each message is dispatched on its own goroutine, so a slow turn
-// never stalls the connection; Run waits for them before returning.
+// Call runs an action over the newest live WebSocket, else the HTTP API.
+func (a *Account) Call(ctx context.Context, action string, params any, timeout time.Duration) (json.RawMessage, error) {
+	c, err := a.caller()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", action, err)
+	}
+	return c.Call(ctx, action, params, timeout)
+}
+
+func (a *Account) caller() (Caller, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if n := len(a.live); n > 0 {
+		return a.live[n-1], nil
+	}
+	if a.http != nil {
+		return a.http, nil
+	}
+	return nil, ErrNotConnected
+}
+
+// Run keeps the account's transports up until ctx ends, handing messages
+// to sink. Each message is dispatched on its own goroutine, so a slow turn
+// never stalls a connection; Run waits for them before returning. A
+// forward connection whose retries run out leaves the account in
+// StateFailed (logged as an error); Run goes on serving the other
+// transports until ctx ends.
 func (a *Account) Run(ctx context.Context, sink channel.Sink) error {
-	var turns sync.WaitGroup
-	defer turns.Wait()
-	return a.opts.Reconnect.Run(ctx, func(ctx context.Context, up func()) error {
-		ws, err := DialForward(ctx, a.opts.WSURL, a.opts.Token)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+
+	in := &intake{conns: make(chan reverseConn), posts: make(chan post, 256), stopped: make(chan struct{})}
+	a.mu.Lock()
+	if a.intake != nil {
+		a.mu.Unlock()
+		return errors.New("onebot: account is already running")
+	}
+	a.intake = in
+	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		a.intake = nil
+		a.mu.Unlock()
+		close(in.stopped)
+	}()
+
+	switch {
+	case a.opts.WSURL != "":
+		wg.Go(func() { a.runForward(ctx, sink, &wg) })
+	case a.opts.Reverse:
+		a.setState(StateListening, nil)
+	}
+	if a.opts.SelfID == 0 && a.opts.WSURL == "" && !a.opts.Reverse && a.http != nil {
+		wg.Go(func() { a.resolveSelf(ctx, a.http, "", nil) })
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case rc := <-in.conns:
+			wg.Go(func() { a.serveReverse(ctx, rc, sink, &wg) })
+		case p := <-in.posts:
+			a.onFrame(ctx, nil, p.header, p.body, sink, &wg)
+		}
+	}
+}
+
+func (a *Account) runForward(ctx context.Context, sink channel.Sink, wg *sync.WaitGroup) {
+	_ = a.opts.Reconnect.Run(ctx, func(ctx context.Context, up func()) error {
+		ws, err := DialForward(ctx, a.opts.WSURL, a.opts.Token, a.opts.HTTPClient)
 		if err != nil {
 			return err
 		}
 		c := NewConn(ws, a.opts.RequestTimeout, a.log)
-		a.setConn(c)
-		defer a.setConn(nil)
 		up()
-		resolving := sync.Once{}
-		return c.Run(ctx, func(frame []byte) {
-			ev, err := DecodeEvent(frame)
-			if err != nil {
-				a.log.Warn("undecodable event", "err", err)
-				return
-			}
-			resolving.Do(func() {
-				go a.resolveSelf(ctx, c, &ev)
-			})
-			a.handle(ctx, ev, sink, &turns)
-		})
-	}, func(s State, err error) {
+		return a.serveConn(ctx, c, "", sink, wg)
+	}, a.setState)
+}
+
+// serveConn reads a live connection until it ends, making it the one
+// actions go over meanwhile.
+func (a *Account) serveConn(ctx context.Context, c *Conn, header string, sink channel.Sink, wg *sync.WaitGroup) error {
+	a.mu.Lock()
+	a.live = append(a.live, c)
+	a.mu.Unlock()
+	defer func() {
 		a.mu.Lock()
-		a.state = s
-		a.mu.Unlock()
-		if err != nil {
-			a.log.Warn("connection", "state", string(s), "err", err)
-		} else {
-			a.log.Info("connection", "state", string(s))
+		for i, x := range a.live {
+			if x == c {
+				a.live = append(a.live[:i], a.live[i+1:]...)
+				break
+			}
 		}
+		a.mu.Unlock()
+	}()
+	// Every new connection confirms the QQ number and learns which
+	// implementation it talks to; the first frame usually carries self_id.
+	first := make(chan *Event, 1)
+	wg.Go(func() {
+		var ev *Event
+		select {
+		case ev = <-first:
+		case <-time.After(2 * time.Second):
+		case <-ctx.Done():
+			return
+		}
+		a.resolveSelf(ctx, c, header, ev)
+		a.react.learn(ctx, c, a.log)
+	})
+	once := sync.Once{}
+	return c.Run(ctx, func(frame []byte) {
+		a.onFrame(ctx, c, header, frame, sink, wg)
+		once.Do(func() {
+			if ev, err := DecodeEvent(frame); err == nil {
+				first <- &ev
+			}
+		})
 	})
 }
 
-func (a *Account) setConn(c *Conn) {
-	a.mu.Lock()
-	a.conn = c
-	a.mu.Unlock()
-}
-
-func (a *Account) resolveSelf(ctx context.Context, c *Conn, first *Event) {
-	self, src, err := ResolveSelf(ctx, c, a.opts.SelfID, "", first)
+func (a *Account) resolveSelf(ctx context.Context, c Caller, header string, first *Event) {
+	self, src, err := ResolveSelf(ctx, c, a.opts.SelfID, header, first)
 	if err != nil {
-		a.log.Error("the bot's QQ number is unknown: group mentions cannot trigger replies; set selfId", "err", err)
+		if ctx.Err() == nil {
+			a.log.Error("the bot's QQ number is unknown: group mentions cannot trigger replies; set selfId", "err", err)
+		}
 		return
 	}
 	a.mu.Lock()
+	prev := a.self
 	a.self = self
 	a.mu.Unlock()
-	a.log.Info("bot QQ number", "self_id", self.String(), "source", string(src))
+	switch {
+	case prev != 0 && prev != self:
+		a.log.Warn("the implementation is logged in as another QQ number", "self_id", self.String(), "was", prev.String(), "source", string(src))
+	case prev != self || src != SelfFromConfig:
+		a.log.Info("bot QQ number", "self_id", self.String(), "source", string(src))
+	}
 }
 
-func (a *Account) handle(ctx context.Context, ev Event, sink channel.Sink, turns *sync.WaitGroup) {
-	m, err := ev.ToMessage(a.opts.ID, a.Self())
+// onFrame handles one event frame from any transport. c is the
+// connection it came on (nil for HTTP POST).
+func (a *Account) onFrame(ctx context.Context, c *Conn, header string, frame []byte, sink channel.Sink, wg *sync.WaitGroup) {
+	ev, err := DecodeEvent(frame)
+	if err != nil {
+		a.log.Warn("undecodable event", "err", err)
+		return
+	}
+	if ev.PostType == "meta_event" {
+		if ev.MetaEventType == "heartbeat" && c != nil && ev.Interval > 0 {
+			c.ExpectHeartbeat(time.Duration(ev.Interval) * time.Millisecond)
+		}
+		return
+	}
+	self := a.Self()
+	if self == 0 {
+		if n, err := strconv.ParseInt(header, 10, 64); err == nil && n > 0 {
+			self = ID(n)
+		}
+	}
+	m, err := ev.ToMessage(a.opts.ID, self)
 	if err != nil {
 		if !errors.Is(err, ErrNotMessage) && !errors.Is(err, ErrSelf) {
 			a.log.Debug("event dropped", "reason", err)
 		}
 		return
 	}
+	// Two transports, two reverse connections or a POST retry deliver the
+	// same message more than once; it is handled once.
+	key := ev.SelfID.String() + "/" + m.Peer.String() + "/" + string(m.ID)
+	if !a.seen.claim(key) {
+		a.log.Debug("duplicate event dropped", "msg_id", string(m.ID), "peer", m.Peer.String())
+		return
+	}
 	if !a.opts.Filter.Allowed(m.Peer) {
 		a.log.Debug("peer not allowed", "peer", m.Peer.String())
 		return
 	}
-	turns.Go(func() {
-		if err := sink.Dispatch(ctx, m, &replier{a: a, trigger: m}); err != nil && !errors.Is(err, channel.ErrDuplicate) {
+	wg.Go(func() {
+		if err := sink.Dispatch(ctx, m, &replier{a: a, trigger: m}); err != nil && !errors.Is(err, channel.ErrDuplicate) && !errors.Is(err, channel.ErrMerged) {
 			a.log.Warn("dispatch", "err", err, "msg_id", string(m.ID))
 		}
 	})
@@ -158,14 +361,26 @@ func (a *Account) Send(ctx context.Context, out msg.Outbound) (msg.MessageID, er
 }
 
 func (a *Account) send(ctx context.Context, out msg.Outbound, opts OutboundOptions) (msg.MessageID, error) {
-	a.mu.Lock()
-	c := a.conn
-	a.mu.Unlock()
-	if c == nil {
-		return "", ErrNotConnected
+	if err := a.opts.Backoff.check(out.Peer); err != nil {
+		return "", err
 	}
-	ob := &Outbox{Caller: c, ChunkLimit: a.opts.ChunkLimit, Sent: a.sent}
-	return ob.Send(ctx, out, opts)
+	c, err := a.caller()
+	if err != nil {
+		return "", err
+	}
+	if a.opts.Debug {
+		a.log.Info("outbound", "peer", out.Peer.String(), "reply_to", string(out.ReplyTo), "text", out.Text, "media", len(out.Media))
+	}
+	ob := &Outbox{Caller: c, ChunkLimit: a.opts.ChunkLimit, Sent: a.sent, ChunkGap: a.opts.ChunkGap}
+	id, err := ob.Send(ctx, out, opts)
+	switch {
+	case errors.Is(err, ErrRiskControl):
+		wait := a.opts.Backoff.fail(out.Peer)
+		a.log.Error("QQ probably blocked this send (risk control); sends to this chat are paused", "peer", out.Peer.String(), "pause", wait.Round(time.Second).String(), "err", err)
+	case err == nil:
+		a.opts.Backoff.ok(out.Peer)
+	}
+	return id, err
 }
 
 // replier answers one inbound message: the reply quotes it in groups when

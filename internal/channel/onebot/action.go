@@ -67,14 +67,22 @@ func (r Response) result(action string) (json.RawMessage, error) {
 	return nil, &ActionError{Action: action, Retcode: r.Retcode, Status: r.Status, Message: text}
 }
 
-// isResponse tells an action response from an event: it has an echo, or a
-// status or retcode and no post_type.
-func isResponse(frame map[string]json.RawMessage) bool {
-	if _, ok := frame["post_type"]; ok {
+// isResponseFrame tells an action response from an event: it has an
+// echo, or a status or retcode, and no post_type. Only the top-level keys
+// are looked at; frames that are not JSON objects count as events, whose
+// decoding then reports them.
+func isResponseFrame(frame []byte) bool {
+	var keys struct {
+		PostType json.RawMessage `json:"post_type"`
+		Echo     json.RawMessage `json:"echo"`
+		Status   json.RawMessage `json:"status"`
+		Retcode  json.RawMessage `json:"retcode"`
+	}
+	if json.Unmarshal(frame, &keys) != nil {
 		return false
 	}
-	_, echo := frame["echo"]
-	_, status := frame["status"]
-	_, retcode := frame["retcode"]
-	return echo || status || retcode
+	if keys.PostType != nil {
+		return false
+	}
+	return keys.Echo != nil || keys.Status != nil || keys.Retcode != nil
 }

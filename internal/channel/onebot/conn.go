@@ -20,6 +20,10 @@ var (
 	ErrDisconnected = errors.New("onebot: connection lost")
 	// ErrTimeout: no answer within the call's timeout.
 	ErrTimeout = errors.New("onebot: action timed out")
+	// ErrHeartbeatMissed: the implementation announced heartbeats and then
+	// went quiet for longer than two of them; the connection is presumed
+	// dead and closed.
+	ErrHeartbeatMissed = errors.New("onebot: heartbeats stopped")
 )
 
 // maxFrame bounds one incoming frame; history and forward answers are big.
@@ -38,10 +42,26 @@ type Conn struct {
 	prefix  string
 	seq     atomic.Uint64
 
+	// heartbeat is the announced heartbeat interval in ns, 0 if unknown.
+	heartbeat atomic.Int64
+	missed    atomic.Bool
+
 	mu      sync.Mutex
 	pending map[string]chan Response
 	closed  bool
 }
+
+// ExpectHeartbeat tells the connection that the implementation sends a
+// heartbeat every interval; from then on, a silence of two intervals plus
+// five seconds closes it with ErrHeartbeatMissed.
+func (c *Conn) ExpectHeartbeat(interval time.Duration) {
+	if interval > 0 {
+		c.heartbeat.Store(int64(interval))
+	}
+}
+
+// liveness is how long a connection with heartbeats may stay silent.
+func liveness(interval time.Duration) time.Duration { return 2*interval + 5*time.Second }
 
 // NewConn wraps a WebSocket. timeout is the default per-call timeout.
 func NewConn(ws *websocket.Conn, timeout time.Duration, log *slog.Logger) *Conn {
@@ -123,22 +143,32 @@ func (c *Conn) Pending() int {
 // returns, pending calls fail with ErrDisconnected and the socket is closed.
 func (c *Conn) Run(ctx context.Context, onEvent func(frame []byte)) error {
 	defer c.shutdown()
+	watchdog := time.AfterFunc(time.Hour, func() {
+		c.missed.Store(true)
+		_ = c.ws.CloseNow()
+	})
+	watchdog.Stop()
+	defer watchdog.Stop()
 	for {
 		_, data, err := c.ws.Read(ctx)
 		if err != nil {
-			if ctx.Err() != nil {
+			switch {
+			case ctx.Err() != nil:
 				return nil
+			case c.missed.Load():
+				return fmt.Errorf("%w (every %s announced)", ErrHeartbeatMissed, time.Duration(c.heartbeat.Load()))
 			}
 			return fmt.Errorf("onebot: read: %w", err)
 		}
-		var fields map[string]json.RawMessage
-		if err := json.Unmarshal(data, &fields); err != nil {
-			c.log.Warn("dropping a frame that is not a JSON object", "err", err)
+		if !isResponseFrame(data) {
+			onEvent(data)
+			if hb := c.heartbeat.Load(); hb > 0 {
+				watchdog.Reset(liveness(time.Duration(hb)))
+			}
 			continue
 		}
-		if !isResponse(fields) {
-			onEvent(data)
-			continue
+		if hb := c.heartbeat.Load(); hb > 0 {
+			watchdog.Reset(liveness(time.Duration(hb)))
 		}
 		var resp Response
 		if err := json.Unmarshal(data, &resp); err != nil {

@@ -41,6 +41,8 @@ type Event struct {
 	Sender      Sender          `json:"sender"`
 	// MetaEventType is set on meta events (lifecycle, heartbeat).
 	MetaEventType string `json:"meta_event_type"`
+	// Interval is a heartbeat's announced interval in milliseconds.
+	Interval int64 `json:"interval"`
 }
 
 // Reasons a message event does not become a message.

@@ -30,6 +30,11 @@ type State string
 
 // States.
 const (
+	// StateIdle: not started.
+	StateIdle State = "idle"
+	// StateListening: waiting for the implementation to connect (reverse
+	// WebSocket or HTTP POST only).
+	StateListening  State = "listening"
 	StateConnecting State = "connecting"
 	StateConnected  State = "connected"
 	StateWaiting    State = "waiting to reconnect"

@@ -14,8 +14,8 @@ import (
 // DialForward connects to an implementation's forward WebSocket at url
 // (use its "/" universal endpoint), sending the access token as a Bearer
 // token, which every implementation accepts.
-func DialForward(ctx context.Context, url, token string) (*websocket.Conn, error) {
-	var opts websocket.DialOptions
+func DialForward(ctx context.Context, url, token string, client *http.Client) (*websocket.Conn, error) {
+	opts := websocket.DialOptions{HTTPClient: client}
 	if token != "" {
 		opts.HTTPHeader = http.Header{"Authorization": {"Bearer " + token}}
 	}

@@ -21,10 +21,10 @@ func TestDialForwardAndResolveSelf(t *testing.T) {
 	})
 	p.Token = "s3cret"
 	ctx := context.Background()
-	if _, err := DialForward(ctx, p.URL, "wrong"); err == nil || !strings.Contains(err.Error(), "refused") {
+	if _, err := DialForward(ctx, p.URL, "wrong", nil); err == nil || !strings.Contains(err.Error(), "refused") {
 		t.Fatalf("a wrong token must be reported as refused: %v", err)
 	}
-	ws, err := DialForward(ctx, p.URL, "s3cret")
+	ws, err := DialForward(ctx, p.URL, "s3cret", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,6 +62,9 @@ type Outbox struct {
 	Caller     Caller
 	ChunkLimit int
 	Sent       *SentIDs
+	// ChunkGap waits between the chunks of one payload: QQ treats a rapid
+	// run of long messages as risky.
+	ChunkGap time.Duration
 }
 
 // Send delivers out: its text split into chunks that never break a CQ code,
@@ -81,6 +84,15 @@ func (s *Outbox) Send(ctx context.Context, out msg.Outbound, opts OutboundOption
 	}
 	var first msg.MessageID
 	for i, chunk := range ChunkText(out.Text, s.ChunkLimit) {
+		if i > 0 && s.ChunkGap > 0 {
+			t := time.NewTimer(s.ChunkGap)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return first, ctx.Err()
+			case <-t.C:
+			}
+		}
 		segs := Segments(chunk, opts)
 		if i == 0 && out.ReplyTo != "" {
 			segs = append([]Segment{NewSegment("reply", "id", string(out.ReplyTo))}, segs...)

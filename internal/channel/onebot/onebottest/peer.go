@@ -1,6 +1,7 @@
-// Package onebottest is an in-process OneBot v11 implementation for tests:
-// a WebSocket server that answers actions with real framing and pushes
-// events, so the QQ channel is tested against the protocol it speaks.
+// Package onebottest is an in-process OneBot v11 implementation for tests
+// and for trying pincer without a QQ account. It speaks the real protocol:
+// it serves a forward WebSocket and an HTTP API, dials a reverse WebSocket,
+// POSTs signed events, pushes events and answers actions.
 package onebottest
 
 import (
@@ -15,8 +16,8 @@ import (
 	"github.com/coder/websocket"
 )
 
-// Handler answers one action: data on success, or a retcode and message
-// on failure. ok false with retcode 0 means "never answer".
+// Handler answers one action: data on success, or a non-zero retcode and
+// a message on failure.
 type Handler func(action string, params json.RawMessage) (data any, retcode int, message string)
 
 // Call is one action the peer received.
@@ -25,10 +26,11 @@ type Call struct {
 	Params json.RawMessage
 }
 
-// Peer is a fake OneBot implementation serving forward WebSocket
-// connections at URL.
+// Peer is a fake OneBot implementation.
 type Peer struct {
-	URL string
+	// URL is the forward WebSocket ("ws://…"); HTTPURL the HTTP API.
+	URL     string
+	HTTPURL string
 	// Token, when set, is required as a Bearer token or access_token.
 	Token string
 
@@ -39,18 +41,81 @@ type Peer struct {
 	conns   []*websocket.Conn
 	connCh  chan struct{}
 	called  chan string
+	srv     *http.Server
+	client  *http.Client
+	wg      sync.WaitGroup
+	closing bool
 }
 
-// New starts a peer answering with h.
+func newPeer(h Handler) *Peer {
+	return &Peer{handler: h, silent: map[string]bool{}, connCh: make(chan struct{}, 16), called: make(chan string, 256)}
+}
+
+// New starts a peer on a loopback port, answering with h.
 func New(t testing.TB, h Handler) *Peer {
-	p := &Peer{handler: h, silent: map[string]bool{}, connCh: make(chan struct{}, 16), called: make(chan string, 256)}
-	srv := httptest.NewServer(http.HandlerFunc(p.serve))
+	p := newPeer(h)
+	srv := httptest.NewServer(p.Handler())
+	p.client = srv.Client()
 	t.Cleanup(func() {
 		p.DropAll()
 		srv.Close()
 	})
 	p.URL = "ws" + strings.TrimPrefix(srv.URL, "http")
+	p.HTTPURL = srv.URL
 	return p
+}
+
+// NewOnPipe starts a peer on an in-memory network at host, for tests in
+// synctest bubbles. Stop it with Close before the bubble ends.
+func NewOnPipe(n *PipeNet, host string, h Handler) *Peer {
+	p := newPeer(h)
+	p.client = n.Client()
+	p.srv = &http.Server{Handler: p.Handler()}
+	ln := n.Listen(host)
+	p.wg.Go(func() { _ = p.srv.Serve(ln) })
+	p.URL = "ws://" + host
+	p.HTTPURL = "http://" + host
+	return p
+}
+
+// Close stops a peer started with NewOnPipe and drops its connections.
+func (p *Peer) Close() {
+	p.mu.Lock()
+	p.closing = true
+	p.mu.Unlock()
+	p.DropAll()
+	if p.srv != nil {
+		_ = p.srv.Close()
+	}
+	p.wg.Wait()
+}
+
+// Handler serves the forward WebSocket on any path and the HTTP API as
+// POST /<action>.
+func (p *Peer) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !p.authorized(r) {
+			status := http.StatusUnauthorized
+			if r.Header.Get("Authorization") != "" || r.URL.Query().Has("access_token") {
+				status = http.StatusForbidden
+			}
+			http.Error(w, "unauthorized", status)
+			return
+		}
+		if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+			p.serveWS(w, r)
+			return
+		}
+		p.serveHTTP(w, r)
+	})
+}
+
+func (p *Peer) authorized(r *http.Request) bool {
+	if p.Token == "" {
+		return true
+	}
+	got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return got == p.Token || r.URL.Query().Get("access_token") == p.Token
 }
 
 // Silence makes the peer never answer action.
@@ -71,7 +136,7 @@ func (p *Peer) Calls() []Call {
 // newest 256 are kept).
 func (p *Peer) Called() <-chan string { return p.called }
 
-// Connected waits for the next client connection.
+// Connected waits for the next WebSocket connection, forward or reverse.
 func (p *Peer) Connected(ctx context.Context) error {
 	select {
 	case <-p.connCh:
@@ -81,7 +146,14 @@ func (p *Peer) Connected(ctx context.Context) error {
 	}
 }
 
-// Push sends an event frame to every connected client.
+// Conns reports how many WebSocket connections are open.
+func (p *Peer) Conns() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.conns)
+}
+
+// Push sends an event frame to every connected WebSocket.
 func (p *Peer) Push(ctx context.Context, event any) error {
 	b, err := json.Marshal(event)
 	if err != nil {
@@ -98,7 +170,7 @@ func (p *Peer) Push(ctx context.Context, event any) error {
 	return nil
 }
 
-// DropAll closes every client connection abruptly.
+// DropAll closes every WebSocket connection abruptly.
 func (p *Peer) DropAll() {
 	p.mu.Lock()
 	conns := p.conns
@@ -109,23 +181,30 @@ func (p *Peer) DropAll() {
 	}
 }
 
-func (p *Peer) serve(w http.ResponseWriter, r *http.Request) {
-	if p.Token != "" {
-		got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if got != p.Token && r.URL.Query().Get("access_token") != p.Token {
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-	}
+func (p *Peer) serveWS(w http.ResponseWriter, r *http.Request) {
 	c, err := websocket.Accept(w, r, nil)
 	if err != nil {
 		return
 	}
+	p.serveConn(r.Context(), c)
+}
+
+// serveConn answers actions on c until it closes.
+func (p *Peer) serveConn(ctx context.Context, c *websocket.Conn) {
+	c.SetReadLimit(32 << 20)
 	p.mu.Lock()
+	if p.closing {
+		p.mu.Unlock()
+		_ = c.CloseNow()
+		return
+	}
 	p.conns = append(p.conns, c)
 	p.mu.Unlock()
-	p.connCh <- struct{}{}
-	ctx := r.Context()
+	defer p.forget(c)
+	select {
+	case p.connCh <- struct{}{}:
+	default:
+	}
 	for {
 		_, data, err := c.Read(ctx)
 		if err != nil {
@@ -139,26 +218,75 @@ func (p *Peer) serve(w http.ResponseWriter, r *http.Request) {
 		if json.Unmarshal(data, &req) != nil {
 			continue
 		}
-		p.mu.Lock()
-		p.calls = append(p.calls, Call{Action: req.Action, Params: req.Params})
-		silent, h := p.silent[req.Action], p.handler
-		p.mu.Unlock()
-		select {
-		case p.called <- req.Action:
-		default:
-		}
-		if silent {
+		resp, ok := p.answer(req.Action, req.Params)
+		if !ok {
 			continue
 		}
-		data2, retcode, message := h(req.Action, req.Params)
-		resp := map[string]any{"status": "ok", "retcode": retcode, "data": data2, "echo": req.Echo, "message": message}
-		if retcode != 0 {
-			resp["status"] = "failed"
-			resp["data"] = nil
-		}
+		resp["echo"] = req.Echo
 		b, _ := json.Marshal(resp)
 		if err := c.Write(ctx, websocket.MessageText, b); err != nil {
 			return
 		}
 	}
+}
+
+func (p *Peer) forget(c *websocket.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, x := range p.conns {
+		if x == c {
+			p.conns = append(p.conns[:i], p.conns[i+1:]...)
+			break
+		}
+	}
+	_ = c.CloseNow()
+}
+
+// answer records a call and builds its response; ok is false for a
+// silenced action.
+func (p *Peer) answer(action string, params json.RawMessage) (map[string]any, bool) {
+	p.mu.Lock()
+	p.calls = append(p.calls, Call{Action: action, Params: params})
+	silent, h := p.silent[action], p.handler
+	p.mu.Unlock()
+	select {
+	case p.called <- action:
+	default:
+	}
+	if silent {
+		return nil, false
+	}
+	data, retcode, message := h(action, params)
+	resp := map[string]any{"status": "ok", "retcode": retcode, "data": data, "message": message}
+	if retcode != 0 {
+		resp["status"] = "failed"
+		resp["data"] = nil
+	}
+	return resp, true
+}
+
+// serveHTTP is the HTTP API: POST /<action> with the params as a JSON
+// body, answered with status 200 even when the action failed.
+func (p *Peer) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		http.Error(w, "content type", http.StatusNotAcceptable)
+		return
+	}
+	var params json.RawMessage
+	if err := json.NewDecoder(r.Body).Decode(&params); err != nil {
+		http.Error(w, "bad body", http.StatusBadRequest)
+		return
+	}
+	action := strings.Trim(r.URL.Path, "/")
+	resp, ok := p.answer(action, params)
+	if !ok {
+		<-r.Context().Done()
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(resp)
 }
