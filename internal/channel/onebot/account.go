@@ -268,13 +268,17 @@ func (a *Account) serveConn(ctx context.Context, c *Conn, header string, sink ch
 	// Every new connection confirms the QQ number and learns which
 	// implementation it talks to; the first frame usually carries self_id.
 	first := make(chan *Event, 1)
+	_, headerErr := strconv.ParseInt(header, 10, 64)
+	known := a.opts.SelfID > 0 || headerErr == nil
 	wg.Go(func() {
 		var ev *Event
-		select {
-		case ev = <-first:
-		case <-time.After(2 * time.Second):
-		case <-ctx.Done():
-			return
+		if !known {
+			select {
+			case ev = <-first:
+			case <-time.After(2 * time.Second):
+			case <-ctx.Done():
+				return
+			}
 		}
 		a.resolveSelf(ctx, c, header, ev)
 		a.react.learn(ctx, c, a.log)

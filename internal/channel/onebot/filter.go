@@ -10,15 +10,14 @@ import (
 
 // PeerFilter admits peers by allowFrom and denyFrom entries: "*",
 // "group:<id>" or "private:<qq>". Deny always wins; no allow entries admit
-// everyone.
+// everyone, so the zero value admits everyone.
 type PeerFilter struct {
 	allow, deny []string
-	allowAll    bool
 }
 
 // NewPeerFilter checks and compiles the entries.
 func NewPeerFilter(allow, deny []string) (PeerFilter, error) {
-	f := PeerFilter{allowAll: len(allow) == 0}
+	var f PeerFilter
 	for _, list := range []struct {
 		name    string
 		entries []string
@@ -62,7 +61,7 @@ func (f PeerFilter) Allowed(peer msg.Peer) bool {
 			return false
 		}
 	}
-	if f.allowAll {
+	if len(f.allow) == 0 {
 		return true
 	}
 	for _, a := range f.allow {

@@ -32,6 +32,9 @@ func (n *PipeNet) Listen(host string) net.Listener {
 func (n *PipeNet) Dial(ctx context.Context, _, addr string) (net.Conn, error) {
 	n.mu.Lock()
 	l := n.listeners[addr]
+	if host, _, err := net.SplitHostPort(addr); l == nil && err == nil {
+		l = n.listeners[host] // "host:80" reaches a listener on "host"
+	}
 	n.mu.Unlock()
 	if l == nil {
 		return nil, &net.OpError{Op: "dial", Net: "pipe", Err: errors.New("connection refused")}
