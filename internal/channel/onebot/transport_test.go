@@ -57,7 +57,6 @@ func TestReverseWebSocketAuthorization(t *testing.T) {
 	}
 }
 
-
 func TestReverseWebSocketCarriesEventsAndActions(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, AccountOptions{Reverse: true, ReplyToTrigger: true}, nil)
