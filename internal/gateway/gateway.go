@@ -20,6 +20,7 @@ import (
 
 	"github.com/pincerbot/pincer/internal/agent"
 	"github.com/pincerbot/pincer/internal/channel"
+	"github.com/pincerbot/pincer/internal/channel/onebot"
 	"github.com/pincerbot/pincer/internal/channel/webchat"
 	"github.com/pincerbot/pincer/internal/command"
 	"github.com/pincerbot/pincer/internal/config"
@@ -152,6 +153,17 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	if err := tools.Add(agent.CurrentTime(loc)); err != nil {
 		return err
 	}
+	qqs, err := buildOneBot(cfg.Channels.OneBot, log)
+	if err != nil {
+		return err
+	}
+	var endpoints map[string]http.Handler
+	if qqs != nil {
+		if err := qqs.addTools(tools, loc); err != nil {
+			return err
+		}
+		endpoints = qqs.endpoints
+	}
 	runner := agent.NewRunner(agent.Options{Providers: Providers(cfg.Models), MaxTokens: d.MaxTokens, ContextTokens: d.ContextTokens, Tools: tools, Logger: log})
 	eng := engine.New(engine.Options{
 		Store: st, Runner: runner, Models: chain, Metrics: metrics, Logger: log,
@@ -198,7 +210,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	}
 	started := time.Now()
 	srv := &http.Server{
-		Handler:           httpapi.New(httpapi.Options{Token: cfg.Gateway.Token.Value(), Gatherer: reg, App: app, Started: started}),
+		Handler:           httpapi.New(httpapi.Options{Token: cfg.Gateway.Token.Value(), Gatherer: reg, App: app, Endpoints: endpoints, Started: started}),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
@@ -223,11 +235,17 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 			if ch == webchat.ID && wc != nil {
 				return wc, true
 			}
+			if ch == onebot.ChannelID && qqs != nil {
+				return qqs.channel, true
+			}
 			return nil, false
 		})
 	})
 	if wc != nil {
 		g.Go(func() error { return wc.Run(gctx, webchatBackend{Sink: sink, engine: eng}) })
+	}
+	if qqs != nil {
+		g.Go(func() error { return qqs.channel.Run(gctx, mentionGate{next: sink, ch: qqs.channel}) })
 	}
 	g.Go(func() error {
 		<-gctx.Done()

@@ -28,6 +28,10 @@ type Options struct {
 	Gatherer prometheus.Gatherer
 	// App serves everything else (the web chat); nil serves 404.
 	App http.Handler
+	// Endpoints are served by exact path outside the gateway token: chat
+	// platforms that call in (a OneBot reverse WebSocket, event POSTs)
+	// authenticate with their own secrets.
+	Endpoints map[string]http.Handler
 	// Ready reports readiness for /healthz; nil means always ready.
 	Ready func() bool
 	// Started is shown by /healthz.
@@ -56,7 +60,15 @@ func New(o Options) http.Handler {
 	if o.Token != "" {
 		h = requireToken(o.Token, h)
 	}
-	return h
+	if len(o.Endpoints) == 0 {
+		return h
+	}
+	outer := http.NewServeMux()
+	for path, e := range o.Endpoints {
+		outer.Handle(path, e)
+	}
+	outer.Handle("/", h)
+	return outer
 }
 
 // requireToken admits requests carrying token. A browser that opens a page

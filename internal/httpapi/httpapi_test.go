@@ -96,3 +96,17 @@ func TestTokenLinkSetsCookieAndRedirects(t *testing.T) {
 		t.Errorf("with cookie: %d %q", res.StatusCode, body)
 	}
 }
+
+func TestEndpointsBypassTheGatewayTokenOnlyOnTheirPath(t *testing.T) {
+	ep := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "endpoint") })
+	srv := httptest.NewServer(New(Options{Token: "gw", App: http.NotFoundHandler(), Endpoints: map[string]http.Handler{"/onebot/v11/ws": ep}, Started: time.Now()}))
+	defer srv.Close()
+	if res, body := get(t, srv.Client(), srv.URL+"/onebot/v11/ws", nil); res.StatusCode != 200 || body != "endpoint" {
+		t.Errorf("endpoint: %d %q", res.StatusCode, body)
+	}
+	for _, path := range []string{"/onebot/v11/ws/x", "/onebot/v11", "/metrics"} {
+		if res, _ := get(t, srv.Client(), srv.URL+path, nil); res.StatusCode != http.StatusUnauthorized {
+			t.Errorf("%s without the gateway token: %d", path, res.StatusCode)
+		}
+	}
+}

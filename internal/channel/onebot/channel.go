@@ -1,0 +1,99 @@
+package onebot
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/pincerbot/pincer/internal/channel"
+	"github.com/pincerbot/pincer/internal/msg"
+)
+
+// Channel is the QQ channel: every configured account, each with its own
+// connections. Outbound payloads go to the account they name.
+type Channel struct {
+	accounts map[msg.AccountID]*Account
+}
+
+var _ channel.Adapter = (*Channel)(nil)
+
+// NewChannel groups accounts; their ids must differ.
+func NewChannel(accounts ...*Account) (*Channel, error) {
+	c := &Channel{accounts: map[msg.AccountID]*Account{}}
+	for _, a := range accounts {
+		if _, dup := c.accounts[a.ID()]; dup {
+			return nil, fmt.Errorf("onebot: two accounts named %q", a.ID())
+		}
+		c.accounts[a.ID()] = a
+	}
+	return c, nil
+}
+
+// Name implements channel.Adapter.
+func (c *Channel) Name() msg.ChannelID { return ChannelID }
+
+// Account returns the account with id.
+func (c *Channel) Account(id msg.AccountID) (*Account, bool) {
+	if id == "" {
+		id = msg.DefaultAccount
+	}
+	a, ok := c.accounts[id]
+	return a, ok
+}
+
+// Run runs every account until ctx ends.
+func (c *Channel) Run(ctx context.Context, sink channel.Sink) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, len(c.accounts))
+	for _, a := range c.accounts {
+		wg.Go(func() {
+			if err := a.Run(ctx, sink); err != nil {
+				errs <- fmt.Errorf("account %s: %w", a.ID(), err)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// Send implements channel.Adapter through the account out names.
+func (c *Channel) Send(ctx context.Context, out msg.Outbound) (msg.MessageID, error) {
+	a, ok := c.Account(out.Account)
+	if !ok {
+		return "", fmt.Errorf("onebot: no account %q", out.Account)
+	}
+	return a.Send(ctx, out)
+}
+
+// SendOnce delivers out for an account that is not running (pincer send):
+// over the HTTP API when it has one, else over a short-lived forward
+// WebSocket.
+func SendOnce(ctx context.Context, o AccountOptions, out msg.Outbound) (msg.MessageID, error) {
+	ob := &Outbox{ChunkLimit: o.ChunkLimit, ChunkGap: o.ChunkGap}
+	switch {
+	case o.HTTPURL != "":
+		ob.Caller = &HTTPCaller{BaseURL: o.HTTPURL, Token: o.Token, Timeout: o.RequestTimeout, Client: o.HTTPClient}
+		return ob.Send(ctx, out, OutboundOptions{})
+	case o.WSURL != "":
+		ws, err := DialForward(ctx, o.WSURL, o.Token, o.HTTPClient)
+		if err != nil {
+			return "", err
+		}
+		conn := NewConn(ws, o.RequestTimeout, o.Logger)
+		ctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = conn.Run(ctx, func([]byte) {}) // events are not ours to handle here
+		}()
+		defer func() {
+			_ = conn.Close()
+			cancel()
+			<-done
+		}()
+		ob.Caller = conn
+		return ob.Send(ctx, out, OutboundOptions{})
+	}
+	return "", fmt.Errorf("onebot: account %s has no wsUrl or httpUrl to send through", o.ID)
+}

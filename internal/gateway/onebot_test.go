@@ -1,0 +1,173 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pincerbot/pincer/internal/channel/onebot/onebottest"
+	"github.com/pincerbot/pincer/internal/config"
+)
+
+const botQQ = 3300000001
+
+func qqGroupEvent(id int64, segs ...any) map[string]any {
+	return map[string]any{
+		"time": time.Now().Unix(), "self_id": botQQ, "post_type": "message", "message_type": "group",
+		"message_id": id, "user_id": 10001, "group_id": 700000001,
+		"sender": map[string]any{"user_id": 10001, "nickname": "张三"}, "message": segs,
+	}
+}
+
+func seg(kind string, data map[string]any) map[string]any {
+	return map[string]any{"type": kind, "data": data}
+}
+
+type qqSend struct {
+	action string
+	params struct {
+		GroupID int64 `json:"group_id"`
+		Message []struct {
+			Type string         `json:"type"`
+			Data map[string]any `json:"data"`
+		} `json:"message"`
+	}
+}
+
+// waitSend waits for the next send action the peer receives.
+func waitSend(t *testing.T, p *onebottest.Peer, ctx context.Context) qqSend {
+	t.Helper()
+	for {
+		select {
+		case a := <-p.Called():
+			if !strings.HasPrefix(a, "send_") {
+				continue
+			}
+			calls := p.Calls()
+			for i := len(calls) - 1; i >= 0; i-- {
+				if calls[i].Action == a {
+					var s qqSend
+					s.action = a
+					if err := json.Unmarshal(calls[i].Params, &s.params); err != nil {
+						t.Fatal(err)
+					}
+					return s
+				}
+			}
+		case <-ctx.Done():
+			t.Fatal("no send before the deadline")
+		}
+	}
+}
+
+// TestQQGroupMentionIsAnsweredEndToEnd runs the whole gateway against a
+// OneBot implementation over a real forward WebSocket: a group message
+// that does not mention the bot is left alone; one that does gets a
+// reaction and a quoted reply from the (preview) agent.
+func TestQQGroupMentionIsAnsweredEndToEnd(t *testing.T) {
+	p := onebottest.New(t, func(action string, _ json.RawMessage) (any, int, string) {
+		switch action {
+		case "get_login_info":
+			return map[string]any{"user_id": botQQ, "nickname": "bot"}, 0, ""
+		case "send_group_msg", "send_private_msg":
+			return map[string]any{"message_id": 9001}, 0, ""
+		}
+		return nil, 0, ""
+	})
+	p.Token = "qq-token"
+	cfg := config.Default()
+	cfg.Channels.OneBot.WSURL = p.URL
+	cfg.Channels.OneBot.AccessToken = "qq-token"
+	cfg.Channels.OneBot.GroupAutoReact = true
+	startGateway(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := p.Connected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Push(ctx, map[string]any{"post_type": "meta_event", "meta_event_type": "lifecycle", "sub_type": "connect", "self_id": botQQ}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Push(ctx, qqGroupEvent(1, seg("text", map[string]any{"text": "just chatting"}))); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Push(ctx, qqGroupEvent(2, seg("at", map[string]any{"qq": botQQ}), seg("text", map[string]any{"text": " 你好"}))); err != nil {
+		t.Fatal(err)
+	}
+	s := waitSend(t, p, ctx)
+	if s.action != "send_group_msg" || s.params.GroupID != 700000001 {
+		t.Fatalf("sent %+v", s)
+	}
+	if len(s.params.Message) < 2 || s.params.Message[0].Type != "reply" || s.params.Message[0].Data["id"] != "2" {
+		t.Fatalf("the reply must quote the trigger: %+v", s.params.Message)
+	}
+	var text strings.Builder
+	for _, m := range s.params.Message[1:] {
+		if m.Type == "text" {
+			text.WriteString(m.Data["text"].(string))
+		}
+	}
+	if !strings.Contains(text.String(), "你好") {
+		t.Errorf("the preview agent echoes what it was sent; got %q", text.String())
+	}
+	for _, c := range p.Calls() {
+		if strings.HasPrefix(c.Action, "send_") && strings.Contains(string(c.Params), "just chatting") {
+			t.Errorf("a message that does not mention the bot was answered: %s", c.Params)
+		}
+	}
+	reacted := false
+	for _, c := range p.Calls() {
+		reacted = reacted || (c.Action == "set_msg_emoji_like" && strings.Contains(string(c.Params), `"message_id":2`))
+	}
+	if !reacted {
+		t.Error("groupAutoReact: the triggering message gets a reaction")
+	}
+}
+
+// TestQQReverseWebSocketThroughTheGatewayListener checks that the reverse
+// endpoint lives on gateway.listen, answers to the OneBot token rather
+// than the gateway token, and carries a direct chat end to end.
+func TestQQReverseWebSocketThroughTheGatewayListener(t *testing.T) {
+	p := onebottest.New(t, func(action string, _ json.RawMessage) (any, int, string) {
+		if strings.HasPrefix(action, "send_") {
+			return map[string]any{"message_id": 9002}, 0, ""
+		}
+		return nil, 0, ""
+	})
+	cfg := config.Default()
+	cfg.Gateway.Token = "gateway-secret"
+	cfg.Channels.OneBot.AccessToken = "qq-token"
+	cfg.Channels.OneBot.ReverseWS.Enabled = true
+	s := startGateway(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	url := "ws" + strings.TrimPrefix(s.url, "http") + "/onebot/v11/ws"
+	if err := p.DialReverse(ctx, url, onebottest.ReverseOptions{SelfID: botQQ, Authorization: "Bearer wrong"}); err == nil {
+		t.Fatal("a wrong OneBot token must be refused")
+	}
+	if err := p.DialReverse(ctx, url, onebottest.ReverseOptions{SelfID: botQQ, Authorization: "Token qq-token"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Connected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	dm := map[string]any{
+		"time": time.Now().Unix(), "self_id": botQQ, "post_type": "message", "message_type": "private",
+		"message_id": 5, "user_id": 10001, "sender": map[string]any{"user_id": 10001, "nickname": "张三"},
+		"message": "[CQ:face,id=14]在吗",
+	}
+	if err := p.Push(ctx, dm); err != nil {
+		t.Fatal(err)
+	}
+	sent := waitSend(t, p, ctx)
+	if sent.action != "send_private_msg" {
+		t.Fatalf("sent %+v", sent)
+	}
+	for _, m := range sent.params.Message {
+		if m.Type == "reply" {
+			t.Error("direct replies do not quote")
+		}
+	}
+}
