@@ -6,6 +6,8 @@
 //	pincer serve [--config FILE]          run the gateway
 //	pincer config check [--config FILE]   validate a configuration
 //	pincer config example                 print a commented example configuration
+//	pincer send --target T TEXT           send a QQ message as the bot
+//	pincer dev onebot-sim                 a simulated QQ implementation to try pincer with
 //	pincer version                        print the version
 package main
 
@@ -35,6 +37,10 @@ Usage:
   pincer serve [--config FILE]          run the gateway
   pincer config check [--config FILE]   validate a configuration and list every problem
   pincer config example                 print a fully commented example configuration
+  pincer send --target T [--account A] TEXT
+                                        send a QQ message as the bot (T: group:<id>, private:<qq>)
+  pincer dev onebot-sim [--listen ADDR] a simulated QQ (OneBot v11) implementation to chat
+                                        with pincer from the terminal, no account needed
   pincer version                        print the version
 
 Without --config, pincer reads $PINCER_CONFIG, else ./pincer.json5, else
@@ -68,6 +74,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stderr, "pincer config: unknown command %q (want check or example)\n", rest[0])
 		return 2
+	case "send":
+		return send(rest, stdout, stderr)
+	case "dev":
+		if len(rest) == 0 || rest[0] != "onebot-sim" {
+			fmt.Fprint(stderr, "pincer dev: want onebot-sim\n")
+			return 2
+		}
+		return onebotSim(rest[1:], os.Stdin, stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintf(stdout, "pincer %s (%s %s/%s)\n", versionString(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		return 0

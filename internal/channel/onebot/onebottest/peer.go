@@ -7,11 +7,13 @@ package onebottest
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 )
@@ -68,17 +70,25 @@ func New(t testing.TB, h Handler) *Peer {
 // NewOnPipe starts a peer on an in-memory network at host, for tests in
 // synctest bubbles. Stop it with Close before the bubble ends.
 func NewOnPipe(n *PipeNet, host string, h Handler) *Peer {
-	p := newPeer(h)
+	p := Serve(n.Listen(host), h)
 	p.client = n.Client()
-	p.srv = &http.Server{Handler: p.Handler()}
-	ln := n.Listen(host)
-	p.wg.Go(func() { _ = p.srv.Serve(ln) })
-	p.URL = "ws://" + host
-	p.HTTPURL = "http://" + host
 	return p
 }
 
-// Close stops a peer started with NewOnPipe and drops its connections.
+// Serve starts a peer on ln (a development simulator, or a test that
+// picks its own listener). Stop it with Close.
+func Serve(ln net.Listener, h Handler) *Peer {
+	p := newPeer(h)
+	p.client = http.DefaultClient
+	p.srv = &http.Server{Handler: p.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	p.wg.Go(func() { _ = p.srv.Serve(ln) })
+	p.URL = "ws://" + ln.Addr().String()
+	p.HTTPURL = "http://" + ln.Addr().String()
+	return p
+}
+
+// Close stops a peer started with NewOnPipe or Serve and drops its
+// connections.
 func (p *Peer) Close() {
 	p.mu.Lock()
 	p.closing = true

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pincerbot/pincer/internal/channel/onebot"
+	"github.com/pincerbot/pincer/internal/channel/onebot/onebottest"
+)
+
+func writeConfig(t *testing.T, doc string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "pincer.json5")
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestSendOverHTTPAndWebSocket(t *testing.T) {
+	p := onebottest.New(t, func(action string, _ json.RawMessage) (any, int, string) {
+		return map[string]any{"message_id": 77}, 0, ""
+	})
+	p.Token = "tok"
+	for name, doc := range map[string]string{
+		"httpUrl": `{ channels: { onebot: { httpUrl: '` + p.HTTPURL + `', accessToken: 'tok' } } }`,
+		"wsUrl":   `{ channels: { onebot: { accounts: { work: { wsUrl: '` + p.URL + `', accessToken: 'tok' } } } } }`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			before := len(p.Calls())
+			args := []string{"send", "--config", writeConfig(t, doc), "--target", "group:700000001"}
+			if name == "wsUrl" {
+				args = append(args, "--account", "work")
+			}
+			code, stdout, stderr := runCmd(t, append(args, "hello", "QQ")...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			if !strings.Contains(stdout, "message id 77") {
+				t.Errorf("stdout %q", stdout)
+			}
+			calls := p.Calls()[before:]
+			if len(calls) != 1 || calls[0].Action != "send_group_msg" || !strings.Contains(string(calls[0].Params), `"text":"hello QQ"`) {
+				t.Errorf("calls %+v", calls)
+			}
+		})
+	}
+}
+
+func TestSendRefusesBadInput(t *testing.T) {
+	cfg := writeConfig(t, `{ channels: { onebot: { accounts: { idle: { reverseWs: { enabled: true } } } } } }`)
+	tests := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"send", "--config", cfg, "--target", "group:abc", "hi"}, 2, "not a QQ or group number"},
+		{[]string{"send", "--config", cfg, "--target", "group:1"}, 2, "Usage"},
+		{[]string{"send", "--config", cfg, "--channel", "feishu", "--target", "1", "hi"}, 2, "want onebot"},
+		{[]string{"send", "--config", cfg, "--account", "nope", "--target", "1", "hi"}, 1, `no onebot account "nope"`},
+		{[]string{"send", "--config", cfg, "--account", "idle", "--target", "1", "hi"}, 1, "no wsUrl or httpUrl"},
+	}
+	for _, tt := range tests {
+		code, _, stderr := runCmd(t, tt.args...)
+		if code != tt.code || !strings.Contains(stderr, tt.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d with %q", tt.args, code, stderr, tt.code, tt.want)
+		}
+	}
+}
+
+// lockedBuffer is an io.Writer safe to read while written.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// waitFor polls out until it matches, for output written by another
+// goroutine of the simulator.
+func waitFor(t *testing.T, out *lockedBuffer, re *regexp.Regexp) []string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if m := re.FindStringSubmatch(out.String()); m != nil {
+			return m
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("output never matched %s:\n%s", re, out.String())
+	return nil
+}
+
+func TestOneBotSimulator(t *testing.T) {
+	stdin, typing := io.Pipe()
+	out := &lockedBuffer{}
+	code := make(chan int, 1)
+	go func() { code <- onebotSim([]string{"--listen", "127.0.0.1:0"}, stdin, out, io.Discard) }()
+	url := waitFor(t, out, regexp.MustCompile(`forward WebSocket (ws://\S+),`))[1]
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ws, err := onebot.DialForward(ctx, url, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := onebot.NewConn(ws, 5*time.Second, nil)
+	events := make(chan []byte, 4)
+	go func() { _ = conn.Run(ctx, func(f []byte) { events <- f }) }()
+
+	if _, err := conn.Call(ctx, "send_group_msg", map[string]any{"group_id": 700000001, "message": []any{map[string]any{"type": "text", "data": map[string]any{"text": "hi there"}}}}, 0); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, out, regexp.MustCompile(`\[group 700000001\] bot: hi there`))
+
+	if _, err := io.WriteString(typing, "@你好\n"); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := onebot.DecodeEvent(<-events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := ev.ToMessage("default", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.Mentioned("3300000001") || m.Peer.ID != "700000001" || !strings.Contains(m.Text, "你好") {
+		t.Errorf("typed line became %+v", m)
+	}
+	typing.Close()
+	if c := <-code; c != 0 {
+		t.Errorf("exit %d", c)
+	}
+}

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pincerbot/pincer/internal/channel/onebot/onebottest"
+)
+
+// onebotSim runs a simulated OneBot v11 implementation: pincer connects to
+// it as to NapCat, lines typed on in become QQ messages, and what the bot
+// sends is printed to out.
+func onebotSim(args []string, in io.Reader, out, stderr io.Writer) int {
+	fs := flag.NewFlagSet("pincer dev onebot-sim", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", "127.0.0.1:3001", "address of the simulated forward WebSocket and HTTP API")
+	self := fs.Int64("self", 3300000001, "the bot's QQ number")
+	group := fs.Int64("group", 700000001, "the group lines are sent to")
+	user := fs.Int64("user", 10001, "the QQ number lines are sent as")
+	name := fs.String("name", "测试用户", "the sender's nickname")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		fmt.Fprintf(stderr, "pincer dev onebot-sim: %v\n", err)
+		return 1
+	}
+	s := &sim{out: out, self: *self, group: *group, user: *user, name: *name}
+	peer := onebottest.Serve(ln, s.answer)
+	defer peer.Close()
+	s.printf("OneBot v11 simulator: forward WebSocket %s, HTTP API %s\n", peer.URL, peer.HTTPURL)
+	s.printf("Point pincer at it: channels: { onebot: { wsUrl: '%s' } }\n", peer.URL)
+	s.printf("Type a line to say it in group %d as %s(%d); start it with @ to mention the bot,\n", *group, *name, *user)
+	s.printf("or with /dm to say it privately. Ctrl-D quits.\n")
+	lines := bufio.NewScanner(in)
+	for lines.Scan() {
+		text := strings.TrimSpace(lines.Text())
+		if text == "" {
+			continue
+		}
+		if peer.Conns() == 0 {
+			s.printf("(pincer is not connected yet)\n")
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := peer.Push(ctx, s.event(text))
+		cancel()
+		if err != nil {
+			s.printf("(could not deliver: %v)\n", err)
+		}
+	}
+	return 0
+}
+
+// sim is the simulator's state: who speaks where, and the output.
+type sim struct {
+	self, group, user int64
+	name              string
+	next              atomic.Int64
+
+	mu  sync.Mutex
+	out io.Writer
+}
+
+func (s *sim) printf(format string, args ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fmt.Fprintf(s.out, format, args...)
+}
+
+// event turns a typed line into a message event.
+func (s *sim) event(text string) map[string]any {
+	id := 100000 + s.next.Add(1)
+	ev := map[string]any{
+		"time": time.Now().Unix(), "self_id": s.self, "post_type": "message", "message_id": id,
+		"user_id": s.user, "sender": map[string]any{"user_id": s.user, "nickname": s.name}, "font": 14,
+	}
+	var segs []any
+	if rest, ok := strings.CutPrefix(text, "/dm "); ok {
+		ev["message_type"], ev["sub_type"] = "private", "friend"
+		segs = append(segs, simSeg("text", "text", rest))
+	} else {
+		ev["message_type"], ev["sub_type"], ev["group_id"] = "group", "normal", s.group
+		if rest, ok := strings.CutPrefix(text, "@"); ok {
+			segs = append(segs, simSeg("at", "qq", strconv.FormatInt(s.self, 10)))
+			text = " " + strings.TrimSpace(rest)
+		}
+		segs = append(segs, simSeg("text", "text", text))
+	}
+	ev["message"] = segs
+	return ev
+}
+
+func simSeg(kind, key, value string) map[string]any {
+	return map[string]any{"type": kind, "data": map[string]any{key: value}}
+}
+
+// answer plays the implementation's side of each action.
+func (s *sim) answer(action string, params json.RawMessage) (any, int, string) {
+	switch action {
+	case "get_login_info":
+		return map[string]any{"user_id": s.self, "nickname": "pincer"}, 0, ""
+	case "get_version_info":
+		return map[string]any{"app_name": "pincer-onebot-sim", "protocol_version": "v11"}, 0, ""
+	case "send_group_msg", "send_private_msg":
+		var p struct {
+			GroupID int64 `json:"group_id"`
+			UserID  int64 `json:"user_id"`
+			Message []struct {
+				Type string         `json:"type"`
+				Data map[string]any `json:"data"`
+			} `json:"message"`
+		}
+		_ = json.Unmarshal(params, &p)
+		var b strings.Builder
+		for _, m := range p.Message {
+			switch m.Type {
+			case "text":
+				fmt.Fprint(&b, m.Data["text"])
+			case "at":
+				fmt.Fprintf(&b, "@%v", m.Data["qq"])
+			case "reply":
+				fmt.Fprintf(&b, "↪#%v ", m.Data["id"])
+			default:
+				b.WriteString("[" + m.Type + "]")
+			}
+		}
+		where := fmt.Sprintf("group %d", p.GroupID)
+		if action == "send_private_msg" {
+			where = fmt.Sprintf("private %d", p.UserID)
+		}
+		s.printf("[%s] bot: %s\n", where, b.String())
+		return map[string]any{"message_id": 200000 + s.next.Add(1)}, 0, ""
+	case "set_msg_emoji_like":
+		s.printf("(bot reacted: %s)\n", params)
+		return nil, 0, ""
+	case "get_group_member_list":
+		return []any{map[string]any{"user_id": s.user, "nickname": s.name, "role": "member"}}, 0, ""
+	case "get_group_msg_history", "get_friend_msg_history":
+		return map[string]any{"messages": []any{}}, 0, ""
+	}
+	return nil, 1404, "the simulator does not implement " + action
+}
