@@ -125,7 +125,7 @@ func TestOneBotSimulator(t *testing.T) {
 	}
 	conn := onebot.NewConn(ws, 5*time.Second, nil)
 	events := make(chan []byte, 4)
-	go func() { _ = conn.Run(ctx, func(f []byte) { events <- f }) }()
+	go func() { _ = conn.Run(ctx, func(f []byte, _ *onebot.Event) { events <- f }) }()
 
 	if _, err := conn.Call(ctx, "send_group_msg", map[string]any{"group_id": 700000001, "message": []any{map[string]any{"type": "text", "data": map[string]any{"text": "hi there"}}}}, 0); err != nil {
 		t.Fatal(err)

@@ -232,7 +232,7 @@ func (a *Account) Run(ctx context.Context, sink channel.Sink) error {
 		case rc := <-in.conns:
 			wg.Go(func() { a.serveReverse(ctx, rc, sink, &wg) })
 		case p := <-in.posts:
-			a.onFrame(ctx, nil, p.header, p.body, sink, &wg)
+			a.onFrame(ctx, p.header, p.body, sink, &wg)
 		}
 	}
 }
@@ -284,11 +284,11 @@ func (a *Account) serveConn(ctx context.Context, c *Conn, header string, sink ch
 		a.react.learn(ctx, c, a.log)
 	})
 	once := sync.Once{}
-	return c.Run(ctx, func(frame []byte) {
-		a.onFrame(ctx, c, header, frame, sink, wg)
+	return c.Run(ctx, func(frame []byte, ev *Event) {
+		a.onEvent(ctx, c, header, frame, ev, sink, wg)
 		once.Do(func() {
-			if ev, err := DecodeEvent(frame); err == nil {
-				first <- &ev
+			if ev != nil {
+				first <- ev
 			}
 		})
 	})
@@ -314,11 +314,22 @@ func (a *Account) resolveSelf(ctx context.Context, c Caller, header string, firs
 	}
 }
 
-// onFrame handles one event frame from any transport. c is the
-// connection it came on (nil for HTTP POST).
-func (a *Account) onFrame(ctx context.Context, c *Conn, header string, frame []byte, sink channel.Sink, wg *sync.WaitGroup) {
+// onFrame decodes and handles one event frame (an HTTP POST).
+func (a *Account) onFrame(ctx context.Context, header string, frame []byte, sink channel.Sink, wg *sync.WaitGroup) {
 	ev, err := DecodeEvent(frame)
 	if err != nil {
+		a.log.Warn("undecodable event", "err", err)
+		return
+	}
+	a.onEvent(ctx, nil, header, frame, &ev, sink, wg)
+}
+
+// onEvent handles one event from any transport: ev is decoded from frame,
+// nil when that failed. c is the connection it came on (nil for HTTP
+// POST).
+func (a *Account) onEvent(ctx context.Context, c *Conn, header string, frame []byte, ev *Event, sink channel.Sink, wg *sync.WaitGroup) {
+	if ev == nil {
+		_, err := DecodeEvent(frame)
 		a.log.Warn("undecodable event", "err", err)
 		return
 	}

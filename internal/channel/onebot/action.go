@@ -66,23 +66,3 @@ func (r Response) result(action string) (json.RawMessage, error) {
 	}
 	return nil, &ActionError{Action: action, Retcode: r.Retcode, Status: r.Status, Message: text}
 }
-
-// isResponseFrame tells an action response from an event: it has an
-// echo, or a status or retcode, and no post_type. Only the top-level keys
-// are looked at; frames that are not JSON objects count as events, whose
-// decoding then reports them.
-func isResponseFrame(frame []byte) bool {
-	var keys struct {
-		PostType json.RawMessage `json:"post_type"`
-		Echo     json.RawMessage `json:"echo"`
-		Status   json.RawMessage `json:"status"`
-		Retcode  json.RawMessage `json:"retcode"`
-	}
-	if json.Unmarshal(frame, &keys) != nil {
-		return false
-	}
-	if keys.PostType != nil {
-		return false
-	}
-	return keys.Echo != nil || keys.Status != nil || keys.Retcode != nil
-}

@@ -85,7 +85,7 @@ func SendOnce(ctx context.Context, o AccountOptions, out msg.Outbound) (msg.Mess
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			_ = conn.Run(ctx, func([]byte) {}) // events are not ours to handle here
+			_ = conn.Run(ctx, func([]byte, *Event) {}) // events are not ours to handle here
 		}()
 		defer func() {
 			_ = conn.Close()

@@ -139,9 +139,10 @@ func (c *Conn) Pending() int {
 }
 
 // Run reads frames until the connection ends or ctx is done, routing
-// answers to their calls and handing every other frame to onEvent. When it
+// answers to their calls and handing every other frame to onEvent, with
+// the event decoded from it (nil when it is not a valid event object). When it
 // returns, pending calls fail with ErrDisconnected and the socket is closed.
-func (c *Conn) Run(ctx context.Context, onEvent func(frame []byte)) error {
+func (c *Conn) Run(ctx context.Context, onEvent func(frame []byte, ev *Event)) error {
 	defer c.shutdown()
 	watchdog := time.AfterFunc(time.Hour, func() {
 		c.missed.Store(true)
@@ -160,8 +161,19 @@ func (c *Conn) Run(ctx context.Context, onEvent func(frame []byte)) error {
 			}
 			return fmt.Errorf("onebot: read: %w", err)
 		}
-		if !isResponseFrame(data) {
-			onEvent(data)
+		// One decoding tells events from answers and decodes the event.
+		var probe struct {
+			Event
+			Echo    json.RawMessage `json:"echo"`
+			Status  json.RawMessage `json:"status"`
+			Retcode json.RawMessage `json:"retcode"`
+		}
+		if err := json.Unmarshal(data, &probe); err != nil {
+			onEvent(data, nil)
+			continue
+		}
+		if probe.PostType != "" || (probe.Echo == nil && probe.Status == nil && probe.Retcode == nil) {
+			onEvent(data, &probe.Event)
 			if hb := c.heartbeat.Load(); hb > 0 {
 				watchdog.Reset(liveness(time.Duration(hb)))
 			}

@@ -44,7 +44,7 @@ func dial(t *testing.T, p *onebottest.Peer, events chan<- []byte) (*Conn, func()
 	runCtx, cancel := context.WithCancel(ctx)
 	go func() {
 		defer close(finished)
-		runErr = c.Run(runCtx, func(frame []byte) {
+		runErr = c.Run(runCtx, func(frame []byte, _ *Event) {
 			if events != nil {
 				events <- frame
 			}

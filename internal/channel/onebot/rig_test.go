@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/pincerbot/pincer/internal/channel"
@@ -100,6 +101,7 @@ func newRig(t *testing.T, o AccountOptions, h onebottest.Handler) *rig {
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	go func() { r.done <- r.acct.Run(ctx, r.sink) }()
+	synctest.Wait() // Run is up before the test dials in
 	return r
 }
 

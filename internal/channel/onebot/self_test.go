@@ -31,7 +31,7 @@ func TestDialForwardAndResolveSelf(t *testing.T) {
 	c := NewConn(ws, 0, nil)
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	go func() { defer close(done); _ = c.Run(runCtx, func([]byte) {}) }()
+	go func() { defer close(done); _ = c.Run(runCtx, func([]byte, *Event) {}) }()
 	defer func() { cancel(); <-done }()
 
 	tests := []struct {

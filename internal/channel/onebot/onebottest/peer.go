@@ -169,6 +169,11 @@ func (p *Peer) Push(ctx context.Context, event any) error {
 	if err != nil {
 		return err
 	}
+	return p.PushRaw(ctx, b)
+}
+
+// PushRaw sends an encoded frame to every connected WebSocket.
+func (p *Peer) PushRaw(ctx context.Context, b []byte) error {
 	p.mu.Lock()
 	conns := append([]*websocket.Conn(nil), p.conns...)
 	p.mu.Unlock()
