@@ -341,8 +341,19 @@ func (a *Account) onEvent(ctx context.Context, c *Conn, header string, frame []b
 	}
 	self := a.Self()
 	if self == 0 {
+		// Every event names the bot; learning it here, before the message
+		// is dispatched, means a mention in the very first message counts.
 		if n, err := strconv.ParseInt(header, 10, 64); err == nil && n > 0 {
 			self = ID(n)
+		} else {
+			self = ev.SelfID
+		}
+		if self > 0 {
+			a.mu.Lock()
+			if a.self == 0 {
+				a.self = self
+			}
+			a.mu.Unlock()
 		}
 	}
 	m, err := ev.ToMessage(a.opts.ID, self)

@@ -35,11 +35,8 @@ func (a *Account) ServeReverse(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "this endpoint serves another QQ account", http.StatusForbidden)
 		return
 	}
-	a.mu.Lock()
-	in := a.intake
-	a.mu.Unlock()
+	in := a.running(w)
 	if in == nil {
-		http.Error(w, "not running", http.StatusServiceUnavailable)
 		return
 	}
 	ws, err := websocket.Accept(w, r, nil)
@@ -113,11 +110,8 @@ func (a *Account) ServePost(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, http.StatusText(status), status)
 		return
 	}
-	a.mu.Lock()
-	in := a.intake
-	a.mu.Unlock()
+	in := a.running(w)
 	if in == nil {
-		http.Error(w, "not running", http.StatusServiceUnavailable)
 		return
 	}
 	select {
@@ -127,4 +121,16 @@ func (a *Account) ServePost(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "shutting down", http.StatusServiceUnavailable)
 	case <-r.Context().Done():
 	}
+}
+
+// running returns Run's intake, or answers 503 and returns nil when the
+// account is not running.
+func (a *Account) running(w http.ResponseWriter) *intake {
+	a.mu.Lock()
+	in := a.intake
+	a.mu.Unlock()
+	if in == nil {
+		http.Error(w, "not running", http.StatusServiceUnavailable)
+	}
+	return in
 }
