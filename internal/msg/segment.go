@@ -37,6 +37,9 @@ type Segment struct {
 	ID string
 	// Type is the platform's own type name of a SegOther segment.
 	Type string
+	// Forward holds the messages of a SegForward container when the
+	// platform sent them inline (nil when they must be fetched by ID).
+	Forward []Message
 }
 
 // Text returns a text segment.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	fastjson "github.com/goccy/go-json"
 )
 
 // Errors of calls on a connection.
@@ -161,19 +162,9 @@ func (c *Conn) Run(ctx context.Context, onEvent func(frame []byte, ev *Event)) e
 			}
 			return fmt.Errorf("onebot: read: %w", err)
 		}
-		// One decoding tells events from answers and decodes the event.
-		var probe struct {
-			Event
-			Echo    json.RawMessage `json:"echo"`
-			Status  json.RawMessage `json:"status"`
-			Retcode json.RawMessage `json:"retcode"`
-		}
-		if err := json.Unmarshal(data, &probe); err != nil {
-			onEvent(data, nil)
-			continue
-		}
-		if probe.PostType != "" || (probe.Echo == nil && probe.Status == nil && probe.Retcode == nil) {
-			onEvent(data, &probe.Event)
+		ev, isResp := classify(data)
+		if !isResp {
+			onEvent(data, ev)
 			if hb := c.heartbeat.Load(); hb > 0 {
 				watchdog.Reset(liveness(time.Duration(hb)))
 			}
@@ -223,3 +214,23 @@ func (c *Conn) shutdown() {
 
 // Close closes the connection normally.
 func (c *Conn) Close() error { return c.ws.Close(websocket.StatusNormalClosure, "") }
+
+// classify decodes a frame once: an action answer (it has an echo, status
+// or retcode and no post_type), or an event, returned decoded (nil when the
+// frame is not a JSON object).
+func classify(frame []byte) (ev *Event, response bool) {
+	var probe struct {
+		Event
+		Echo    json.RawMessage `json:"echo"`
+		Status  json.RawMessage `json:"status"`
+		Retcode json.RawMessage `json:"retcode"`
+	}
+	// The fast decoder trusts its input; it only ever sees valid JSON.
+	if !json.Valid(frame) || fastjson.Unmarshal(frame, &probe) != nil {
+		return nil, false
+	}
+	if probe.PostType == "" && (probe.Echo != nil || probe.Status != nil || probe.Retcode != nil) {
+		return nil, true
+	}
+	return &probe.Event, false
+}

@@ -124,11 +124,13 @@ func (ev Event) ToMessage(account msg.AccountID, self ID) (msg.Message, error) {
 // reply id and forward ids. The at that QQ inserts after a reply segment
 // (of the quoted message's author) is dropped, so a reply does not read as
 // a mention.
-func Fill(m *msg.Message, segs []Segment) {
+func Fill(m *msg.Message, segs []Segment) { fill(m, segs, 0) }
+
+func fill(m *msg.Message, segs []Segment, depth int) {
 	var b strings.Builder
 	afterReply := false
 	for _, s := range segs {
-		seg := convert(s)
+		seg := convert(s, depth)
 		if afterReply {
 			afterReply = false
 			if seg.Kind == msg.SegAt && !seg.AtAll {
@@ -160,7 +162,7 @@ func Fill(m *msg.Message, segs []Segment) {
 	m.Text = strings.TrimSpace(b.String())
 }
 
-func convert(s Segment) msg.Segment {
+func convert(s Segment, depth int) msg.Segment {
 	switch s.Type {
 	case "text":
 		return msg.Text(s.Str("text"))
@@ -183,7 +185,13 @@ func convert(s Segment) msg.Segment {
 	case "file":
 		return msg.Segment{Kind: msg.SegFile, URL: s.Str("url"), ID: s.Str("file_id"), Name: s.Str("name")}
 	case "forward":
-		return msg.Segment{Kind: msg.SegForward, ID: s.Str("id")}
+		seg := msg.Segment{Kind: msg.SegForward, ID: s.Str("id")}
+		if content, ok := s.Data["content"]; ok {
+			// NapCat sends nested forwards inline; their ids cannot be
+			// fetched, so the content is the only way in.
+			seg.Forward = forwardMessages(content, depth+1)
+		}
+		return seg
 	}
 	return msg.Segment{Kind: msg.SegOther, Type: s.Type}
 }

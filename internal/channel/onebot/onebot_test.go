@@ -225,3 +225,23 @@ func TestRefusedEvents(t *testing.T) {
 		t.Error("a bad frame must be an error")
 	}
 }
+
+// FuzzFrame feeds arbitrary WebSocket frames through the decoding a
+// connection does: no panic, and an event is never also an answer.
+func FuzzFrame(f *testing.F) {
+	f.Add(`{"post_type":"message","message_type":"group","group_id":"-1","message_id":1.5e3,"user_id":"abc","message":[{"type":"text","data":{"text":"\u0000x"}},3]}`)
+	f.Add(`{"status":"ok","retcode":0,"data":{"message_id":1},"echo":"1:2"}`)
+	f.Add(`{"post_type":"meta_event","meta_event_type":"heartbeat","interval":5000}`)
+	f.Add(`[1,2]`)
+	f.Fuzz(func(t *testing.T, frame string) {
+		ev, response := classify([]byte(frame))
+		if response && ev != nil {
+			t.Fatal("a frame is an event or an answer, not both")
+		}
+		if ev != nil {
+			if m, err := ev.ToMessage("default", 3300000001); err == nil && m.Peer.Kind == msg.Group && m.Peer.ID == PlaceholderGroup.String() {
+				t.Fatal("the placeholder group became a chat")
+			}
+		}
+	})
+}

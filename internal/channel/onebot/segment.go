@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"unicode/utf8"
+
+	fastjson "github.com/goccy/go-json"
 )
 
 // Segment is one OneBot message segment. Data values are kept raw: the
@@ -25,6 +28,9 @@ func (s Segment) Str(key string) string {
 	}
 	switch raw[0] {
 	case '"':
+		if len(raw) >= 2 && raw[len(raw)-1] == '"' && bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
+			return string(raw[1 : len(raw)-1]) // no escapes: the text as is
+		}
 		var v string
 		if json.Unmarshal(raw, &v) == nil {
 			return v
@@ -79,6 +85,18 @@ func ParseMessage(raw json.RawMessage) ([]Segment, error) {
 		}
 		return []Segment{seg}, nil
 	case '[':
+		// One pass when every element is a segment object, the usual case.
+		// The fast decoder trusts its input; it only ever sees valid JSON.
+		var all []Segment
+		if json.Valid(raw) && fastjson.Unmarshal(raw, &all) == nil {
+			segs := all[:0]
+			for _, seg := range all {
+				if seg.Type != "" {
+					segs = append(segs, seg)
+				}
+			}
+			return segs, nil
+		}
 		var elems []json.RawMessage
 		if err := json.Unmarshal(raw, &elems); err != nil {
 			return nil, fmt.Errorf("onebot: message array: %w", err)
