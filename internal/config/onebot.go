@@ -50,6 +50,8 @@ type OneBotAccount struct {
 	Tools     OneBotTools     `json:"tools"`
 	ReverseWS OneBotReverseWS `json:"reverseWs"`
 	HTTPPost  OneBotHTTPPost  `json:"httpPost"`
+	// Receive decides which messages are answered and with what context.
+	Receive Receive `json:"receive"`
 }
 
 // OneBotReconnect is the forward WebSocket's reconnect policy.
@@ -101,6 +103,7 @@ func DefaultOneBot() OneBot {
 		Tools:                 OneBotTools{Enabled: true},
 		ReverseWS:             OneBotReverseWS{Path: DefaultReverseWSPath},
 		HTTPPost:              OneBotHTTPPost{Path: DefaultHTTPPostPath},
+		Receive:               DefaultReceive(),
 	}}
 }
 
@@ -137,6 +140,10 @@ func (o *OneBot) inherited(id string) OneBotAccount {
 	a.WSURL, a.HTTPURL, a.AccessToken, a.SelfID = "", "", "", ""
 	a.AllowFrom = slices.Clone(a.AllowFrom)
 	a.DenyFrom = slices.Clone(a.DenyFrom)
+	a.Receive.Mention.Keywords = slices.Clone(a.Receive.Mention.Keywords)
+	a.Receive.Digest.Peers = slices.Clone(a.Receive.Digest.Peers)
+	a.Receive.Summary.Commands = slices.Clone(a.Receive.Summary.Commands)
+	a.Receive.Summary.Peers = slices.Clone(a.Receive.Summary.Peers)
 	a.ReverseWS = OneBotReverseWS{Path: DefaultReverseWSPath + "/" + id}
 	a.HTTPPost = OneBotHTTPPost{Path: DefaultHTTPPostPath + "/" + id}
 	return a
@@ -259,6 +266,7 @@ func (a OneBotAccount) Validate() error {
 	if r.MaxDelayMs < r.MinDelayMs {
 		errs = append(errs, problem("reconnect.maxDelayMs", "must not be below minDelayMs (%d)", r.MinDelayMs))
 	}
+	errs = append(errs, nest("receive", a.Receive.Validate()))
 	for _, p := range []struct{ key, path string }{{"reverseWs.path", a.ReverseWS.Path}, {"httpPost.path", a.HTTPPost.Path}} {
 		if !strings.HasPrefix(p.path, "/") || strings.ContainsAny(p.path, " ?#") {
 			errs = append(errs, problem(p.key, "want a path such as %q, got %q", DefaultReverseWSPath, p.path))

@@ -15,6 +15,7 @@ func TestOneBotDefaultsMatchTheReference(t *testing.T) {
 		Tools:     OneBotTools{Enabled: true},
 		ReverseWS: OneBotReverseWS{Path: "/onebot/v11/ws"},
 		HTTPPost:  OneBotHTTPPost{Path: "/onebot/v11/post"},
+		Receive:   DefaultReceive(),
 	}
 	if diff := cmp.Diff(want, a); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -119,5 +120,40 @@ func TestOneBotAccountValidation(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "already used by accounts.clash.reverseWs.path") {
 		t.Errorf("a path clash names both accounts: %v", err)
+	}
+}
+
+func TestReceiveValidationAndWarnings(t *testing.T) {
+	doc := `{ channels: { onebot: { receive: {
+	  mention: { keywordMatch: 'glob' },
+	  realtime: { windowMs: 0, maxWindowMs: -1 },
+	  digest: { scope: 'everyone', peers: ['room:1'], minMessages: -1 },
+	  summary: { commands: ['/sum mary'], count: 0 },
+	  history: { maxAgeMs: -5 },
+	} } } }`
+	_, err := Parse([]byte(doc), noEnv)
+	want := []string{
+		"channels.onebot.receive.digest.minMessages",
+		"channels.onebot.receive.digest.peers[0]",
+		"channels.onebot.receive.digest.scope",
+		"channels.onebot.receive.history.maxAgeMs",
+		"channels.onebot.receive.mention.keywordMatch",
+		"channels.onebot.receive.realtime.maxWindowMs",
+		"channels.onebot.receive.realtime.windowMs",
+		"channels.onebot.receive.summary.commands[0]",
+		"channels.onebot.receive.summary.count",
+	}
+	if diff := cmp.Diff(want, paths(err)); diff != "" {
+		t.Errorf("problem paths (-want +got):\n%s\nerror: %v", diff, err)
+	}
+	r := DefaultReceive()
+	r.Mention.KeywordMatch = "regex"
+	r.Mention.Keywords = []string{"天气", "(unclosed"}
+	if w := r.Warnings(); len(w) != 1 || !strings.Contains(w[0], "keywords[1]") {
+		t.Errorf("warnings %v", w)
+	}
+	r.Digest.MinMessages, r.Digest.MaxMessages = 80, 50
+	if r.Digest.MinMessagesClamped() != 50 {
+		t.Error("minMessages is clamped to maxMessages")
 	}
 }
