@@ -81,9 +81,9 @@ const (
 // DefaultReceive is the receive behaviour of the reference plugin.
 func DefaultReceive() Receive {
 	return Receive{
-		Mention: Mention{Enabled: true, RequireMentionInGroup: true, KeywordMatch: "contains", TriggerOnReplyToSelf: true, AlwaysReplyInDirect: true},
+		Mention:  Mention{Enabled: true, RequireMentionInGroup: true, KeywordMatch: "contains", TriggerOnReplyToSelf: true, AlwaysReplyInDirect: true},
 		Realtime: Realtime{Enabled: true, WindowMs: 800, MaxWindowMs: 3000, MaxMessages: 10, MaxChars: 8000},
-		Digest: DigestSettings{IntervalMs: 300000, MaxMessages: 50, MinMessages: 3, Prompt: DefaultDigestPrompt, Scope: "group", MaxTranscriptChars: 20000},
+		Digest:   DigestSettings{IntervalMs: 300000, MaxMessages: 50, MinMessages: 3, Prompt: DefaultDigestPrompt, Scope: "group", MaxTranscriptChars: 20000},
 		Summary: SummarySettings{
 			Enabled: true, Commands: []string{"/summary", "/总结"}, Count: 100, MaxCount: 200,
 			Prompt: DefaultSummaryPrompt, Scope: "all", MaxTranscriptChars: 20000,
