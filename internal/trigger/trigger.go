@@ -1,0 +1,181 @@
+// Package trigger decides whether a message asks for a reply: a direct
+// chat, a mention of the bot, a reply to one of its messages, or a keyword,
+// in that order. It also strips the leading mention of the bot from the
+// text the agent reads.
+package trigger
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/pincerbot/pincer/internal/msg"
+)
+
+// Match is how keywords are compared with a message's text.
+type Match string
+
+// Keyword matching modes.
+const (
+	Contains Match = "contains"
+	Prefix   Match = "prefix"
+	Exact    Match = "exact"
+	Regex    Match = "regex"
+)
+
+// Rules are the mention settings.
+type Rules struct {
+	Enabled               bool
+	RequireMentionInGroup bool
+	Keywords              []string
+	KeywordMatch          Match
+	CaseSensitive         bool
+	TriggerOnReplyToSelf  bool
+	AlwaysReplyInDirect   bool
+}
+
+// Decision is the outcome for one message. Reason is empty when a group
+// message triggers only because mentions are not required and no keywords
+// are configured.
+type Decision struct {
+	Triggered bool
+	Reason    msg.TriggerReason
+	Keyword   string
+}
+
+// Bot is what the evaluator needs to know of the bot in a chat account.
+type Bot struct {
+	// Self is the bot's user id, empty while unknown: then no mention
+	// can trigger.
+	Self msg.UserID
+	// SentByBot reports whether a message id is one of the bot's own.
+	SentByBot func(msg.MessageID) bool
+}
+
+// Evaluator applies Rules.
+type Evaluator struct {
+	rules    Rules
+	keywords []keyword
+}
+
+type keyword struct {
+	word string // as configured
+	cmp  string // folded unless case-sensitive
+	re   *regexp.Regexp
+}
+
+// New compiles rules. Keywords that are not valid regular expressions
+// under Regex are skipped and reported in warnings.
+func New(r Rules) (*Evaluator, []string) {
+	e := &Evaluator{rules: r}
+	var warnings []string
+	for _, k := range r.Keywords {
+		if k == "" {
+			continue
+		}
+		kw := keyword{word: k, cmp: k}
+		if !r.CaseSensitive {
+			kw.cmp = strings.ToLower(k)
+		}
+		if r.KeywordMatch == Regex {
+			expr := k
+			if !r.CaseSensitive {
+				expr = "(?i)" + k
+			}
+			re, err := regexp.Compile(expr)
+			if err != nil {
+				warnings = append(warnings, fmt.Sprintf("keyword %q is not a valid regular expression and is skipped: %v", k, err))
+				continue
+			}
+			kw.re = re
+		}
+		e.keywords = append(e.keywords, kw)
+	}
+	return e, warnings
+}
+
+// Evaluate decides for m; the first matching rule wins.
+func (e *Evaluator) Evaluate(m msg.Message, bot Bot) Decision {
+	r := e.rules
+	if !r.Enabled {
+		return Decision{}
+	}
+	group := m.Peer.Kind == msg.Group
+	if !group && r.AlwaysReplyInDirect {
+		return Decision{Triggered: true, Reason: msg.TriggerDirect}
+	}
+	if group && bot.Self != "" && m.Mentioned(bot.Self) {
+		return Decision{Triggered: true, Reason: msg.TriggerMention}
+	}
+	if group && r.TriggerOnReplyToSelf && m.ReplyTo != "" && bot.SentByBot != nil && bot.SentByBot(m.ReplyTo) {
+		return Decision{Triggered: true, Reason: msg.TriggerReplyToSelf}
+	}
+	if k, ok := e.keyword(m.Text); ok {
+		return Decision{Triggered: true, Reason: msg.TriggerKeyword, Keyword: k}
+	}
+	if group && !r.RequireMentionInGroup && len(r.Keywords) == 0 {
+		return Decision{Triggered: true}
+	}
+	return Decision{}
+}
+
+func (e *Evaluator) keyword(text string) (string, bool) {
+	folded := text
+	if !e.rules.CaseSensitive {
+		folded = strings.ToLower(text)
+	}
+	trimmed := strings.TrimSpace(folded)
+	for _, k := range e.keywords {
+		var hit bool
+		switch e.rules.KeywordMatch {
+		case Regex:
+			hit = k.re.MatchString(text)
+		case Prefix:
+			hit = strings.HasPrefix(trimmed, k.cmp)
+		case Exact:
+			hit = trimmed == strings.TrimSpace(k.cmp)
+		default:
+			hit = strings.Contains(folded, k.cmp)
+		}
+		if hit {
+			return k.word, true
+		}
+	}
+	return "", false
+}
+
+// StripLeadingMention removes one leading mention of self from the
+// rendered text of m, with the whitespace after it: the "@name" (or
+// "@<id>") the channel rendered for a leading mention segment of self, or
+// a raw "[CQ:at,qq=<self>]" code typed as text. Anything else is left as
+// it is.
+func StripLeadingMention(m msg.Message, self msg.UserID) string {
+	text := m.Text
+	if self == "" {
+		return text
+	}
+	trimmed := strings.TrimLeft(text, " \t\r\n")
+	var tokens []string
+	for _, s := range m.Segments {
+		if s.Kind == msg.SegText && strings.TrimSpace(s.Text) == "" {
+			continue
+		}
+		if s.Kind == msg.SegReply {
+			continue
+		}
+		if s.Kind == msg.SegAt && !s.AtAll && s.Target == self {
+			if s.Name != "" {
+				tokens = append(tokens, "@"+s.Name)
+			}
+			tokens = append(tokens, "@"+string(self))
+		}
+		break
+	}
+	tokens = append(tokens, "[CQ:at,qq="+string(self)+"]")
+	for _, tok := range tokens {
+		if rest, ok := strings.CutPrefix(trimmed, tok); ok {
+			return strings.TrimLeft(rest, " \t\r\n\u3000")
+		}
+	}
+	return text
+}

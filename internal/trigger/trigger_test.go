@@ -1,0 +1,159 @@
+package trigger
+
+import (
+	"testing"
+
+	"github.com/pincerbot/pincer/internal/msg"
+)
+
+const self = msg.UserID("123456789")
+
+func defaults() Rules {
+	return Rules{Enabled: true, RequireMentionInGroup: true, KeywordMatch: Contains, TriggerOnReplyToSelf: true, AlwaysReplyInDirect: true}
+}
+
+func group(text string) msg.Message {
+	return msg.Message{Peer: msg.Peer{Kind: msg.Group, ID: "20000002"}, Text: text, Segments: []msg.Segment{msg.Text(text)}}
+}
+
+func direct(text string) msg.Message {
+	return msg.Message{Peer: msg.Peer{Kind: msg.Direct, ID: "10001"}, Text: text}
+}
+
+var bot = Bot{Self: self, SentByBot: func(id msg.MessageID) bool { return id == "bot-1" }}
+
+// TestSpecTimeline is the mention timeline of the receive-modes spec: group
+// 20000002, selfId 123456789, keywords ["天气"], everything else default.
+func TestSpecTimeline(t *testing.T) {
+	r := defaults()
+	r.Keywords = []string{"天气"}
+	e, _ := New(r)
+	mentionC := group("@机器人帮我算一下 1+1")
+	mentionC.Mentions = []msg.UserID{self}
+	replyD := group("谢谢")
+	replyD.ReplyTo = "bot-1"
+	atAllE := group("@全体成员大家注意一下")
+	atAllE.AtAll = true
+	steps := []struct {
+		at   string
+		m    msg.Message
+		want Decision
+	}{
+		{"10:00:00", group("今天天气怎么样"), Decision{Triggered: true, Reason: msg.TriggerKeyword, Keyword: "天气"}},
+		{"10:00:05", group("在吗"), Decision{}},
+		{"10:00:10", mentionC, Decision{Triggered: true, Reason: msg.TriggerMention}},
+		{"10:00:15", replyD, Decision{Triggered: true, Reason: msg.TriggerReplyToSelf}},
+		{"10:00:20", atAllE, Decision{}},
+	}
+	for _, s := range steps {
+		if got := e.Evaluate(s.m, bot); got != s.want {
+			t.Errorf("%s %q: got %+v, want %+v", s.at, s.m.Text, got, s.want)
+		}
+	}
+}
+
+func TestRuleOrder(t *testing.T) {
+	mentioned := group("hi")
+	mentioned.Mentions = []msg.UserID{self}
+	reply := group("thanks")
+	reply.ReplyTo = "bot-1"
+	tests := []struct {
+		name  string
+		rules func(*Rules)
+		m     msg.Message
+		bot   Bot
+		want  Decision
+	}{
+		{"disabled overrides even direct chats and keywords", func(r *Rules) { r.Enabled = false; r.Keywords = []string{"hi"} }, direct("hi"), bot, Decision{}},
+		{"direct", nil, direct("anything"), bot, Decision{Triggered: true, Reason: msg.TriggerDirect}},
+		{"direct by keyword when not always", func(r *Rules) { r.AlwaysReplyInDirect = false; r.Keywords = []string{"help"} }, direct("need help"), bot, Decision{Triggered: true, Reason: msg.TriggerKeyword, Keyword: "help"}},
+		{"direct without keyword when not always", func(r *Rules) { r.AlwaysReplyInDirect = false }, direct("hello"), bot, Decision{}},
+		{"mention needs a known self", nil, mentioned, Bot{SentByBot: bot.SentByBot}, Decision{}},
+		{"mention wins over keyword", func(r *Rules) { r.Keywords = []string{"hi"} }, mentioned, bot, Decision{Triggered: true, Reason: msg.TriggerMention}},
+		{"reply to self off", func(r *Rules) { r.TriggerOnReplyToSelf = false }, reply, bot, Decision{}},
+		{"reply to someone else", nil, func() msg.Message { m := group("x"); m.ReplyTo = "other"; return m }(), bot, Decision{}},
+		{"no mention required, no keywords: everything, without a reason", func(r *Rules) { r.RequireMentionInGroup = false }, group("chat"), bot, Decision{Triggered: true}},
+		{"no mention required but keywords that miss", func(r *Rules) { r.RequireMentionInGroup = false; r.Keywords = []string{"bot"} }, group("chat"), bot, Decision{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := defaults()
+			if tt.rules != nil {
+				tt.rules(&r)
+			}
+			e, _ := New(r)
+			if got := e.Evaluate(tt.m, tt.bot); got != tt.want {
+				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestKeywordMatching(t *testing.T) {
+	tests := []struct {
+		match    Match
+		caseSens bool
+		keyword  string
+		text     string
+		want     bool
+	}{
+		{Contains, false, "Bot", "hey BOT there", true},
+		{Contains, true, "Bot", "hey BOT there", false},
+		{Prefix, false, "小助手", "  小助手 在吗", true},
+		{Prefix, false, "小助手", "叫小助手", false},
+		{Exact, false, "help", " HELP ", true},
+		{Exact, false, "help", "help me", false},
+		{Regex, false, `^天气\s*\d+`, "天气 12", true},
+		{Regex, false, `^天气\s*\d+`, "明天天气", false},
+		{Regex, true, `Go+gle`, "gooogle", false},
+		{Regex, false, `Go+gle`, "gooogle", true},
+	}
+	for _, tt := range tests {
+		r := defaults()
+		r.KeywordMatch, r.CaseSensitive, r.Keywords = tt.match, tt.caseSens, []string{tt.keyword}
+		e, warnings := New(r)
+		if len(warnings) > 0 {
+			t.Fatal(warnings)
+		}
+		if got := e.Evaluate(group(tt.text), bot).Triggered; got != tt.want {
+			t.Errorf("%s(case %v) %q in %q: got %v", tt.match, tt.caseSens, tt.keyword, tt.text, got)
+		}
+	}
+}
+
+func TestInvalidRegexIsSkippedWithAWarning(t *testing.T) {
+	r := defaults()
+	r.KeywordMatch, r.Keywords = Regex, []string{"(x", "ok"}
+	e, warnings := New(r)
+	if len(warnings) != 1 {
+		t.Fatalf("warnings %v", warnings)
+	}
+	if !e.Evaluate(group("ok then"), bot).Triggered || e.Evaluate(group("(x"), bot).Triggered {
+		t.Error("the valid keyword still works; the invalid one never matches")
+	}
+}
+
+func TestStripLeadingMention(t *testing.T) {
+	at := msg.Segment{Kind: msg.SegAt, Target: self, Name: "机器人"}
+	tests := []struct {
+		name string
+		m    msg.Message
+		want string
+	}{
+		{"name", msg.Message{Text: "@机器人 帮我查天气", Segments: []msg.Segment{at, msg.Text(" 帮我查天气")}}, "帮我查天气"},
+		{"number", msg.Message{Text: "@123456789帮我", Segments: []msg.Segment{{Kind: msg.SegAt, Target: self}, msg.Text("帮我")}}, "帮我"},
+		{"after a reply segment", msg.Message{Text: "@机器人 hi", Segments: []msg.Segment{{Kind: msg.SegReply, ID: "1"}, at, msg.Text(" hi")}}, "hi"},
+		{"raw CQ code", msg.Message{Text: "[CQ:at,qq=123456789] hi", Segments: []msg.Segment{msg.Text("[CQ:at,qq=123456789] hi")}}, "hi"},
+		{"only once", msg.Message{Text: "@机器人 @机器人 hi", Segments: []msg.Segment{at, msg.Text(" "), at, msg.Text(" hi")}}, "@机器人 hi"},
+		{"someone else first", msg.Message{Text: "@张三 hi", Segments: []msg.Segment{{Kind: msg.SegAt, Target: "1", Name: "张三"}, msg.Text(" hi")}}, "@张三 hi"},
+		{"not at the start", msg.Message{Text: "hi @机器人", Segments: []msg.Segment{msg.Text("hi "), at}}, "hi @机器人"},
+	}
+	for _, tt := range tests {
+		if got := StripLeadingMention(tt.m, self); got != tt.want {
+			t.Errorf("%s: got %q, want %q", tt.name, got, tt.want)
+		}
+	}
+	if got := StripLeadingMention(tests[0].m, ""); got != tests[0].m.Text {
+		t.Errorf("unknown self strips nothing: %q", got)
+	}
+}
