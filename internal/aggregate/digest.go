@@ -1,0 +1,116 @@
+package aggregate
+
+import (
+	"sync"
+	"time"
+
+	"github.com/pincerbot/pincer/internal/msg"
+)
+
+// DigestOptions configure digest windows.
+type DigestOptions[T any] struct {
+	// Interval after a window opens, it flushes, if it holds at least
+	// MinMessages; otherwise it waits another Interval, and so on.
+	Interval    time.Duration
+	MinMessages int
+	// MaxMessages flushes at once, whatever MinMessages says.
+	MaxMessages int
+	// MaxChars trims the buffer from the oldest end; Size measures a
+	// message (its transcript line), its text length when nil.
+	MaxChars int
+	Size     func(msg.Message) int
+	Flush    func(Flushed[T])
+}
+
+// Digest collects every message of a chat into one window per key (the
+// peer), ignoring triggers, and flushes it on a timer or when full.
+type Digest[T any] struct {
+	opts DigestOptions[T]
+
+	mu      sync.Mutex
+	windows map[string]*dgWindow[T]
+}
+
+type dgWindow[T any] struct {
+	entries []Entry[T]
+	size    int
+	timer   *time.Timer
+}
+
+// NewDigest returns empty windows; MinMessages is clamped to MaxMessages.
+func NewDigest[T any](o DigestOptions[T]) *Digest[T] {
+	o.MinMessages = min(o.MinMessages, o.MaxMessages)
+	if o.Size == nil {
+		o.Size = chars
+	}
+	return &Digest[T]{opts: o, windows: map[string]*dgWindow[T]{}}
+}
+
+// Accept adds a message to its window, opening one if needed.
+func (d *Digest[T]) Accept(key string, e Entry[T]) {
+	d.mu.Lock()
+	w := d.windows[key]
+	if w == nil {
+		w = &dgWindow[T]{}
+		d.windows[key] = w
+		w.timer = time.AfterFunc(d.opts.Interval, func() { d.tick(key, w) })
+	}
+	w.entries = append(w.entries, e)
+	w.size += d.opts.Size(e.Message)
+	for w.size > d.opts.MaxChars && len(w.entries) > 1 {
+		w.size -= d.opts.Size(w.entries[0].Message)
+		w.entries = w.entries[1:]
+	}
+	if len(w.entries) >= d.opts.MaxMessages {
+		f := d.endLocked(key, w, msg.FlushMaxMessages)
+		d.mu.Unlock()
+		d.opts.Flush(f)
+		return
+	}
+	d.mu.Unlock()
+}
+
+// tick is the interval timer: it flushes a window that holds enough
+// messages and re-arms for one that does not.
+func (d *Digest[T]) tick(key string, w *dgWindow[T]) {
+	d.mu.Lock()
+	if d.windows[key] != w {
+		d.mu.Unlock()
+		return
+	}
+	if len(w.entries) < d.opts.MinMessages {
+		w.timer.Reset(d.opts.Interval)
+		d.mu.Unlock()
+		return
+	}
+	f := d.endLocked(key, w, msg.FlushInterval)
+	d.mu.Unlock()
+	d.opts.Flush(f)
+}
+
+// Pending reports how many messages wait in key's window.
+func (d *Digest[T]) Pending(key string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if w := d.windows[key]; w != nil {
+		return len(w.entries)
+	}
+	return 0
+}
+
+// Stop drops every window and its timer; digests are not sent at
+// shutdown.
+func (d *Digest[T]) Stop() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for key, w := range d.windows {
+		w.timer.Stop()
+		delete(d.windows, key)
+	}
+}
+
+func (d *Digest[T]) endLocked(key string, w *dgWindow[T], reason msg.FlushReason) Flushed[T] {
+	delete(d.windows, key)
+	w.timer.Stop()
+	return Flushed[T]{Key: key, Entries: w.entries, Reason: reason}
+}

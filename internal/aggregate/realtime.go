@@ -1,0 +1,151 @@
+package aggregate
+
+import (
+	"sync"
+	"time"
+
+	"github.com/pincerbot/pincer/internal/msg"
+)
+
+// RealtimeOptions configure realtime windows.
+type RealtimeOptions[T any] struct {
+	// Disabled keeps no windows: a triggered message flushes alone at once
+	// (immediate) and the others are dropped.
+	Disabled bool
+	// Window is the quiet time that ends a window, reset by every message.
+	Window time.Duration
+	// MaxWindow ends a window this long after it opened, whatever comes.
+	MaxWindow time.Duration
+	// MaxMessages and MaxChars end a window once reached (messages) or
+	// exceeded (characters of text).
+	MaxMessages int
+	MaxChars    int
+	// Flush receives every ended window. It is called without locks held,
+	// from Accept (capacity, immediate) or a timer; it should hand the
+	// batch off rather than run the turn.
+	Flush func(Flushed[T])
+}
+
+// Realtime merges bursts: a triggered message opens a window for its key
+// (peer and sender); every later message with that key joins it until it
+// ends.
+type Realtime[T any] struct {
+	opts RealtimeOptions[T]
+
+	mu      sync.Mutex
+	windows map[string]*rtWindow[T]
+}
+
+type rtWindow[T any] struct {
+	entries []Entry[T]
+	chars   int
+	trigger msg.TriggerReason
+	quiet   *time.Timer
+	hard    *time.Timer
+}
+
+// NewRealtime returns empty windows.
+func NewRealtime[T any](o RealtimeOptions[T]) *Realtime[T] {
+	return &Realtime[T]{opts: o, windows: map[string]*rtWindow[T]{}}
+}
+
+// Accept offers a message with its trigger decision. It reports whether
+// the message was taken (into a window or an immediate batch); an
+// untriggered message with no open window is not.
+func (r *Realtime[T]) Accept(key string, e Entry[T], triggered bool, reason msg.TriggerReason) bool {
+	if r.opts.Disabled {
+		if !triggered {
+			return false
+		}
+		r.opts.Flush(Flushed[T]{Key: key, Entries: []Entry[T]{e}, Trigger: reason, Reason: msg.FlushImmediate})
+		return true
+	}
+	r.mu.Lock()
+	w := r.windows[key]
+	if w == nil {
+		if !triggered {
+			r.mu.Unlock()
+			return false
+		}
+		w = &rtWindow[T]{trigger: reason}
+		r.windows[key] = w
+		w.hard = time.AfterFunc(r.opts.MaxWindow, func() { r.expire(key, w, msg.FlushMaxWindow) })
+	}
+	w.entries = append(w.entries, e)
+	w.chars += chars(e.Message)
+	var reason2 msg.FlushReason
+	switch {
+	case len(w.entries) >= r.opts.MaxMessages:
+		reason2 = msg.FlushMaxMessages
+	case w.chars > r.opts.MaxChars:
+		reason2 = msg.FlushMaxChars
+	}
+	if reason2 != "" {
+		f := r.endLocked(key, w, reason2)
+		r.mu.Unlock()
+		r.opts.Flush(f)
+		return true
+	}
+	if w.quiet == nil {
+		w.quiet = time.AfterFunc(r.opts.Window, func() { r.expire(key, w, msg.FlushQuiet) })
+	} else {
+		w.quiet.Reset(r.opts.Window)
+	}
+	r.mu.Unlock()
+	return true
+}
+
+// FlushNow ends the window of key at once, if one is open (a command in
+// it should not wait out the quiet time).
+func (r *Realtime[T]) FlushNow(key string, reason msg.FlushReason) {
+	r.mu.Lock()
+	w := r.windows[key]
+	if w == nil {
+		r.mu.Unlock()
+		return
+	}
+	f := r.endLocked(key, w, reason)
+	r.mu.Unlock()
+	r.opts.Flush(f)
+}
+
+// FlushAll ends every open window (shutdown).
+func (r *Realtime[T]) FlushAll(reason msg.FlushReason) {
+	r.mu.Lock()
+	var out []Flushed[T]
+	for key, w := range r.windows {
+		out = append(out, r.endLocked(key, w, reason))
+	}
+	r.mu.Unlock()
+	for _, f := range out {
+		r.opts.Flush(f)
+	}
+}
+
+// Open reports how many windows are open.
+func (r *Realtime[T]) Open() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.windows)
+}
+
+// expire ends w by timer, unless it already ended.
+func (r *Realtime[T]) expire(key string, w *rtWindow[T], reason msg.FlushReason) {
+	r.mu.Lock()
+	if r.windows[key] != w {
+		r.mu.Unlock()
+		return
+	}
+	f := r.endLocked(key, w, reason)
+	r.mu.Unlock()
+	r.opts.Flush(f)
+}
+
+func (r *Realtime[T]) endLocked(key string, w *rtWindow[T], reason msg.FlushReason) Flushed[T] {
+	delete(r.windows, key)
+	w.hard.Stop()
+	if w.quiet != nil {
+		w.quiet.Stop()
+	}
+	return Flushed[T]{Key: key, Entries: w.entries, Trigger: w.trigger, Reason: reason}
+}
