@@ -36,7 +36,9 @@ func (l *flushLog) list() []string {
 	return append([]string(nil), l.got...)
 }
 
-func m(text string) Entry[int] { return Entry[int]{Message: msg.Message{ID: msg.MessageID(text), Text: text}} }
+func m(text string) Entry[int] {
+	return Entry[int]{Message: msg.Message{ID: msg.MessageID(text), Text: text}}
+}
 
 func spec() RealtimeOptions[int] {
 	return RealtimeOptions[int]{Window: 800 * time.Millisecond, MaxWindow: 3 * time.Second, MaxMessages: 10, MaxChars: 8000}
