@@ -28,6 +28,9 @@ type Outbound struct {
 	ReplyTo MessageID
 	// IsError marks an error notice; channels never convert mentions in it.
 	IsError bool
+	// NoMentions forbids turning @names into real mentions: digests and
+	// summaries repeat chat text that must not ping anyone.
+	NoMentions bool
 	// IsReasoning marks model reasoning; most channels suppress it.
 	IsReasoning bool
 	// ChannelData carries channel-specific options the engine passes through

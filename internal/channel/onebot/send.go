@@ -75,8 +75,8 @@ func (s *Outbox) Send(ctx context.Context, out msg.Outbound, opts OutboundOption
 	if out.Peer.Kind == msg.Direct {
 		opts.Mentions = false // no rewriting in direct chats
 	}
-	if out.IsError {
-		opts.Mentions = false // notices never ping anyone
+	if out.IsError || out.NoMentions {
+		opts.Mentions = false // notices, digests and summaries never ping anyone
 	}
 	action, target, err := sendAction(out.Peer)
 	if err != nil {

@@ -85,16 +85,19 @@ func TestSendDirectAndNotices(t *testing.T) {
 	if _, err := s.Send(context.Background(), msg.Outbound{Peer: msg.Peer{Kind: msg.Group, ID: "7"}, Text: "failed @Ann", IsError: true}, people); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := s.Send(context.Background(), msg.Outbound{Peer: msg.Peer{Kind: msg.Group, ID: "7"}, Text: "summary: @Ann said [CQ:at,qq=9]", NoMentions: true}, people); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := s.Send(context.Background(), msg.Outbound{Peer: msg.Peer{Kind: msg.Group, ID: "7"}, Text: "  \n"}, people); err != nil {
 		t.Fatal(err)
 	}
 	calls := sentCalls(t, p)
-	if len(calls) != 2 {
+	if len(calls) != 3 {
 		t.Fatalf("whitespace must send nothing: %d calls", len(calls))
 	}
 	for _, c := range calls {
 		if len(c.Message) != 1 || c.Message[0].Type != "text" {
-			t.Errorf("direct chats and notices never convert mentions: %+v", c.Message)
+			t.Errorf("direct chats, notices and digests never convert mentions: %+v", c.Message)
 		}
 	}
 	if calls[0].UserID != 42 {
