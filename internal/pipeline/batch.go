@@ -1,0 +1,191 @@
+package pipeline
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pincerbot/pincer/internal/aggregate"
+	"github.com/pincerbot/pincer/internal/channel"
+	"github.com/pincerbot/pincer/internal/engine"
+	"github.com/pincerbot/pincer/internal/msg"
+	"github.com/pincerbot/pincer/internal/prompt"
+	"github.com/pincerbot/pincer/internal/trigger"
+)
+
+// runRealtime turns a flushed realtime window into an agent turn: the
+// messages joined (the leading mention stripped once), the quote block
+// first, taken history around it; the commands see only the user's text.
+func (p *Pipeline) runRealtime(ctx context.Context, f aggregate.Flushed[channel.Replier]) {
+	msgs := f.Messages()
+	if len(msgs) == 0 {
+		return
+	}
+	first := msgs[0]
+	text := RealtimeText(msgs, p.opts.Bot.Self())
+	var history []msg.Message
+	if p.opts.Receive.History.Enabled {
+		history = p.history.Take(first.Peer.String(), msgs, time.Now())
+	}
+	batch := msg.Batch{Kind: msg.Realtime, Messages: msgs, History: history, Trigger: f.Trigger, Flush: f.Reason}
+	quote := ""
+	if p.opts.Quote != nil {
+		quote = p.quote(ctx, batch)
+	}
+	hasImage := slices.ContainsFunc(msgs, func(m msg.Message) bool { return m.HasImage() })
+	if strings.TrimSpace(text) == "" && quote == "" && len(history) == 0 && !hasImage {
+		p.log.Debug("empty realtime batch skipped", "peer", first.Peer.String(), "reason", string(f.Reason))
+		return
+	}
+	body := RealtimeBody(first, text, quote, history, p.opts.Location, p.opts.Receive.History.MaxChars)
+	m := first
+	m.Text = text
+	mc := engine.MsgContext{Message: m, Body: text, BodyForAgent: body, RawBody: text, CommandBody: text}
+	r := &filtered{Replier: f.Entries[0].Tag}
+	p.log.Debug("realtime batch", "peer", first.Peer.String(), "messages", len(msgs), "history", len(history), "trigger", string(f.Trigger), "flush", string(f.Reason))
+	if err := p.opts.Engine.DispatchContext(ctx, mc, r); err != nil {
+		p.log.Warn("realtime batch", "peer", first.Peer.String(), "err", err)
+	}
+}
+
+// quote runs the quoter, containing its failures: the batch goes on
+// without a quote block.
+func (p *Pipeline) quote(ctx context.Context, b msg.Batch) (block string) {
+	defer func() {
+		if v := recover(); v != nil {
+			p.log.Error("quote resolution panicked; going on without it", "panic", v)
+			block = ""
+		}
+	}()
+	return p.opts.Quote(ctx, b)
+}
+
+// RealtimeText is what the users of a realtime batch said: each message's
+// text on its own line, the first without its leading mention of self.
+func RealtimeText(msgs []msg.Message, self msg.UserID) string {
+	lines := make([]string, 0, len(msgs))
+	for i, m := range msgs {
+		t := m.Text
+		if i == 0 {
+			t = trigger.StripLeadingMention(m, self)
+		}
+		if t = strings.TrimSpace(t); t != "" {
+			lines = append(lines, t)
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// RealtimeBody is what the agent reads for a realtime batch: the quote
+// block, then the text; with history, the transcript between its markers
+// first, and in groups the sender's label on the current message, so the
+// envelope's sender never seems to have said the whole transcript.
+func RealtimeBody(first msg.Message, text, quote string, history []msg.Message, loc *time.Location, historyChars int) string {
+	current := text
+	if quote != "" {
+		current = quote + "\n" + text
+	}
+	if len(history) == 0 {
+		return current
+	}
+	lines := prompt.Transcript(history, loc, historyChars)
+	if len(lines) == 0 {
+		return current
+	}
+	var b strings.Builder
+	b.WriteString(prompt.HistoryHeader + "\n")
+	for _, l := range lines {
+		b.WriteString(l + "\n")
+	}
+	b.WriteString(prompt.HistoryFooter + "\n")
+	if first.Peer.Kind == msg.Group {
+		b.WriteString(prompt.SenderLabel(first.Sender))
+	}
+	b.WriteString(current)
+	return b.String()
+}
+
+// SummaryBody is the body of digest and summary turns: the prompt, a
+// blank line, then the transcript trimmed from the oldest end.
+func SummaryBody(promptText string, msgs []msg.Message, loc *time.Location, maxChars int) string {
+	return strings.TrimSpace(promptText) + "\n\n" + strings.Join(prompt.Transcript(msgs, loc, maxChars), "\n")
+}
+
+// runDigest sends a chat's digest: a turn that answers no one, runs no
+// command, and stays silent when the agent says SKIP.
+func (p *Pipeline) runDigest(ctx context.Context, f aggregate.Flushed[channel.Replier]) {
+	msgs := f.Messages()
+	if len(msgs) == 0 {
+		return
+	}
+	first := msgs[0]
+	dg := p.opts.Receive.Digest
+	body := SummaryBody(dg.Prompt, msgs, p.opts.Location, dg.MaxTranscriptChars)
+	m := msg.Message{
+		ID:      msg.MessageID("digest:" + string(first.ID) + ":" + string(msgs[len(msgs)-1].ID)),
+		Channel: first.Channel, Account: first.Account, Peer: first.Peer, Time: time.Now(), Text: body,
+	}
+	mc := engine.MsgContext{Message: m, Body: body, BodyForAgent: body, NoCommands: true}
+	r := &peerReplier{send: p.opts.Send, account: first.Account, peer: first.Peer, flatten: p.opts.PlainText, skip: true}
+	p.log.Debug("digest batch", "peer", first.Peer.String(), "messages", len(msgs), "flush", string(f.Reason))
+	if err := p.opts.Engine.DispatchContext(ctx, mc, r); err != nil {
+		p.log.Warn("digest batch", "peer", first.Peer.String(), "err", err)
+	}
+}
+
+// summary answers a /summary command and reports whether m was one. The
+// command enters no buffer.
+func (p *Pipeline) summary(ctx context.Context, m msg.Message, r channel.Replier) bool {
+	s := p.opts.Receive.Summary
+	if !s.Enabled || !inScope(s.Scope, s.Peers, m.Peer) {
+		return false
+	}
+	count, ok := ParseSummary(trigger.StripLeadingMention(m, p.opts.Bot.Self()), s.Commands, s.Count, s.MaxCount)
+	if !ok {
+		return false
+	}
+	if m.Peer.Kind == msg.Group && p.opts.Ack != nil {
+		p.opts.Ack.Ack(ctx, m.Peer, m.ID)
+	}
+	reply := &filtered{Replier: r, flatten: p.opts.PlainText, noMentions: true}
+	notice := func(text string) {
+		if _, err := reply.Deliver(ctx, msg.Outbound{Account: m.Account, Peer: m.Peer, Text: text}); err != nil {
+			p.log.Warn("summary notice", "peer", m.Peer.String(), "err", err)
+		}
+	}
+	if p.opts.History == nil {
+		notice(textSummaryFailed + "this chat has no message history")
+		return true
+	}
+	fetched, err := p.opts.History.History(ctx, m.Peer, channel.HistoryQuery{Count: count + 1})
+	if err != nil {
+		p.log.Warn("summary history", "peer", m.Peer.String(), "err", err)
+		notice(textSummaryFailed + err.Error())
+		return true
+	}
+	msgs := make([]msg.Message, 0, len(fetched))
+	for _, h := range fetched {
+		if h.ID == "" || h.ID == m.ID || h.Time.IsZero() {
+			continue // malformed, or the command itself
+		}
+		msgs = append(msgs, h)
+	}
+	slices.SortStableFunc(msgs, func(a, b msg.Message) int { return cmp.Compare(a.Time.UnixNano(), b.Time.UnixNano()) })
+	if len(msgs) > count {
+		msgs = msgs[len(msgs)-count:]
+	}
+	if len(msgs) == 0 {
+		notice(textSummaryEmpty)
+		return true
+	}
+	body := SummaryBody(s.Prompt, msgs, p.opts.Location, s.MaxTranscriptChars)
+	cm := m
+	cm.Text, cm.Sender.Name = body, "" // attributed to the sender's id, no name in the envelope
+	mc := engine.MsgContext{Message: cm, Body: body, BodyForAgent: body, NoCommands: true}
+	if err := p.opts.Engine.DispatchContext(ctx, mc, reply); err != nil {
+		p.log.Warn("summary", "peer", m.Peer.String(), "err", err)
+	}
+	return true
+}

@@ -1,0 +1,229 @@
+// Package pipeline is the channel-neutral inbound path between a chat
+// account and the engine: it intercepts /summary, evaluates the trigger,
+// and feeds every message to the history, realtime and digest buffers,
+// each isolated from the others; flushed batches become agent turns with
+// the body the agent should read.
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/pincerbot/pincer/internal/aggregate"
+	"github.com/pincerbot/pincer/internal/channel"
+	"github.com/pincerbot/pincer/internal/config"
+	"github.com/pincerbot/pincer/internal/engine"
+	"github.com/pincerbot/pincer/internal/msg"
+	"github.com/pincerbot/pincer/internal/trigger"
+)
+
+// Bot is what the pipeline knows of the bot in its account.
+type Bot interface {
+	// Self is the bot's user id, empty while unknown.
+	Self() msg.UserID
+	// SentByBot reports whether id is one of the bot's messages.
+	SentByBot(id msg.MessageID) bool
+}
+
+// Engine runs turns; *engine.Engine is one.
+type Engine interface {
+	DispatchContext(ctx context.Context, mc engine.MsgContext, r channel.Replier) error
+}
+
+// Quoter resolves the quote and forwards of a realtime batch into a block
+// put before the user's text; empty when there is nothing to show.
+type Quoter func(ctx context.Context, b msg.Batch) string
+
+// Options configure one account's pipeline.
+type Options struct {
+	Receive config.Receive
+	Bot     Bot
+	Engine  Engine
+	// Send delivers digests, which answer no message.
+	Send func(ctx context.Context, out msg.Outbound) (msg.MessageID, error)
+	// History fetches a chat's recent messages for /summary; nil makes
+	// /summary answer that history is unavailable.
+	History channel.HistoryFetcher
+	// Ack acknowledges triggering group messages and /summary commands;
+	// nil for none.
+	Ack channel.Acker
+	// Quote resolves quotes and forwards of realtime batches; nil for none.
+	Quote Quoter
+	// IsCommand reports whether a message is a control command, which ends
+	// its realtime window at once instead of waiting for quiet.
+	IsCommand func(text string) bool
+	// PlainText flattens the markdown of digest and summary replies, for
+	// chats that do not render it.
+	PlainText bool
+	// Location is the timezone of transcript times.
+	Location *time.Location
+	Logger   *slog.Logger
+}
+
+// Pipeline is one account's inbound path. It implements channel.Sink.
+type Pipeline struct {
+	opts     Options
+	log      *slog.Logger
+	eval     *trigger.Evaluator
+	history  *aggregate.History
+	realtime *aggregate.Realtime[channel.Replier]
+	digest   *aggregate.Digest[channel.Replier]
+
+	turns  sync.WaitGroup
+	mu     sync.Mutex
+	closed bool
+}
+
+var _ channel.Sink = (*Pipeline)(nil)
+
+// New builds a pipeline. Its warnings name settings that were skipped
+// (keywords that are not valid regular expressions).
+func New(o Options) (*Pipeline, []string) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Location == nil {
+		o.Location = time.Local
+	}
+	if o.IsCommand == nil {
+		o.IsCommand = func(string) bool { return false }
+	}
+	r := o.Receive
+	m := r.Mention
+	eval, warnings := trigger.New(trigger.Rules{
+		Enabled: m.Enabled, RequireMentionInGroup: m.RequireMentionInGroup, Keywords: m.Keywords,
+		KeywordMatch: trigger.Match(m.KeywordMatch), CaseSensitive: m.CaseSensitive,
+		TriggerOnReplyToSelf: m.TriggerOnReplyToSelf, AlwaysReplyInDirect: m.AlwaysReplyInDirect,
+	})
+	p := &Pipeline{opts: o, log: o.Logger.With("component", "pipeline"), eval: eval}
+	p.history = aggregate.NewHistory(r.History.MaxMessages, r.History.MaxChars, time.Duration(r.History.MaxAgeMs)*time.Millisecond)
+	p.realtime = aggregate.NewRealtime(aggregate.RealtimeOptions[channel.Replier]{
+		Disabled: !r.Realtime.Enabled,
+		Window:   time.Duration(r.Realtime.WindowMs) * time.Millisecond, MaxWindow: time.Duration(r.Realtime.MaxWindowMs) * time.Millisecond,
+		MaxMessages: r.Realtime.MaxMessages, MaxChars: r.Realtime.MaxChars,
+		Flush: func(f aggregate.Flushed[channel.Replier]) { p.spawn(func(ctx context.Context) { p.runRealtime(ctx, f) }) },
+	})
+	p.digest = aggregate.NewDigest(aggregate.DigestOptions[channel.Replier]{
+		Interval:    time.Duration(r.Digest.IntervalMs) * time.Millisecond,
+		MinMessages: r.Digest.MinMessagesClamped(), MaxMessages: r.Digest.MaxMessages,
+		MaxChars: r.Digest.MaxTranscriptChars,
+		Flush:    func(f aggregate.Flushed[channel.Replier]) { p.spawn(func(ctx context.Context) { p.runDigest(ctx, f) }) },
+	})
+	return p, warnings
+}
+
+// Dispatch takes one inbound message (already normalized, not the bot's
+// own, and allowed by the account's peer filter). A /summary command is
+// answered before Dispatch returns; anything else is buffered and answered
+// when its batch flushes.
+func (p *Pipeline) Dispatch(ctx context.Context, m msg.Message, r channel.Replier) error {
+	p.mu.Lock()
+	closed := p.closed
+	p.mu.Unlock()
+	if closed {
+		return channel.ErrClosed
+	}
+	if p.summary(ctx, m, r) {
+		return nil
+	}
+	bot := trigger.Bot{Self: p.opts.Bot.Self(), SentByBot: p.opts.Bot.SentByBot}
+	d := p.eval.Evaluate(m, bot)
+	if d.Triggered && m.Peer.Kind == msg.Group && p.opts.Ack != nil {
+		p.opts.Ack.Ack(ctx, m.Peer, m.ID)
+	}
+	peer := m.Peer.String()
+	e := aggregate.Entry[channel.Replier]{Message: m, Tag: r}
+	// History first: a batch that flushes at once must find its own
+	// messages in the buffer to leave them out of its history.
+	p.isolate("history", func() {
+		if p.opts.Receive.History.Enabled {
+			p.history.Add(peer, m)
+		}
+	})
+	p.isolate("realtime", func() {
+		key := peer + "::" + string(m.Sender.ID)
+		if p.realtime.Accept(key, e, d.Triggered, d.Reason) && p.opts.IsCommand(trigger.StripLeadingMention(m, bot.Self)) {
+			p.realtime.FlushNow(key, msg.FlushImmediate)
+		}
+	})
+	p.isolate("digest", func() {
+		dg := p.opts.Receive.Digest
+		if dg.Enabled && inScope(dg.Scope, dg.Peers, m.Peer) {
+			p.digest.Accept(peer, e)
+		}
+	})
+	return nil
+}
+
+// isolate runs one buffer's step so that its failure, even a panic, never
+// affects the others.
+func (p *Pipeline) isolate(name string, f func()) {
+	defer func() {
+		if v := recover(); v != nil {
+			p.log.Error("receive step panicked; the other steps went on", "step", name, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+		}
+	}()
+	f()
+}
+
+// spawn runs a flushed batch's turn on its own goroutine, tracked for
+// Close.
+func (p *Pipeline) spawn(f func(ctx context.Context)) {
+	p.turns.Go(func() {
+		defer func() {
+			if v := recover(); v != nil {
+				p.log.Error("batch dispatch panicked", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			}
+		}()
+		f(context.Background())
+	})
+}
+
+// Close flushes open realtime windows (reason shutdown), drops pending
+// digests, and waits for dispatched batches until ctx ends.
+func (p *Pipeline) Close(ctx context.Context) error {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.realtime.FlushAll(msg.FlushShutdown)
+	p.digest.Stop()
+	done := make(chan struct{})
+	go func() {
+		p.turns.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("pipeline: batches still running: %w", ctx.Err())
+	}
+}
+
+// inScope reports whether peer is covered by a scope (group, direct,
+// all) and peer list (empty: every peer).
+func inScope(scope string, peers []string, peer msg.Peer) bool {
+	switch scope {
+	case "group":
+		if peer.Kind != msg.Group {
+			return false
+		}
+	case "direct":
+		if peer.Kind != msg.Direct {
+			return false
+		}
+	}
+	if len(peers) == 0 {
+		return true
+	}
+	for _, s := range peers {
+		if p, err := msg.ParsePeer(s); err == nil && p == peer {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,467 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/pincerbot/pincer/internal/channel"
+	"github.com/pincerbot/pincer/internal/config"
+	"github.com/pincerbot/pincer/internal/engine"
+	"github.com/pincerbot/pincer/internal/msg"
+	"github.com/pincerbot/pincer/internal/prompt"
+)
+
+const selfID = msg.UserID("123456789")
+
+type fakeBot struct{}
+
+func (fakeBot) Self() msg.UserID                  { return selfID }
+func (fakeBot) SentByBot(id msg.MessageID) bool { return id == "bot-1" }
+
+// turn is one call of the fake engine.
+type turn struct {
+	mc engine.MsgContext
+	at time.Duration
+}
+
+// fakeEngine records turns and answers each with answer, through the
+// replier it was given.
+type fakeEngine struct {
+	mu     sync.Mutex
+	start  time.Time
+	turns  []turn
+	answer string
+}
+
+func (e *fakeEngine) DispatchContext(ctx context.Context, mc engine.MsgContext, r channel.Replier) error {
+	e.mu.Lock()
+	e.turns = append(e.turns, turn{mc: mc, at: time.Since(e.start)})
+	answer := e.answer
+	e.mu.Unlock()
+	if answer != "" {
+		_, err := r.Deliver(ctx, msg.Outbound{Account: mc.Message.Account, Peer: mc.Message.Peer, Text: answer})
+		return err
+	}
+	return nil
+}
+
+func (e *fakeEngine) list() []turn {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]turn(nil), e.turns...)
+}
+
+// sent records what reaches the chat.
+type sent struct {
+	mu  sync.Mutex
+	out []msg.Outbound
+}
+
+func (s *sent) add(out msg.Outbound) {
+	s.mu.Lock()
+	s.out = append(s.out, out)
+	s.mu.Unlock()
+}
+
+func (s *sent) list() []msg.Outbound {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]msg.Outbound(nil), s.out...)
+}
+
+// replier quotes its message, like the QQ replier with replyToTrigger.
+type replier struct {
+	trigger msg.Message
+	s       *sent
+}
+
+func (r *replier) Partial(string) {}
+func (r *replier) Deliver(_ context.Context, out msg.Outbound) (msg.MessageID, error) {
+	out.ReplyTo = r.trigger.ID
+	r.s.add(out)
+	return "sent-1", nil
+}
+
+type history struct {
+	msgs []msg.Message
+	err  error
+	got  []channel.HistoryQuery
+}
+
+func (h *history) History(_ context.Context, _ msg.Peer, q channel.HistoryQuery) ([]msg.Message, error) {
+	h.got = append(h.got, q)
+	return h.msgs, h.err
+}
+
+type acks struct {
+	mu  sync.Mutex
+	ids []msg.MessageID
+}
+
+func (a *acks) Ack(_ context.Context, _ msg.Peer, id msg.MessageID) {
+	a.mu.Lock()
+	a.ids = append(a.ids, id)
+	a.mu.Unlock()
+}
+
+var cst = time.FixedZone("CST", 8*3600)
+
+type rig struct {
+	p    *Pipeline
+	eng  *fakeEngine
+	sent *sent
+	hist *history
+	acks *acks
+}
+
+func newRig(t *testing.T, r config.Receive) *rig {
+	t.Helper()
+	g := &rig{eng: &fakeEngine{start: time.Now()}, sent: &sent{}, hist: &history{}, acks: &acks{}}
+	p, warnings := New(Options{
+		Receive: r, Bot: fakeBot{}, Engine: g.eng, History: g.hist, Ack: g.acks, PlainText: true, Location: cst,
+		Send:      func(_ context.Context, out msg.Outbound) (msg.MessageID, error) { g.sent.add(out); return "d-1", nil },
+		IsCommand: func(s string) bool { return strings.HasPrefix(s, "/new") },
+	})
+	if len(warnings) > 0 {
+		t.Fatal(warnings)
+	}
+	g.p = p
+	return g
+}
+
+var clock = time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC) // 10:00:00 CST
+
+func gm(id string, user, name, text string, at time.Duration) msg.Message {
+	return msg.Message{
+		ID: msg.MessageID(id), Channel: "onebot", Account: "default", Peer: msg.Peer{Kind: msg.Group, ID: "20000002"},
+		Sender: msg.Sender{ID: msg.UserID(user), Name: name}, Time: clock.Add(at), Text: text, Segments: []msg.Segment{msg.Text(text)},
+	}
+}
+
+func mention(m msg.Message, rest string) msg.Message {
+	m.Text = "@机器人 " + rest
+	m.Segments = []msg.Segment{{Kind: msg.SegAt, Target: selfID, Name: "机器人"}, msg.Text(" " + rest)}
+	m.Mentions = []msg.UserID{selfID}
+	return m
+}
+
+func (g *rig) send(t *testing.T, m msg.Message) {
+	t.Helper()
+	if err := g.p.Dispatch(context.Background(), m, &replier{trigger: m, s: g.sent}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHistorySpecTimeline is the history timeline of the spec: A and B
+// chat, C mentions the bot, D chats after.
+func TestHistorySpecTimeline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newRig(t, config.DefaultReceive())
+		g.send(t, gm("a", "1001", "用户A", "今晚几点集合", 0))
+		time.Sleep(5 * time.Second)
+		g.send(t, gm("b", "1002", "用户B", "我八点有空", 5*time.Second))
+		time.Sleep(5 * time.Second)
+		g.send(t, mention(gm("c", "1003", "用户C", "", 10*time.Second), "帮我定个八点半的提醒"))
+		time.Sleep(time.Second)
+		synctest.Wait()
+		turns := g.eng.list()
+		if len(turns) != 1 {
+			t.Fatalf("%d turns", len(turns))
+		}
+		mc := turns[0].mc
+		want := prompt.HistoryHeader + "\n" +
+			"[10:00:00] 用户A(1001): 今晚几点集合\n" +
+			"[10:00:05] 用户B(1002): 我八点有空\n" +
+			prompt.HistoryFooter + "\n" +
+			"用户C (1003): 帮我定个八点半的提醒"
+		if mc.BodyForAgent != want {
+			t.Errorf("body:\n%s\nwant:\n%s", mc.BodyForAgent, want)
+		}
+		if mc.RawBody != "帮我定个八点半的提醒" || mc.CommandBody != mc.RawBody || mc.Message.ID != "c" {
+			t.Errorf("raw %q command %q id %q: only the user's input", mc.RawBody, mc.CommandBody, mc.Message.ID)
+		}
+		if mc.NoCommands {
+			t.Error("realtime turns use the normal authorization")
+		}
+		g.send(t, gm("d", "1004", "用户D", "顺便问下天气", 30*time.Second))
+		if n := g.p.history.Len("group:20000002"); n != 1 {
+			t.Errorf("the buffer starts again from D: %d messages", n)
+		}
+		if diff := cmp.Diff([]msg.MessageID{"c"}, g.acks.ids); diff != "" {
+			t.Errorf("acks: %s", diff)
+		}
+	})
+}
+
+// TestRealtimeSpecTimelineThroughThePipeline: a mention and two
+// follow-ups become one turn at +1500ms, the mention stripped once.
+func TestRealtimeSpecTimelineThroughThePipeline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newRig(t, config.DefaultReceive())
+		g.eng.answer = "好的"
+		g.send(t, mention(gm("1", "1001", "A", "", 0), "帮我查一下明天的天气"))
+		time.Sleep(300 * time.Millisecond)
+		g.send(t, gm("2", "1001", "A", "北京的", 300*time.Millisecond))
+		time.Sleep(400 * time.Millisecond)
+		g.send(t, gm("3", "1001", "A", "还有明天要不要带伞", 700*time.Millisecond))
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		turns := g.eng.list()
+		if len(turns) != 1 || turns[0].at != 1500*time.Millisecond {
+			t.Fatalf("turns %+v", turns)
+		}
+		if got := turns[0].mc.BodyForAgent; got != "帮我查一下明天的天气\n北京的\n还有明天要不要带伞" {
+			t.Errorf("body %q", got)
+		}
+		out := g.sent.list()
+		if len(out) != 1 || out[0].ReplyTo != "1" || out[0].NoMentions {
+			t.Errorf("the reply quotes the batch's first message and may mention: %+v", out)
+		}
+	})
+}
+
+func TestUntriggeredChatterIsNotAnswered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newRig(t, config.DefaultReceive())
+		g.send(t, gm("1", "1001", "A", "在吗", 0))
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		if len(g.eng.list()) != 0 || len(g.acks.ids) != 0 {
+			t.Errorf("turns %v acks %v", g.eng.list(), g.acks.ids)
+		}
+	})
+}
+
+func TestEmptyRealtimeBatchIsSkipped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := config.DefaultReceive()
+		r.History.Enabled = false
+		g := newRig(t, r)
+		g.send(t, mention(gm("1", "1001", "A", "", 0), ""))
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		if len(g.eng.list()) != 0 {
+			t.Errorf("a bare mention must not reach the agent: %+v", g.eng.list())
+		}
+		img := mention(gm("2", "1001", "A", "", 0), "")
+		img.Segments = append(img.Segments, msg.Segment{Kind: msg.SegImage})
+		g.send(t, img)
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		if len(g.eng.list()) != 1 {
+			t.Error("an image alone is something to answer")
+		}
+	})
+}
+
+func TestCommandEndsItsWindowAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newRig(t, config.DefaultReceive())
+		g.send(t, mention(gm("1", "1001", "A", "", 0), "/new"))
+		synctest.Wait()
+		turns := g.eng.list()
+		if len(turns) != 1 || turns[0].at != 0 || turns[0].mc.CommandBody != "/new" {
+			t.Fatalf("turns %+v", turns)
+		}
+	})
+}
+
+func TestSummaryCommand(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newRig(t, config.DefaultReceive())
+		g.eng.answer = "## 今日总结\n- **周四** 开会"
+		g.hist.msgs = []msg.Message{
+			gm("h2", "1002", "乙", "第二条", 2*time.Second),
+			gm("cmd", "1001", "甲", "/summary 2", 3*time.Second),
+			gm("h1", "1001", "甲", "第一条", time.Second),
+			{ID: "", Text: "malformed"},
+			gm("h0", "1003", "丙", "太早的一条", 0),
+		}
+		// A realtime window is open when the command comes; it is
+		// untouched.
+		g.send(t, mention(gm("w1", "1005", "戊", "", 0), "在吗"))
+		cmd := mention(gm("cmd", "1001", "甲", "", 3*time.Second), "/summary 2")
+		g.send(t, cmd)
+		turns := g.eng.list()
+		if len(turns) != 1 {
+			t.Fatalf("turns %+v", turns)
+		}
+		mc := turns[0].mc
+		want := config.DefaultSummaryPrompt + "\n\n[10:00:01] 甲(1001): 第一条\n[10:00:02] 乙(1002): 第二条"
+		if mc.BodyForAgent != want {
+			t.Errorf("body:\n%s\nwant:\n%s", mc.BodyForAgent, want)
+		}
+		if !mc.NoCommands || mc.RawBody != "" || mc.CommandBody != "" {
+			t.Errorf("a summary is never command-authorized: %+v", mc)
+		}
+		if mc.Message.ID != "cmd" || mc.Message.Sender.ID != "1001" || mc.Message.Sender.Name != "" {
+			t.Errorf("attributed to the command, no name in the envelope: %+v", mc.Message)
+		}
+		if diff := cmp.Diff([]channel.HistoryQuery{{Count: 3}}, g.hist.got); diff != "" {
+			t.Errorf("fetches count+1: %s", diff)
+		}
+		out := g.sent.list()
+		if len(out) != 1 || out[0].Text != "【今日总结】\n• 周四 开会" || out[0].ReplyTo != "cmd" || !out[0].NoMentions {
+			t.Errorf("flattened, quoting the command, no mentions: %+v", out)
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		turns = g.eng.list()
+		if len(turns) != 2 || turns[1].mc.RawBody != "在吗" {
+			t.Errorf("the open window flushed on its own: %+v", turns)
+		}
+		if n := g.p.history.Len("group:20000002"); n != 0 {
+			t.Errorf("the command entered the history buffer: %d", n)
+		}
+		if diff := cmp.Diff([]msg.MessageID{"w1", "cmd"}, g.acks.ids); diff != "" {
+			t.Errorf("acks (receipt for the command): %s", diff)
+		}
+	})
+}
+
+func TestSummaryFailureAndEmpty(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newRig(t, config.DefaultReceive())
+		g.hist.err = errors.New("retcode 100")
+		g.send(t, gm("c1", "1001", "甲", "/总结", 0))
+		g.hist.err = nil
+		g.hist.msgs = []msg.Message{gm("c2", "1001", "甲", "/summary", 0)} // only the command itself
+		g.send(t, gm("c2", "1001", "甲", "/summary", 0))
+		if n := len(g.eng.list()); n != 0 {
+			t.Errorf("neither calls the agent: %d turns", n)
+		}
+		out := g.sent.list()
+		if len(out) != 2 || out[0].Text != "获取最近聊天记录失败：retcode 100" || out[1].Text != "最近没有可以总结的聊天记录。" {
+			t.Errorf("notices %+v", out)
+		}
+		if out[0].ReplyTo != "c1" || out[1].ReplyTo != "c2" {
+			t.Error("notices quote the command")
+		}
+	})
+}
+
+func TestSummaryScope(t *testing.T) {
+	r := config.DefaultReceive()
+	r.Summary.Scope = "direct"
+	g := newRig(t, r)
+	g.send(t, gm("c1", "1001", "甲", "/summary", 0))
+	if len(g.hist.got) != 0 {
+		t.Error("a group /summary outside the scope is plain text")
+	}
+	r.Summary.Scope, r.Summary.Peers = "all", []string{"group:1"}
+	g = newRig(t, r)
+	g.send(t, gm("c1", "1001", "甲", "/summary", 0))
+	if len(g.hist.got) != 0 {
+		t.Error("a /summary outside the peers is plain text")
+	}
+}
+
+func TestDigestTurns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := config.DefaultReceive()
+		r.Digest.Enabled, r.Digest.IntervalMs, r.Digest.MinMessages = true, 60000, 2
+		g := newRig(t, r)
+		g.eng.answer = "**SKIP**"
+		g.send(t, gm("1", "1001", "甲", "/reset", 0))
+		g.send(t, gm("2", "1002", "乙", "@李四 明天见", time.Second))
+		dm := gm("3", "1003", "丙", "私聊", 0)
+		dm.Peer = msg.Peer{Kind: msg.Direct, ID: "1003"}
+		g.send(t, dm) // scope group: not digested (answered as a direct chat)
+		time.Sleep(61 * time.Second)
+		synctest.Wait()
+		var digests []engine.MsgContext
+		for _, tr := range g.eng.list() {
+			if tr.mc.NoCommands {
+				digests = append(digests, tr.mc)
+			}
+		}
+		if len(digests) != 1 {
+			t.Fatalf("digests %+v", digests)
+		}
+		mc := digests[0]
+		want := config.DefaultDigestPrompt + "\n\n[10:00:00] 甲(1001): /reset\n[10:00:01] 乙(1002): @李四 明天见"
+		if mc.BodyForAgent != want || mc.RawBody != "" || mc.CommandBody != "" || mc.Message.Sender != (msg.Sender{}) {
+			t.Errorf("digest context %+v", mc)
+		}
+		for _, out := range g.sent.list() {
+			if out.Peer.Kind == msg.Group {
+				t.Errorf("SKIP sends nothing: %+v", out)
+			}
+		}
+		// A digest with something to say goes to the chat, flattened,
+		// quoting nothing, converting no mention.
+		g.eng.mu.Lock()
+		g.eng.answer = "- 明天见 @李四"
+		g.eng.mu.Unlock()
+		g.send(t, gm("4", "1001", "甲", "a", 70*time.Second))
+		g.send(t, gm("5", "1001", "甲", "b", 71*time.Second))
+		time.Sleep(61 * time.Second)
+		synctest.Wait()
+		var got []msg.Outbound
+		for _, out := range g.sent.list() {
+			if out.Peer.Kind == msg.Group {
+				got = append(got, out)
+			}
+		}
+		if len(got) != 1 || got[0].Text != "• 明天见 @李四" || got[0].ReplyTo != "" || !got[0].NoMentions {
+			t.Errorf("digest sends %+v", got)
+		}
+	})
+}
+
+func TestStepsAreIsolated(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := config.DefaultReceive()
+		r.Digest.Enabled, r.Digest.MaxMessages = true, 1
+		g := newRig(t, r)
+		g.p.opts.IsCommand = func(string) bool { panic("broken command check") }
+		g.send(t, mention(gm("1", "1001", "A", "", 0), "hi"))
+		synctest.Wait()
+		if g.p.history.Len("group:20000002") != 1 {
+			t.Error("history still took the message")
+		}
+		digested := false
+		for _, tr := range g.eng.list() {
+			digested = digested || tr.mc.NoCommands
+		}
+		if !digested {
+			t.Error("the digest step ran after the realtime step panicked")
+		}
+	})
+}
+
+func TestEmptyInputNoticeIsNeverDelivered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newRig(t, config.DefaultReceive())
+		g.eng.answer = "I didn't receive any text in your message. Please resend or add a caption."
+		g.send(t, mention(gm("1", "1001", "A", "", 0), "😀"))
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if len(g.eng.list()) != 1 || len(g.sent.list()) != 0 {
+			t.Errorf("turns %d sent %+v", len(g.eng.list()), g.sent.list())
+		}
+	})
+}
+
+func TestCloseFlushesOpenWindows(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newRig(t, config.DefaultReceive())
+		g.send(t, mention(gm("1", "1001", "A", "", 0), "hi"))
+		if err := g.p.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if turns := g.eng.list(); len(turns) != 1 || turns[0].at != 0 {
+			t.Errorf("turns %+v", turns)
+		}
+		if err := g.p.Dispatch(context.Background(), gm("2", "1", "A", "x", 0), &replier{s: g.sent}); !errors.Is(err, channel.ErrClosed) {
+			t.Errorf("after Close: %v", err)
+		}
+	})
+}
