@@ -105,7 +105,9 @@ func New(o Options) (*Pipeline, []string) {
 		Disabled: !r.Realtime.Enabled,
 		Window:   time.Duration(r.Realtime.WindowMs) * time.Millisecond, MaxWindow: time.Duration(r.Realtime.MaxWindowMs) * time.Millisecond,
 		MaxMessages: r.Realtime.MaxMessages, MaxChars: r.Realtime.MaxChars,
-		Flush: func(f aggregate.Flushed[channel.Replier]) { p.spawn(func(ctx context.Context) { p.runRealtime(ctx, f) }) },
+		Flush: func(f aggregate.Flushed[channel.Replier]) {
+			p.spawn(func(ctx context.Context) { p.runRealtime(ctx, f) })
+		},
 	})
 	p.digest = aggregate.NewDigest(aggregate.DigestOptions[channel.Replier]{
 		Interval:    time.Duration(r.Digest.IntervalMs) * time.Millisecond,

@@ -22,7 +22,7 @@ const selfID = msg.UserID("123456789")
 
 type fakeBot struct{}
 
-func (fakeBot) Self() msg.UserID                  { return selfID }
+func (fakeBot) Self() msg.UserID                { return selfID }
 func (fakeBot) SentByBot(id msg.MessageID) bool { return id == "bot-1" }
 
 // turn is one call of the fake engine.
