@@ -31,6 +31,7 @@ import (
 	"github.com/pincerbot/pincer/internal/llm/openai"
 	"github.com/pincerbot/pincer/internal/llm/preview"
 	"github.com/pincerbot/pincer/internal/msg"
+	"github.com/pincerbot/pincer/internal/pipeline"
 	"github.com/pincerbot/pincer/internal/reply"
 	"github.com/pincerbot/pincer/internal/store"
 	"github.com/pincerbot/pincer/internal/store/sqlite"
@@ -244,12 +245,15 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	if wc != nil {
 		g.Go(func() error { return wc.Run(gctx, webchatBackend{Sink: sink, engine: eng}) })
 	}
+	var pipes []*pipeline.Pipeline
 	if qqs != nil {
-		g.Go(func() error { return qqs.channel.Run(gctx, mentionGate{next: sink, ch: qqs.channel}) })
+		var router accountRouter
+		router, pipes = qqs.pipelines(eng, loc, log)
+		g.Go(func() error { return qqs.channel.Run(gctx, router) })
 	}
 	g.Go(func() error {
 		<-gctx.Done()
-		return shutdown(context.WithoutCancel(gctx), log, cfg.Gateway.ShutdownTimeout(), srv, deb, eng)
+		return shutdown(context.WithoutCancel(gctx), log, cfg.Gateway.ShutdownTimeout(), srv, pipes, deb, eng)
 	})
 
 	url := "http://" + ln.Addr().String() + "/"
@@ -264,12 +268,18 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	return g.Wait()
 }
 
-func shutdown(ctx context.Context, log *slog.Logger, grace time.Duration, srv *http.Server, deb *engine.Debouncer, eng *engine.Engine) error {
+func shutdown(ctx context.Context, log *slog.Logger, grace time.Duration, srv *http.Server, pipes []*pipeline.Pipeline, deb *engine.Debouncer, eng *engine.Engine) error {
 	log.Info("shutting down", "grace", grace.String())
 	graceCtx, cancel := context.WithTimeout(ctx, grace)
 	defer cancel()
 	engineDone := make(chan error, 1)
 	go func() {
+		// Open realtime windows are answered now rather than lost.
+		for _, p := range pipes {
+			if err := p.Close(graceCtx); err != nil {
+				log.Warn("receive pipeline", "err", err)
+			}
+		}
 		if deb != nil {
 			// Held bursts are dispatched now rather than lost; the engine
 			// stops taking messages only after that, or when the grace

@@ -14,7 +14,9 @@ import (
 	"github.com/pincerbot/pincer/internal/channel"
 	"github.com/pincerbot/pincer/internal/channel/onebot"
 	"github.com/pincerbot/pincer/internal/config"
+	"github.com/pincerbot/pincer/internal/engine"
 	"github.com/pincerbot/pincer/internal/msg"
+	"github.com/pincerbot/pincer/internal/pipeline"
 )
 
 // OneBotOptions turns one account's settings into adapter options.
@@ -44,13 +46,14 @@ type qq struct {
 	channel   *onebot.Channel
 	endpoints map[string]http.Handler
 	tools     map[msg.AccountID]*onebot.Account
+	receive   map[msg.AccountID]config.Receive
 }
 
 // buildOneBot builds the active QQ accounts; nil when there are none.
 func buildOneBot(cfg config.OneBot, log *slog.Logger) (*qq, error) {
 	all := cfg.All()
 	var accounts []*onebot.Account
-	q := &qq{endpoints: map[string]http.Handler{}, tools: map[msg.AccountID]*onebot.Account{}}
+	q := &qq{endpoints: map[string]http.Handler{}, tools: map[msg.AccountID]*onebot.Account{}, receive: map[msg.AccountID]config.Receive{}}
 	for _, id := range slices.Sorted(maps.Keys(all)) {
 		c := all[id]
 		if !c.Active() {
@@ -62,6 +65,7 @@ func buildOneBot(cfg config.OneBot, log *slog.Logger) (*qq, error) {
 		}
 		a := onebot.NewAccount(o)
 		accounts = append(accounts, a)
+		q.receive[a.ID()] = c.Receive
 		if c.ReverseWS.Enabled {
 			q.endpoints[c.ReverseWS.Path] = http.HandlerFunc(a.ServeReverse)
 		}
@@ -101,27 +105,46 @@ func (q *qq) addTools(tools *agent.Tools, loc *time.Location) error {
 	return tools.Add(onebot.MembersTool(lookup))
 }
 
-// mentionGate lets group messages through only when they mention the bot
-// or reply to one of its messages, and acknowledges those; direct
-// messages always pass. The receive pipeline (keywords, windows, digests)
-// takes its place when it exists.
-type mentionGate struct {
-	next channel.Sink
-	ch   *onebot.Channel
+// pipelines builds the receive pipeline of every account, routed by
+// account id.
+func (q *qq) pipelines(eng *engine.Engine, loc *time.Location, log *slog.Logger) (accountRouter, []*pipeline.Pipeline) {
+	router := accountRouter{}
+	var all []*pipeline.Pipeline
+	for id, r := range q.receive {
+		a, _ := q.channel.Account(id)
+		plog := log.With("channel", string(onebot.ChannelID), "account", string(id))
+		p, warnings := pipeline.New(pipeline.Options{
+			Receive: r, Bot: qqBot{a}, Engine: eng, Send: a.Send, History: a, Ack: a,
+			IsCommand: eng.Commands().IsControl, PlainText: true, Location: loc, Logger: plog,
+		})
+		for _, w := range warnings {
+			plog.Warn("config: channels.onebot receive.mention: " + w)
+		}
+		router[id] = p
+		all = append(all, p)
+	}
+	return router, all
 }
 
-func (g mentionGate) Dispatch(ctx context.Context, m msg.Message, r channel.Replier) error {
-	if m.Peer.Kind == msg.Group {
-		a, ok := g.ch.Account(m.Account)
-		if !ok {
-			return nil
-		}
-		self := a.Self()
-		mentioned := self != 0 && m.Mentioned(msg.UserID(self.String()))
-		if !mentioned && (m.ReplyTo == "" || !a.SentByBot(m.ReplyTo)) {
-			return nil
-		}
-		a.Ack(ctx, m.Peer, m.ID)
+// qqBot tells the pipeline who the bot is on a QQ account.
+type qqBot struct{ a *onebot.Account }
+
+func (b qqBot) Self() msg.UserID {
+	if s := b.a.Self(); s != 0 {
+		return msg.UserID(s.String())
 	}
-	return g.next.Dispatch(ctx, m, r)
+	return ""
+}
+
+func (b qqBot) SentByBot(id msg.MessageID) bool { return b.a.SentByBot(id) }
+
+// accountRouter hands each message to its account's pipeline.
+type accountRouter map[msg.AccountID]channel.Sink
+
+func (r accountRouter) Dispatch(ctx context.Context, m msg.Message, rep channel.Replier) error {
+	s, ok := r[m.Account]
+	if !ok {
+		return fmt.Errorf("gateway: no pipeline for account %q", m.Account)
+	}
+	return s.Dispatch(ctx, m, rep)
 }

@@ -64,8 +64,9 @@ func waitSend(t *testing.T, p *onebottest.Peer, ctx context.Context) qqSend {
 
 // TestQQGroupMentionIsAnsweredEndToEnd runs the whole gateway against a
 // OneBot implementation over a real forward WebSocket: a group message
-// that does not mention the bot is left alone; one that does gets a
-// reaction and a quoted reply from the (preview) agent.
+// that does not mention the bot gets no answer of its own but is context
+// for the next one; one that does gets a reaction and a quoted reply from
+// the (preview) agent.
 func TestQQGroupMentionIsAnsweredEndToEnd(t *testing.T) {
 	p := onebottest.New(t, func(action string, _ json.RawMessage) (any, int, string) {
 		switch action {
@@ -109,13 +110,21 @@ func TestQQGroupMentionIsAnsweredEndToEnd(t *testing.T) {
 			text.WriteString(m.Data["text"].(string))
 		}
 	}
-	if !strings.Contains(text.String(), "你好") {
-		t.Errorf("the preview agent echoes what it was sent; got %q", text.String())
-	}
-	for _, c := range p.Calls() {
-		if strings.HasPrefix(c.Action, "send_") && strings.Contains(string(c.Params), "just chatting") {
-			t.Errorf("a message that does not mention the bot was answered: %s", c.Params)
+	// The chatter before the mention reaches the agent as history, the
+	// mention itself as the message to answer.
+	for _, want := range []string{"【历史聊天记录", "张三(10001): just chatting", "张三 (10001): 你好"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("the preview agent echoes what it was sent; %q is missing from %q", want, text.String())
 		}
+	}
+	sends := 0
+	for _, c := range p.Calls() {
+		if strings.HasPrefix(c.Action, "send_") {
+			sends++
+		}
+	}
+	if sends != 1 {
+		t.Errorf("%d sends; the message without a mention must not be answered", sends)
 	}
 	reacted := false
 	for _, c := range p.Calls() {
@@ -169,5 +178,61 @@ func TestQQReverseWebSocketThroughTheGatewayListener(t *testing.T) {
 		if m.Type == "reply" {
 			t.Error("direct replies do not quote")
 		}
+	}
+}
+
+// TestQQSummaryEndToEnd: /summary fetches the group's history from the
+// implementation and answers in plain text, quoting the command.
+func TestQQSummaryEndToEnd(t *testing.T) {
+	now := time.Now().Unix()
+	p := onebottest.New(t, func(action string, params json.RawMessage) (any, int, string) {
+		switch action {
+		case "get_group_msg_history":
+			if !strings.Contains(string(params), `"count":6`) {
+				return nil, 100, "unexpected params " + string(params)
+			}
+			return map[string]any{"messages": []any{
+				map[string]any{"message_id": 11, "time": now - 60, "user_id": 10002, "sender": map[string]any{"user_id": 10002, "nickname": "李四"}, "message": "明天开会"},
+				map[string]any{"message_id": 12, "time": now - 30, "user_id": 10003, "sender": map[string]any{"user_id": 10003, "nickname": "王五"}, "message": "几点？"},
+				map[string]any{"message_id": 13, "time": now, "user_id": 10001, "sender": map[string]any{"user_id": 10001, "nickname": "张三"}, "message": "/summary 5"},
+			}}, 0, ""
+		case "send_group_msg":
+			return map[string]any{"message_id": 9003}, 0, ""
+		}
+		return nil, 0, ""
+	})
+	cfg := config.Default()
+	cfg.Channels.OneBot.WSURL = p.URL
+	cfg.Channels.OneBot.SelfID = "3300000001"
+	startGateway(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := p.Connected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Push(ctx, qqGroupEvent(13, seg("text", map[string]any{"text": "/summary 5"}))); err != nil {
+		t.Fatal(err)
+	}
+	s := waitSend(t, p, ctx)
+	if len(s.params.Message) < 2 || s.params.Message[0].Type != "reply" || s.params.Message[0].Data["id"] != "13" {
+		t.Fatalf("the summary quotes the command: %+v", s.params.Message)
+	}
+	var text strings.Builder
+	for _, m := range s.params.Message[1:] {
+		if m.Type == "text" {
+			text.WriteString(m.Data["text"].(string))
+		}
+	}
+	got := text.String()
+	for _, want := range []string{"李四(10002): 明天开会", "王五(10003): 几点？", config.DefaultSummaryPrompt} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q missing from the summary turn:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "张三(10001): /summary") {
+		t.Error("the command is left out of the transcript")
+	}
+	if strings.Contains(got, "`") || !strings.Contains(got, "(see pincer config example)") {
+		t.Errorf("the reply is flattened to plain text (the preview's code span loses its backticks):\n%s", got)
 	}
 }
