@@ -17,6 +17,7 @@ import (
 	"github.com/pincerbot/pincer/internal/engine"
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/pipeline"
+	"github.com/pincerbot/pincer/internal/trigger"
 )
 
 // OneBotOptions turns one account's settings into adapter options.
@@ -114,7 +115,7 @@ func (q *qq) pipelines(eng *engine.Engine, loc *time.Location, log *slog.Logger)
 		a, _ := q.channel.Account(id)
 		plog := log.With("channel", string(onebot.ChannelID), "account", string(id))
 		p, warnings := pipeline.New(pipeline.Options{
-			Receive: r, Bot: qqBot{a}, Engine: eng, Send: a.Send, History: a, Ack: a,
+			Receive: ReceiveSettings(r), Bot: qqBot{a}, Engine: engineTurns{eng}, Send: a.Send, History: a, Ack: a,
 			IsCommand: eng.Commands().IsControl, PlainText: true, Location: loc, Logger: plog,
 		})
 		for _, w := range warnings {
@@ -147,4 +148,38 @@ func (r accountRouter) Dispatch(ctx context.Context, m msg.Message, rep channel.
 		return fmt.Errorf("gateway: no pipeline for account %q", m.Account)
 	}
 	return s.Dispatch(ctx, m, rep)
+}
+
+// engineTurns runs the pipeline's turns on the engine.
+type engineTurns struct{ e *engine.Engine }
+
+func (t engineTurns) Turn(ctx context.Context, turn pipeline.Turn, r channel.Replier) error {
+	return t.e.DispatchContext(ctx, engine.MsgContext{
+		Message: turn.Message, Body: turn.Body, BodyForAgent: turn.BodyForAgent,
+		RawBody: turn.RawBody, CommandBody: turn.CommandBody, NoCommands: turn.NoCommands,
+	}, r)
+}
+
+// ReceiveSettings turns a channel account's receive configuration into
+// pipeline settings.
+func ReceiveSettings(r config.Receive) pipeline.Settings {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	m, rt, d, s, h := r.Mention, r.Realtime, r.Digest, r.Summary, r.History
+	return pipeline.Settings{
+		Mention: trigger.Rules{
+			Enabled: m.Enabled, RequireMentionInGroup: m.RequireMentionInGroup, Keywords: m.Keywords,
+			KeywordMatch: trigger.Match(m.KeywordMatch), CaseSensitive: m.CaseSensitive,
+			TriggerOnReplyToSelf: m.TriggerOnReplyToSelf, AlwaysReplyInDirect: m.AlwaysReplyInDirect,
+		},
+		Realtime: pipeline.RealtimeSettings{Enabled: rt.Enabled, Window: ms(rt.WindowMs), MaxWindow: ms(rt.MaxWindowMs), MaxMessages: rt.MaxMessages, MaxChars: rt.MaxChars},
+		Digest: pipeline.DigestSettings{
+			Enabled: d.Enabled, Interval: ms(d.IntervalMs), MaxMessages: d.MaxMessages, MinMessages: d.MinMessagesClamped(),
+			Prompt: d.Prompt, Scope: d.Scope, Peers: d.Peers, MaxTranscriptChars: d.MaxTranscriptChars,
+		},
+		Summary: pipeline.SummarySettings{
+			Enabled: s.Enabled, Commands: s.Commands, Count: s.Count, MaxCount: s.MaxCount,
+			Prompt: s.Prompt, Scope: s.Scope, Peers: s.Peers, MaxTranscriptChars: s.MaxTranscriptChars,
+		},
+		History: pipeline.HistorySettings{Enabled: h.Enabled, MaxMessages: h.MaxMessages, MaxChars: h.MaxChars, MaxAge: ms(h.MaxAgeMs)},
+	}
 }

@@ -236,3 +236,25 @@ func TestQQSummaryEndToEnd(t *testing.T) {
 		t.Errorf("the reply is flattened to plain text (the preview's code span loses its backticks):\n%s", got)
 	}
 }
+
+func TestReceiveSettingsFromConfig(t *testing.T) {
+	r := config.DefaultReceive()
+	r.Digest.MinMessages, r.Digest.MaxMessages = 90, 50
+	r.History.MaxAgeMs = 60000
+	s := ReceiveSettings(r)
+	if s.Realtime.Window != 800*time.Millisecond || s.Realtime.MaxWindow != 3*time.Second || s.Digest.Interval != 5*time.Minute {
+		t.Errorf("durations: %+v %+v", s.Realtime, s.Digest)
+	}
+	if s.Digest.MinMessages != 50 {
+		t.Errorf("minMessages is clamped to maxMessages: %d", s.Digest.MinMessages)
+	}
+	if s.History.MaxAge != time.Minute || !s.History.Enabled || s.History.MaxChars != 4000 {
+		t.Errorf("history %+v", s.History)
+	}
+	if !s.Mention.Enabled || !s.Mention.RequireMentionInGroup || s.Mention.KeywordMatch != "contains" || !s.Mention.AlwaysReplyInDirect || !s.Mention.TriggerOnReplyToSelf {
+		t.Errorf("mention %+v", s.Mention)
+	}
+	if s.Summary.Count != 100 || s.Summary.MaxCount != 200 || s.Summary.Prompt != config.DefaultSummaryPrompt || len(s.Summary.Commands) != 2 {
+		t.Errorf("summary %+v", s.Summary)
+	}
+}

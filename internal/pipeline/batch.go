@@ -9,7 +9,6 @@ import (
 
 	"github.com/pincerbot/pincer/internal/aggregate"
 	"github.com/pincerbot/pincer/internal/channel"
-	"github.com/pincerbot/pincer/internal/engine"
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/prompt"
 	"github.com/pincerbot/pincer/internal/trigger"
@@ -42,10 +41,10 @@ func (p *Pipeline) runRealtime(ctx context.Context, f aggregate.Flushed[channel.
 	body := RealtimeBody(first, text, quote, history, p.opts.Location, p.opts.Receive.History.MaxChars)
 	m := first
 	m.Text = text
-	mc := engine.MsgContext{Message: m, Body: text, BodyForAgent: body, RawBody: text, CommandBody: text}
+	t := Turn{Message: m, Body: text, BodyForAgent: body, RawBody: text, CommandBody: text}
 	r := &filtered{Replier: f.Entries[0].Tag}
 	p.log.Debug("realtime batch", "peer", first.Peer.String(), "messages", len(msgs), "history", len(history), "trigger", string(f.Trigger), "flush", string(f.Reason))
-	if err := p.opts.Engine.DispatchContext(ctx, mc, r); err != nil {
+	if err := p.opts.Engine.Turn(ctx, t, r); err != nil {
 		p.log.Warn("realtime batch", "peer", first.Peer.String(), "err", err)
 	}
 }
@@ -127,10 +126,10 @@ func (p *Pipeline) runDigest(ctx context.Context, f aggregate.Flushed[channel.Re
 		ID:      msg.MessageID("digest:" + string(first.ID) + ":" + string(msgs[len(msgs)-1].ID)),
 		Channel: first.Channel, Account: first.Account, Peer: first.Peer, Time: time.Now(), Text: body,
 	}
-	mc := engine.MsgContext{Message: m, Body: body, BodyForAgent: body, NoCommands: true}
+	t := Turn{Message: m, Body: body, BodyForAgent: body, NoCommands: true}
 	r := &peerReplier{send: p.opts.Send, account: first.Account, peer: first.Peer, flatten: p.opts.PlainText, skip: true}
 	p.log.Debug("digest batch", "peer", first.Peer.String(), "messages", len(msgs), "flush", string(f.Reason))
-	if err := p.opts.Engine.DispatchContext(ctx, mc, r); err != nil {
+	if err := p.opts.Engine.Turn(ctx, t, r); err != nil {
 		p.log.Warn("digest batch", "peer", first.Peer.String(), "err", err)
 	}
 }
@@ -183,8 +182,8 @@ func (p *Pipeline) summary(ctx context.Context, m msg.Message, r channel.Replier
 	body := SummaryBody(s.Prompt, msgs, p.opts.Location, s.MaxTranscriptChars)
 	cm := m
 	cm.Text, cm.Sender.Name = body, "" // attributed to the sender's id, no name in the envelope
-	mc := engine.MsgContext{Message: cm, Body: body, BodyForAgent: body, NoCommands: true}
-	if err := p.opts.Engine.DispatchContext(ctx, mc, reply); err != nil {
+	t := Turn{Message: cm, Body: body, BodyForAgent: body, NoCommands: true}
+	if err := p.opts.Engine.Turn(ctx, t, reply); err != nil {
 		p.log.Warn("summary", "peer", m.Peer.String(), "err", err)
 	}
 	return true

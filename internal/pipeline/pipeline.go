@@ -15,8 +15,6 @@ import (
 
 	"github.com/pincerbot/pincer/internal/aggregate"
 	"github.com/pincerbot/pincer/internal/channel"
-	"github.com/pincerbot/pincer/internal/config"
-	"github.com/pincerbot/pincer/internal/engine"
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/trigger"
 )
@@ -29,9 +27,73 @@ type Bot interface {
 	SentByBot(id msg.MessageID) bool
 }
 
-// Engine runs turns; *engine.Engine is one.
+// Turn is one agent turn the pipeline asks for.
+type Turn struct {
+	// Message is the message the turn answers (the batch's first, the
+	// /summary command) or, for a digest, a message standing for the chat.
+	Message msg.Message
+	// Body is the users' text; BodyForAgent is what the agent reads, with
+	// history, quotes or the digest prompt around it.
+	Body, BodyForAgent string
+	// RawBody and CommandBody hold only the users' own input, for command
+	// detection; empty for digests and summaries.
+	RawBody, CommandBody string
+	// NoCommands: the turn must never run a command, whatever its sender
+	// may do (digests, summaries).
+	NoCommands bool
+}
+
+// Engine runs turns; the gateway adapts the engine to it.
 type Engine interface {
-	DispatchContext(ctx context.Context, mc engine.MsgContext, r channel.Replier) error
+	Turn(ctx context.Context, t Turn, r channel.Replier) error
+}
+
+// Settings are an account's receive settings.
+type Settings struct {
+	Mention  trigger.Rules
+	Realtime RealtimeSettings
+	Digest   DigestSettings
+	Summary  SummarySettings
+	History  HistorySettings
+}
+
+// RealtimeSettings configure burst windows.
+type RealtimeSettings struct {
+	Enabled           bool
+	Window, MaxWindow time.Duration
+	MaxMessages       int
+	MaxChars          int
+}
+
+// DigestSettings configure timed digests.
+type DigestSettings struct {
+	Enabled                  bool
+	Interval                 time.Duration
+	MaxMessages, MinMessages int
+	Prompt                   string
+	// Scope is group, direct or all; Peers limits digests to some chats.
+	Scope              string
+	Peers              []string
+	MaxTranscriptChars int
+}
+
+// SummarySettings configure /summary.
+type SummarySettings struct {
+	Enabled            bool
+	Commands           []string
+	Count, MaxCount    int
+	Prompt             string
+	Scope              string
+	Peers              []string
+	MaxTranscriptChars int
+}
+
+// HistorySettings configure the reply history; MaxAge 0 keeps any age.
+type HistorySettings struct {
+	Enabled     bool
+	MaxMessages int
+	MaxChars    int
+	MaxAge      time.Duration
 }
 
 // Quoter resolves the quote and forwards of a realtime batch into a block
@@ -40,7 +102,7 @@ type Quoter func(ctx context.Context, b msg.Batch) string
 
 // Options configure one account's pipeline.
 type Options struct {
-	Receive config.Receive
+	Receive Settings
 	Bot     Bot
 	Engine  Engine
 	// Send delivers digests, which answer no message.
@@ -93,25 +155,19 @@ func New(o Options) (*Pipeline, []string) {
 		o.IsCommand = func(string) bool { return false }
 	}
 	r := o.Receive
-	m := r.Mention
-	eval, warnings := trigger.New(trigger.Rules{
-		Enabled: m.Enabled, RequireMentionInGroup: m.RequireMentionInGroup, Keywords: m.Keywords,
-		KeywordMatch: trigger.Match(m.KeywordMatch), CaseSensitive: m.CaseSensitive,
-		TriggerOnReplyToSelf: m.TriggerOnReplyToSelf, AlwaysReplyInDirect: m.AlwaysReplyInDirect,
-	})
+	eval, warnings := trigger.New(r.Mention)
 	p := &Pipeline{opts: o, log: o.Logger.With("component", "pipeline"), eval: eval}
-	p.history = aggregate.NewHistory(r.History.MaxMessages, r.History.MaxChars, time.Duration(r.History.MaxAgeMs)*time.Millisecond)
+	p.history = aggregate.NewHistory(r.History.MaxMessages, r.History.MaxChars, r.History.MaxAge)
 	p.realtime = aggregate.NewRealtime(aggregate.RealtimeOptions[channel.Replier]{
-		Disabled: !r.Realtime.Enabled,
-		Window:   time.Duration(r.Realtime.WindowMs) * time.Millisecond, MaxWindow: time.Duration(r.Realtime.MaxWindowMs) * time.Millisecond,
+		Disabled: !r.Realtime.Enabled, Window: r.Realtime.Window, MaxWindow: r.Realtime.MaxWindow,
 		MaxMessages: r.Realtime.MaxMessages, MaxChars: r.Realtime.MaxChars,
 		Flush: func(f aggregate.Flushed[channel.Replier]) {
 			p.spawn(func(ctx context.Context) { p.runRealtime(ctx, f) })
 		},
 	})
 	p.digest = aggregate.NewDigest(aggregate.DigestOptions[channel.Replier]{
-		Interval:    time.Duration(r.Digest.IntervalMs) * time.Millisecond,
-		MinMessages: r.Digest.MinMessagesClamped(), MaxMessages: r.Digest.MaxMessages,
+		Interval:    r.Digest.Interval,
+		MinMessages: r.Digest.MinMessages, MaxMessages: r.Digest.MaxMessages,
 		MaxChars: r.Digest.MaxTranscriptChars,
 		Flush:    func(f aggregate.Flushed[channel.Replier]) { p.spawn(func(ctx context.Context) { p.runDigest(ctx, f) }) },
 	})

@@ -12,8 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/pincerbot/pincer/internal/channel"
-	"github.com/pincerbot/pincer/internal/config"
-	"github.com/pincerbot/pincer/internal/engine"
+	"github.com/pincerbot/pincer/internal/trigger"
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/prompt"
 )
@@ -27,7 +26,7 @@ func (fakeBot) SentByBot(id msg.MessageID) bool { return id == "bot-1" }
 
 // turn is one call of the fake engine.
 type turn struct {
-	mc engine.MsgContext
+	mc Turn
 	at time.Duration
 }
 
@@ -40,7 +39,7 @@ type fakeEngine struct {
 	answer string
 }
 
-func (e *fakeEngine) DispatchContext(ctx context.Context, mc engine.MsgContext, r channel.Replier) error {
+func (e *fakeEngine) Turn(ctx context.Context, mc Turn, r channel.Replier) error {
 	e.mu.Lock()
 	e.turns = append(e.turns, turn{mc: mc, at: time.Since(e.start)})
 	answer := e.answer
@@ -113,6 +112,22 @@ func (a *acks) Ack(_ context.Context, _ msg.Peer, id msg.MessageID) {
 
 var cst = time.FixedZone("CST", 8*3600)
 
+const (
+	digestPrompt  = "digest prompt: answer SKIP when there is nothing"
+	summaryPrompt = "summary prompt"
+)
+
+// defaults are the reference plugin's receive defaults.
+func defaults() Settings {
+	return Settings{
+		Mention:  trigger.Rules{Enabled: true, RequireMentionInGroup: true, KeywordMatch: trigger.Contains, TriggerOnReplyToSelf: true, AlwaysReplyInDirect: true},
+		Realtime: RealtimeSettings{Enabled: true, Window: 800 * time.Millisecond, MaxWindow: 3 * time.Second, MaxMessages: 10, MaxChars: 8000},
+		Digest:   DigestSettings{Interval: 5 * time.Minute, MaxMessages: 50, MinMessages: 3, Prompt: digestPrompt, Scope: "group", MaxTranscriptChars: 20000},
+		Summary:  SummarySettings{Enabled: true, Commands: []string{"/summary", "/总结"}, Count: 100, MaxCount: 200, Prompt: summaryPrompt, Scope: "all", MaxTranscriptChars: 20000},
+		History:  HistorySettings{Enabled: true, MaxMessages: 20, MaxChars: 4000},
+	}
+}
+
 type rig struct {
 	p    *Pipeline
 	eng  *fakeEngine
@@ -121,7 +136,7 @@ type rig struct {
 	acks *acks
 }
 
-func newRig(t *testing.T, r config.Receive) *rig {
+func newRig(t *testing.T, r Settings) *rig {
 	t.Helper()
 	g := &rig{eng: &fakeEngine{start: time.Now()}, sent: &sent{}, hist: &history{}, acks: &acks{}}
 	p, warnings := New(Options{
@@ -163,7 +178,7 @@ func (g *rig) send(t *testing.T, m msg.Message) {
 // chat, C mentions the bot, D chats after.
 func TestHistorySpecTimeline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newRig(t, config.DefaultReceive())
+		g := newRig(t, defaults())
 		g.send(t, gm("a", "1001", "用户A", "今晚几点集合", 0))
 		time.Sleep(5 * time.Second)
 		g.send(t, gm("b", "1002", "用户B", "我八点有空", 5*time.Second))
@@ -204,7 +219,7 @@ func TestHistorySpecTimeline(t *testing.T) {
 // follow-ups become one turn at +1500ms, the mention stripped once.
 func TestRealtimeSpecTimelineThroughThePipeline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newRig(t, config.DefaultReceive())
+		g := newRig(t, defaults())
 		g.eng.answer = "好的"
 		g.send(t, mention(gm("1", "1001", "A", "", 0), "帮我查一下明天的天气"))
 		time.Sleep(300 * time.Millisecond)
@@ -229,7 +244,7 @@ func TestRealtimeSpecTimelineThroughThePipeline(t *testing.T) {
 
 func TestUntriggeredChatterIsNotAnswered(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newRig(t, config.DefaultReceive())
+		g := newRig(t, defaults())
 		g.send(t, gm("1", "1001", "A", "在吗", 0))
 		time.Sleep(10 * time.Second)
 		synctest.Wait()
@@ -241,7 +256,7 @@ func TestUntriggeredChatterIsNotAnswered(t *testing.T) {
 
 func TestEmptyRealtimeBatchIsSkipped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := config.DefaultReceive()
+		r := defaults()
 		r.History.Enabled = false
 		g := newRig(t, r)
 		g.send(t, mention(gm("1", "1001", "A", "", 0), ""))
@@ -263,7 +278,7 @@ func TestEmptyRealtimeBatchIsSkipped(t *testing.T) {
 
 func TestCommandEndsItsWindowAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newRig(t, config.DefaultReceive())
+		g := newRig(t, defaults())
 		g.send(t, mention(gm("1", "1001", "A", "", 0), "/new"))
 		synctest.Wait()
 		turns := g.eng.list()
@@ -275,7 +290,7 @@ func TestCommandEndsItsWindowAtOnce(t *testing.T) {
 
 func TestSummaryCommand(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newRig(t, config.DefaultReceive())
+		g := newRig(t, defaults())
 		g.eng.answer = "## 今日总结\n- **周四** 开会"
 		g.hist.msgs = []msg.Message{
 			gm("h2", "1002", "乙", "第二条", 2*time.Second),
@@ -294,7 +309,7 @@ func TestSummaryCommand(t *testing.T) {
 			t.Fatalf("turns %+v", turns)
 		}
 		mc := turns[0].mc
-		want := config.DefaultSummaryPrompt + "\n\n[10:00:01] 甲(1001): 第一条\n[10:00:02] 乙(1002): 第二条"
+		want := summaryPrompt + "\n\n[10:00:01] 甲(1001): 第一条\n[10:00:02] 乙(1002): 第二条"
 		if mc.BodyForAgent != want {
 			t.Errorf("body:\n%s\nwant:\n%s", mc.BodyForAgent, want)
 		}
@@ -328,7 +343,7 @@ func TestSummaryCommand(t *testing.T) {
 
 func TestSummaryFailureAndEmpty(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newRig(t, config.DefaultReceive())
+		g := newRig(t, defaults())
 		g.hist.err = errors.New("retcode 100")
 		g.send(t, gm("c1", "1001", "甲", "/总结", 0))
 		g.hist.err = nil
@@ -348,7 +363,7 @@ func TestSummaryFailureAndEmpty(t *testing.T) {
 }
 
 func TestSummaryScope(t *testing.T) {
-	r := config.DefaultReceive()
+	r := defaults()
 	r.Summary.Scope = "direct"
 	g := newRig(t, r)
 	g.send(t, gm("c1", "1001", "甲", "/summary", 0))
@@ -365,8 +380,8 @@ func TestSummaryScope(t *testing.T) {
 
 func TestDigestTurns(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := config.DefaultReceive()
-		r.Digest.Enabled, r.Digest.IntervalMs, r.Digest.MinMessages = true, 60000, 2
+		r := defaults()
+		r.Digest.Enabled, r.Digest.Interval, r.Digest.MinMessages = true, time.Minute, 2
 		g := newRig(t, r)
 		g.eng.answer = "**SKIP**"
 		g.send(t, gm("1", "1001", "甲", "/reset", 0))
@@ -376,7 +391,7 @@ func TestDigestTurns(t *testing.T) {
 		g.send(t, dm) // scope group: not digested (answered as a direct chat)
 		time.Sleep(61 * time.Second)
 		synctest.Wait()
-		var digests []engine.MsgContext
+		var digests []Turn
 		for _, tr := range g.eng.list() {
 			if tr.mc.NoCommands {
 				digests = append(digests, tr.mc)
@@ -386,7 +401,7 @@ func TestDigestTurns(t *testing.T) {
 			t.Fatalf("digests %+v", digests)
 		}
 		mc := digests[0]
-		want := config.DefaultDigestPrompt + "\n\n[10:00:00] 甲(1001): /reset\n[10:00:01] 乙(1002): @李四 明天见"
+		want := digestPrompt + "\n\n[10:00:00] 甲(1001): /reset\n[10:00:01] 乙(1002): @李四 明天见"
 		if mc.BodyForAgent != want || mc.RawBody != "" || mc.CommandBody != "" || mc.Message.Sender != (msg.Sender{}) {
 			t.Errorf("digest context %+v", mc)
 		}
@@ -418,7 +433,7 @@ func TestDigestTurns(t *testing.T) {
 
 func TestStepsAreIsolated(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := config.DefaultReceive()
+		r := defaults()
 		r.Digest.Enabled, r.Digest.MaxMessages = true, 1
 		g := newRig(t, r)
 		g.p.opts.IsCommand = func(string) bool { panic("broken command check") }
@@ -439,7 +454,7 @@ func TestStepsAreIsolated(t *testing.T) {
 
 func TestEmptyInputNoticeIsNeverDelivered(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newRig(t, config.DefaultReceive())
+		g := newRig(t, defaults())
 		g.eng.answer = "I didn't receive any text in your message. Please resend or add a caption."
 		g.send(t, mention(gm("1", "1001", "A", "", 0), "😀"))
 		time.Sleep(time.Second)
@@ -452,7 +467,7 @@ func TestEmptyInputNoticeIsNeverDelivered(t *testing.T) {
 
 func TestCloseFlushesOpenWindows(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newRig(t, config.DefaultReceive())
+		g := newRig(t, defaults())
 		g.send(t, mention(gm("1", "1001", "A", "", 0), "hi"))
 		if err := g.p.Close(context.Background()); err != nil {
 			t.Fatal(err)
