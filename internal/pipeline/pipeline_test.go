@@ -12,9 +12,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/pincerbot/pincer/internal/channel"
-	"github.com/pincerbot/pincer/internal/trigger"
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/prompt"
+	"github.com/pincerbot/pincer/internal/trigger"
 )
 
 const selfID = msg.UserID("123456789")
