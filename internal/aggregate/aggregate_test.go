@@ -80,16 +80,18 @@ func TestRealtimeMaxWindow(t *testing.T) {
 		o.Flush = l.flush
 		r := NewRealtime(o)
 		r.Accept("g::A", m("0"), true, msg.TriggerMention)
-		for i := 1; i <= 7; i++ { // +500 … +3500
+		for i := 1; i <= 5; i++ { // +500 … +2500
 			time.Sleep(500 * time.Millisecond)
 			r.Accept("g::A", m(strconv.Itoa(i)), false, "")
 		}
+		time.Sleep(600 * time.Millisecond) // +3100, past the cap
+		r.Accept("g::A", m("6"), false, "")
 		synctest.Wait()
 		got := l.list()
 		if len(got) != 1 || got[0] != "+3s max-window mention [0|1|2|3|4|5]" {
 			t.Fatalf("got %v", got)
 		}
-		// The message at +3500 had no window to join and was not
+		// The message at +3100 had no window to join and was not
 		// triggered: it was dropped.
 		if r.Open() != 0 {
 			t.Errorf("%d windows open", r.Open())

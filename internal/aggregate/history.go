@@ -9,60 +9,79 @@ import (
 
 // History keeps a rolling buffer of recent messages per key (the peer),
 // trimmed from the oldest end to MaxMessages and MaxChars, and hands it to
-// the next reply, which drains it.
+// the next reply, which drains it. It keeps only what a transcript line
+// needs (id, sender, time, text), so a busy gateway with many chats stays
+// small.
 type History struct {
 	maxMessages, maxChars int
 	maxAge                time.Duration
 
 	mu      sync.Mutex
-	buffers map[string][]msg.Message
+	buffers map[string]*histBuffer
+}
+
+type histBuffer struct {
+	lines []histLine
+	chars int
+}
+
+type histLine struct {
+	id     msg.MessageID
+	sender msg.Sender
+	at     int64 // unix nanoseconds
+	text   string
+	chars  int
 }
 
 // NewHistory returns empty buffers. maxAge 0 keeps messages of any age.
 func NewHistory(maxMessages, maxChars int, maxAge time.Duration) *History {
-	return &History{maxMessages: maxMessages, maxChars: maxChars, maxAge: maxAge, buffers: map[string][]msg.Message{}}
+	return &History{maxMessages: maxMessages, maxChars: maxChars, maxAge: maxAge, buffers: map[string]*histBuffer{}}
 }
 
 // Add appends m to key's buffer and trims it.
 func (h *History) Add(key string, m msg.Message) {
+	l := histLine{id: m.ID, sender: m.Sender, at: m.Time.UnixNano(), text: m.Text, chars: chars(m)}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	buf := append(h.buffers[key], m)
-	if len(buf) > h.maxMessages {
-		buf = buf[len(buf)-h.maxMessages:]
+	b := h.buffers[key]
+	if b == nil {
+		b = &histBuffer{}
+		h.buffers[key] = b
 	}
-	total := 0
-	for _, x := range buf {
-		total += chars(x)
+	b.lines = append(b.lines, l)
+	b.chars += l.chars
+	for len(b.lines) > 0 && (len(b.lines) > h.maxMessages || b.chars > h.maxChars) {
+		b.chars -= b.lines[0].chars
+		b.lines[0] = histLine{}
+		b.lines = b.lines[1:]
 	}
-	for total > h.maxChars && len(buf) > 0 {
-		total -= chars(buf[0])
-		buf = buf[1:]
+	if len(b.lines) == 0 {
+		delete(h.buffers, key)
 	}
-	h.buffers[key] = buf
 }
 
 // Take drains key's buffer and returns it without the messages of the
 // batch at hand (exclude) and, with a maximum age, without messages sent
-// before now minus that age.
+// before now minus that age. The messages carry id, sender, time and text.
 func (h *History) Take(key string, exclude []msg.Message, now time.Time) []msg.Message {
 	h.mu.Lock()
-	buf := h.buffers[key]
+	b := h.buffers[key]
 	delete(h.buffers, key)
 	h.mu.Unlock()
+	if b == nil {
+		return nil
+	}
 	skip := make(map[msg.MessageID]bool, len(exclude))
 	for _, m := range exclude {
 		skip[m.ID] = true
 	}
-	out := make([]msg.Message, 0, len(buf))
-	for _, m := range buf {
-		if skip[m.ID] {
+	out := make([]msg.Message, 0, len(b.lines))
+	for _, l := range b.lines {
+		at := time.Unix(0, l.at)
+		if skip[l.id] || (h.maxAge > 0 && now.Sub(at) > h.maxAge) {
 			continue
 		}
-		if h.maxAge > 0 && now.Sub(m.Time) > h.maxAge {
-			continue
-		}
-		out = append(out, m)
+		out = append(out, msg.Message{ID: l.id, Sender: l.sender, Time: at, Text: l.text})
 	}
 	return out
 }
@@ -71,5 +90,8 @@ func (h *History) Take(key string, exclude []msg.Message, now time.Time) []msg.M
 func (h *History) Len(key string) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return len(h.buffers[key])
+	if b := h.buffers[key]; b != nil {
+		return len(b.lines)
+	}
+	return 0
 }
