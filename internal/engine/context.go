@@ -33,6 +33,9 @@ type MsgContext struct {
 	// Heartbeat marks a turn started by the heartbeat runner; it is
 	// skipped, not queued, when the session is busy.
 	Heartbeat bool
+	// Consume lists the receive-buffer entries this turn hands on; they
+	// are removed when the turn is admitted, in the same step.
+	Consume []int64
 }
 
 // NewMsgContext builds the context of a plain message: every body is its

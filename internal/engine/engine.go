@@ -238,7 +238,7 @@ func (e *Engine) DispatchContext(ctx context.Context, mc MsgContext, r channel.R
 	defer cancel()
 	log := e.log.With("channel", string(m.Channel), "peer", m.Peer.String(), "msg_id", string(m.ID))
 	key := fmt.Sprintf("in:%s:%s:%s:%s", m.Channel, m.Account, m.Peer, m.ID)
-	admitted, err := e.opts.Store.Admit(turnCtx, m, key, e.opts.DedupTTL)
+	admitted, err := e.opts.Store.Admit(turnCtx, m, key, e.opts.DedupTTL, mc.Consume...)
 	if err != nil {
 		return fmt.Errorf("dispatch %s: %w", m.ID, err)
 	}

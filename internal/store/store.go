@@ -21,9 +21,12 @@ type Store interface {
 	Transcripts
 	InboundLog
 	Dedup
+	Buffers
 	// Admit claims key for ttl and, when the claim succeeds, logs m, in one
-	// step: admitted is false for a message already claimed.
-	Admit(ctx context.Context, m msg.Message, key string, ttl time.Duration) (admitted bool, err error)
+	// step: admitted is false for a message already claimed. The buffered
+	// entries listed in consume are removed in the same step, admitted or
+	// not, so a batch is either handed on or still buffered, never both.
+	Admit(ctx context.Context, m msg.Message, key string, ttl time.Duration, consume ...int64) (admitted bool, err error)
 	// Close releases the store.
 	Close() error
 }
@@ -149,4 +152,30 @@ type Dedup interface {
 	ClaimDedup(ctx context.Context, key string, ttl time.Duration) (claimed bool, err error)
 	// PruneDedup deletes expired keys and reports how many.
 	PruneDedup(ctx context.Context) (int64, error)
+}
+
+// Buffered is a message held by a receive buffer (history, realtime window,
+// digest window), kept so a restart loses nothing that was accepted.
+type Buffered struct {
+	// ID identifies the entry; assigned by Buffer.
+	ID int64
+	// Scope names the pipeline ("onebot/default"), Kind the buffer
+	// ("history", "realtime", "digest"), Key the buffer within it.
+	Scope, Kind, Key string
+	Message          msg.Message
+	// Trigger is why a realtime entry opened its window, if it did.
+	Trigger msg.TriggerReason
+	At      time.Time
+}
+
+// Buffers keeps the receive buffers' entries.
+type Buffers interface {
+	// Buffer records entries in one step and returns their ids in order.
+	Buffer(ctx context.Context, entries []Buffered) ([]int64, error)
+	// Unbuffer removes entries (trimmed out of their buffer); unknown ids
+	// are ignored.
+	Unbuffer(ctx context.Context, ids []int64) error
+	// BufferedEntries returns the entries of scope in the order they were
+	// buffered.
+	BufferedEntries(ctx context.Context, scope string) ([]Buffered, error)
 }

@@ -19,9 +19,9 @@ const (
 		ON CONFLICT (key) DO UPDATE SET expires_at = excluded.expires_at WHERE dedup.expires_at <= ?`
 )
 
-// Admit implements store.Store: the claim and the log entry are one
-// transaction.
-func (d *DB) Admit(ctx context.Context, m msg.Message, key string, ttl time.Duration) (bool, error) {
+// Admit implements store.Store: the claim, the log entry and the removal
+// of the consumed buffer entries are one transaction.
+func (d *DB) Admit(ctx context.Context, m msg.Message, key string, ttl time.Duration, consume ...int64) (bool, error) {
 	body, err := json.Marshal(m)
 	if err != nil {
 		return false, fmt.Errorf("admit %s: %w", m.ID, err)
@@ -29,6 +29,9 @@ func (d *DB) Admit(ctx context.Context, m msg.Message, key string, ttl time.Dura
 	admitted := false
 	err = d.tx(ctx, func(tx *sql.Tx) error {
 		t := now()
+		if err := d.unbuffer(ctx, tx, consume); err != nil {
+			return err
+		}
 		res, err := d.exec(ctx, tx, qClaim, key, millis(t.Add(ttl)), millis(t))
 		if err != nil {
 			return err

@@ -39,6 +39,8 @@ func Run(t *testing.T, open Open) {
 		{"InboundEnrich", testInboundEnrich},
 		{"DedupClaim", testDedupClaim},
 		{"Admit", testAdmit},
+		{"Buffers", testBuffers},
+		{"AdmitConsumesBuffered", testAdmitConsumes},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -421,4 +423,67 @@ func mustTranscript(t *testing.T, s store.Store, key string) []store.Turn {
 		t.Fatal(err)
 	}
 	return tr
+}
+
+func testBuffers(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	g := msg.Peer{Kind: msg.Group, ID: "1"}
+	at := time.Now().Truncate(time.Millisecond)
+	entries := []store.Buffered{
+		{Scope: "onebot/default", Kind: "history", Key: "group:1", Message: inbound("a", g, at, "one")},
+		{Scope: "onebot/default", Kind: "realtime", Key: "group:1::u", Message: inbound("b", g, at, "two"), Trigger: msg.TriggerMention},
+		{Scope: "onebot/other", Kind: "digest", Key: "group:1", Message: inbound("c", g, at, "three")},
+	}
+	ids, err := s.Buffer(ctx, entries)
+	if err != nil || len(ids) != 3 || ids[0] == ids[1] || ids[1] == ids[2] {
+		t.Fatalf("ids %v err %v", ids, err)
+	}
+	got, err := s.BufferedEntries(ctx, "onebot/default")
+	if err != nil || len(got) != 2 {
+		t.Fatalf("entries %+v err %v", got, err)
+	}
+	if got[0].ID != ids[0] || got[0].Kind != "history" || got[0].Key != "group:1" || got[0].Message.Text != "one" || !got[0].Message.Time.Equal(at) {
+		t.Errorf("first entry %+v", got[0])
+	}
+	if got[1].Trigger != msg.TriggerMention || got[1].Message.ID != "b" || got[1].At.IsZero() {
+		t.Errorf("second entry %+v", got[1])
+	}
+	if err := s.Unbuffer(ctx, []int64{ids[0], 999999}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.BufferedEntries(ctx, "onebot/default"); len(got) != 1 || got[0].ID != ids[1] {
+		t.Errorf("after unbuffer: %+v", got)
+	}
+	if err := s.Unbuffer(ctx, nil); err != nil {
+		t.Errorf("nothing to unbuffer: %v", err)
+	}
+}
+
+func testAdmitConsumes(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	g := msg.Peer{Kind: msg.Group, ID: "1"}
+	m := inbound("m1", g, time.Now(), "hello")
+	ids, err := s.Buffer(ctx, []store.Buffered{
+		{Scope: "x", Kind: "realtime", Key: "k", Message: m},
+		{Scope: "x", Kind: "history", Key: "k", Message: inbound("m0", g, time.Now(), "before")},
+		{Scope: "x", Kind: "digest", Key: "k", Message: m},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.Admit(ctx, m, "in:m1", time.Hour, ids[0], ids[1]); !ok || err != nil {
+		t.Fatalf("admit: %v %v", ok, err)
+	}
+	if got, _ := s.BufferedEntries(ctx, "x"); len(got) != 1 || got[0].ID != ids[2] {
+		t.Errorf("the consumed entries must be gone, the digest entry kept: %+v", got)
+	}
+	// A duplicate still consumes what it names: a restored copy of a batch
+	// already handed on must not stay buffered.
+	more, _ := s.Buffer(ctx, []store.Buffered{{Scope: "x", Kind: "realtime", Key: "k", Message: m}})
+	if ok, err := s.Admit(ctx, m, "in:m1", time.Hour, more...); ok || err != nil {
+		t.Fatalf("duplicate admit: %v %v", ok, err)
+	}
+	if got, _ := s.BufferedEntries(ctx, "x"); len(got) != 1 {
+		t.Errorf("a duplicate's entries are consumed too: %+v", got)
+	}
 }

@@ -1,0 +1,94 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+
+	"github.com/pincerbot/pincer/internal/msg"
+	"github.com/pincerbot/pincer/internal/store"
+)
+
+const (
+	qBuffer   = `INSERT INTO buffered (scope, kind, key, trigger, at, body) VALUES (?, ?, ?, ?, ?, ?)`
+	qUnbuffer = `DELETE FROM buffered WHERE id = ?`
+)
+
+// Buffer implements store.Buffers.
+func (d *DB) Buffer(ctx context.Context, entries []store.Buffered) ([]int64, error) {
+	bodies := make([]string, len(entries))
+	for i, e := range entries {
+		b, err := json.Marshal(e.Message)
+		if err != nil {
+			return nil, fmt.Errorf("buffer %s: %w", e.Message.ID, err)
+		}
+		bodies[i] = string(b)
+	}
+	ids := make([]int64, len(entries))
+	err := d.tx(ctx, func(tx *sql.Tx) error {
+		at := millis(now())
+		for i, e := range entries {
+			res, err := d.exec(ctx, tx, qBuffer, e.Scope, e.Kind, e.Key, string(e.Trigger), at, bodies[i])
+			if err != nil {
+				return err
+			}
+			if ids[i], err = res.LastInsertId(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("buffer: %w", err)
+	}
+	return ids, nil
+}
+
+// Unbuffer implements store.Buffers.
+func (d *DB) Unbuffer(ctx context.Context, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	err := d.tx(ctx, func(tx *sql.Tx) error { return d.unbuffer(ctx, tx, ids) })
+	if err != nil {
+		return fmt.Errorf("unbuffer: %w", err)
+	}
+	return nil
+}
+
+func (d *DB) unbuffer(ctx context.Context, tx *sql.Tx, ids []int64) error {
+	for _, id := range ids {
+		if _, err := d.exec(ctx, tx, qUnbuffer, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// BufferedEntries implements store.Buffers.
+func (d *DB) BufferedEntries(ctx context.Context, scope string) ([]store.Buffered, error) {
+	rows, err := d.query(ctx, `SELECT id, kind, key, trigger, at, body FROM buffered WHERE scope = ? ORDER BY id`, scope)
+	if err != nil {
+		return nil, fmt.Errorf("buffered entries of %s: %w", scope, err)
+	}
+	defer rows.Close()
+	var out []store.Buffered
+	for rows.Next() {
+		e := store.Buffered{Scope: scope}
+		var at int64
+		var trigger, body string
+		if err := rows.Scan(&e.ID, &e.Kind, &e.Key, &trigger, &at, &body); err != nil {
+			return nil, fmt.Errorf("buffered entries of %s: %w", scope, err)
+		}
+		if err := json.Unmarshal([]byte(body), &e.Message); err != nil {
+			return nil, fmt.Errorf("buffered entries of %s: entry %d: %w", scope, e.ID, err)
+		}
+		e.Trigger, e.At = msg.TriggerReason(trigger), fromMillis(at)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("buffered entries of %s: %w", scope, err)
+	}
+	return out, nil
+}
