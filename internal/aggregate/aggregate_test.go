@@ -199,7 +199,9 @@ func TestDigestMaxMessagesIgnoresMinAndTrimsByChars(t *testing.T) {
 		d.Accept("g", m("a"))
 		d.Accept("g", m("b")) // two reach maxMessages; minMessages (clamped to 2) is not asked
 		d.Accept("y", m(strings.Repeat("y", 60)))
-		d.Accept("y", m(strings.Repeat("z", 60))) // over 100 chars: the oldest goes
+		if dropped := d.Accept("y", m(strings.Repeat("z", 60))); len(dropped) != 1 || dropped[0].Message.Text[0] != 'y' { // over 100 chars: the oldest goes
+			t.Errorf("dropped %+v", dropped)
+		}
 		if d.Pending("y") != 1 {
 			t.Fatalf("%d pending in y", d.Pending("y"))
 		}
@@ -221,26 +223,33 @@ func TestDigestMaxMessagesIgnoresMinAndTrimsByChars(t *testing.T) {
 
 func TestHistoryTrimTakeAndDrain(t *testing.T) {
 	h := NewHistory(3, 10, 0)
-	for _, s := range []string{"aaaa", "bbbb", "cc", "dd"} {
-		h.Add("g", m(s).Message)
+	var dropped []int64
+	for i, s := range []string{"aaaa", "bbbb", "cc", "dd"} {
+		dropped = append(dropped, h.Add("g", m(s).Message, int64(i+1))...)
 	}
 	// 4 messages > 3: "aaaa" goes; then 4+2+2 = 8 chars fits.
-	if got := h.Take("g", []msg.Message{{ID: "dd"}}, time.Now()); len(got) != 2 || got[0].Text != "bbbb" || got[1].Text != "cc" {
+	if diff := cmp.Diff([]int64{1}, dropped); diff != "" {
+		t.Errorf("dropped refs: %s", diff)
+	}
+	got, refs := h.Take("g", []msg.Message{{ID: "dd"}}, time.Now())
+	if len(got) != 2 || got[0].Text != "bbbb" || got[1].Text != "cc" {
 		t.Errorf("take: %+v", got)
 	}
-	if h.Len("g") != 0 || len(h.Take("g", nil, time.Now())) != 0 {
+	if diff := cmp.Diff([]int64{2, 3, 4}, refs); diff != "" {
+		t.Errorf("everything drained is handed back, the excluded too: %s", diff)
+	}
+	if again, _ := h.Take("g", nil, time.Now()); h.Len("g") != 0 || len(again) != 0 {
 		t.Error("taking drains the buffer")
 	}
-	h.Add("g", m("0123456789x").Message) // larger than maxChars alone
-	if h.Len("g") != 0 {
+	if d := h.Add("g", m("0123456789x").Message, 9); h.Len("g") != 0 || len(d) != 1 {
 		t.Error("a message larger than maxChars is trimmed away")
 	}
 
 	aged := NewHistory(20, 4000, time.Hour)
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	aged.Add("g", msg.Message{ID: "old", Text: "old", Time: now.Add(-2 * time.Hour)})
-	aged.Add("g", msg.Message{ID: "new", Text: "new", Time: now.Add(-time.Minute)})
-	if got := aged.Take("g", nil, now); len(got) != 1 || got[0].ID != "new" {
+	aged.Add("g", msg.Message{ID: "old", Text: "old", Time: now.Add(-2 * time.Hour)}, 0)
+	aged.Add("g", msg.Message{ID: "new", Text: "new", Time: now.Add(-time.Minute)}, 0)
+	if got, _ := aged.Take("g", nil, now); len(got) != 1 || got[0].ID != "new" {
 		t.Errorf("maxAge: %+v", got)
 	}
 }

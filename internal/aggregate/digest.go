@@ -46,8 +46,9 @@ func NewDigest[T any](o DigestOptions[T]) *Digest[T] {
 	return &Digest[T]{opts: o, windows: map[string]*dgWindow[T]{}}
 }
 
-// Accept adds a message to its window, opening one if needed.
-func (d *Digest[T]) Accept(key string, e Entry[T]) {
+// Accept adds a message to its window, opening one if needed, and
+// returns the entries trimmed away to stay within MaxChars.
+func (d *Digest[T]) Accept(key string, e Entry[T]) (dropped []Entry[T]) {
 	d.mu.Lock()
 	w := d.windows[key]
 	if w == nil {
@@ -59,15 +60,17 @@ func (d *Digest[T]) Accept(key string, e Entry[T]) {
 	w.size += d.opts.Size(e.Message)
 	for w.size > d.opts.MaxChars && len(w.entries) > 1 {
 		w.size -= d.opts.Size(w.entries[0].Message)
+		dropped = append(dropped, w.entries[0])
 		w.entries = w.entries[1:]
 	}
 	if len(w.entries) >= d.opts.MaxMessages {
 		f := d.endLocked(key, w, msg.FlushMaxMessages)
 		d.mu.Unlock()
 		d.opts.Flush(f)
-		return
+		return dropped
 	}
 	d.mu.Unlock()
+	return dropped
 }
 
 // tick is the interval timer: it flushes a window that holds enough

@@ -26,6 +26,7 @@ type histBuffer struct {
 }
 
 type histLine struct {
+	ref    int64 // the caller's reference (a stored entry), 0 for none
 	id     msg.MessageID
 	sender msg.Sender
 	at     int64 // unix nanoseconds
@@ -38,9 +39,10 @@ func NewHistory(maxMessages, maxChars int, maxAge time.Duration) *History {
 	return &History{maxMessages: maxMessages, maxChars: maxChars, maxAge: maxAge, buffers: map[string]*histBuffer{}}
 }
 
-// Add appends m to key's buffer and trims it.
-func (h *History) Add(key string, m msg.Message) {
-	l := histLine{id: m.ID, sender: m.Sender, at: m.Time.UnixNano(), text: m.Text, chars: chars(m)}
+// Add appends m to key's buffer under the caller's reference ref and trims
+// the buffer; it returns the references of the messages trimmed away.
+func (h *History) Add(key string, m msg.Message, ref int64) (dropped []int64) {
+	l := histLine{ref: ref, id: m.ID, sender: m.Sender, at: m.Time.UnixNano(), text: m.Text, chars: chars(m)}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	b := h.buffers[key]
@@ -52,24 +54,29 @@ func (h *History) Add(key string, m msg.Message) {
 	b.chars += l.chars
 	for len(b.lines) > 0 && (len(b.lines) > h.maxMessages || b.chars > h.maxChars) {
 		b.chars -= b.lines[0].chars
+		if b.lines[0].ref != 0 {
+			dropped = append(dropped, b.lines[0].ref)
+		}
 		b.lines[0] = histLine{}
 		b.lines = b.lines[1:]
 	}
 	if len(b.lines) == 0 {
 		delete(h.buffers, key)
 	}
+	return dropped
 }
 
 // Take drains key's buffer and returns it without the messages of the
 // batch at hand (exclude) and, with a maximum age, without messages sent
 // before now minus that age. The messages carry id, sender, time and text.
-func (h *History) Take(key string, exclude []msg.Message, now time.Time) []msg.Message {
+// refs holds the references of everything drained, returned or not.
+func (h *History) Take(key string, exclude []msg.Message, now time.Time) (taken []msg.Message, refs []int64) {
 	h.mu.Lock()
 	b := h.buffers[key]
 	delete(h.buffers, key)
 	h.mu.Unlock()
 	if b == nil {
-		return nil
+		return nil, nil
 	}
 	skip := make(map[msg.MessageID]bool, len(exclude))
 	for _, m := range exclude {
@@ -77,13 +84,16 @@ func (h *History) Take(key string, exclude []msg.Message, now time.Time) []msg.M
 	}
 	out := make([]msg.Message, 0, len(b.lines))
 	for _, l := range b.lines {
+		if l.ref != 0 {
+			refs = append(refs, l.ref)
+		}
 		at := time.Unix(0, l.at)
 		if skip[l.id] || (h.maxAge > 0 && now.Sub(at) > h.maxAge) {
 			continue
 		}
 		out = append(out, msg.Message{ID: l.id, Sender: l.sender, Time: at, Text: l.text})
 	}
-	return out
+	return out, refs
 }
 
 // Len reports how many messages key's buffer holds.

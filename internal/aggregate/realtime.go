@@ -95,6 +95,20 @@ func (r *Realtime[T]) Accept(key string, e Entry[T], triggered bool, reason msg.
 	return true
 }
 
+// Takes reports whether Accept would take a message with this trigger
+// outcome now: windows are on and one is open for key, or it triggered.
+func (r *Realtime[T]) Takes(key string, triggered bool) bool {
+	if triggered {
+		return true
+	}
+	if r.opts.Disabled {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.windows[key] != nil
+}
+
 // FlushNow ends the window of key at once, if one is open (a command in
 // it should not wait out the quiet time).
 func (r *Realtime[T]) FlushNow(key string, reason msg.FlushReason) {

@@ -201,6 +201,16 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		sink = deb
 	}
 
+	// The receive pipelines restore what they buffered before a restart
+	// before anything arrives.
+	var pipes []*pipeline.Pipeline
+	var router accountRouter
+	if qqs != nil {
+		if router, pipes, err = qqs.pipelines(ctx, eng, st, loc, log); err != nil {
+			return err
+		}
+	}
+
 	var app http.Handler
 	var wc *webchat.Channel
 	if cfg.Channels.Webchat.Enabled {
@@ -245,10 +255,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	if wc != nil {
 		g.Go(func() error { return wc.Run(gctx, webchatBackend{Sink: sink, engine: eng}) })
 	}
-	var pipes []*pipeline.Pipeline
 	if qqs != nil {
-		var router accountRouter
-		router, pipes = qqs.pipelines(eng, loc, log)
 		g.Go(func() error { return qqs.channel.Run(gctx, router) })
 	}
 	g.Go(func() error {

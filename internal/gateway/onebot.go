@@ -108,7 +108,7 @@ func (q *qq) addTools(tools *agent.Tools, loc *time.Location) error {
 
 // pipelines builds the receive pipeline of every account, routed by
 // account id.
-func (q *qq) pipelines(eng *engine.Engine, loc *time.Location, log *slog.Logger) (accountRouter, []*pipeline.Pipeline) {
+func (q *qq) pipelines(ctx context.Context, eng *engine.Engine, st pipeline.BufferStore, loc *time.Location, log *slog.Logger) (accountRouter, []*pipeline.Pipeline, error) {
 	router := accountRouter{}
 	var all []*pipeline.Pipeline
 	for id, r := range q.receive {
@@ -117,14 +117,18 @@ func (q *qq) pipelines(eng *engine.Engine, loc *time.Location, log *slog.Logger)
 		p, warnings := pipeline.New(pipeline.Options{
 			Receive: ReceiveSettings(r), Bot: qqBot{a}, Engine: engineTurns{eng}, Send: a.Send, History: a, Ack: a,
 			IsCommand: eng.Commands().IsControl, PlainText: true, Location: loc, Logger: plog,
+			Store: st, Scope: string(onebot.ChannelID) + "/" + string(id), ReplierFor: a.ReplierFor,
 		})
 		for _, w := range warnings {
 			plog.Warn("config: channels.onebot receive.mention: " + w)
 		}
+		if err := p.Restore(ctx); err != nil {
+			return nil, nil, err
+		}
 		router[id] = p
 		all = append(all, p)
 	}
-	return router, all
+	return router, all, nil
 }
 
 // qqBot tells the pipeline who the bot is on a QQ account.

@@ -17,16 +17,19 @@ import (
 // runRealtime turns a flushed realtime window into an agent turn: the
 // messages joined (the leading mention stripped once), the quote block
 // first, taken history around it; the commands see only the user's text.
-func (p *Pipeline) runRealtime(ctx context.Context, f aggregate.Flushed[channel.Replier]) {
+func (p *Pipeline) runRealtime(ctx context.Context, f aggregate.Flushed[held]) {
 	msgs := f.Messages()
 	if len(msgs) == 0 {
 		return
 	}
 	first := msgs[0]
 	text := RealtimeText(msgs, p.opts.Bot.Self())
+	consume := refsOf(f.Entries)
 	var history []msg.Message
 	if p.opts.Receive.History.Enabled {
-		history = p.history.Take(first.Peer.String(), msgs, time.Now())
+		var refs []int64
+		history, refs = p.history.Take(first.Peer.String(), msgs, time.Now())
+		consume = append(consume, refs...)
 	}
 	batch := msg.Batch{Kind: msg.Realtime, Messages: msgs, History: history, Trigger: f.Trigger, Flush: f.Reason}
 	quote := ""
@@ -36,13 +39,14 @@ func (p *Pipeline) runRealtime(ctx context.Context, f aggregate.Flushed[channel.
 	hasImage := slices.ContainsFunc(msgs, func(m msg.Message) bool { return m.HasImage() })
 	if strings.TrimSpace(text) == "" && quote == "" && len(history) == 0 && !hasImage {
 		p.log.Debug("empty realtime batch skipped", "peer", first.Peer.String(), "reason", string(f.Reason))
+		p.unbuffer(consume...)
 		return
 	}
 	body := RealtimeBody(first, text, quote, history, p.opts.Location, p.opts.Receive.History.MaxChars)
 	m := first
 	m.Text = text
-	t := Turn{Message: m, Body: text, BodyForAgent: body, RawBody: text, CommandBody: text}
-	r := &filtered{Replier: f.Entries[0].Tag}
+	t := Turn{Message: m, Body: text, BodyForAgent: body, RawBody: text, CommandBody: text, Consume: consume}
+	r := &filtered{Replier: f.Entries[0].Tag.r}
 	p.log.Debug("realtime batch", "peer", first.Peer.String(), "messages", len(msgs), "history", len(history), "trigger", string(f.Trigger), "flush", string(f.Reason))
 	if err := p.opts.Engine.Turn(ctx, t, r); err != nil {
 		p.log.Warn("realtime batch", "peer", first.Peer.String(), "err", err)
@@ -114,7 +118,7 @@ func SummaryBody(promptText string, msgs []msg.Message, loc *time.Location, maxC
 
 // runDigest sends a chat's digest: a turn that answers no one, runs no
 // command, and stays silent when the agent says SKIP.
-func (p *Pipeline) runDigest(ctx context.Context, f aggregate.Flushed[channel.Replier]) {
+func (p *Pipeline) runDigest(ctx context.Context, f aggregate.Flushed[held]) {
 	msgs := f.Messages()
 	if len(msgs) == 0 {
 		return
@@ -126,7 +130,7 @@ func (p *Pipeline) runDigest(ctx context.Context, f aggregate.Flushed[channel.Re
 		ID:      msg.MessageID("digest:" + string(first.ID) + ":" + string(msgs[len(msgs)-1].ID)),
 		Channel: first.Channel, Account: first.Account, Peer: first.Peer, Time: time.Now(), Text: body,
 	}
-	t := Turn{Message: m, Body: body, BodyForAgent: body, NoCommands: true}
+	t := Turn{Message: m, Body: body, BodyForAgent: body, NoCommands: true, Consume: refsOf(f.Entries)}
 	r := &peerReplier{send: p.opts.Send, account: first.Account, peer: first.Peer, flatten: p.opts.PlainText, skip: true}
 	p.log.Debug("digest batch", "peer", first.Peer.String(), "messages", len(msgs), "flush", string(f.Reason))
 	if err := p.opts.Engine.Turn(ctx, t, r); err != nil {
@@ -187,4 +191,15 @@ func (p *Pipeline) summary(ctx context.Context, m msg.Message, r channel.Replier
 		p.log.Warn("summary", "peer", m.Peer.String(), "err", err)
 	}
 	return true
+}
+
+// refsOf lists the stored entries of flushed buffer entries.
+func refsOf(entries []aggregate.Entry[held]) []int64 {
+	var out []int64
+	for _, e := range entries {
+		if e.Tag.ref != 0 {
+			out = append(out, e.Tag.ref)
+		}
+	}
+	return out
 }

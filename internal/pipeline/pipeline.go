@@ -41,59 +41,14 @@ type Turn struct {
 	// NoCommands: the turn must never run a command, whatever its sender
 	// may do (digests, summaries).
 	NoCommands bool
+	// Consume lists the stored buffer entries the turn hands on; the
+	// engine removes them when it admits the turn.
+	Consume []int64
 }
 
 // Engine runs turns; the gateway adapts the engine to it.
 type Engine interface {
 	Turn(ctx context.Context, t Turn, r channel.Replier) error
-}
-
-// Settings are an account's receive settings.
-type Settings struct {
-	Mention  trigger.Rules
-	Realtime RealtimeSettings
-	Digest   DigestSettings
-	Summary  SummarySettings
-	History  HistorySettings
-}
-
-// RealtimeSettings configure burst windows.
-type RealtimeSettings struct {
-	Enabled           bool
-	Window, MaxWindow time.Duration
-	MaxMessages       int
-	MaxChars          int
-}
-
-// DigestSettings configure timed digests.
-type DigestSettings struct {
-	Enabled                  bool
-	Interval                 time.Duration
-	MaxMessages, MinMessages int
-	Prompt                   string
-	// Scope is group, direct or all; Peers limits digests to some chats.
-	Scope              string
-	Peers              []string
-	MaxTranscriptChars int
-}
-
-// SummarySettings configure /summary.
-type SummarySettings struct {
-	Enabled            bool
-	Commands           []string
-	Count, MaxCount    int
-	Prompt             string
-	Scope              string
-	Peers              []string
-	MaxTranscriptChars int
-}
-
-// HistorySettings configure the reply history; MaxAge 0 keeps any age.
-type HistorySettings struct {
-	Enabled     bool
-	MaxMessages int
-	MaxChars    int
-	MaxAge      time.Duration
 }
 
 // Quoter resolves the quote and forwards of a realtime batch into a block
@@ -123,7 +78,22 @@ type Options struct {
 	PlainText bool
 	// Location is the timezone of transcript times.
 	Location *time.Location
-	Logger   *slog.Logger
+	// Store keeps what the buffers hold, so a restart loses nothing that
+	// was accepted; nil keeps it in memory only. Scope names this
+	// pipeline's entries ("onebot/default").
+	Store BufferStore
+	Scope string
+	// ReplierFor rebuilds the replier of a message restored into a
+	// realtime window after a restart.
+	ReplierFor func(msg.Message) channel.Replier
+	Logger     *slog.Logger
+}
+
+// held is what a buffered entry carries: the replier of its message and
+// its stored entry (0 when not stored).
+type held struct {
+	r   channel.Replier
+	ref int64
 }
 
 // Pipeline is one account's inbound path. It implements channel.Sink.
@@ -132,8 +102,8 @@ type Pipeline struct {
 	log      *slog.Logger
 	eval     *trigger.Evaluator
 	history  *aggregate.History
-	realtime *aggregate.Realtime[channel.Replier]
-	digest   *aggregate.Digest[channel.Replier]
+	realtime *aggregate.Realtime[held]
+	digest   *aggregate.Digest[held]
 
 	turns  sync.WaitGroup
 	mu     sync.Mutex
@@ -158,18 +128,18 @@ func New(o Options) (*Pipeline, []string) {
 	eval, warnings := trigger.New(r.Mention)
 	p := &Pipeline{opts: o, log: o.Logger.With("component", "pipeline"), eval: eval}
 	p.history = aggregate.NewHistory(r.History.MaxMessages, r.History.MaxChars, r.History.MaxAge)
-	p.realtime = aggregate.NewRealtime(aggregate.RealtimeOptions[channel.Replier]{
+	p.realtime = aggregate.NewRealtime(aggregate.RealtimeOptions[held]{
 		Disabled: !r.Realtime.Enabled, Window: r.Realtime.Window, MaxWindow: r.Realtime.MaxWindow,
 		MaxMessages: r.Realtime.MaxMessages, MaxChars: r.Realtime.MaxChars,
-		Flush: func(f aggregate.Flushed[channel.Replier]) {
+		Flush: func(f aggregate.Flushed[held]) {
 			p.spawn(func(ctx context.Context) { p.runRealtime(ctx, f) })
 		},
 	})
-	p.digest = aggregate.NewDigest(aggregate.DigestOptions[channel.Replier]{
+	p.digest = aggregate.NewDigest(aggregate.DigestOptions[held]{
 		Interval:    r.Digest.Interval,
 		MinMessages: r.Digest.MinMessages, MaxMessages: r.Digest.MaxMessages,
 		MaxChars: r.Digest.MaxTranscriptChars,
-		Flush:    func(f aggregate.Flushed[channel.Replier]) { p.spawn(func(ctx context.Context) { p.runDigest(ctx, f) }) },
+		Flush:    func(f aggregate.Flushed[held]) { p.spawn(func(ctx context.Context) { p.runDigest(ctx, f) }) },
 	})
 	return p, warnings
 }
@@ -194,24 +164,37 @@ func (p *Pipeline) Dispatch(ctx context.Context, m msg.Message, r channel.Replie
 		p.opts.Ack.Ack(ctx, m.Peer, m.ID)
 	}
 	peer := m.Peer.String()
-	e := aggregate.Entry[channel.Replier]{Message: m, Tag: r}
+	rtKey := peer + "::" + string(m.Sender.ID)
+	dg := p.opts.Receive.Digest
+	want := map[string]bool{
+		kindHistory:  p.opts.Receive.History.Enabled,
+		kindRealtime: p.realtime.Takes(rtKey, d.Triggered),
+		kindDigest:   dg.Enabled && inScope(dg.Scope, dg.Peers, m.Peer),
+	}
+	refs := p.persist(ctx, m, peer, rtKey, d, want)
 	// History first: a batch that flushes at once must find its own
 	// messages in the buffer to leave them out of its history.
 	p.isolate("history", func() {
-		if p.opts.Receive.History.Enabled {
-			p.history.Add(peer, m)
+		if want[kindHistory] {
+			p.unbuffer(p.history.Add(peer, m, refs[kindHistory])...)
 		}
 	})
 	p.isolate("realtime", func() {
-		key := peer + "::" + string(m.Sender.ID)
-		if p.realtime.Accept(key, e, d.Triggered, d.Reason) && p.opts.IsCommand(trigger.StripLeadingMention(m, bot.Self)) {
-			p.realtime.FlushNow(key, msg.FlushImmediate)
+		e := aggregate.Entry[held]{Message: m, Tag: held{r: r, ref: refs[kindRealtime]}}
+		if !p.realtime.Accept(rtKey, e, d.Triggered, d.Reason) {
+			p.unbuffer(refs[kindRealtime]) // the window it was to join had just ended
+			return
+		}
+		if p.opts.IsCommand(trigger.StripLeadingMention(m, bot.Self)) {
+			p.realtime.FlushNow(rtKey, msg.FlushImmediate)
 		}
 	})
 	p.isolate("digest", func() {
-		dg := p.opts.Receive.Digest
-		if dg.Enabled && inScope(dg.Scope, dg.Peers, m.Peer) {
-			p.digest.Accept(peer, e)
+		if want[kindDigest] {
+			e := aggregate.Entry[held]{Message: m, Tag: held{r: r, ref: refs[kindDigest]}}
+			for _, x := range p.digest.Accept(peer, e) {
+				p.unbuffer(x.Tag.ref)
+			}
 		}
 	})
 	return nil

@@ -409,6 +409,10 @@ func (a *Account) send(ctx context.Context, out msg.Outbound, opts OutboundOptio
 	return id, err
 }
 
+// ReplierFor returns the replier of m, as its arrival would have made it:
+// for messages restored after a restart.
+func (a *Account) ReplierFor(m msg.Message) channel.Replier { return &replier{a: a, trigger: m} }
+
 // replier answers one inbound message: the reply quotes it in groups when
 // ReplyToTrigger is set, and may mention its sender.
 type replier struct {
