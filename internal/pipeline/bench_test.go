@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/pincerbot/pincer/internal/channel"
 	"github.com/pincerbot/pincer/internal/msg"
+	"github.com/pincerbot/pincer/internal/store/sqlite"
 )
 
 type nopEngine struct{}
@@ -97,4 +99,34 @@ func BenchmarkPeerMemory(b *testing.B) {
 		runtime.KeepAlive(keys)
 		_ = p.Close(ctx)
 	}
+}
+
+// BenchmarkReceiveDurable is BenchmarkReceive with every buffered message
+// stored in SQLite first (one transaction per message).
+func BenchmarkReceiveDurable(b *testing.B) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"), sqlite.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	s := defaults()
+	s.Digest.Enabled = true
+	p, _ := New(Options{Receive: s, Bot: fakeBot{}, Engine: &admitEngine{st: st}, Location: time.UTC, Store: st, Scope: "bench"})
+	defer p.Close(ctx)
+	msgs := make([]msg.Message, 4096)
+	for i := range msgs {
+		m := gm(strconv.Itoa(i), strconv.Itoa(10000+i%50), "群友", "今晚几点集合？我八点以后有空", 0)
+		m.Peer.ID = strconv.Itoa(700000000 + i%1000)
+		msgs[i] = m
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	for i := range b.N {
+		m := msgs[i%len(msgs)]
+		m.ID = msg.MessageID(strconv.Itoa(i))
+		_ = p.Dispatch(ctx, m, nopReplier{})
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
 }

@@ -480,3 +480,28 @@ func TestCloseFlushesOpenWindows(t *testing.T) {
 		}
 	})
 }
+
+// TestCombinationExample is the spec's closing example: with mention (the
+// default) and digest on, a question that mentions the bot is answered
+// through a realtime window and also shows up, later, in the group's
+// digest; neither path takes it from the other.
+func TestCombinationExample(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := defaults()
+		r.Digest.Enabled, r.Digest.Interval, r.Digest.MinMessages = true, 5*time.Minute, 1
+		g := newRig(t, r)
+		g.send(t, mention(gm("q", "1001", "甲", "", 0), "周五几点开会？"))
+		time.Sleep(time.Second)
+		synctest.Wait()
+		turns := g.eng.list()
+		if len(turns) != 1 || turns[0].mc.NoCommands || turns[0].mc.RawBody != "周五几点开会？" {
+			t.Fatalf("the realtime answer: %+v", turns)
+		}
+		time.Sleep(5 * time.Minute)
+		synctest.Wait()
+		turns = g.eng.list()
+		if len(turns) != 2 || !turns[1].mc.NoCommands || !strings.HasSuffix(turns[1].mc.BodyForAgent, "甲(1001): @机器人 周五几点开会？") {
+			t.Errorf("the digest holds the same message: %+v", turns)
+		}
+	})
+}

@@ -19,6 +19,10 @@ const (
 func (d *DB) Buffer(ctx context.Context, entries []store.Buffered) ([]int64, error) {
 	bodies := make([]string, len(entries))
 	for i, e := range entries {
+		if i > 0 && e.Message.ID == entries[i-1].Message.ID && e.Message.Peer == entries[i-1].Message.Peer {
+			bodies[i] = bodies[i-1] // one message in several buffers
+			continue
+		}
 		b, err := json.Marshal(e.Message)
 		if err != nil {
 			return nil, fmt.Errorf("buffer %s: %w", e.Message.ID, err)
