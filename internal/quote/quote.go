@@ -1,0 +1,235 @@
+// Package quote resolves what a realtime batch refers to: the message it
+// replies to and the merged forwards it carries (or that the quoted
+// message carries), expanded recursively within budgets of depth, nodes and
+// characters shared across the whole resolution, and renders them as the
+// block the agent reads before the user's text. It works on any channel
+// through the channel's fetch capability.
+package quote
+
+import (
+	"context"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/pincerbot/pincer/internal/msg"
+)
+
+// Texts the agent reads.
+const (
+	textFailed    = "[引用消息获取失败]"
+	textUnknown   = "未知"
+	closeBracket  = "]"
+	closeTruncate = "（已截断）]"
+)
+
+// Fetcher gets what a message refers to, from the platform.
+type Fetcher interface {
+	// FetchMessage returns the message with id.
+	FetchMessage(ctx context.Context, id msg.MessageID) (msg.Message, error)
+	// FetchForward returns the messages of a merged forward.
+	FetchForward(ctx context.Context, id msg.ForwardID) ([]msg.Message, error)
+}
+
+// Settings bound a resolution.
+type Settings struct {
+	Enabled        bool
+	ResolveForward bool
+	// MaxDepth: forwards nested deeper than this stay placeholders; 0
+	// expands only the top level.
+	MaxDepth int
+	// MaxNodes is how many forward nodes may be rendered, failures
+	// included, across the whole resolution.
+	MaxNodes int
+	// MaxChars bounds the quote text and the node texts together.
+	MaxChars int
+	// Timeout bounds each fetch.
+	Timeout time.Duration
+}
+
+// Resolver resolves quotes with one fetcher.
+type Resolver struct {
+	fetch    Fetcher
+	settings Settings
+	loc      *time.Location
+	// parallel bounds concurrent sibling forward fetches.
+	parallel int
+}
+
+// New returns a resolver; times render in loc.
+func New(f Fetcher, s Settings, loc *time.Location) *Resolver {
+	if loc == nil {
+		loc = time.Local
+	}
+	return &Resolver{fetch: f, settings: s, loc: loc, parallel: 4}
+}
+
+// Source returns the message of a batch whose quote and forwards are
+// resolved: the last one that replies to a message or carries a forward.
+func Source(b msg.Batch) (msg.Message, bool) {
+	for i := len(b.Messages) - 1; i >= 0; i-- {
+		if m := b.Messages[i]; m.ReplyTo != "" || len(m.ForwardIDs) > 0 {
+			return m, true
+		}
+	}
+	return msg.Message{}, false
+}
+
+// Result is a resolution before rendering.
+type Result struct {
+	// Quoted is the replied-to message: Sender and Time are zero when
+	// unknown; Text is the failure placeholder when it could not be
+	// fetched. Present is false when the source replies to nothing.
+	Quoted  msg.Message
+	Present bool
+	Nodes   []Node
+	// Truncated: a budget cut something, so the agent sees a part.
+	Truncated bool
+}
+
+// Node is one rendered forward message.
+type Node struct {
+	Depth  int
+	Sender msg.Sender
+	Time   time.Time
+	Text   string
+}
+
+// Block resolves a realtime batch and renders it; "" when there is
+// nothing to show or resolution is off. Only realtime batches resolve.
+func (r *Resolver) Block(ctx context.Context, b msg.Batch) string {
+	if !r.settings.Enabled || b.Kind != msg.Realtime {
+		return ""
+	}
+	src, ok := Source(b)
+	if !ok {
+		return ""
+	}
+	res := r.Resolve(ctx, src)
+	if !res.Present && len(res.Nodes) == 0 {
+		return ""
+	}
+	return Render(res, r.loc)
+}
+
+// Resolve runs the two steps for src: the quoted message, then the
+// forwards (src's own, then the quoted message's), with the budgets
+// applied.
+func (r *Resolver) Resolve(ctx context.Context, src msg.Message) Result {
+	var res Result
+	forwards := append([]msg.ForwardID(nil), src.ForwardIDs...)
+	inline := inlineForwards(src)
+	if src.ReplyTo != "" {
+		res.Present = true
+		q, err := r.fetchMessage(ctx, src.ReplyTo)
+		if err != nil {
+			res.Quoted = msg.Message{Text: textFailed}
+		} else {
+			res.Quoted = q
+			forwards = append(forwards, q.ForwardIDs...)
+			for id, c := range inlineForwards(q) {
+				inline[id] = c
+			}
+		}
+	}
+	if r.settings.ResolveForward && len(forwards) > 0 {
+		st := &state{r: r, remaining: r.settings.MaxNodes, visited: map[msg.ForwardID]bool{}, futures: map[msg.ForwardID]*future{}, sem: make(chan struct{}, r.parallel)}
+		defer st.wait()
+		st.prefetch(ctx, forwards, inline)
+		for _, id := range forwards {
+			res.Nodes = append(res.Nodes, st.expand(ctx, id, inline[id], 0)...)
+		}
+		res.Truncated = st.truncated
+	}
+	applyChars(&res, r.settings.MaxChars)
+	return res
+}
+
+func (r *Resolver) fetchMessage(ctx context.Context, id msg.MessageID) (msg.Message, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.settings.Timeout)
+	defer cancel()
+	return r.fetch.FetchMessage(ctx, id)
+}
+
+// inlineForwards maps the forward ids of m to content the platform sent
+// inline.
+func inlineForwards(m msg.Message) map[msg.ForwardID][]msg.Message {
+	out := map[msg.ForwardID][]msg.Message{}
+	for _, s := range m.Segments {
+		if s.Kind == msg.SegForward && s.ID != "" && s.Forward != nil {
+			out[msg.ForwardID(s.ID)] = s.Forward
+		}
+	}
+	return out
+}
+
+// applyChars spends the character budget: the quote text first, then the
+// nodes in order; the node that does not fit is cut, later ones dropped.
+func applyChars(res *Result, maxChars int) {
+	budget := maxChars
+	if n := utf8.RuneCountInString(res.Quoted.Text); n > budget {
+		res.Quoted.Text = cut(res.Quoted.Text, budget)
+		res.Truncated = true
+		budget = 0
+	} else {
+		budget -= n
+	}
+	kept := res.Nodes[:0]
+	for _, node := range res.Nodes {
+		if budget <= 0 {
+			res.Truncated = true
+			continue
+		}
+		if n := utf8.RuneCountInString(node.Text); n > budget {
+			node.Text = cut(node.Text, budget)
+			res.Truncated = true
+			budget = 0
+		} else {
+			budget -= n
+		}
+		kept = append(kept, node)
+	}
+	res.Nodes = kept
+}
+
+func cut(s string, n int) string {
+	i := 0
+	for range n {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+	}
+	return s[:i]
+}
+
+// Render formats a resolution: the quote line, one line per node indented
+// by (depth+1)*2 spaces, and the closing bracket, marked when truncated.
+func Render(res Result, loc *time.Location) string {
+	var b []byte
+	q := res.Quoted
+	if q.Sender.ID != "" && !q.Time.IsZero() {
+		b = fmt.Appendf(b, "[引用 %s 于 %s 的消息：%s", speaker(q.Sender), q.Time.In(loc).Format("15:04:05"), q.Text)
+	} else {
+		b = fmt.Appendf(b, "[引用消息：%s", q.Text)
+	}
+	for _, n := range res.Nodes {
+		b = append(b, '\n')
+		for range (n.Depth + 1) * 2 {
+			b = append(b, ' ')
+		}
+		b = append(b, "- "...)
+		b = append(b, speaker(n.Sender)...)
+		if !n.Time.IsZero() {
+			b = append(b, ' ')
+			b = n.Time.In(loc).AppendFormat(b, "15:04:05")
+		}
+		b = append(b, "："...)
+		b = append(b, n.Text...)
+	}
+	b = append(b, '\n')
+	if res.Truncated {
+		b = append(b, closeTruncate...)
+	} else {
+		b = append(b, closeBracket...)
+	}
+	return string(b)
+}
