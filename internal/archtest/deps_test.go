@@ -12,7 +12,7 @@ const module = "github.com/pincerbot/pincer"
 
 // inner lists the packages that must import only the standard library and
 // other pincer packages; entries not written yet are skipped.
-var inner = []string{"msg", "prompt", "pipeline", "trigger", "aggregate"}
+var inner = []string{"msg", "prompt", "pipeline", "trigger", "aggregate", "quote"}
 
 func TestInnerPackagesImportNoSDK(t *testing.T) {
 	for _, name := range inner {

@@ -96,3 +96,12 @@ type HistoryQuery struct {
 type HistoryFetcher interface {
 	History(ctx context.Context, peer msg.Peer, q HistoryQuery) ([]msg.Message, error)
 }
+
+// Fetcher is an adapter that can get what a message refers to: a quoted
+// message, the messages of a merged forward.
+type Fetcher interface {
+	// FetchMessage returns the message with id.
+	FetchMessage(ctx context.Context, id msg.MessageID) (msg.Message, error)
+	// FetchForward returns the messages of a merged forward, oldest first.
+	FetchForward(ctx context.Context, id msg.ForwardID) ([]msg.Message, error)
+}

@@ -52,6 +52,8 @@ type OneBotAccount struct {
 	HTTPPost  OneBotHTTPPost  `json:"httpPost"`
 	// Receive decides which messages are answered and with what context.
 	Receive Receive `json:"receive"`
+	// Quote resolves quoted messages and merged forwards for the agent.
+	Quote Quote `json:"quote"`
 }
 
 // OneBotReconnect is the forward WebSocket's reconnect policy.
@@ -104,6 +106,7 @@ func DefaultOneBot() OneBot {
 		ReverseWS:             OneBotReverseWS{Path: DefaultReverseWSPath},
 		HTTPPost:              OneBotHTTPPost{Path: DefaultHTTPPostPath},
 		Receive:               DefaultReceive(),
+		Quote:                 DefaultQuote(),
 	}}
 }
 
@@ -266,7 +269,7 @@ func (a OneBotAccount) Validate() error {
 	if r.MaxDelayMs < r.MinDelayMs {
 		errs = append(errs, problem("reconnect.maxDelayMs", "must not be below minDelayMs (%d)", r.MinDelayMs))
 	}
-	errs = append(errs, nest("receive", a.Receive.Validate()))
+	errs = append(errs, nest("receive", a.Receive.Validate()), nest("quote", a.Quote.Validate()))
 	for _, p := range []struct{ key, path string }{{"reverseWs.path", a.ReverseWS.Path}, {"httpPost.path", a.HTTPPost.Path}} {
 		if !strings.HasPrefix(p.path, "/") || strings.ContainsAny(p.path, " ?#") {
 			errs = append(errs, problem(p.key, "want a path such as %q, got %q", DefaultReverseWSPath, p.path))

@@ -16,6 +16,7 @@ func TestOneBotDefaultsMatchTheReference(t *testing.T) {
 		ReverseWS: OneBotReverseWS{Path: "/onebot/v11/ws"},
 		HTTPPost:  OneBotHTTPPost{Path: "/onebot/v11/post"},
 		Receive:   DefaultReceive(),
+		Quote:     Quote{Enabled: true, ResolveForward: true, MaxDepth: 2, MaxNodes: 20, MaxChars: 4000, TimeoutMs: 10000},
 	}
 	if diff := cmp.Diff(want, a); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -155,5 +156,13 @@ func TestReceiveValidationAndWarnings(t *testing.T) {
 	r.Digest.MinMessages, r.Digest.MaxMessages = 80, 50
 	if r.Digest.MinMessagesClamped() != 50 {
 		t.Error("minMessages is clamped to maxMessages")
+	}
+}
+
+func TestQuoteValidation(t *testing.T) {
+	_, err := Parse([]byte(`{ channels: { onebot: { quote: { maxDepth: -1, maxNodes: 0, maxChars: 0, timeoutMs: 0 } } } }`), noEnv)
+	want := []string{"channels.onebot.quote.maxChars", "channels.onebot.quote.maxDepth", "channels.onebot.quote.maxNodes", "channels.onebot.quote.timeoutMs"}
+	if diff := cmp.Diff(want, paths(err)); diff != "" {
+		t.Errorf("(-want +got):\n%s\n%v", diff, err)
 	}
 }

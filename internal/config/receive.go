@@ -175,3 +175,37 @@ func peerList(key string, peers []string) []error {
 	}
 	return errs
 }
+
+// Quote configures how quoted messages and merged forwards of realtime
+// batches are resolved for the agent.
+type Quote struct {
+	Enabled        bool `json:"enabled"`
+	ResolveForward bool `json:"resolveForward"`
+	MaxDepth       int  `json:"maxDepth"`
+	MaxNodes       int  `json:"maxNodes"`
+	MaxChars       int  `json:"maxChars"`
+	TimeoutMs      int  `json:"timeoutMs"`
+}
+
+// DefaultQuote resolves quotes and forwards two levels deep, 20 nodes and
+// 4000 characters at most, 10 s per fetch.
+func DefaultQuote() Quote {
+	return Quote{Enabled: true, ResolveForward: true, MaxDepth: 2, MaxNodes: 20, MaxChars: 4000, TimeoutMs: 10000}
+}
+
+// Validate checks the quote settings.
+func (q Quote) Validate() error {
+	var errs []error
+	if q.MaxDepth < 0 {
+		errs = append(errs, problem("maxDepth", "must not be negative (0 expands the top level only)"))
+	}
+	for _, f := range []struct {
+		key string
+		v   int
+	}{{"maxNodes", q.MaxNodes}, {"maxChars", q.MaxChars}, {"timeoutMs", q.TimeoutMs}} {
+		if f.v < 1 {
+			errs = append(errs, problem(f.key, "must be at least 1"))
+		}
+	}
+	return errors.Join(errs...)
+}

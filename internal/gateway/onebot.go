@@ -17,6 +17,7 @@ import (
 	"github.com/pincerbot/pincer/internal/engine"
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/pipeline"
+	"github.com/pincerbot/pincer/internal/quote"
 	"github.com/pincerbot/pincer/internal/trigger"
 )
 
@@ -48,13 +49,14 @@ type qq struct {
 	endpoints map[string]http.Handler
 	tools     map[msg.AccountID]*onebot.Account
 	receive   map[msg.AccountID]config.Receive
+	quote     map[msg.AccountID]config.Quote
 }
 
 // buildOneBot builds the active QQ accounts; nil when there are none.
 func buildOneBot(cfg config.OneBot, log *slog.Logger) (*qq, error) {
 	all := cfg.All()
 	var accounts []*onebot.Account
-	q := &qq{endpoints: map[string]http.Handler{}, tools: map[msg.AccountID]*onebot.Account{}, receive: map[msg.AccountID]config.Receive{}}
+	q := &qq{endpoints: map[string]http.Handler{}, tools: map[msg.AccountID]*onebot.Account{}, receive: map[msg.AccountID]config.Receive{}, quote: map[msg.AccountID]config.Quote{}}
 	for _, id := range slices.Sorted(maps.Keys(all)) {
 		c := all[id]
 		if !c.Active() {
@@ -67,6 +69,7 @@ func buildOneBot(cfg config.OneBot, log *slog.Logger) (*qq, error) {
 		a := onebot.NewAccount(o)
 		accounts = append(accounts, a)
 		q.receive[a.ID()] = c.Receive
+		q.quote[a.ID()] = c.Quote
 		if c.ReverseWS.Enabled {
 			q.endpoints[c.ReverseWS.Path] = http.HandlerFunc(a.ServeReverse)
 		}
@@ -114,7 +117,13 @@ func (q *qq) pipelines(ctx context.Context, eng *engine.Engine, st pipeline.Buff
 	for id, r := range q.receive {
 		a, _ := q.channel.Account(id)
 		plog := log.With("channel", string(onebot.ChannelID), "account", string(id))
+		qc := q.quote[id]
+		resolver := quote.New(quote.Cached(a, 2*time.Minute, 1000), quote.Settings{
+			Enabled: qc.Enabled, ResolveForward: qc.ResolveForward, MaxDepth: qc.MaxDepth, MaxNodes: qc.MaxNodes, MaxChars: qc.MaxChars,
+			Timeout: time.Duration(qc.TimeoutMs) * time.Millisecond,
+		}, loc)
 		p, warnings := pipeline.New(pipeline.Options{
+			Quote:   resolver.Block,
 			Receive: ReceiveSettings(r), Bot: qqBot{a}, Engine: engineTurns{eng}, Send: a.Send, History: a, Ack: a,
 			IsCommand: eng.Commands().IsControl, PlainText: true, Location: loc, Logger: plog,
 			Store: st, Scope: string(onebot.ChannelID) + "/" + string(id), ReplierFor: a.ReplierFor,

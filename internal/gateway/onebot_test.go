@@ -258,3 +258,56 @@ func TestReceiveSettingsFromConfig(t *testing.T) {
 		t.Errorf("summary %+v", s.Summary)
 	}
 }
+
+// TestQQQuoteEndToEnd: a reply that mentions the bot triggers a turn whose
+// body starts with the quoted message and its forward, fetched from the
+// implementation.
+func TestQQQuoteEndToEnd(t *testing.T) {
+	p := onebottest.New(t, func(action string, params json.RawMessage) (any, int, string) {
+		switch action {
+		case "get_msg":
+			return map[string]any{"message_id": 50, "time": 1774420200, "sender": map[string]any{"user_id": 10002, "nickname": "李四"},
+				"message": []any{
+					map[string]any{"type": "text", "data": map[string]any{"text": "转给你看"}},
+					map[string]any{"type": "forward", "data": map[string]any{"id": "res-1"}},
+				}}, 0, ""
+		case "get_forward_msg":
+			return map[string]any{"messages": []any{
+				map[string]any{"sender": map[string]any{"user_id": 10003, "nickname": "王五"}, "time": 1774420100, "content": "原来的话"},
+			}}, 0, ""
+		case "send_group_msg":
+			return map[string]any{"message_id": 9004}, 0, ""
+		}
+		return nil, 0, ""
+	})
+	cfg := config.Default()
+	cfg.Channels.OneBot.WSURL = p.URL
+	cfg.Channels.OneBot.SelfID = "3300000001"
+	cfg.Channels.OneBot.Receive.History.Enabled = false
+	startGateway(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := p.Connected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Push(ctx, qqGroupEvent(60,
+		// QQ puts an @ of the quoted author after the reply; the user
+		// added the @ of the bot.
+		seg("reply", map[string]any{"id": "50"}), seg("at", map[string]any{"qq": 10002}), seg("text", map[string]any{"text": " "}),
+		seg("at", map[string]any{"qq": botQQ}), seg("text", map[string]any{"text": " 这是什么"}))); err != nil {
+		t.Fatal(err)
+	}
+	s := waitSend(t, p, ctx)
+	var text strings.Builder
+	for _, m := range s.params.Message {
+		if m.Type == "text" {
+			text.WriteString(m.Data["text"].(string))
+		}
+	}
+	got := text.String()
+	for _, want := range []string{"[引用 李四(10002) 于 ", " 的消息：转给你看[合并转发]", "\n  - 王五(10003) ", "：原来的话\n]\n这是什么"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q missing from\n%s", want, got)
+		}
+	}
+}

@@ -505,3 +505,36 @@ func TestCombinationExample(t *testing.T) {
 		}
 	})
 }
+
+func TestQuoteBlockGoesFirstAndAFailingQuoterIsContained(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newRig(t, defaults())
+		var seen []msg.Batch
+		g.p.opts.Quote = func(_ context.Context, b msg.Batch) string {
+			seen = append(seen, b)
+			if b.Messages[0].ID == "boom" {
+				panic("resolver bug")
+			}
+			return "[引用消息：原文\n]"
+		}
+		g.send(t, mention(gm("1", "1001", "A", "", 0), "这是什么"))
+		time.Sleep(time.Second)
+		synctest.Wait()
+		g.send(t, mention(gm("boom", "1001", "A", "", 0), "再问一次"))
+		time.Sleep(time.Second)
+		synctest.Wait()
+		turns := g.eng.list()
+		if len(turns) != 2 {
+			t.Fatalf("turns %+v", turns)
+		}
+		if got := turns[0].mc.BodyForAgent; got != "[引用消息：原文\n]\n这是什么" || turns[0].mc.RawBody != "这是什么" {
+			t.Errorf("body %q raw %q", got, turns[0].mc.RawBody)
+		}
+		if got := turns[1].mc.BodyForAgent; got != "再问一次" {
+			t.Errorf("a panicking resolver leaves the block out: %q", got)
+		}
+		if len(seen) != 2 || seen[0].Kind != msg.Realtime || seen[0].Trigger != msg.TriggerMention {
+			t.Errorf("the quoter sees the realtime batch: %+v", seen)
+		}
+	})
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/pincerbot/pincer/internal/channel"
 	"github.com/pincerbot/pincer/internal/msg"
 )
 
@@ -23,13 +24,8 @@ const (
 	closeTruncate = "（已截断）]"
 )
 
-// Fetcher gets what a message refers to, from the platform.
-type Fetcher interface {
-	// FetchMessage returns the message with id.
-	FetchMessage(ctx context.Context, id msg.MessageID) (msg.Message, error)
-	// FetchForward returns the messages of a merged forward.
-	FetchForward(ctx context.Context, id msg.ForwardID) ([]msg.Message, error)
-}
+// Fetcher gets what a message refers to; channel adapters provide it.
+type Fetcher = channel.Fetcher
 
 // Settings bound a resolution.
 type Settings struct {

@@ -357,3 +357,35 @@ func TestSiblingsLoadConcurrently(t *testing.T) {
 		}
 	})
 }
+
+func TestCacheFetchesOnceWithinTTL(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fetcher{
+			messages: map[msg.MessageID]msg.Message{"q": node("q", "1", "甲", "09:00:00", "hi")},
+			forwards: map[msg.ForwardID][]msg.Message{"F": {node("1", "2", "乙", "09:00:01", "x")}},
+			fail:     map[string]bool{"bad": true},
+		}
+		c := Cached(f, time.Minute, 2)
+		ctx := context.Background()
+		for range 3 {
+			_, _ = c.FetchMessage(ctx, "q")
+			_, _ = c.FetchForward(ctx, "F")
+			_, _ = c.FetchMessage(ctx, "bad")
+		}
+		if diff := cmp.Diff([]string{"msg:q", "fwd:F", "msg:bad", "msg:bad", "msg:bad"}, f.callList()); diff != "" {
+			t.Errorf("calls (failures are not cached): %s", diff)
+		}
+		time.Sleep(61 * time.Second)
+		_, _ = c.FetchMessage(ctx, "q")
+		if n := len(f.callList()); n != 6 {
+			t.Errorf("after the TTL the message is fetched again: %d calls", n)
+		}
+		f.messages["r"], f.messages["s"] = node("r", "1", "甲", "09:00:00", "r"), node("s", "1", "甲", "09:00:00", "s")
+		_, _ = c.FetchMessage(ctx, "r")
+		_, _ = c.FetchMessage(ctx, "s") // a third entry: the oldest (q) goes
+		_, _ = c.FetchMessage(ctx, "q")
+		if calls := f.callList(); calls[len(calls)-1] != "msg:q" || len(calls) != 9 {
+			t.Errorf("bounded to 2: %v", calls)
+		}
+	})
+}
