@@ -31,6 +31,10 @@ type Outbound struct {
 	// NoMentions forbids turning @names into real mentions: digests and
 	// summaries repeat chat text that must not ping anyone.
 	NoMentions bool
+	// Mentionable lists the people the agent was shown (the senders of the
+	// batch and of its history), oldest first: only they may be mentioned
+	// by name.
+	Mentionable []Sender
 	// IsReasoning marks model reasoning; most channels suppress it.
 	IsReasoning bool
 	// ChannelData carries channel-specific options the engine passes through

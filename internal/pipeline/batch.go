@@ -46,7 +46,7 @@ func (p *Pipeline) runRealtime(ctx context.Context, f aggregate.Flushed[held]) {
 	m := first
 	m.Text = text
 	t := Turn{Message: m, Body: text, BodyForAgent: body, RawBody: text, CommandBody: text, Consume: consume}
-	r := &filtered{Replier: f.Entries[0].Tag.r}
+	r := &filtered{Replier: f.Entries[0].Tag.r, mentionable: mentionable(history, msgs)}
 	p.log.Debug("realtime batch", "peer", first.Peer.String(), "messages", len(msgs), "history", len(history), "trigger", string(f.Trigger), "flush", string(f.Reason))
 	if err := p.opts.Engine.Turn(ctx, t, r); err != nil {
 		p.log.Warn("realtime batch", "peer", first.Peer.String(), "err", err)
@@ -201,5 +201,28 @@ func refsOf(entries []aggregate.Entry[held]) []int64 {
 			out = append(out, e.Tag.ref)
 		}
 	}
+	return out
+}
+
+// mentionable lists the senders the agent was shown, oldest first, each
+// once (at their latest appearance).
+func mentionable(groups ...[]msg.Message) []msg.Sender {
+	var all []msg.Sender
+	for _, g := range groups {
+		for _, m := range g {
+			if m.Sender.ID != "" {
+				all = append(all, m.Sender)
+			}
+		}
+	}
+	seen := map[msg.UserID]bool{}
+	var out []msg.Sender
+	for i := len(all) - 1; i >= 0; i-- {
+		if !seen[all[i].ID] {
+			seen[all[i].ID] = true
+			out = append(out, all[i])
+		}
+	}
+	slices.Reverse(out)
 	return out
 }

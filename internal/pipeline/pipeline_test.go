@@ -538,3 +538,24 @@ func TestQuoteBlockGoesFirstAndAFailingQuoterIsContained(t *testing.T) {
 		}
 	})
 }
+
+func TestRealtimeReplyMayMentionWhomTheAgentWasShown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newRig(t, defaults())
+		g.eng.answer = "@用户A 八点见"
+		g.send(t, gm("a", "1001", "用户A", "今晚几点集合", 0))
+		g.send(t, gm("b", "1002", "旧名", "我八点有空", 0))
+		g.send(t, gm("b2", "1002", "用户B", "改名了", 0))
+		g.send(t, mention(gm("c", "1003", "用户C", "", 0), "提醒我"))
+		time.Sleep(time.Second)
+		synctest.Wait()
+		out := g.sent.list()
+		if len(out) != 1 {
+			t.Fatalf("sent %+v", out)
+		}
+		want := []msg.Sender{{ID: "1001", Name: "用户A"}, {ID: "1002", Name: "用户B"}, {ID: "1003", Name: "用户C"}}
+		if diff := cmp.Diff(want, out[0].Mentionable); diff != "" {
+			t.Errorf("mentionable (-want +got):\n%s", diff)
+		}
+	})
+}

@@ -36,11 +36,16 @@ func shape(out *msg.Outbound, flatten, noMentions, skip bool) bool {
 type filtered struct {
 	channel.Replier
 	flatten, noMentions bool
+	// mentionable are the people a realtime reply may mention by name.
+	mentionable []msg.Sender
 }
 
 func (f *filtered) Deliver(ctx context.Context, out msg.Outbound) (msg.MessageID, error) {
 	if !shape(&out, f.flatten, f.noMentions, false) {
 		return "", nil
+	}
+	if out.Mentionable == nil {
+		out.Mentionable = f.mentionable
 	}
 	return f.Replier.Deliver(ctx, out)
 }

@@ -427,8 +427,14 @@ func (r *replier) Deliver(ctx context.Context, out msg.Outbound) (msg.MessageID,
 		out.ReplyTo = r.trigger.ID
 	}
 	opts := OutboundOptions{Mentions: true}
-	if qq, err := parseID(string(r.trigger.Sender.ID)); err == nil {
-		opts.Participants = []Participant{{QQ: qq, Name: r.trigger.Sender.Name}}
+	people := out.Mentionable
+	if people == nil {
+		people = []msg.Sender{r.trigger.Sender}
+	}
+	for _, p := range people {
+		if qq, err := parseID(string(p.ID)); err == nil {
+			opts.Participants = append(opts.Participants, Participant{QQ: qq, Name: p.Name})
+		}
 	}
 	return r.a.send(ctx, out, opts)
 }

@@ -445,3 +445,30 @@ func TestRetriesExhaustedIsTheAccountsState(t *testing.T) {
 		}
 	})
 }
+
+func TestReplyMentionsOnlyThePeopleShown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, AccountOptions{WSURL: "ws://onebot.test/", SelfID: 3300000001}, nil)
+		defer r.close()
+		ctx := context.Background()
+		if err := r.peer.Connected(ctx); err != nil {
+			t.Fatal(err)
+		}
+		trigger := msg.Message{ID: "5", Peer: msg.Peer{Kind: msg.Group, ID: "123"}, Sender: msg.Sender{ID: "10003", Name: "用户C"}}
+		rep := r.acct.ReplierFor(trigger)
+		out := msg.Outbound{Peer: trigger.Peer, Text: "@用户A 和 @用户B 和 @陌生人", Mentionable: []msg.Sender{{ID: "10001", Name: "用户A"}, {ID: "10002", Name: "用户B"}}}
+		if _, err := rep.Deliver(ctx, out); err != nil {
+			t.Fatal(err)
+		}
+		sends := sentCalls(t, r.peer)
+		var ats []string
+		for _, s := range sends[0].Message {
+			if s.Type == "at" {
+				ats = append(ats, s.Str("qq"))
+			}
+		}
+		if diff := cmp.Diff([]string{"10001", "10002"}, ats); diff != "" {
+			t.Errorf("mentions (-want +got):\n%s", diff)
+		}
+	})
+}
