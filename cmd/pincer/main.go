@@ -135,7 +135,7 @@ func check(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return 2
 	}
-	_, p, err := load(path)
+	cfg, p, err := load(path)
 	name := p
 	if name == "" {
 		name = "built-in defaults"
@@ -147,6 +147,9 @@ func check(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "  %v\n", e)
 		}
 		return 1
+	}
+	for _, w := range cfg.Channels.OneBot.Warnings() {
+		fmt.Fprintf(stderr, "  warning: %s\n", w)
 	}
 	fmt.Fprintf(stdout, "%s: ok\n", name)
 	return 0

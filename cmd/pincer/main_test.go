@@ -94,3 +94,18 @@ func TestServeFailsOnBadConfig(t *testing.T) {
 		t.Errorf("exit %d: %s", code, stderr)
 	}
 }
+
+func TestConfigCheckWarnsOfSkippedKeywords(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pincer.json5")
+	doc := `{ channels: { onebot: { receive: { mention: { keywordMatch: 'regex', keywords: ['天气', '(oops'] } } } } }`
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCmd(t, "config", "check", "--config", path)
+	if code != 0 || !strings.Contains(stdout, "ok") {
+		t.Fatalf("an invalid regex is a warning, not an error: %d %s %s", code, stdout, stderr)
+	}
+	if !strings.Contains(stderr, "warning: channels.onebot.receive.mention.keywords[1]") {
+		t.Errorf("stderr %q", stderr)
+	}
+}

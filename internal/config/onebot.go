@@ -288,3 +288,20 @@ func validPeerPattern(e string) bool {
 	kind = strings.ToLower(kind)
 	return ok && err == nil && n > 0 && (kind == "group" || kind == "private")
 }
+
+// Warnings lists settings of every account that are skipped rather than
+// refused, with their key paths.
+func (o OneBot) Warnings() []string {
+	var out []string
+	all := o.All()
+	for _, id := range slices.Sorted(maps.Keys(all)) {
+		prefix := "channels.onebot."
+		if id != "default" {
+			prefix += "accounts." + id + "."
+		}
+		for _, w := range all[id].Receive.Warnings() {
+			out = append(out, prefix+w)
+		}
+	}
+	return out
+}
