@@ -18,6 +18,8 @@ import (
 // messages joined (the leading mention stripped once), the quote block
 // first, taken history around it; the commands see only the user's text.
 func (p *Pipeline) runRealtime(ctx context.Context, f aggregate.Flushed[held]) {
+	var err error
+	defer func() { answer(f.Entries, err) }()
 	msgs := f.Messages()
 	if len(msgs) == 0 {
 		return
@@ -48,8 +50,23 @@ func (p *Pipeline) runRealtime(ctx context.Context, f aggregate.Flushed[held]) {
 	t := Turn{Message: m, Body: text, BodyForAgent: body, RawBody: text, CommandBody: text, Consume: consume}
 	r := &filtered{Replier: f.Entries[0].Tag.r, mentionable: mentionable(history, msgs)}
 	p.log.Debug("realtime batch", "peer", first.Peer.String(), "messages", len(msgs), "history", len(history), "trigger", string(f.Trigger), "flush", string(f.Reason))
-	if err := p.opts.Engine.Turn(ctx, t, r); err != nil {
+	if err = p.opts.Engine.Turn(ctx, t, r); err != nil {
 		p.log.Warn("realtime batch", "peer", first.Peer.String(), "err", err)
+	}
+}
+
+// answer tells the messages of a batch its outcome: err for the first,
+// the one the reply answers; channel.ErrMerged for the rest.
+func answer(entries []aggregate.Entry[held], err error) {
+	for i, e := range entries {
+		if e.Tag.done == nil {
+			continue
+		}
+		if i == 0 {
+			e.Tag.done <- err
+		} else {
+			e.Tag.done <- channel.ErrMerged
+		}
 	}
 }
 

@@ -70,10 +70,12 @@ func TestRestartLosesNothingAndDeliversNothingTwice(t *testing.T) {
 		}
 		eng1 := &admitEngine{st: st1}
 		p1 := durable(t, st1, eng1)
+		// Messages in windows wait for their batch; the crash ends those
+		// waits.
+		crashed, crash := context.WithCancel(ctx)
 		send := func(p *Pipeline, m msg.Message) {
-			if err := p.Dispatch(ctx, m, &replier{trigger: m, s: &sent{}}); err != nil {
-				t.Fatal(err)
-			}
+			go func() { _ = p.Dispatch(crashed, m, &replier{trigger: m, s: &sent{}}) }()
+			synctest.Wait()
 		}
 		send(p1, gm("c1", "1001", "甲", "早上好", 0))
 		send(p1, mention(gm("a1", "1002", "乙", "", time.Second), "帮我看看天气"))
@@ -88,6 +90,7 @@ func TestRestartLosesNothingAndDeliversNothingTwice(t *testing.T) {
 		}
 		// The crash: the process is gone with B's window open. Nothing
 		// is flushed; the database file is all that is left.
+		crash()
 		if err := st1.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -162,9 +165,8 @@ func TestGracefulRestartKeepsDigestAndHistory(t *testing.T) {
 		eng1 := &admitEngine{st: st1}
 		p1 := durable(t, st1, eng1)
 		for _, m := range []msg.Message{gm("c1", "1001", "甲", "一", 0), gm("c2", "1002", "乙", "二", 0), mention(gm("x", "1003", "丙", "", 0), "在吗")} {
-			if err := p1.Dispatch(ctx, m, &replier{trigger: m, s: &sent{}}); err != nil {
-				t.Fatal(err)
-			}
+			go func() { _ = p1.Dispatch(ctx, m, &replier{trigger: m, s: &sent{}}) }()
+			synctest.Wait()
 		}
 		if err := p1.Close(ctx); err != nil {
 			t.Fatal(err)

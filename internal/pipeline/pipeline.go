@@ -94,6 +94,8 @@ type Options struct {
 type held struct {
 	r   channel.Replier
 	ref int64
+	// done, when set, learns the outcome of the entry's batch.
+	done chan<- error
 }
 
 // Pipeline is one account's inbound path. It implements channel.Sink.
@@ -146,8 +148,9 @@ func New(o Options) (*Pipeline, []string) {
 
 // Dispatch takes one inbound message (already normalized, not the bot's
 // own, and allowed by the account's peer filter). A /summary command is
-// answered before Dispatch returns; anything else is buffered and answered
-// when its batch flushes.
+// answered before Dispatch returns. A message taken into a realtime window
+// returns when its batch has been answered (channel.ErrMerged for all but
+// the batch's first message); any other message returns once buffered.
 func (p *Pipeline) Dispatch(ctx context.Context, m msg.Message, r channel.Replier) error {
 	p.mu.Lock()
 	closed := p.closed
@@ -179,12 +182,15 @@ func (p *Pipeline) Dispatch(ctx context.Context, m msg.Message, r channel.Replie
 			p.unbuffer(p.history.Add(peer, m, refs[kindHistory])...)
 		}
 	})
+	var answered chan error
 	p.isolate("realtime", func() {
-		e := aggregate.Entry[held]{Message: m, Tag: held{r: r, ref: refs[kindRealtime]}}
+		done := make(chan error, 1)
+		e := aggregate.Entry[held]{Message: m, Tag: held{r: r, ref: refs[kindRealtime], done: done}}
 		if !p.realtime.Accept(rtKey, e, d.Triggered, d.Reason) {
 			p.unbuffer(refs[kindRealtime]) // the window it was to join had just ended
 			return
 		}
+		answered = done
 		if p.opts.IsCommand(trigger.StripLeadingMention(m, bot.Self)) {
 			p.realtime.FlushNow(rtKey, msg.FlushImmediate)
 		}
@@ -197,7 +203,18 @@ func (p *Pipeline) Dispatch(ctx context.Context, m msg.Message, r channel.Replie
 			}
 		}
 	})
-	return nil
+	if answered == nil {
+		return nil
+	}
+	// Like a message sent to a person, a message in a window is done when
+	// its batch is answered: nil for the message the reply answers,
+	// channel.ErrMerged for the others.
+	select {
+	case err := <-answered:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // isolate runs one buffer's step so that its failure, even a panic, never

@@ -134,11 +134,14 @@ type rig struct {
 	sent *sent
 	hist *history
 	acks *acks
+
+	mu      sync.Mutex
+	results map[msg.MessageID]error
 }
 
 func newRig(t *testing.T, r Settings) *rig {
 	t.Helper()
-	g := &rig{eng: &fakeEngine{start: time.Now()}, sent: &sent{}, hist: &history{}, acks: &acks{}}
+	g := &rig{eng: &fakeEngine{start: time.Now()}, sent: &sent{}, hist: &history{}, acks: &acks{}, results: map[msg.MessageID]error{}}
 	p, warnings := New(Options{
 		Receive: r, Bot: fakeBot{}, Engine: g.eng, History: g.hist, Ack: g.acks, PlainText: true, Location: cst,
 		Send:      func(_ context.Context, out msg.Outbound) (msg.MessageID, error) { g.sent.add(out); return "d-1", nil },
@@ -167,11 +170,25 @@ func mention(m msg.Message, rest string) msg.Message {
 	return m
 }
 
+// send dispatches m as a channel does, on a goroutine of its own (a
+// message in a window returns only once its batch is answered), and
+// waits until it is taken in. It must run in a synctest bubble.
 func (g *rig) send(t *testing.T, m msg.Message) {
 	t.Helper()
-	if err := g.p.Dispatch(context.Background(), m, &replier{trigger: m, s: g.sent}); err != nil {
-		t.Fatal(err)
-	}
+	go func() {
+		err := g.p.Dispatch(context.Background(), m, &replier{trigger: m, s: g.sent})
+		g.mu.Lock()
+		g.results[m.ID] = err
+		g.mu.Unlock()
+	}()
+	synctest.Wait()
+}
+
+func (g *rig) result(id msg.MessageID) (error, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	err, ok := g.results[id]
+	return err, ok
 }
 
 // TestHistorySpecTimeline is the history timeline of the spec: A and B
@@ -238,6 +255,11 @@ func TestRealtimeSpecTimelineThroughThePipeline(t *testing.T) {
 		out := g.sent.list()
 		if len(out) != 1 || out[0].ReplyTo != "1" || out[0].NoMentions {
 			t.Errorf("the reply quotes the batch's first message and may mention: %+v", out)
+		}
+		for id, want := range map[msg.MessageID]error{"1": nil, "2": channel.ErrMerged, "3": channel.ErrMerged} {
+			if err, ok := g.result(id); !ok || !errors.Is(err, want) {
+				t.Errorf("Dispatch of %s returned %v (done %v), want %v", id, err, ok, want)
+			}
 		}
 	})
 }
@@ -363,19 +385,21 @@ func TestSummaryFailureAndEmpty(t *testing.T) {
 }
 
 func TestSummaryScope(t *testing.T) {
-	r := defaults()
-	r.Summary.Scope = "direct"
-	g := newRig(t, r)
-	g.send(t, gm("c1", "1001", "甲", "/summary", 0))
-	if len(g.hist.got) != 0 {
-		t.Error("a group /summary outside the scope is plain text")
-	}
-	r.Summary.Scope, r.Summary.Peers = "all", []string{"group:1"}
-	g = newRig(t, r)
-	g.send(t, gm("c1", "1001", "甲", "/summary", 0))
-	if len(g.hist.got) != 0 {
-		t.Error("a /summary outside the peers is plain text")
-	}
+	synctest.Test(t, func(t *testing.T) {
+		r := defaults()
+		r.Summary.Scope = "direct"
+		g := newRig(t, r)
+		g.send(t, gm("c1", "1001", "甲", "/summary", 0))
+		if len(g.hist.got) != 0 {
+			t.Error("a group /summary outside the scope is plain text")
+		}
+		r.Summary.Scope, r.Summary.Peers = "all", []string{"group:1"}
+		g = newRig(t, r)
+		g.send(t, gm("c1", "1001", "甲", "/summary", 0))
+		if len(g.hist.got) != 0 {
+			t.Error("a /summary outside the peers is plain text")
+		}
+	})
 }
 
 func TestDigestTurns(t *testing.T) {
@@ -438,9 +462,13 @@ func TestStepsAreIsolated(t *testing.T) {
 		g := newRig(t, r)
 		g.p.opts.IsCommand = func(string) bool { panic("broken command check") }
 		g.send(t, mention(gm("1", "1001", "A", "", 0), "hi"))
-		synctest.Wait()
 		if g.p.history.Len("group:20000002") != 1 {
 			t.Error("history still took the message")
+		}
+		time.Sleep(time.Second) // the window still ends by quiet
+		synctest.Wait()
+		if n := len(g.eng.list()); n != 2 {
+			t.Errorf("%d turns: the realtime one and the digest", n)
 		}
 		digested := false
 		for _, tr := range g.eng.list() {
