@@ -148,7 +148,7 @@ func check(args []string, stdout, stderr io.Writer) int {
 		}
 		return 1
 	}
-	for _, w := range cfg.Channels.OneBot.Warnings() {
+	for _, w := range cfg.Channels.Warnings() {
 		fmt.Fprintf(stderr, "  warning: %s\n", w)
 	}
 	fmt.Fprintf(stdout, "%s: ok\n", name)

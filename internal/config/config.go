@@ -48,7 +48,7 @@ func Default() Config {
 		// the harmless ones.
 		Commands: Commands{AllowFrom: []string{"*"}, OwnerAllowFrom: []string{"webchat:*"}},
 		Session:  Session{AutoCompact: true, DMScope: "per-peer", GroupScope: "per-group"},
-		Channels: Channels{Webchat: Webchat{Enabled: true, Title: "pincer"}, OneBot: DefaultOneBot()},
+		Channels: Channels{Webchat: DefaultWebchat(), OneBot: DefaultOneBot()},
 	}
 }
 

@@ -305,3 +305,12 @@ func (o OneBot) Warnings() []string {
 	}
 	return out
 }
+
+// Warnings lists the skipped settings of every channel.
+func (c Channels) Warnings() []string {
+	var out []string
+	for _, w := range c.Webchat.Receive.Warnings() {
+		out = append(out, "channels.webchat."+w)
+	}
+	return append(out, c.OneBot.Warnings()...)
+}

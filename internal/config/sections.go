@@ -203,12 +203,25 @@ type Webchat struct {
 	Enabled bool `json:"enabled"`
 	// Title is shown in the page header.
 	Title string `json:"title"`
+	// Receive applies the receive modes to the web chat; its bursts are
+	// answered at once by default (realtime off).
+	Receive Receive `json:"receive"`
+}
+
+// DefaultWebchat is the web chat on: the receive defaults, with every
+// message answered at once.
+func DefaultWebchat() Webchat {
+	r := DefaultReceive()
+	r.Realtime.Enabled = false
+	return Webchat{Enabled: true, Title: "pincer", Receive: r}
 }
 
 // Validate checks the web chat section.
 func (w Webchat) Validate() error {
+	var errs []error
 	if w.Enabled && strings.TrimSpace(w.Title) == "" {
-		return problem("title", "must not be empty")
+		errs = append(errs, problem("title", "must not be empty"))
 	}
-	return nil
+	errs = append(errs, nest("receive", w.Receive.Validate()))
+	return errors.Join(errs...)
 }

@@ -190,17 +190,6 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	})
 
 	// Channels feed the debouncer when bursts are merged, else the engine.
-	var sink channel.Sink = eng
-	var deb *engine.Debouncer
-	if in := cfg.Messages.Inbound; in.Enabled() {
-		deb = engine.NewDebouncer(eng, engine.DebounceOptions{
-			Window:  func(ch msg.ChannelID) time.Duration { return in.Window(string(ch)) },
-			MaxWait: time.Duration(in.MaxWaitMs) * time.Millisecond,
-			Bypass:  func(m msg.Message) bool { return eng.Commands().IsControl(m.Text) },
-		})
-		sink = deb
-	}
-
 	// The receive pipelines restore what they buffered before a restart
 	// before anything arrives.
 	var pipes []*pipeline.Pipeline
@@ -213,11 +202,28 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 
 	var app http.Handler
 	var wc *webchat.Channel
+	var sink channel.Sink
+	var deb *engine.Debouncer
 	if cfg.Channels.Webchat.Enabled {
 		if wc, err = webchat.New(webchat.Options{Title: cfg.Channels.Webchat.Title, Logger: log}); err != nil {
 			return err
 		}
 		app = wc.Handler()
+		wp, err := webchatPipeline(ctx, cfg.Channels.Webchat, wc, eng, st, loc, log)
+		if err != nil {
+			return err
+		}
+		pipes = append(pipes, wp)
+		sink = wp
+		// Bursts are merged before the pipeline when messages.inbound asks.
+		if in := cfg.Messages.Inbound; in.Enabled() {
+			deb = engine.NewDebouncer(wp, engine.DebounceOptions{
+				Window:  func(ch msg.ChannelID) time.Duration { return in.Window(string(ch)) },
+				MaxWait: time.Duration(in.MaxWaitMs) * time.Millisecond,
+				Bypass:  func(m msg.Message) bool { return eng.Commands().IsControl(m.Text) },
+			})
+			sink = deb
+		}
 	}
 	started := time.Now()
 	srv := &http.Server{
@@ -281,12 +287,6 @@ func shutdown(ctx context.Context, log *slog.Logger, grace time.Duration, srv *h
 	defer cancel()
 	engineDone := make(chan error, 1)
 	go func() {
-		// Open realtime windows are answered now rather than lost.
-		for _, p := range pipes {
-			if err := p.Close(graceCtx); err != nil {
-				log.Warn("receive pipeline", "err", err)
-			}
-		}
 		if deb != nil {
 			// Held bursts are dispatched now rather than lost; the engine
 			// stops taking messages only after that, or when the grace
@@ -296,6 +296,12 @@ func shutdown(ctx context.Context, log *slog.Logger, grace time.Duration, srv *h
 			select {
 			case <-flushed:
 			case <-graceCtx.Done():
+			}
+		}
+		// Open realtime windows are answered now rather than lost.
+		for _, p := range pipes {
+			if err := p.Close(graceCtx); err != nil {
+				log.Warn("receive pipeline", "err", err)
 			}
 		}
 		engineDone <- eng.Close(graceCtx)

@@ -292,3 +292,32 @@ func TestToolCallEndToEnd(t *testing.T) {
 		t.Errorf("the tool exchange was not kept in the transcript: %s", sent)
 	}
 }
+
+// TestWebchatSummary: the web chat has the receive pipeline too; /summary
+// reads what pincer logged of the chat.
+func TestWebchatSummary(t *testing.T) {
+	g := startGateway(t, config.Default())
+	c := webchattest.New(g.url)
+	for _, text := range []string{"第一句话", "第二句话", "/summary"} {
+		res, _, err := c.Post(text, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		events, err := webchattest.Events(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if text != "/summary" {
+			continue
+		}
+		got := webchattest.Text(events, webchat.EventReply)
+		for _, want := range []string{config.DefaultSummaryPrompt, ": 第一句话", ": 第二句话"} {
+			if !strings.Contains(got, want) {
+				t.Errorf("%q missing from the summary turn:\n%s", want, got)
+			}
+		}
+		if strings.Contains(got, "/summary\n") {
+			t.Errorf("the command is not in its own transcript:\n%s", got)
+		}
+	}
+}

@@ -13,11 +13,13 @@ import (
 	"github.com/pincerbot/pincer/internal/agent"
 	"github.com/pincerbot/pincer/internal/channel"
 	"github.com/pincerbot/pincer/internal/channel/onebot"
+	"github.com/pincerbot/pincer/internal/channel/webchat"
 	"github.com/pincerbot/pincer/internal/config"
 	"github.com/pincerbot/pincer/internal/engine"
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/pipeline"
 	"github.com/pincerbot/pincer/internal/quote"
+	"github.com/pincerbot/pincer/internal/store"
 	"github.com/pincerbot/pincer/internal/trigger"
 )
 
@@ -196,3 +198,30 @@ func ReceiveSettings(r config.Receive) pipeline.Settings {
 		History: pipeline.HistorySettings{Enabled: h.Enabled, MaxMessages: h.MaxMessages, MaxChars: h.MaxChars, MaxAge: ms(h.MaxAgeMs)},
 	}
 }
+
+// webchatPipeline is the web chat's receive path: direct chats only, its
+// history read from what pincer logged, restored replies sent to the
+// browser's event stream.
+func webchatPipeline(ctx context.Context, c config.Webchat, wc *webchat.Channel, eng *engine.Engine, st store.Store, loc *time.Location, log *slog.Logger) (*pipeline.Pipeline, error) {
+	plog := log.With("channel", string(webchat.ID))
+	p, warnings := pipeline.New(pipeline.Options{
+		Receive: ReceiveSettings(c.Receive), Bot: noBot{}, Engine: engineTurns{eng}, Send: wc.Send,
+		History:   pipeline.LocalHistory{Log: st, Channel: webchat.ID, Account: msg.DefaultAccount},
+		IsCommand: eng.Commands().IsControl, Location: loc, Logger: plog,
+		Store: st, Scope: string(webchat.ID) + "/" + string(msg.DefaultAccount),
+		ReplierFor: func(msg.Message) channel.Replier { return channel.SenderReplier{Adapter: wc} },
+	})
+	for _, w := range warnings {
+		plog.Warn("config: channels.webchat receive.mention: " + w)
+	}
+	if err := p.Restore(ctx); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// noBot: the web chat has no bot user to mention or reply to.
+type noBot struct{}
+
+func (noBot) Self() msg.UserID             { return "" }
+func (noBot) SentByBot(msg.MessageID) bool { return false }

@@ -133,6 +133,9 @@ func SummaryBody(promptText string, msgs []msg.Message, loc *time.Location, maxC
 	return strings.TrimSpace(promptText) + "\n\n" + strings.Join(prompt.Transcript(msgs, loc, maxChars), "\n")
 }
 
+// digestPrefix marks the ids of digest turns.
+const digestPrefix = "digest:"
+
 // runDigest sends a chat's digest: a turn that answers no one, runs no
 // command, and stays silent when the agent says SKIP.
 func (p *Pipeline) runDigest(ctx context.Context, f aggregate.Flushed[held]) {
@@ -144,8 +147,8 @@ func (p *Pipeline) runDigest(ctx context.Context, f aggregate.Flushed[held]) {
 	dg := p.opts.Receive.Digest
 	body := SummaryBody(dg.Prompt, msgs, p.opts.Location, dg.MaxTranscriptChars)
 	m := msg.Message{
-		ID:      msg.MessageID("digest:" + string(first.ID) + ":" + string(msgs[len(msgs)-1].ID)),
-		Channel: first.Channel, Account: first.Account, Peer: first.Peer, Time: time.Now(), Text: body,
+		ID:      msg.MessageID(digestPrefix + string(first.ID) + ":" + string(msgs[len(msgs)-1].ID)),
+		Channel: first.Channel, Account: first.Account, Peer: first.Peer, Time: time.Now(),
 	}
 	t := Turn{Message: m, Body: body, BodyForAgent: body, NoCommands: true, Consume: refsOf(f.Entries)}
 	r := &peerReplier{send: p.opts.Send, account: first.Account, peer: first.Peer, flatten: p.opts.PlainText, skip: true}
@@ -202,7 +205,7 @@ func (p *Pipeline) summary(ctx context.Context, m msg.Message, r channel.Replier
 	}
 	body := SummaryBody(s.Prompt, msgs, p.opts.Location, s.MaxTranscriptChars)
 	cm := m
-	cm.Text, cm.Sender.Name = body, "" // attributed to the sender's id, no name in the envelope
+	cm.Sender.Name = "" // attributed to the sender's id, no name in the envelope
 	t := Turn{Message: cm, Body: body, BodyForAgent: body, NoCommands: true}
 	if err := p.opts.Engine.Turn(ctx, t, reply); err != nil {
 		p.log.Warn("summary", "peer", m.Peer.String(), "err", err)

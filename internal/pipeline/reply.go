@@ -50,6 +50,21 @@ func (f *filtered) Deliver(ctx context.Context, out msg.Outbound) (msg.MessageID
 	return f.Replier.Deliver(ctx, out)
 }
 
+// ShowsPartial passes the wrapped replier's answer on, so a chat that
+// streams keeps streaming.
+func (f *filtered) ShowsPartial() bool {
+	pv, ok := f.Replier.(channel.PartialViewer)
+	return ok && pv.ShowsPartial()
+}
+
+// Typing passes the indicator on to a chat that has one.
+func (f *filtered) Typing(ctx context.Context, on bool) error {
+	if t, ok := f.Replier.(channel.Typer); ok {
+		return t.Typing(ctx, on)
+	}
+	return nil
+}
+
 // errNoSender: digests need the channel's send function.
 var errNoSender = errors.New("pipeline: no send function for digests")
 
