@@ -33,6 +33,7 @@ type Digest[T any] struct {
 
 type dgWindow[T any] struct {
 	entries []Entry[T]
+	sizes   []int // Size of each entry, measured once
 	size    int
 	timer   *time.Timer
 }
@@ -56,12 +57,14 @@ func (d *Digest[T]) Accept(key string, e Entry[T]) (dropped []Entry[T]) {
 		d.windows[key] = w
 		w.timer = time.AfterFunc(d.opts.Interval, func() { d.tick(key, w) })
 	}
+	n := d.opts.Size(e.Message)
 	w.entries = append(w.entries, e)
-	w.size += d.opts.Size(e.Message)
+	w.sizes = append(w.sizes, n)
+	w.size += n
 	for w.size > d.opts.MaxChars && len(w.entries) > 1 {
-		w.size -= d.opts.Size(w.entries[0].Message)
+		w.size -= w.sizes[0]
 		dropped = append(dropped, w.entries[0])
-		w.entries = w.entries[1:]
+		w.entries, w.sizes = w.entries[1:], w.sizes[1:]
 	}
 	if len(w.entries) >= d.opts.MaxMessages {
 		f := d.endLocked(key, w, msg.FlushMaxMessages)

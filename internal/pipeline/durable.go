@@ -24,37 +24,43 @@ const (
 	kindDigest   = "digest"
 )
 
+// takers says which buffers take a message.
+type takers struct{ history, realtime, digest bool }
+
+// refs are a message's stored entries per buffer, 0 when not stored.
+type refs struct{ history, realtime, digest int64 }
+
 // persist stores the message once for each buffer that takes it, before
-// any buffer holds it, and returns the stored entries by kind. A store
-// failure is logged and the message is held in memory only.
-func (p *Pipeline) persist(ctx context.Context, m msg.Message, peer, rtKey string, d trigger.Decision, want map[string]bool) map[string]int64 {
-	refs := map[string]int64{}
-	if p.opts.Store == nil {
-		return refs
+// any buffer holds it. A store failure is logged and the message is held
+// in memory only.
+func (p *Pipeline) persist(ctx context.Context, m msg.Message, peer, rtKey string, d trigger.Decision, want takers) refs {
+	var out refs
+	if p.opts.Store == nil || !(want.history || want.realtime || want.digest) {
+		return out
 	}
-	var entries []store.Buffered
-	for _, kind := range []string{kindHistory, kindRealtime, kindDigest} {
-		if !want[kind] {
-			continue
-		}
-		e := store.Buffered{Scope: p.opts.Scope, Kind: kind, Key: peer, Message: m}
-		if kind == kindRealtime {
-			e.Key, e.Trigger = rtKey, d.Reason
-		}
-		entries = append(entries, e)
+	entries := make([]store.Buffered, 0, 3)
+	slots := make([]*int64, 0, 3)
+	if want.history {
+		entries = append(entries, store.Buffered{Scope: p.opts.Scope, Kind: kindHistory, Key: peer, Message: m})
+		slots = append(slots, &out.history)
 	}
-	if len(entries) == 0 {
-		return refs
+	if want.realtime {
+		entries = append(entries, store.Buffered{Scope: p.opts.Scope, Kind: kindRealtime, Key: rtKey, Message: m, Trigger: d.Reason})
+		slots = append(slots, &out.realtime)
+	}
+	if want.digest {
+		entries = append(entries, store.Buffered{Scope: p.opts.Scope, Kind: kindDigest, Key: peer, Message: m})
+		slots = append(slots, &out.digest)
 	}
 	ids, err := p.opts.Store.Buffer(context.WithoutCancel(ctx), entries)
 	if err != nil {
 		p.log.Error("buffered message not stored; a restart would lose it", "msg_id", string(m.ID), "err", err)
-		return refs
+		return refs{}
 	}
-	for i, e := range entries {
-		refs[e.Kind] = ids[i]
+	for i, slot := range slots {
+		*slot = ids[i]
 	}
-	return refs
+	return out
 }
 
 // unbuffer forgets stored entries that no buffer holds any more.

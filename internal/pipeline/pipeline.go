@@ -169,35 +169,37 @@ func (p *Pipeline) Dispatch(ctx context.Context, m msg.Message, r channel.Replie
 	peer := m.Peer.String()
 	rtKey := peer + "::" + string(m.Sender.ID)
 	dg := p.opts.Receive.Digest
-	want := map[string]bool{
-		kindHistory:  p.opts.Receive.History.Enabled,
-		kindRealtime: p.realtime.Takes(rtKey, d.Triggered),
-		kindDigest:   dg.Enabled && inScope(dg.Scope, dg.Peers, m.Peer),
+	want := takers{
+		history:  p.opts.Receive.History.Enabled,
+		realtime: p.realtime.Takes(rtKey, d.Triggered),
+		digest:   dg.Enabled && inScope(dg.Scope, dg.Peers, m.Peer),
 	}
 	refs := p.persist(ctx, m, peer, rtKey, d, want)
 	// History first: a batch that flushes at once must find its own
 	// messages in the buffer to leave them out of its history.
 	p.isolate("history", func() {
-		if want[kindHistory] {
-			p.unbuffer(p.history.Add(peer, m, refs[kindHistory])...)
+		if want.history {
+			p.unbuffer(p.history.Add(peer, m, refs.history)...)
 		}
 	})
 	var answered chan error
-	p.isolate("realtime", func() {
-		done := make(chan error, 1)
-		e := aggregate.Entry[held]{Message: m, Tag: held{r: r, ref: refs[kindRealtime], done: done}}
-		if !p.realtime.Accept(rtKey, e, d.Triggered, d.Reason) {
-			p.unbuffer(refs[kindRealtime]) // the window it was to join had just ended
-			return
-		}
-		answered = done
-		if p.opts.IsCommand(trigger.StripLeadingMention(m, bot.Self)) {
-			p.realtime.FlushNow(rtKey, msg.FlushImmediate)
-		}
-	})
+	if want.realtime {
+		p.isolate("realtime", func() {
+			done := make(chan error, 1)
+			e := aggregate.Entry[held]{Message: m, Tag: held{r: r, ref: refs.realtime, done: done}}
+			if !p.realtime.Accept(rtKey, e, d.Triggered, d.Reason) {
+				p.unbuffer(refs.realtime) // the window it was to join had just ended
+				return
+			}
+			answered = done
+			if p.opts.IsCommand(trigger.StripLeadingMention(m, bot.Self)) {
+				p.realtime.FlushNow(rtKey, msg.FlushImmediate)
+			}
+		})
+	}
 	p.isolate("digest", func() {
-		if want[kindDigest] {
-			e := aggregate.Entry[held]{Message: m, Tag: held{r: r, ref: refs[kindDigest]}}
+		if want.digest {
+			e := aggregate.Entry[held]{Message: m, Tag: held{r: r, ref: refs.digest}}
 			for _, x := range p.digest.Accept(peer, e) {
 				p.unbuffer(x.Tag.ref)
 			}

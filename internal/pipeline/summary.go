@@ -21,7 +21,13 @@ const (
 // [1, maxCount].
 func ParseSummary(text string, commands []string, def, maxCount int) (int, bool) {
 	text = strings.TrimSpace(text)
+	if text == "" {
+		return 0, false
+	}
 	for _, c := range commands {
+		if c == "" || !sameFirstByte(text[0], c[0]) {
+			continue // the common case: chat that starts with anything else
+		}
 		n := utf8.RuneCountInString(c)
 		if n == 0 || utf8.RuneCountInString(text) < n {
 			continue
@@ -55,3 +61,14 @@ func ParseSummary(text string, commands []string, def, maxCount int) (int, bool)
 }
 
 func isDigit(r rune) bool { return r >= '0' && r <= '9' }
+
+// sameFirstByte compares two leading bytes, ASCII letters without case.
+func sameFirstByte(a, b byte) bool {
+	lower := func(x byte) byte {
+		if 'A' <= x && x <= 'Z' {
+			return x + 'a' - 'A'
+		}
+		return x
+	}
+	return lower(a) == lower(b) || a >= utf8.RuneSelf || b >= utf8.RuneSelf
+}
