@@ -39,6 +39,38 @@ func failed(err error) (string, error) {
 	return string(b), nil
 }
 
+// args are a tool's arguments by name, each kept raw: the model may send
+// numbers as strings and the other way round.
+type args map[string]json.RawMessage
+
+// tool builds a QQ tool: the accountId argument picks the account, and
+// any failure, from bad arguments to the implementation, comes back as a
+// failed result rather than an error.
+func tool(lookup Lookup, name, description string, props map[string]any, required string, run func(ctx context.Context, a *Account, in args) (string, error)) agent.Tool {
+	props["accountId"] = map[string]any{"type": "string", "description": "QQ account (default \"default\")"}
+	return agent.Tool{
+		Spec: llm.Tool{
+			Name: name, Description: description,
+			Parameters: map[string]any{"type": "object", "properties": props, "required": []string{required}},
+		},
+		Call: func(ctx context.Context, raw json.RawMessage) (string, error) {
+			var in args
+			if err := json.Unmarshal(raw, &in); err != nil {
+				return failed(fmt.Errorf("arguments: %w", err))
+			}
+			a, err := account(lookup, in["accountId"])
+			if err != nil {
+				return failed(err)
+			}
+			out, err := run(ctx, a, in)
+			if err != nil {
+				return failed(err)
+			}
+			return out, nil
+		},
+	}
+}
+
 func account(lookup Lookup, raw json.RawMessage) (*Account, error) {
 	id := msg.DefaultAccount
 	var s string
@@ -55,43 +87,21 @@ func account(lookup Lookup, raw json.RawMessage) (*Account, error) {
 // HistoryTool reads a QQ chat's recent messages: one line per message,
 // "[HH:mm:ss] name(qq): text", oldest first, times in loc.
 func HistoryTool(lookup Lookup, loc *time.Location) agent.Tool {
-	return agent.Tool{
-		Spec: llm.Tool{
-			Name:        HistoryToolName,
-			Description: "Read recent messages of a QQ group or private chat (read-only).",
-			Parameters: map[string]any{
-				"type": "object",
-				"properties": map[string]any{
-					"target":     map[string]any{"type": "string", "description": "group:<id>, private:<qq>, or a QQ number (private)"},
-					"count":      map[string]any{"type": "integer", "description": "how many messages, 1-100 (default 20)"},
-					"messageSeq": map[string]any{"type": "string", "description": "optional message id to page back from"},
-					"accountId":  map[string]any{"type": "string", "description": "QQ account (default \"default\")"},
-				},
-				"required": []string{"target"},
-			},
-		},
-		Call: func(ctx context.Context, args json.RawMessage) (string, error) {
-			var in struct {
-				Target     json.RawMessage `json:"target"`
-				Count      json.RawMessage `json:"count"`
-				MessageSeq json.RawMessage `json:"messageSeq"`
-				AccountID  json.RawMessage `json:"accountId"`
-			}
-			if err := json.Unmarshal(args, &in); err != nil {
-				return failed(fmt.Errorf("arguments: %w", err))
-			}
-			a, err := account(lookup, in.AccountID)
+	props := map[string]any{
+		"target":     map[string]any{"type": "string", "description": "group:<id>, private:<qq>, or a QQ number (private)"},
+		"count":      map[string]any{"type": "integer", "description": "how many messages, 1-100 (default 20)"},
+		"messageSeq": map[string]any{"type": "string", "description": "optional message id to page back from"},
+	}
+	return tool(lookup, HistoryToolName, "Read recent messages of a QQ group or private chat (read-only).", props, "target",
+		func(ctx context.Context, a *Account, in args) (string, error) {
+			peer, err := ParseTarget(jsonText(in["target"]))
 			if err != nil {
-				return failed(err)
+				return "", err
 			}
-			peer, err := ParseTarget(jsonText(in.Target))
-			if err != nil {
-				return failed(err)
-			}
-			q := channel.HistoryQuery{Count: clampCount(in.Count, 20, 1, 100), Before: msg.MessageID(jsonText(in.MessageSeq))}
+			q := channel.HistoryQuery{Count: clampCount(in["count"], 20, 1, 100), Before: msg.MessageID(jsonText(in["messageSeq"]))}
 			msgs, err := a.History(ctx, peer, q)
 			if err != nil {
-				return failed(err)
+				return "", err
 			}
 			if len(msgs) == 0 {
 				return textNoHistory, nil
@@ -108,54 +118,31 @@ func HistoryTool(lookup Lookup, loc *time.Location) agent.Tool {
 				fmt.Fprintf(&b, "[%s] %s(%s): %s", m.Time.In(loc).Format("15:04:05"), name, m.Sender.ID, m.Text)
 			}
 			return b.String(), nil
-		},
-	}
+		})
 }
 
 // MembersTool lists a QQ group's members: "name(qq) — role" per line.
 func MembersTool(lookup Lookup) agent.Tool {
-	return agent.Tool{
-		Spec: llm.Tool{
-			Name:        MembersToolName,
-			Description: "List the members of a QQ group with their roles (read-only).",
-			Parameters: map[string]any{
-				"type": "object",
-				"properties": map[string]any{
-					"groupId":   map[string]any{"type": "string", "description": "the group number"},
-					"noCache":   map[string]any{"type": "boolean", "description": "ask QQ rather than the implementation's cache"},
-					"limit":     map[string]any{"type": "integer", "description": "at most this many, 1-500 (default 100)"},
-					"accountId": map[string]any{"type": "string", "description": "QQ account (default \"default\")"},
-				},
-				"required": []string{"groupId"},
-			},
-		},
-		Call: func(ctx context.Context, args json.RawMessage) (string, error) {
-			var in struct {
-				GroupID   json.RawMessage `json:"groupId"`
-				NoCache   json.RawMessage `json:"noCache"`
-				Limit     json.RawMessage `json:"limit"`
-				AccountID json.RawMessage `json:"accountId"`
-			}
-			if err := json.Unmarshal(args, &in); err != nil {
-				return failed(fmt.Errorf("arguments: %w", err))
-			}
-			a, err := account(lookup, in.AccountID)
-			if err != nil {
-				return failed(err)
-			}
-			gid, err := strconv.ParseInt(jsonText(in.GroupID), 10, 64)
+	props := map[string]any{
+		"groupId": map[string]any{"type": "string", "description": "the group number"},
+		"noCache": map[string]any{"type": "boolean", "description": "ask QQ rather than the implementation's cache"},
+		"limit":   map[string]any{"type": "integer", "description": "at most this many, 1-500 (default 100)"},
+	}
+	return tool(lookup, MembersToolName, "List the members of a QQ group with their roles (read-only).", props, "groupId",
+		func(ctx context.Context, a *Account, in args) (string, error) {
+			gid, err := strconv.ParseInt(jsonText(in["groupId"]), 10, 64)
 			if err != nil || gid <= 0 || ID(gid) == PlaceholderGroup {
-				return failed(fmt.Errorf("groupId %s is not a group number", in.GroupID))
+				return "", fmt.Errorf("groupId %s is not a group number", in["groupId"])
 			}
 			params := map[string]any{"group_id": gid}
 			var noCache bool
-			if json.Unmarshal(in.NoCache, &noCache) == nil {
+			if json.Unmarshal(in["noCache"], &noCache) == nil {
 				params["no_cache"] = noCache // booleans only; anything else is unset
 			}
-			limit := clampCount(in.Limit, 100, 1, 500)
+			limit := clampCount(in["limit"], 100, 1, 500)
 			data, err := a.Call(ctx, "get_group_member_list", params, 0)
 			if err != nil {
-				return failed(err)
+				return "", err
 			}
 			var members []struct {
 				UserID   ID     `json:"user_id"`
@@ -164,7 +151,7 @@ func MembersTool(lookup Lookup) agent.Tool {
 				Role     string `json:"role"`
 			}
 			if err := json.Unmarshal(data, &members); err != nil {
-				return failed(fmt.Errorf("get_group_member_list answered something else than a list: %w", err))
+				return "", fmt.Errorf("get_group_member_list answered something else than a list: %w", err)
 			}
 			if len(members) == 0 {
 				return textNoMembers, nil
@@ -191,8 +178,7 @@ func MembersTool(lookup Lookup) agent.Tool {
 				fmt.Fprintf(&b, "\n"+textShownOf, limit, len(members))
 			}
 			return b.String(), nil
-		},
-	}
+		})
 }
 
 // jsonText reads a string or a number as text.
