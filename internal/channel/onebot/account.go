@@ -71,6 +71,10 @@ type Account struct {
 	self    ID
 	state   State
 	intake  *intake
+	// connectedBefore: a connection was up once, so the next one backfills.
+	connectedBefore bool
+	// lastSeen is when each chat's newest message was sent, for backfill.
+	lastSeen map[msg.Peer]time.Time
 }
 
 // intake hands reverse connections and POSTed events from HTTP handlers
@@ -267,6 +271,11 @@ func (a *Account) serveConn(ctx context.Context, c *Conn, header string, sink ch
 	}()
 	// Every new connection confirms the QQ number and learns which
 	// implementation it talks to; the first frame usually carries self_id.
+	// A connection after a lost one also fetches what was missed.
+	a.mu.Lock()
+	again := a.connectedBefore
+	a.connectedBefore = true
+	a.mu.Unlock()
 	first := make(chan *Event, 1)
 	_, headerErr := strconv.ParseInt(header, 10, 64)
 	known := a.opts.SelfID > 0 || headerErr == nil
@@ -282,6 +291,9 @@ func (a *Account) serveConn(ctx context.Context, c *Conn, header string, sink ch
 		}
 		a.resolveSelf(ctx, c, header, ev)
 		a.react.learn(ctx, c, a.log)
+		if again {
+			a.backfill(ctx, c, sink, wg)
+		}
 	})
 	once := sync.Once{}
 	return c.Run(ctx, func(frame []byte, ev *Event) {
@@ -363,9 +375,14 @@ func (a *Account) onEvent(ctx context.Context, c *Conn, header string, frame []b
 		}
 		return
 	}
-	// Two transports, two reverse connections or a POST retry deliver the
-	// same message more than once; it is handled once.
-	key := ev.SelfID.String() + "/" + m.Peer.String() + "/" + string(m.ID)
+	a.admit(ctx, self, m, sink, wg)
+}
+
+// admit hands m to the sink unless it was seen already (two transports,
+// two reverse connections, a POST retry or a backfill deliver the same
+// message more than once) or its peer is not allowed.
+func (a *Account) admit(ctx context.Context, self ID, m msg.Message, sink channel.Sink, wg *sync.WaitGroup) {
+	key := self.String() + "/" + m.Peer.String() + "/" + string(m.ID)
 	if !a.seen.claim(key) {
 		a.log.Debug("duplicate event dropped", "msg_id", string(m.ID), "peer", m.Peer.String())
 		return
@@ -374,6 +391,7 @@ func (a *Account) onEvent(ctx context.Context, c *Conn, header string, frame []b
 		a.log.Debug("peer not allowed", "peer", m.Peer.String())
 		return
 	}
+	a.noteSeen(m)
 	wg.Go(func() {
 		if err := sink.Dispatch(ctx, m, &replier{a: a, trigger: m}); err != nil && !errors.Is(err, channel.ErrDuplicate) && !errors.Is(err, channel.ErrMerged) {
 			a.log.Warn("dispatch", "err", err, "msg_id", string(m.ID))

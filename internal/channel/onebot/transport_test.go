@@ -472,3 +472,51 @@ func TestReplyMentionsOnlyThePeopleShown(t *testing.T) {
 		}
 	})
 }
+
+// TestReconnectBackfillsTheGap: implementations replay nothing after a
+// disconnect; the new connection reads the active chat's history and hands
+// on only what was missed (not what was seen, not the bot's own).
+func TestReconnectBackfillsTheGap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		now := time.Now().Unix()
+		event := func(id, user, at int64, text string) map[string]any {
+			ev := groupEvent(id, user, text)
+			ev["time"] = at
+			return ev
+		}
+		r := newRig(t, AccountOptions{WSURL: "ws://onebot.test/", SelfID: 3300000001}, func(action string, params json.RawMessage) (any, int, string) {
+			if action == "get_group_msg_history" {
+				return map[string]any{"messages": []any{
+					event(1, 10001, now, "seen before the drop"),
+					event(2, 10002, now+60, "sent while disconnected"),
+					event(3, 3300000001, now+61, "the bot's own"),
+				}}, 0, ""
+			}
+			return answerSends(action, params)
+		})
+		defer r.close()
+		ctx := context.Background()
+		if err := r.peer.Connected(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.peer.Push(ctx, event(1, 10001, now, "seen before the drop")); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if len(r.calls("get_group_msg_history")) != 0 {
+			t.Error("the first connection has nothing to backfill")
+		}
+		r.peer.DropAll()
+		if err := r.peer.Connected(ctx); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if diff := cmp.Diff([]string{"1", "2"}, r.sink.ids()); diff != "" {
+			t.Errorf("dispatched (-want +got):\n%s", diff)
+		}
+		if n := len(r.calls("get_group_msg_history")); n != 1 {
+			t.Errorf("%d history calls", n)
+		}
+	})
+}

@@ -1,0 +1,90 @@
+package onebot
+
+import (
+	"cmp"
+	"context"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/pincerbot/pincer/internal/channel"
+	"github.com/pincerbot/pincer/internal/msg"
+)
+
+// Backfill bounds: implementations replay nothing after a disconnect, so a
+// new connection reads the recent history of the chats active lately and
+// hands on what arrived in the gap. It is paced, since fast history paging
+// looks risky to QQ.
+const (
+	backfillActive = 30 * time.Minute
+	backfillPeers  = 10
+	backfillCount  = 20
+	backfillGap    = 500 * time.Millisecond
+	maxLastSeen    = 4096
+)
+
+// noteSeen records the newest message time of m's chat.
+func (a *Account) noteSeen(m msg.Message) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.lastSeen == nil {
+		a.lastSeen = map[msg.Peer]time.Time{}
+	}
+	if m.Time.After(a.lastSeen[m.Peer]) {
+		a.lastSeen[m.Peer] = m.Time
+	}
+	if len(a.lastSeen) > maxLastSeen {
+		for p, t := range a.lastSeen {
+			if time.Since(t) > backfillActive {
+				delete(a.lastSeen, p)
+			}
+		}
+	}
+}
+
+// backfill hands on the messages the active chats received while the
+// account was disconnected. Messages already handled are dropped by the
+// same dedup as live events.
+func (a *Account) backfill(ctx context.Context, c Caller, sink channel.Sink, wg *sync.WaitGroup) {
+	a.mu.Lock()
+	since := maps.Clone(a.lastSeen)
+	self := a.self
+	a.mu.Unlock()
+	peers := make([]msg.Peer, 0, len(since))
+	for p, t := range since {
+		if time.Since(t) <= backfillActive {
+			peers = append(peers, p)
+		}
+	}
+	// The most recently active first.
+	slices.SortFunc(peers, func(x, y msg.Peer) int { return cmp.Compare(since[y].UnixNano(), since[x].UnixNano()) })
+	peers = peers[:min(len(peers), backfillPeers)]
+	found := 0
+	for i, p := range peers {
+		if i > 0 {
+			t := time.NewTimer(backfillGap)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+		msgs, err := FetchHistory(ctx, c, a.opts.ID, p, channel.HistoryQuery{Count: backfillCount})
+		if err != nil {
+			a.log.Debug("backfill", "peer", p.String(), "err", err)
+			continue
+		}
+		for _, m := range msgs {
+			if m.Time.Before(since[p]) || (self != 0 && m.Sender.ID == msg.UserID(self.String())) {
+				continue
+			}
+			found++
+			a.admit(ctx, self, m, sink, wg)
+		}
+	}
+	if len(peers) > 0 {
+		a.log.Info("backfilled after reconnecting", "chats", len(peers), "messages_checked", found)
+	}
+}
