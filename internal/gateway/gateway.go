@@ -269,6 +269,14 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		return shutdown(context.WithoutCancel(gctx), log, cfg.Gateway.ShutdownTimeout(), srv, pipes, deb, eng)
 	})
 
+	if wc != nil {
+		// Ready means the web chat answers, not only that it listens.
+		select {
+		case <-wc.Ready():
+		case <-gctx.Done():
+			return g.Wait()
+		}
+	}
 	url := "http://" + ln.Addr().String() + "/"
 	log.Info("pincer ready", "webchat", url, "models", fmt.Sprint(chain), "store", cfg.Store.Path)
 	if o.Ready != nil {

@@ -35,7 +35,7 @@ func OneBotOptions(id string, a config.OneBotAccount, log *slog.Logger) (onebot.
 		SelfID: onebot.ID(a.SelfQQ()), Filter: filter,
 		Reverse: a.ReverseWS.Enabled, Post: a.HTTPPost.Enabled, PostSecret: a.PostSecret(),
 		ReplyToTrigger: a.ReplyToTrigger, AutoReact: a.GroupAutoReact, ReactEmoji: strconv.Itoa(a.GroupAutoReactEmojiID),
-		ChunkLimit: a.TextChunkLimit, ChunkGap: time.Second,
+		ChunkLimit: a.TextChunkLimit, ChunkGap: time.Second, Pace: &onebot.Pacer{Gap: time.Second},
 		RequestTimeout: time.Duration(a.RequestTimeoutMs) * time.Millisecond,
 		Reconnect: onebot.Reconnect{
 			Enabled: r.Enabled, Retries: r.Retries,

@@ -47,6 +47,8 @@ type AccountOptions struct {
 	Reconnect      Reconnect
 	// Backoff pauses sends after risk control; DefaultSendBackoff when nil.
 	Backoff *SendBackoff
+	// Pace spaces the messages sent to one chat; nil sends at once.
+	Pace *Pacer
 	// HTTPClient dials the forward WebSocket and the HTTP API.
 	HTTPClient *http.Client
 	// Debug logs every outbound payload.

@@ -18,6 +18,10 @@ func (a *Account) send(ctx context.Context, out msg.Outbound, opts OutboundOptio
 	if err := a.opts.Backoff.check(out.Peer); err != nil {
 		return "", err
 	}
+	if err := a.opts.Pace.wait(ctx, out.Peer); err != nil {
+		return "", err
+	}
+	defer a.opts.Pace.done(out.Peer)
 	c, err := a.caller()
 	if err != nil {
 		return "", err

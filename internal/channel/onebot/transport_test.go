@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -517,6 +519,60 @@ func TestReconnectBackfillsTheGap(t *testing.T) {
 		}
 		if n := len(r.calls("get_group_msg_history")); n != 1 {
 			t.Errorf("%d history calls", n)
+		}
+	})
+}
+
+// TestSendsToOneChatArePaced: messages to one group go at least a second
+// apart (QQ flags rapid runs); another group is not held up.
+func TestSendsToOneChatArePaced(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		var mu sync.Mutex
+		var log []string
+		r := newRig(t, AccountOptions{WSURL: "ws://onebot.test/", SelfID: 3300000001, Pace: &Pacer{Gap: time.Second}}, func(action string, params json.RawMessage) (any, int, string) {
+			if action == "send_group_msg" {
+				var p sentMessage
+				_ = json.Unmarshal(params, &p)
+				mu.Lock()
+				log = append(log, fmt.Sprintf("%d@%s", p.GroupID, time.Since(start).Truncate(100*time.Millisecond)))
+				mu.Unlock()
+			}
+			return answerSends(action, params)
+		})
+		defer r.close()
+		ctx := context.Background()
+		if err := r.peer.Connected(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for _, g := range []string{"1", "1", "1", "2"} {
+			wg.Go(func() {
+				if _, err := r.acct.Send(ctx, msg.Outbound{Peer: msg.Peer{Kind: msg.Group, ID: g}, Text: "x"}); err != nil {
+					t.Error(err)
+				}
+			})
+			synctest.Wait()
+		}
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		var group1 []time.Duration
+		other := false
+		for _, e := range log {
+			g, at, _ := strings.Cut(e, "@")
+			d, _ := time.ParseDuration(at)
+			if g == "1" {
+				group1 = append(group1, d)
+			} else {
+				other = d == 0
+			}
+		}
+		if len(group1) != 3 || group1[0] != 0 || group1[1] < time.Second || group1[2]-group1[1] < time.Second || group1[2] > 2400*time.Millisecond {
+			t.Errorf("group 1 sends at %v", group1)
+		}
+		if !other {
+			t.Errorf("group 2 waited: %v", log)
 		}
 	})
 }

@@ -62,6 +62,7 @@ type Channel struct {
 	// stopped is closed when Run returns, ending open event streams so a
 	// server shutdown does not wait for them.
 	stopped chan struct{}
+	ready   chan struct{}
 
 	mu   sync.Mutex
 	subs map[string]map[chan msg.Outbound]struct{}
@@ -91,6 +92,7 @@ func New(o Options) (*Channel, error) {
 		static:  http.StripPrefix("/static/", http.FileServerFS(static)),
 		subs:    map[string]map[chan msg.Outbound]struct{}{},
 		stopped: make(chan struct{}),
+		ready:   make(chan struct{}),
 	}, nil
 }
 
@@ -107,10 +109,15 @@ func (c *Channel) Run(ctx context.Context, sink channel.Sink) error {
 	c.mu.Lock()
 	c.backend = b
 	c.mu.Unlock()
+	close(c.ready)
 	<-ctx.Done()
 	close(c.stopped)
 	return nil
 }
+
+// Ready is closed once Run serves messages; before that, posts are
+// answered "starting up".
+func (c *Channel) Ready() <-chan struct{} { return c.ready }
 
 // Send implements channel.Adapter: it pushes out to the browser's open
 // event streams. The reply is also in the session transcript, so a browser
