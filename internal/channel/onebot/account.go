@@ -72,7 +72,10 @@ type Account struct {
 	reverse *Conn   // the one reverse connection
 	self    ID
 	state   State
+	// intake exists from the start, so an implementation that dials in
+	// before Run begins waits rather than being refused.
 	intake  *intake
+	started bool
 	// connectedBefore: a connection was up once, so the next one backfills.
 	connectedBefore bool
 	// lastSeen is when each chat's newest message was sent, for backfill.
@@ -120,7 +123,8 @@ func NewAccount(o AccountOptions) *Account {
 	a := &Account{
 		opts: o, log: o.Logger.With("channel", string(ChannelID), "account", string(o.ID)),
 		sent: NewSentIDs(0), seen: newSeen(seenTTL, seenMax), self: o.SelfID,
-		state: StateIdle,
+		state:  StateIdle,
+		intake: &intake{conns: make(chan reverseConn), posts: make(chan post, 256), stopped: make(chan struct{})},
 	}
 	if o.HTTPURL != "" {
 		a.http = &HTTPCaller{BaseURL: o.HTTPURL, Token: o.Token, Timeout: o.RequestTimeout, Client: o.HTTPClient}
@@ -207,20 +211,15 @@ func (a *Account) Run(ctx context.Context, sink channel.Sink) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 
-	in := &intake{conns: make(chan reverseConn), posts: make(chan post, 256), stopped: make(chan struct{})}
 	a.mu.Lock()
-	if a.intake != nil {
+	if a.started {
 		a.mu.Unlock()
-		return errors.New("onebot: account is already running")
+		return errors.New("onebot: account runs only once")
 	}
-	a.intake = in
+	a.started = true
+	in := a.intake
 	a.mu.Unlock()
-	defer func() {
-		a.mu.Lock()
-		a.intake = nil
-		a.mu.Unlock()
-		close(in.stopped)
-	}()
+	defer close(in.stopped)
 
 	switch {
 	case a.opts.WSURL != "":

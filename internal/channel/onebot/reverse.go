@@ -123,14 +123,14 @@ func (a *Account) ServePost(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// running returns Run's intake, or answers 503 and returns nil when the
-// account is not running.
+// running returns Run's intake, or answers 503 and returns nil once the
+// account has stopped. Before Run starts, callers wait on the intake.
 func (a *Account) running(w http.ResponseWriter) *intake {
-	a.mu.Lock()
-	in := a.intake
-	a.mu.Unlock()
-	if in == nil {
+	select {
+	case <-a.intake.stopped:
 		http.Error(w, "not running", http.StatusServiceUnavailable)
+		return nil
+	default:
+		return a.intake
 	}
-	return in
 }

@@ -576,3 +576,58 @@ func TestSendsToOneChatArePaced(t *testing.T) {
 		}
 	})
 }
+
+// TestImplementationDialingBeforeRunWaits: an implementation may dial in
+// the moment the listener is up, before the account runs; it waits and
+// is served rather than refused.
+func TestImplementationDialingBeforeRunWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := onebottest.NewPipeNet()
+		peer := onebottest.NewOnPipe(n, "onebot.test", answerSends)
+		defer peer.Close()
+		a := NewAccount(AccountOptions{Reverse: true, Post: true})
+		mux := http.NewServeMux()
+		mux.HandleFunc("/ws", a.ServeReverse)
+		mux.HandleFunc("/post", a.ServePost)
+		srv := &http.Server{Handler: mux}
+		ln := n.Listen("pincer.test")
+		go func() { _ = srv.Serve(ln) }()
+		defer srv.Close()
+		ctx := context.Background()
+		dialed := make(chan error, 1)
+		go func() {
+			dialed <- peer.DialReverse(ctx, "ws://pincer.test/ws", onebottest.ReverseOptions{SelfID: 3300000001, Client: n.Client()})
+		}()
+		raw, _ := json.Marshal(groupEvent(1, 10001, "early"))
+		status, err := onebottest.Post(ctx, "http://pincer.test/post", raw, onebottest.PostOptions{Client: n.Client()})
+		if err != nil || status != http.StatusNoContent {
+			t.Fatalf("an early POST is queued: %d %v", status, err)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		sink := &recordSink{}
+		runCtx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- a.Run(runCtx, sink) }()
+		if err := <-dialed; err != nil {
+			t.Fatalf("the early reverse connection: %v", err)
+		}
+		synctest.Wait()
+		if diff := cmp.Diff([]string{"1"}, sink.ids()); diff != "" {
+			t.Errorf("dispatched (-want +got):\n%s", diff)
+		}
+		if a.State() != StateConnected {
+			t.Errorf("state %s", a.State())
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if status, _ := onebottest.Post(ctx, "http://pincer.test/post", raw, onebottest.PostOptions{Client: n.Client()}); status != http.StatusServiceUnavailable {
+			t.Errorf("after Run: %d", status)
+		}
+		if err := a.Run(ctx, sink); err == nil {
+			t.Error("an account runs once")
+		}
+	})
+}
