@@ -111,7 +111,14 @@ func (s *state) expand(ctx context.Context, id msg.ForwardID, inline []msg.Messa
 		return []Node{{Depth: depth, Text: textFailed}}
 	}
 	var out []Node
-	for i, m := range msgs {
+	if depth < s.r.settings.MaxDepth {
+		// The nested forwards of every message here load while the
+		// messages are consumed in order.
+		for _, m := range msgs {
+			s.prefetch(ctx, m.ForwardIDs, inlineForwards(m))
+		}
+	}
+	for _, m := range msgs {
 		if s.remaining <= 0 {
 			s.truncated = true
 			break
@@ -122,14 +129,6 @@ func (s *state) expand(ctx context.Context, id msg.ForwardID, inline []msg.Messa
 			continue
 		}
 		nested := inlineForwards(m)
-		// Siblings further down this list and the nested forwards of this
-		// message load while this one is consumed.
-		s.prefetch(ctx, m.ForwardIDs, nested)
-		if i+1 < len(msgs) {
-			for _, later := range msgs[i+1:] {
-				s.prefetch(ctx, later.ForwardIDs, inlineForwards(later))
-			}
-		}
 		for _, fid := range m.ForwardIDs {
 			out = append(out, s.expand(ctx, fid, nested[fid], depth+1)...)
 		}
