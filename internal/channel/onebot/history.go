@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/pincerbot/pincer/internal/channel"
 	"github.com/pincerbot/pincer/internal/msg"
@@ -89,15 +88,15 @@ func decodeHistory(data json.RawMessage, account msg.AccountID, peer msg.Peer, a
 	seen := map[msg.MessageID]bool{}
 	out := make([]msg.Message, 0, len(raws))
 	for _, raw := range raws {
-		var ev Event
-		if json.Unmarshal(raw, &ev) != nil {
-			continue
-		}
-		m := ev.historyMessage(account, peer)
-		if m.ID == "" || m.ID == anchor || seen[m.ID] {
+		// The lenient reader of forward nodes and get_msg: SnowLuma's
+		// entries lack post_type and self_id, and the bot's own messages
+		// are kept, since a summary needs both sides.
+		m, ok := forwardNode(raw, 0)
+		if !ok || m.ID == "" || m.ID == anchor || seen[m.ID] {
 			continue
 		}
 		seen[m.ID] = true
+		m.Account, m.Peer = account, peer
 		out = append(out, m)
 	}
 	slices.SortStableFunc(out, func(a, b msg.Message) int { return cmp.Compare(a.Time.UnixNano(), b.Time.UnixNano()) })
@@ -105,26 +104,4 @@ func decodeHistory(data json.RawMessage, account msg.AccountID, peer msg.Peer, a
 		out = out[len(out)-count:]
 	}
 	return out
-}
-
-// historyMessage converts a history entry; the bot's own messages are
-// kept, since a summary needs both sides.
-func (ev Event) historyMessage(account msg.AccountID, peer msg.Peer) msg.Message {
-	if ev.MessageID == 0 {
-		return msg.Message{}
-	}
-	m := msg.Message{
-		ID: msg.MessageID(ev.MessageID.String()), Channel: ChannelID, Account: account, Peer: peer,
-		Sender: msg.Sender{ID: msg.UserID(ev.Sender.UserID.String()), Name: ev.Sender.DisplayName(ev.UserID)},
-		Time:   time.Unix(int64(ev.Time), 0),
-	}
-	if ev.Sender.UserID == 0 {
-		m.Sender.ID = msg.UserID(ev.UserID.String())
-	}
-	segs, err := ParseMessage(ev.Message)
-	if err != nil || (len(segs) == 0 && ev.RawMessage != "") {
-		segs = ParseCQ(ev.RawMessage)
-	}
-	Fill(&m, segs)
-	return m
 }
