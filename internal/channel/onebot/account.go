@@ -79,7 +79,8 @@ type Account struct {
 	// connectedBefore: a connection was up once, so the next one backfills.
 	connectedBefore bool
 	// lastSeen is when each chat's newest message was sent, for backfill.
-	lastSeen map[msg.Peer]time.Time
+	lastSeen   map[msg.Peer]time.Time
+	lastPruned time.Time
 }
 
 // intake hands reverse connections and POSTed events from HTTP handlers

@@ -34,7 +34,9 @@ func (a *Account) noteSeen(m msg.Message) {
 	if m.Time.After(a.lastSeen[m.Peer]) {
 		a.lastSeen[m.Peer] = m.Time
 	}
-	if len(a.lastSeen) > maxLastSeen {
+	// Forget inactive chats now and then, not on every message.
+	if len(a.lastSeen) > maxLastSeen && time.Since(a.lastPruned) > time.Minute {
+		a.lastPruned = time.Now()
 		for p, t := range a.lastSeen {
 			if time.Since(t) > backfillActive {
 				delete(a.lastSeen, p)
