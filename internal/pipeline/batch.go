@@ -162,7 +162,7 @@ func (p *Pipeline) runDigest(ctx context.Context, f aggregate.Flushed[held]) {
 // command enters no buffer.
 func (p *Pipeline) summary(ctx context.Context, m msg.Message, r channel.Replier) bool {
 	s := p.opts.Receive.Summary
-	if !s.Enabled || !inScope(s.Scope, s.Peers, m.Peer) {
+	if !s.Enabled || !p.summaryScope.covers(m.Peer) {
 		return false
 	}
 	count, ok := ParseSummary(trigger.StripLeadingMention(m, p.opts.Bot.Self()), s.Commands, s.Count, s.MaxCount)

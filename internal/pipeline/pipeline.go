@@ -107,6 +107,8 @@ type Pipeline struct {
 	realtime *aggregate.Realtime[held]
 	digest   *aggregate.Digest[held]
 
+	digestScope, summaryScope scope
+
 	turns  sync.WaitGroup
 	mu     sync.Mutex
 	closed bool
@@ -128,7 +130,11 @@ func New(o Options) (*Pipeline, []string) {
 	}
 	r := o.Receive
 	eval, warnings := trigger.New(r.Mention)
-	p := &Pipeline{opts: o, log: o.Logger.With("component", "pipeline"), eval: eval}
+	p := &Pipeline{
+		opts: o, log: o.Logger.With("component", "pipeline"), eval: eval,
+		digestScope:  newScope(r.Digest.Scope, r.Digest.Peers),
+		summaryScope: newScope(r.Summary.Scope, r.Summary.Peers),
+	}
 	p.history = aggregate.NewHistory(r.History.MaxMessages, r.History.MaxChars, r.History.MaxAge)
 	p.realtime = aggregate.NewRealtime(aggregate.RealtimeOptions[held]{
 		Disabled: !r.Realtime.Enabled, Window: r.Realtime.Window, MaxWindow: r.Realtime.MaxWindow,
@@ -172,7 +178,7 @@ func (p *Pipeline) Dispatch(ctx context.Context, m msg.Message, r channel.Replie
 	want := takers{
 		history:  p.opts.Receive.History.Enabled,
 		realtime: p.realtime.Takes(rtKey, d.Triggered),
-		digest:   dg.Enabled && inScope(dg.Scope, dg.Peers, m.Peer),
+		digest:   dg.Enabled && p.digestScope.covers(m.Peer),
 	}
 	refs := p.persist(ctx, m, peer, rtKey, d, want)
 	// History first: a batch that flushes at once must find its own
@@ -264,10 +270,29 @@ func (p *Pipeline) Close(ctx context.Context) error {
 	}
 }
 
-// inScope reports whether peer is covered by a scope (group, direct,
-// all) and peer list (empty: every peer).
-func inScope(scope string, peers []string, peer msg.Peer) bool {
-	switch scope {
+// scope is a digest or summary scope: a kind of chat (group, direct,
+// all) and, when not empty, the chats it is limited to.
+type scope struct {
+	kind  string
+	peers map[msg.Peer]bool
+}
+
+func newScope(kind string, peers []string) scope {
+	s := scope{kind: kind}
+	for _, p := range peers {
+		if peer, err := msg.ParsePeer(p); err == nil {
+			if s.peers == nil {
+				s.peers = map[msg.Peer]bool{}
+			}
+			s.peers[peer] = true
+		}
+	}
+	return s
+}
+
+// covers reports whether peer is in the scope.
+func (s scope) covers(peer msg.Peer) bool {
+	switch s.kind {
 	case "group":
 		if peer.Kind != msg.Group {
 			return false
@@ -277,13 +302,5 @@ func inScope(scope string, peers []string, peer msg.Peer) bool {
 			return false
 		}
 	}
-	if len(peers) == 0 {
-		return true
-	}
-	for _, s := range peers {
-		if p, err := msg.ParsePeer(s); err == nil && p == peer {
-			return true
-		}
-	}
-	return false
+	return s.peers == nil || s.peers[peer]
 }
