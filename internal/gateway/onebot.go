@@ -13,14 +13,11 @@ import (
 	"github.com/pincerbot/pincer/internal/agent"
 	"github.com/pincerbot/pincer/internal/channel"
 	"github.com/pincerbot/pincer/internal/channel/onebot"
-	"github.com/pincerbot/pincer/internal/channel/webchat"
 	"github.com/pincerbot/pincer/internal/config"
 	"github.com/pincerbot/pincer/internal/engine"
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/pipeline"
 	"github.com/pincerbot/pincer/internal/quote"
-	"github.com/pincerbot/pincer/internal/store"
-	"github.com/pincerbot/pincer/internal/trigger"
 )
 
 // OneBotOptions turns one account's settings into adapter options.
@@ -124,16 +121,13 @@ func (q *qq) pipelines(ctx context.Context, eng *engine.Engine, st pipeline.Buff
 			Enabled: qc.Enabled, ResolveForward: qc.ResolveForward, MaxDepth: qc.MaxDepth, MaxNodes: qc.MaxNodes, MaxChars: qc.MaxChars,
 			Timeout: time.Duration(qc.TimeoutMs) * time.Millisecond,
 		}, loc)
-		p, warnings := pipeline.New(pipeline.Options{
+		p, err := startPipeline(ctx, pipeline.Options{
 			Quote:   resolver.Block,
 			Receive: ReceiveSettings(r), Bot: qqBot{a}, Engine: engineTurns{eng}, Send: a.Send, History: a, Ack: a,
 			IsCommand: eng.Commands().IsControl, PlainText: true, Location: loc, Logger: plog,
 			Store: st, Scope: string(onebot.ChannelID) + "/" + string(id), ReplierFor: a.ReplierFor,
-		})
-		for _, w := range warnings {
-			plog.Warn("config: channels.onebot receive.mention: " + w)
-		}
-		if err := p.Restore(ctx); err != nil {
+		}, "channels.onebot")
+		if err != nil {
 			return nil, nil, err
 		}
 		router[id] = p
@@ -164,64 +158,3 @@ func (r accountRouter) Dispatch(ctx context.Context, m msg.Message, rep channel.
 	}
 	return s.Dispatch(ctx, m, rep)
 }
-
-// engineTurns runs the pipeline's turns on the engine.
-type engineTurns struct{ e *engine.Engine }
-
-func (t engineTurns) Turn(ctx context.Context, turn pipeline.Turn, r channel.Replier) error {
-	return t.e.DispatchContext(ctx, engine.MsgContext{
-		Message: turn.Message, Body: turn.Body, BodyForAgent: turn.BodyForAgent,
-		RawBody: turn.RawBody, CommandBody: turn.CommandBody, NoCommands: turn.NoCommands,
-	}, r)
-}
-
-// ReceiveSettings turns a channel account's receive configuration into
-// pipeline settings.
-func ReceiveSettings(r config.Receive) pipeline.Settings {
-	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
-	m, rt, d, s, h := r.Mention, r.Realtime, r.Digest, r.Summary, r.History
-	return pipeline.Settings{
-		Mention: trigger.Rules{
-			Enabled: m.Enabled, RequireMentionInGroup: m.RequireMentionInGroup, Keywords: m.Keywords,
-			KeywordMatch: trigger.Match(m.KeywordMatch), CaseSensitive: m.CaseSensitive,
-			TriggerOnReplyToSelf: m.TriggerOnReplyToSelf, AlwaysReplyInDirect: m.AlwaysReplyInDirect,
-		},
-		Realtime: pipeline.RealtimeSettings{Enabled: rt.Enabled, Window: ms(rt.WindowMs), MaxWindow: ms(rt.MaxWindowMs), MaxMessages: rt.MaxMessages, MaxChars: rt.MaxChars},
-		Digest: pipeline.DigestSettings{
-			Enabled: d.Enabled, Interval: ms(d.IntervalMs), MaxMessages: d.MaxMessages, MinMessages: d.MinMessagesClamped(),
-			Prompt: d.Prompt, Scope: d.Scope, Peers: d.Peers, MaxTranscriptChars: d.MaxTranscriptChars,
-		},
-		Summary: pipeline.SummarySettings{
-			Enabled: s.Enabled, Commands: s.Commands, Count: s.Count, MaxCount: s.MaxCount,
-			Prompt: s.Prompt, Scope: s.Scope, Peers: s.Peers, MaxTranscriptChars: s.MaxTranscriptChars,
-		},
-		History: pipeline.HistorySettings{Enabled: h.Enabled, MaxMessages: h.MaxMessages, MaxChars: h.MaxChars, MaxAge: ms(h.MaxAgeMs)},
-	}
-}
-
-// webchatPipeline is the web chat's receive path: direct chats only, its
-// history read from what pincer logged, restored replies sent to the
-// browser's event stream.
-func webchatPipeline(ctx context.Context, c config.Webchat, wc *webchat.Channel, eng *engine.Engine, st store.Store, loc *time.Location, log *slog.Logger) (*pipeline.Pipeline, error) {
-	plog := log.With("channel", string(webchat.ID))
-	p, warnings := pipeline.New(pipeline.Options{
-		Receive: ReceiveSettings(c.Receive), Bot: noBot{}, Engine: engineTurns{eng}, Send: wc.Send,
-		History:   pipeline.LocalHistory{Log: st, Channel: webchat.ID, Account: msg.DefaultAccount},
-		IsCommand: eng.Commands().IsControl, Location: loc, Logger: plog,
-		Store: st, Scope: string(webchat.ID) + "/" + string(msg.DefaultAccount),
-		ReplierFor: func(msg.Message) channel.Replier { return channel.SenderReplier{Adapter: wc} },
-	})
-	for _, w := range warnings {
-		plog.Warn("config: channels.webchat receive.mention: " + w)
-	}
-	if err := p.Restore(ctx); err != nil {
-		return nil, err
-	}
-	return p, nil
-}
-
-// noBot: the web chat has no bot user to mention or reply to.
-type noBot struct{}
-
-func (noBot) Self() msg.UserID             { return "" }
-func (noBot) SentByBot(msg.MessageID) bool { return false }
