@@ -158,14 +158,15 @@ func (p *Pipeline) runDigest(ctx context.Context, f aggregate.Flushed[held]) {
 	}
 }
 
-// summary answers a /summary command and reports whether m was one. The
-// command enters no buffer.
-func (p *Pipeline) summary(ctx context.Context, m msg.Message, r channel.Replier) bool {
+// summary answers a /summary command and reports whether m was one;
+// typed is m's text without its leading mention. The command enters no
+// buffer.
+func (p *Pipeline) summary(ctx context.Context, m msg.Message, typed string, r channel.Replier) bool {
 	s := p.opts.Receive.Summary
 	if !s.Enabled || !p.summaryScope.covers(m.Peer) {
 		return false
 	}
-	count, ok := ParseSummary(trigger.StripLeadingMention(m, p.opts.Bot.Self()), s.Commands, s.Count, s.MaxCount)
+	count, ok := ParseSummary(typed, s.Commands, s.Count, s.MaxCount)
 	if !ok {
 		return false
 	}

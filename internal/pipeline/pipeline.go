@@ -164,10 +164,13 @@ func (p *Pipeline) Dispatch(ctx context.Context, m msg.Message, r channel.Replie
 	if closed {
 		return channel.ErrClosed
 	}
-	if p.summary(ctx, m, r) {
+	bot := trigger.Bot{Self: p.opts.Bot.Self(), SentByBot: p.opts.Bot.SentByBot}
+	// What the user typed, without the leading mention of the bot: the
+	// text /summary and commands are matched against.
+	typed := trigger.StripLeadingMention(m, bot.Self)
+	if p.summary(ctx, m, typed, r) {
 		return nil
 	}
-	bot := trigger.Bot{Self: p.opts.Bot.Self(), SentByBot: p.opts.Bot.SentByBot}
 	d := p.eval.Evaluate(m, bot)
 	if d.Triggered && m.Peer.Kind == msg.Group && p.opts.Ack != nil {
 		p.opts.Ack.Ack(ctx, m.Peer, m.ID)
@@ -198,7 +201,7 @@ func (p *Pipeline) Dispatch(ctx context.Context, m msg.Message, r channel.Replie
 				return
 			}
 			answered = done
-			if p.opts.IsCommand(trigger.StripLeadingMention(m, bot.Self)) {
+			if p.opts.IsCommand(typed) {
 				p.realtime.FlushNow(rtKey, msg.FlushImmediate)
 			}
 		})
