@@ -91,6 +91,11 @@ type HistoryQuery struct {
 	Before msg.MessageID
 }
 
+// ErrHistoryUnsupported is returned (wrapped) by a HistoryFetcher whose
+// platform has no way to read a chat's history; callers fall back to what
+// pincer saw itself.
+var ErrHistoryUnsupported = errors.New("the platform cannot read chat history")
+
 // HistoryFetcher is an adapter that can read a chat's recent messages
 // from the platform, for /summary and the agent's history tools.
 type HistoryFetcher interface {

@@ -146,7 +146,7 @@ func (b qqBot) Self() msg.UserID {
 	return ""
 }
 
-func (b qqBot) SentByBot(id msg.MessageID) bool { return b.a.SentByBot(id) }
+func (b qqBot) SentByBot(ctx context.Context, id msg.MessageID) bool { return b.a.SentByBot(ctx, id) }
 
 // accountRouter hands each message to its account's pipeline.
 type accountRouter map[msg.AccountID]channel.Sink

@@ -23,8 +23,9 @@ import (
 type Bot interface {
 	// Self is the bot's user id, empty while unknown.
 	Self() msg.UserID
-	// SentByBot reports whether id is one of the bot's messages.
-	SentByBot(id msg.MessageID) bool
+	// SentByBot reports whether id is one of the bot's messages. It may
+	// ask the platform, within ctx.
+	SentByBot(ctx context.Context, id msg.MessageID) bool
 }
 
 // Turn is one agent turn the pipeline asks for.
@@ -164,7 +165,7 @@ func (p *Pipeline) Dispatch(ctx context.Context, m msg.Message, r channel.Replie
 	if closed {
 		return channel.ErrClosed
 	}
-	bot := trigger.Bot{Self: p.opts.Bot.Self(), SentByBot: p.opts.Bot.SentByBot}
+	bot := trigger.Bot{Self: p.opts.Bot.Self(), SentByBot: func(id msg.MessageID) bool { return p.opts.Bot.SentByBot(ctx, id) }}
 	// What the user typed, without the leading mention of the bot: the
 	// text /summary and commands are matched against.
 	typed := trigger.StripLeadingMention(m, bot.Self)

@@ -173,7 +173,7 @@ func (a *Account) Self() ID {
 }
 
 // SentByBot reports whether id is one of the bot's recent messages.
-func (a *Account) SentByBot(id msg.MessageID) bool { return a.sent.Has(id) }
+func (a *Account) SentByBot(_ context.Context, id msg.MessageID) bool { return a.sent.Has(id) }
 
 // ErrNotConnected is returned by actions while the account has no live
 // connection and no HTTP API.
