@@ -96,7 +96,7 @@ func (d *Dispatcher) Send(kind Kind, p msg.Outbound) bool {
 	}
 	if d.opts.Normalizer != nil {
 		var ok bool
-		if p, ok = d.opts.Normalizer.Normalize(p); !ok {
+		if p, ok = d.opts.Normalizer.Normalize(kind, p); !ok {
 			return false
 		}
 	}

@@ -118,12 +118,18 @@ type Normalizer struct {
 	// OnSkip, when set, learns of every payload that is not delivered.
 	OnSkip func(reason SkipReason, p msg.Outbound)
 
-	seen map[string]bool
+	// blocks are the texts of the blocks queued so far, finals the keys of
+	// the final payloads.
+	blocks []string
+	finals map[string]bool
 }
 
-// Normalize returns the payload to deliver and true, or false when it must
-// not be delivered.
-func (n *Normalizer) Normalize(p msg.Outbound) (msg.Outbound, bool) {
+// Normalize returns the payload of kind to deliver and true, or false when
+// it must not be delivered. Blocks are never dropped for repeating an
+// earlier block: a reply may say the same thing twice (a song's chorus).
+// Only a repeated delivery is dropped: a final payload that says again
+// what the blocks of the turn or an earlier final already said.
+func (n *Normalizer) Normalize(kind Kind, p msg.Outbound) (msg.Outbound, bool) {
 	skip := func(r SkipReason) (msg.Outbound, bool) {
 		if n.OnSkip != nil {
 			n.OnSkip(r, p)
@@ -161,22 +167,31 @@ func (n *Normalizer) Normalize(p msg.Outbound) (msg.Outbound, bool) {
 		text = ExpandPrefix(n.Prefix, n.Vars) + text
 	}
 	p.Text = text
-	key := dedupKey(p)
-	if n.seen[key] {
-		return skip(SkipDuplicate)
+	switch kind {
+	case KindBlock:
+		n.blocks = append(n.blocks, strings.TrimSpace(p.Text))
+	case KindFinal:
+		key := dedupKey(p)
+		if n.finals[key] || (len(n.blocks) > 0 && len(p.Media) == 0 && squash(p.Text) == squash(strings.Join(n.blocks, " "))) {
+			return skip(SkipDuplicate)
+		}
+		if n.finals == nil {
+			n.finals = map[string]bool{}
+		}
+		n.finals[key] = true
 	}
-	if n.seen == nil {
-		n.seen = map[string]bool{}
-	}
-	n.seen[key] = true
 	return p, true
 }
 
 func dedupKey(p msg.Outbound) string {
 	var b strings.Builder
-	b.WriteString(strings.TrimSpace(p.Text))
+	b.WriteString(squash(p.Text))
 	for _, m := range p.Media {
 		b.WriteString("\x00" + m.URL)
 	}
 	return b.String()
 }
+
+// squash collapses whitespace, so text cut into blocks compares equal to
+// the same text whole.
+func squash(s string) string { return strings.Join(strings.Fields(s), " ") }

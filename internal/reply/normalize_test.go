@@ -79,7 +79,7 @@ func TestNormalize(t *testing.T) {
 			var skipped SkipReason
 			n := tt.n
 			n.OnSkip = func(r SkipReason, _ msg.Outbound) { skipped = r }
-			got, ok := n.Normalize(tt.in)
+			got, ok := n.Normalize(KindFinal, tt.in)
 			if skipped != tt.wantSkip || ok != (tt.wantSkip == "") {
 				t.Fatalf("skip = %q ok = %v, want skip %q", skipped, ok, tt.wantSkip)
 			}
@@ -90,16 +90,28 @@ func TestNormalize(t *testing.T) {
 	}
 }
 
-func TestNormalizeDropsRepeatsWithinTurn(t *testing.T) {
+// TestNormalizeKeepsRepeatedBlocks: a reply that repeats itself (a song's
+// chorus) keeps every block; only a repeated delivery is dropped — a final
+// that says again what the blocks said, or a second identical final.
+func TestNormalizeKeepsRepeatedBlocks(t *testing.T) {
 	var n Normalizer
-	if _, ok := n.Normalize(msg.Outbound{Text: "same"}); !ok {
-		t.Fatal("first payload dropped")
+	for i, text := range []string{"Chorus: la la la", "Verse two", "Chorus: la la la"} {
+		if _, ok := n.Normalize(KindBlock, msg.Outbound{Text: text}); !ok {
+			t.Errorf("block %d (%q) was dropped", i+1, text)
+		}
 	}
-	if _, ok := n.Normalize(msg.Outbound{Text: " same\n"}); ok {
-		t.Error("an identical payload must be delivered once per turn")
+	if _, ok := n.Normalize(KindFinal, msg.Outbound{Text: "Chorus: la la la\n\nVerse two\nChorus: la la la"}); ok {
+		t.Error("a final repeating the streamed blocks must not be delivered again")
 	}
-	if _, ok := n.Normalize(msg.Outbound{Text: "other"}); !ok {
-		t.Error("a different payload must pass")
+	var f Normalizer
+	if _, ok := f.Normalize(KindFinal, msg.Outbound{Text: "same"}); !ok {
+		t.Fatal("first final dropped")
+	}
+	if _, ok := f.Normalize(KindFinal, msg.Outbound{Text: " same\n"}); ok {
+		t.Error("the same final must be delivered once per turn")
+	}
+	if _, ok := f.Normalize(KindFinal, msg.Outbound{Text: "other"}); !ok {
+		t.Error("a different final must pass")
 	}
 }
 
@@ -110,7 +122,7 @@ func FuzzNormalize(f *testing.F) {
 	f.Add("x HEARTBEAT_OK", false)
 	f.Fuzz(func(t *testing.T, text string, heartbeat bool) {
 		n := Normalizer{Heartbeat: heartbeat}
-		got, ok := n.Normalize(msg.Outbound{Text: text})
+		got, ok := n.Normalize(KindFinal, msg.Outbound{Text: text})
 		if ok && (IsSilent(got.Text) || got.Text == "") {
 			t.Fatalf("Normalize(%q) delivered %q", text, got.Text)
 		}
