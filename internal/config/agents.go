@@ -111,7 +111,7 @@ func (d AgentDefaults) Validate(models *Models) error {
 		errs = append(errs, problem("maxTokens", "must be positive"))
 	}
 	if d.ContextTokens <= d.MaxTokens {
-		errs = append(errs, problem("contextTokens", "must exceed maxTokens (%d)", d.MaxTokens))
+		errs = append(errs, crossProblem("contextTokens", []string{"maxTokens"}, "must exceed maxTokens (%d)", d.MaxTokens))
 	}
 	if d.MaxConcurrent < 1 {
 		errs = append(errs, problem("maxConcurrent", "must be at least 1"))
@@ -148,7 +148,7 @@ func (h HumanDelay) Validate() error {
 	var errs []error
 	errs = append(errs, oneOf("mode", h.Mode, "off", "natural", "custom"))
 	if h.MinMs < 0 || h.MaxMs < h.MinMs {
-		errs = append(errs, problem("maxMs", "want 0 <= minMs <= maxMs, got %d and %d", h.MinMs, h.MaxMs))
+		errs = append(errs, crossProblem("maxMs", []string{"minMs"}, "want 0 <= minMs <= maxMs, got %d and %d", h.MinMs, h.MaxMs))
 	}
 	return errors.Join(errs...)
 }
@@ -170,7 +170,7 @@ type BlockStreaming struct {
 func (b BlockStreaming) Validate() error {
 	var errs []error
 	if b.MinChars < 1 || b.MaxChars < b.MinChars {
-		errs = append(errs, problem("maxChars", "want 1 <= minChars <= maxChars, got %d and %d", b.MinChars, b.MaxChars))
+		errs = append(errs, crossProblem("maxChars", []string{"minChars"}, "want 1 <= minChars <= maxChars, got %d and %d", b.MinChars, b.MaxChars))
 	}
 	errs = append(errs, oneOf("breakOn", b.BreakOn, "paragraph", "newline", "sentence"))
 	if b.IdleMs < 0 {
@@ -207,7 +207,7 @@ func (e Envelope) Location() (*time.Location, error) {
 // Validate checks that the timezone resolves.
 func (e Envelope) Validate() error {
 	if _, err := e.Location(); err != nil {
-		return problem("timezone", "%v", err)
+		return crossProblem("timezone", []string{"userTimezone"}, "%v", err)
 	}
 	return nil
 }

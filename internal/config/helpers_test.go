@@ -24,8 +24,8 @@ func mustTree(t *testing.T, data []byte) map[string]any {
 // contribute "*" as their key.
 func leafPaths(t reflect.Type, prefix string) []string {
 	var out []string
-	for name, ft := range jsonFields(t) {
-		p := join(prefix, name)
+	for name, f := range jsonFields(t) {
+		p, ft := join(prefix, name), f.Type
 		switch {
 		case ft.Kind() == reflect.Struct:
 			out = append(out, leafPaths(ft, p)...)

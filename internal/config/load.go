@@ -66,6 +66,13 @@ func LoadFile(path string, env Env) (Config, error) {
 // Parse decodes a JSON5 document over the defaults, substitutes ${ENV}
 // references, rejects unknown keys and mistyped values, and validates the
 // result. The returned error joins every problem found; Problems splits it.
+//
+// A value that cannot be decoded (an unknown key, a mistyped value, an
+// unset variable) is reported at its key path and leaves that setting at
+// its default; the rest of the document is still decoded and validated,
+// but problems that follow only from the setting it left at its default
+// (a limit compared with it, a provider it should have configured) are not
+// reported again.
 func Parse(data []byte, env Env) (Config, error) {
 	cfg := Default()
 	dec := json5.NewDecoder(bytes.NewReader(data))
@@ -83,28 +90,20 @@ func Parse(data []byte, env Env) (Config, error) {
 	if _, ok := tree.(map[string]any); !ok {
 		return cfg, errors.New("the document must be an object")
 	}
-	var errs []error
-	tree = substitute(tree, "", env, &errs)
-	check(tree, reflect.TypeFor[Config](), "", &errs)
+	w := walker{env: env}
+	tree = w.value(tree, reflect.TypeFor[Config](), "")
 	raw, err := json.Marshal(tree)
 	if err != nil {
 		return cfg, fmt.Errorf("re-encode: %w", err)
 	}
-	// Unknown keys are ignored and mistyped values were reported above, so
-	// decoding goes on to validate everything else too.
-	if err := json.Unmarshal(raw, &cfg); err != nil && len(errs) == 0 {
-		return cfg, fmt.Errorf("decode: %w", err)
+	// The walk left out every value the decoder would refuse, so this
+	// fails only on a setting type the walk does not know.
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		return cfg, errors.Join(append(w.errs, fmt.Errorf("decode: %w", err))...)
 	}
-	reported := map[string]bool{}
-	for _, e := range errs {
-		if fe, ok := e.(*FieldError); ok {
-			reported[fe.Path] = true
-		}
-	}
+	errs := w.errs
 	for _, e := range Problems(cfg.Validate()) {
-		// A value already reported as mistyped was not decoded; its
-		// validation problem would only repeat that.
-		if fe, ok := e.(*FieldError); ok && reported[fe.Path] {
+		if fe, ok := e.(*FieldError); ok && fe.follows(w.skipped) {
 			continue
 		}
 		errs = append(errs, e)
@@ -126,32 +125,119 @@ func syntaxError(data []byte, err error) error {
 	return fmt.Errorf("syntax error at line %d, column %d: %w", line, col, err)
 }
 
-// substitute replaces ${NAME} in every string value. ${NAME:-text} uses
-// text when NAME is unset; "$${" is a literal "${".
-func substitute(v any, path string, env Env, errs *[]error) any {
-	switch t := v.(type) {
+// walker prepares a decoded JSON5 tree for encoding/json: it substitutes
+// ${ENV} references, rewrites JSON5 numbers as plain JSON and checks every
+// value against the Go type it will be decoded into. Unknown keys and
+// values that cannot be decoded are recorded as problems with their paths
+// and left out of the tree, so that decoding never stops part-way.
+type walker struct {
+	env  Env
+	errs []error
+	// skipped lists the key paths whose values were left out, so their
+	// settings keep the default.
+	skipped []string
+}
+
+// skip records a problem with the value at path and returns nil, which
+// leaves the default in place.
+func (w *walker) skip(path, format string, args ...any) any {
+	w.errs = append(w.errs, problem(path, format, args...))
+	w.skipped = append(w.skipped, path)
+	return nil
+}
+
+// value returns v ready to be decoded into a t, or nil when it cannot be.
+func (w *walker) value(v any, t reflect.Type, path string) any {
+	switch x := v.(type) {
+	case nil:
+		return nil // null leaves the default in place
 	case json5.Number:
-		n, err := decimal(t)
+		n, err := decimal(x)
 		if err != nil {
-			*errs = append(*errs, &FieldError{Path: path, Msg: err.Error()})
+			return w.skip(path, "%v", err)
 		}
-		return n
+		v = n
 	case string:
-		s, err := expand(t, env)
+		s, err := expand(x, w.env)
 		if err != nil {
-			*errs = append(*errs, &FieldError{Path: path, Msg: err.Error()})
+			return w.skip(path, "%v", err)
 		}
-		return s
-	case map[string]any:
-		for k, child := range t {
-			t[k] = substitute(child, join(path, k), env, errs)
+		v = s
+	}
+	mistyped := func(want string) any { return w.skip(path, "want %s, got %s", want, describe(v)) }
+	switch t.Kind() {
+	case reflect.String:
+		if _, ok := v.(string); !ok {
+			return mistyped("a string")
 		}
-	case []any:
-		for i, child := range t {
-			t[i] = substitute(child, path+"["+strconv.Itoa(i)+"]", env, errs)
+	case reflect.Bool:
+		if _, ok := v.(bool); !ok {
+			return mistyped("true or false")
 		}
+	case reflect.Int, reflect.Int64:
+		n, ok := v.(json.Number)
+		if !ok {
+			return mistyped("an integer")
+		}
+		if _, err := strconv.ParseInt(n.String(), 10, 64); err != nil {
+			return mistyped("an integer")
+		}
+	case reflect.Float64:
+		if _, ok := v.(json.Number); !ok {
+			return mistyped("a number")
+		}
+	case reflect.Slice:
+		arr, ok := v.([]any)
+		if !ok {
+			return mistyped("an array")
+		}
+		for i, e := range arr {
+			// null keeps the index, so later problems keep their paths.
+			arr[i] = w.value(e, t.Elem(), path+"["+strconv.Itoa(i)+"]")
+		}
+	case reflect.Map:
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return mistyped("an object")
+		}
+		for k, e := range obj {
+			// null keeps the key: a provider whose settings are mistyped
+			// is still configured.
+			obj[k] = w.value(e, t.Elem(), join(path, k))
+		}
+	case reflect.Struct:
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return mistyped("an object")
+		}
+		fields := jsonFields(t)
+		for k, e := range obj {
+			f, known := fields[k]
+			if !known {
+				w.unknown(path, k, fields)
+				delete(obj, k)
+				continue
+			}
+			if e = w.value(e, f.Type, join(path, k)); e == nil {
+				delete(obj, k)
+			} else {
+				obj[k] = e
+			}
+		}
+	default:
+		return w.skip(path, "internal: unsupported setting type %s", t)
 	}
 	return v
+}
+
+// unknown records the unknown key k of the object at path. The key it was
+// probably meant to be counts as left out too: the settings that key
+// would have changed keep their defaults.
+func (w *walker) unknown(path, k string, fields map[string]reflect.StructField) {
+	w.skip(join(path, k), "unknown key%s", suggest(k, fields))
+	if name := closest(k, fields); name != "" {
+		w.skipped = append(w.skipped, join(path, name))
+	}
 }
 
 func expand(s string, env Env) (string, error) {
@@ -226,78 +312,9 @@ func join(path, key string) string {
 	return path + "." + key
 }
 
-// check walks a decoded JSON5 tree against the Go type it will be decoded
-// into, recording unknown keys and mistyped values with their paths.
-func check(v any, t reflect.Type, path string, errs *[]error) {
-	if v == nil {
-		return // null leaves the default in place
-	}
-	bad := func(want string) {
-		*errs = append(*errs, &FieldError{Path: path, Msg: fmt.Sprintf("want %s, got %s", want, describe(v))})
-	}
-	switch t.Kind() {
-	case reflect.String:
-		if _, ok := v.(string); !ok {
-			bad("a string")
-		}
-	case reflect.Bool:
-		if _, ok := v.(bool); !ok {
-			bad("true or false")
-		}
-	case reflect.Int, reflect.Int64:
-		n, ok := v.(json.Number)
-		if !ok {
-			bad("an integer")
-			return
-		}
-		if _, err := strconv.ParseInt(n.String(), 10, 64); err != nil {
-			bad("an integer")
-		}
-	case reflect.Float64:
-		if _, ok := v.(json.Number); !ok {
-			bad("a number")
-		}
-	case reflect.Slice:
-		arr, ok := v.([]any)
-		if !ok {
-			bad("an array")
-			return
-		}
-		for i, e := range arr {
-			check(e, t.Elem(), path+"["+strconv.Itoa(i)+"]", errs)
-		}
-	case reflect.Map:
-		obj, ok := v.(map[string]any)
-		if !ok {
-			bad("an object")
-			return
-		}
-		for k, e := range obj {
-			check(e, t.Elem(), join(path, k), errs)
-		}
-	case reflect.Struct:
-		obj, ok := v.(map[string]any)
-		if !ok {
-			bad("an object")
-			return
-		}
-		fields := jsonFields(t)
-		for k, e := range obj {
-			ft, known := fields[k]
-			if !known {
-				*errs = append(*errs, &FieldError{Path: join(path, k), Msg: "unknown key" + suggest(k, fields)})
-				continue
-			}
-			check(e, ft, join(path, k), errs)
-		}
-	default:
-		*errs = append(*errs, &FieldError{Path: path, Msg: "internal: unsupported setting type " + t.String()})
-	}
-}
-
-// jsonFields maps a struct's JSON keys to their types.
-func jsonFields(t reflect.Type) map[string]reflect.Type {
-	out := make(map[string]reflect.Type, t.NumField())
+// jsonFields maps a struct's JSON keys to their fields.
+func jsonFields(t reflect.Type) map[string]reflect.StructField {
+	out := make(map[string]reflect.StructField, t.NumField())
 	for f := range t.Fields() {
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		if name == "-" || !f.IsExported() {
@@ -310,27 +327,33 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 		if name == "" {
 			name = f.Name
 		}
-		out[name] = f.Type
+		out[name] = f
 	}
 	return out
 }
 
 // suggest names a known key that differs from k only by case or by a
 // small edit, to catch typos such as "realtim".
-func suggest(k string, fields map[string]reflect.Type) string {
+func suggest(k string, fields map[string]reflect.StructField) string {
+	if name := closest(k, fields); name != "" {
+		return fmt.Sprintf(" (did you mean %q?)", name)
+	}
+	return ""
+}
+
+// closest returns the known key that differs from k only by case or by at
+// most two edits, or "".
+func closest(k string, fields map[string]reflect.StructField) string {
 	best, bestDist := "", 3
 	for name := range fields {
 		if strings.EqualFold(name, k) {
-			return fmt.Sprintf(" (did you mean %q?)", name)
+			return name
 		}
 		if d := editDistance(strings.ToLower(k), strings.ToLower(name)); d < bestDist || (d == bestDist && name < best) {
 			best, bestDist = name, d
 		}
 	}
-	if best == "" || bestDist > 2 {
-		return ""
-	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
+	return best
 }
 
 func editDistance(a, b string) int {

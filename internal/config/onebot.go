@@ -193,7 +193,7 @@ func (o OneBot) Validate() error {
 	paths := map[string]string{}
 	claim := func(path, key string) {
 		if prev, dup := paths[path]; dup {
-			errs = append(errs, problem(key, "path %q is already used by %s", path, prev))
+			errs = append(errs, crossProblem(key, []string{prev}, "path %q is already used by %s", path, prev))
 			return
 		}
 		paths[path] = key
@@ -206,7 +206,12 @@ func (o OneBot) Validate() error {
 			prefix = "accounts." + id + "."
 			errs = append(errs, nest("accounts."+id, a.Validate()))
 			if !a.Active() && a.Enabled {
-				errs = append(errs, problem("accounts."+id, "needs wsUrl, httpUrl, reverseWs or httpPost"))
+				// enabled is inherited from the default account.
+				after := []string{"enabled"}
+				for _, k := range []string{"enabled", "wsUrl", "httpUrl", "reverseWs.enabled", "httpPost.enabled"} {
+					after = append(after, "accounts."+id+"."+k)
+				}
+				errs = append(errs, crossProblem("accounts."+id, after, "needs wsUrl, httpUrl, reverseWs or httpPost"))
 			}
 		}
 		if !a.Enabled {
@@ -267,7 +272,7 @@ func (a OneBotAccount) Validate() error {
 		errs = append(errs, problem("reconnect.minDelayMs", "must be at least 1"))
 	}
 	if r.MaxDelayMs < r.MinDelayMs {
-		errs = append(errs, problem("reconnect.maxDelayMs", "must not be below minDelayMs (%d)", r.MinDelayMs))
+		errs = append(errs, crossProblem("reconnect.maxDelayMs", []string{"reconnect.minDelayMs"}, "must not be below minDelayMs (%d)", r.MinDelayMs))
 	}
 	errs = append(errs, nest("receive", a.Receive.Validate()), nest("quote", a.Quote.Validate()))
 	for _, p := range []struct{ key, path string }{{"reverseWs.path", a.ReverseWS.Path}, {"httpPost.path", a.HTTPPost.Path}} {

@@ -123,7 +123,7 @@ func (r Receive) Validate() error {
 	positive("realtime.maxMessages", r.Realtime.MaxMessages)
 	positive("realtime.maxChars", r.Realtime.MaxChars)
 	if r.Realtime.MaxWindowMs < r.Realtime.WindowMs {
-		errs = append(errs, problem("realtime.maxWindowMs", "must not be below windowMs (%d)", r.Realtime.WindowMs))
+		errs = append(errs, crossProblem("realtime.maxWindowMs", []string{"realtime.windowMs"}, "must not be below windowMs (%d)", r.Realtime.WindowMs))
 	}
 	positive("digest.intervalMs", r.Digest.IntervalMs)
 	positive("digest.maxMessages", r.Digest.MaxMessages)
@@ -134,7 +134,7 @@ func (r Receive) Validate() error {
 	errs = append(errs, oneOf("digest.scope", r.Digest.Scope, "group", "direct", "all"))
 	errs = append(errs, peerList("digest.peers", r.Digest.Peers)...)
 	if r.Digest.Enabled && strings.TrimSpace(r.Digest.Prompt) == "" {
-		errs = append(errs, problem("digest.prompt", "must not be empty"))
+		errs = append(errs, crossProblem("digest.prompt", []string{"digest.enabled"}, "must not be empty"))
 	}
 	positive("summary.count", r.Summary.Count)
 	positive("summary.maxCount", r.Summary.MaxCount)
@@ -142,16 +142,17 @@ func (r Receive) Validate() error {
 	errs = append(errs, oneOf("summary.scope", r.Summary.Scope, "group", "direct", "all"))
 	errs = append(errs, peerList("summary.peers", r.Summary.Peers)...)
 	if r.Summary.Enabled {
+		enabled := []string{"summary.enabled"}
 		if len(r.Summary.Commands) == 0 {
-			errs = append(errs, problem("summary.commands", "must name at least one command"))
+			errs = append(errs, crossProblem("summary.commands", enabled, "must name at least one command"))
 		}
 		for i, c := range r.Summary.Commands {
 			if strings.TrimSpace(c) == "" || strings.ContainsAny(c, " \t\n") {
-				errs = append(errs, problem(fmt.Sprintf("summary.commands[%d]", i), "want one word such as /summary, got %q", c))
+				errs = append(errs, crossProblem(fmt.Sprintf("summary.commands[%d]", i), enabled, "want one word such as /summary, got %q", c))
 			}
 		}
 		if strings.TrimSpace(r.Summary.Prompt) == "" {
-			errs = append(errs, problem("summary.prompt", "must not be empty"))
+			errs = append(errs, crossProblem("summary.prompt", enabled, "must not be empty"))
 		}
 	}
 	positive("history.maxMessages", r.History.MaxMessages)

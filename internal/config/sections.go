@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/url"
 	"strings"
@@ -122,7 +123,11 @@ func (m Models) checkRef(path, ref string) error {
 		return problem(path, "want provider/model, got %q", ref)
 	}
 	if _, known := m.Providers[provider]; !known && provider != "preview" {
-		return problem(path, "provider %q is not configured under models.providers", provider)
+		return &FieldError{
+			Path:   path,
+			Msg:    fmt.Sprintf("provider %q is not configured under models.providers", provider),
+			rooted: []string{"models.providers." + provider},
+		}
 	}
 	return nil
 }
@@ -220,7 +225,7 @@ func DefaultWebchat() Webchat {
 func (w Webchat) Validate() error {
 	var errs []error
 	if w.Enabled && strings.TrimSpace(w.Title) == "" {
-		errs = append(errs, problem("title", "must not be empty"))
+		errs = append(errs, crossProblem("title", []string{"enabled"}, "must not be empty"))
 	}
 	errs = append(errs, nest("receive", w.Receive.Validate()))
 	return errors.Join(errs...)

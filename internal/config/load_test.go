@@ -1,0 +1,79 @@
+package config
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestMistypedValueReportedAlone pins that a value that fails to decode is
+// reported once, at its key, without the cross-checks that would fail only
+// because it kept its default, and without stopping the rest of the
+// document from being decoded and validated.
+func TestMistypedValueReportedAlone(t *testing.T) {
+	const ref = `agents: { defaults: { model: { primary: 'openai/gpt-4o' } } }, `
+	tests := []struct {
+		name string
+		doc  string
+		want []string
+	}{
+		{"plain string field", `{` + ref + `models: { providers: { openai: { baseUrl: 3 } } } }`,
+			[]string{"models.providers.openai.baseUrl"}},
+		{"secret field", `{` + ref + `models: { providers: { openai: { apiKey: 3 } } } }`,
+			[]string{"models.providers.openai.apiKey"}},
+		{"secret in another section", `{` + ref + `models: { providers: { openai: {} } }, gateway: { token: 3 } }`,
+			[]string{"gateway.token"}},
+		{"onebot field", `{` + ref + `models: { providers: { openai: {} } }, channels: { onebot: { accessToken: 3 } } }`,
+			[]string{"channels.onebot.accessToken"}},
+		{"onebot section", `{` + ref + `models: { providers: { openai: {} } }, channels: { onebot: 3 } }`,
+			[]string{"channels.onebot"}},
+		{"sections after the mistyped one are still validated", `{ channels: { onebot: { accessToken: 3 } }, session: { dmScope: 'x' }, store: { driver: 'pg' } }`,
+			[]string{"channels.onebot.accessToken", "session.dmScope", "store.driver"}},
+		{"provider map", `{` + ref + `models: { providers: ['openai'] } }`,
+			[]string{"models.providers"}},
+		{"models section", `{` + ref + `models: 3 }`,
+			[]string{"models"}},
+		{"alias to a provider of a mistyped map", `{ models: { providers: 3, aliases: { fast: 'openai/m' } } }`,
+			[]string{"models.providers"}},
+		{"a real bad ref is still reported", `{ models: { providers: { openai: { baseUrl: 3 } } }, agents: { defaults: { heartbeat: { model: 'ghost/m' } } } }`,
+			[]string{"agents.defaults.heartbeat.model", "models.providers.openai.baseUrl"}},
+		{"named account's transport", `{ channels: { onebot: { accounts: { a: { wsUrl: 3 } } } } }`,
+			[]string{"channels.onebot.accounts.a.wsUrl"}},
+		{"named account's reverse endpoint", `{ channels: { onebot: { accounts: { a: { reverseWs: { enabled: 'yes' } } } } } }`,
+			[]string{"channels.onebot.accounts.a.reverseWs.enabled"}},
+		{"named account's transport from the environment", `{ channels: { onebot: { accounts: { a: { wsUrl: '${PINCER_UNSET}' } } } } }`,
+			[]string{"channels.onebot.accounts.a.wsUrl"}},
+		{"misspelt transport key", `{ channels: { onebot: { accounts: { a: { wsUlr: 'ws://x' } } } } }`,
+			[]string{"channels.onebot.accounts.a.wsUlr"}},
+		{"miscased key of the wrong type", `{` + ref + `models: { providers: { openai: {} } }, channels: { onebot: { WSURL: 3 } } }`,
+			[]string{"channels.onebot.WSURL"}},
+		{"maxTokens against contextTokens", `{ agents: { defaults: { maxTokens: '1k', contextTokens: 2000 } } }`,
+			[]string{"agents.defaults.maxTokens"}},
+		{"humanDelay minMs", `{ agents: { defaults: { humanDelay: { mode: 'custom', minMs: 'x', maxMs: 500 } } } }`,
+			[]string{"agents.defaults.humanDelay.minMs"}},
+		{"blockStreaming minChars", `{ agents: { defaults: { blockStreaming: { minChars: '1', maxChars: 500 } } } }`,
+			[]string{"agents.defaults.blockStreaming.minChars"}},
+		{"envelope userTimezone", `{ agents: { defaults: { envelope: { timezone: 'user', userTimezone: 8 } } } }`,
+			[]string{"agents.defaults.envelope.userTimezone"}},
+		{"realtime windowMs", `{ channels: { onebot: { receive: { realtime: { windowMs: '1s', maxWindowMs: 500 } } } } }`,
+			[]string{"channels.onebot.receive.realtime.windowMs"}},
+		{"summary enabled", `{ channels: { webchat: { receive: { summary: { enabled: 'no', commands: [], prompt: '' } } } } }`,
+			[]string{"channels.webchat.receive.summary.enabled"}},
+		{"webchat enabled", `{ channels: { webchat: { enabled: 'off', title: '' } } }`,
+			[]string{"channels.webchat.enabled"}},
+		{"reconnect minDelayMs", `{ channels: { onebot: { reconnect: { minDelayMs: '1s', maxDelayMs: 500 } } } }`,
+			[]string{"channels.onebot.reconnect.minDelayMs"}},
+		{"array element", `{ agents: { defaults: { model: { primary: 'preview/x', fallbacks: ['preview/y', 3] } } } }`,
+			[]string{"agents.defaults.model.fallbacks[1]"}},
+		{"number out of range", `{ agents: { defaults: { maxTokens: 1e999 } } }`,
+			[]string{"agents.defaults.maxTokens"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.doc), noEnv)
+			if diff := cmp.Diff(tt.want, paths(err)); diff != "" {
+				t.Errorf("problem paths (-want +got):\n%s\nerror: %v", diff, err)
+			}
+		})
+	}
+}
