@@ -91,7 +91,7 @@ func Parse(data []byte, env Env) (Config, error) {
 		return cfg, errors.New("the document must be an object")
 	}
 	w := walker{env: env}
-	tree = w.value(tree, reflect.TypeFor[Config](), "")
+	tree = w.value(tree, reflect.TypeFor[Config](), false, "")
 	raw, err := json.Marshal(tree)
 	if err != nil {
 		return cfg, fmt.Errorf("re-encode: %w", err)
@@ -147,7 +147,9 @@ func (w *walker) skip(path, format string, args ...any) any {
 }
 
 // value returns v ready to be decoded into a t, or nil when it cannot be.
-func (w *walker) value(v any, t reflect.Type, path string) any {
+// intString lets a string setting be written as an integer too (the tag
+// config:"intstring"); the integer is passed on as its decimal text.
+func (w *walker) value(v any, t reflect.Type, intString bool, path string) any {
 	switch x := v.(type) {
 	case nil:
 		return nil // null leaves the default in place
@@ -167,7 +169,20 @@ func (w *walker) value(v any, t reflect.Type, path string) any {
 	mistyped := func(want string) any { return w.skip(path, "want %s, got %s", want, describe(v)) }
 	switch t.Kind() {
 	case reflect.String:
-		if _, ok := v.(string); !ok {
+		switch x := v.(type) {
+		case string:
+		case json.Number:
+			if !intString {
+				return mistyped("a string")
+			}
+			if _, err := strconv.ParseInt(x.String(), 10, 64); err != nil {
+				return mistyped("an integer or a string")
+			}
+			return x.String()
+		default:
+			if intString {
+				return mistyped("an integer or a string")
+			}
 			return mistyped("a string")
 		}
 	case reflect.Bool:
@@ -193,7 +208,7 @@ func (w *walker) value(v any, t reflect.Type, path string) any {
 		}
 		for i, e := range arr {
 			// null keeps the index, so later problems keep their paths.
-			arr[i] = w.value(e, t.Elem(), path+"["+strconv.Itoa(i)+"]")
+			arr[i] = w.value(e, t.Elem(), false, path+"["+strconv.Itoa(i)+"]")
 		}
 	case reflect.Map:
 		obj, ok := v.(map[string]any)
@@ -203,7 +218,7 @@ func (w *walker) value(v any, t reflect.Type, path string) any {
 		for k, e := range obj {
 			// null keeps the key: a provider whose settings are mistyped
 			// is still configured.
-			obj[k] = w.value(e, t.Elem(), join(path, k))
+			obj[k] = w.value(e, t.Elem(), false, join(path, k))
 		}
 	case reflect.Struct:
 		obj, ok := v.(map[string]any)
@@ -218,7 +233,7 @@ func (w *walker) value(v any, t reflect.Type, path string) any {
 				delete(obj, k)
 				continue
 			}
-			if e = w.value(e, f.Type, join(path, k)); e == nil {
+			if e = w.value(e, f.Type, f.Tag.Get("config") == "intstring", join(path, k)); e == nil {
 				delete(obj, k)
 			} else {
 				obj[k] = e

@@ -31,8 +31,10 @@ type OneBotAccount struct {
 	// WebSocket is connected.
 	HTTPURL     string `json:"httpUrl"`
 	AccessToken Secret `json:"accessToken"`
-	// SelfID is the bot's QQ number; found at connect time when empty.
-	SelfID    string   `json:"selfId"`
+	// SelfID is the bot's QQ number; found at connect time when empty. The
+	// file may give it as a number, as OneBot implementations write it, or
+	// as a string (which may reference ${ENV}).
+	SelfID    string   `json:"selfId" config:"intstring"`
 	AllowFrom []string `json:"allowFrom"`
 	DenyFrom  []string `json:"denyFrom"`
 	// GroupAutoReact reacts to triggering group messages with

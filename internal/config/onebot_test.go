@@ -166,3 +166,54 @@ func TestQuoteValidation(t *testing.T) {
 		t.Errorf("(-want +got):\n%s\n%v", diff, err)
 	}
 }
+
+func TestOneBotSelfIDNumberOrString(t *testing.T) {
+	tests := []struct {
+		name string
+		doc  string
+		want string // the default account's selfId, then account a's
+	}{
+		{"number", `{ selfId: 3300000001 }`, "3300000001 "},
+		{"string", `{ selfId: '3300000001' }`, "3300000001 "},
+		{"hex number", `{ selfId: 0xC4B20101 }`, "3300000001 "},
+		{"from the environment", `{ selfId: '${QQ}' }`, "3300000002 "},
+		{"named account number", `{ accounts: { a: { wsUrl: 'ws://x', selfId: 3300000003 } } }`, " 3300000003"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Parse([]byte(`{ channels: { onebot: `+tt.doc+` } }`), envOf(map[string]string{"QQ": "3300000002"}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := cfg.Channels.OneBot
+			if got := o.SelfID + " " + o.Accounts["a"].SelfID; got != tt.want {
+				t.Errorf("selfId = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestOneBotSelfIDRefused(t *testing.T) {
+	tests := []struct {
+		name, doc, want string
+	}{
+		{"fraction", `{ selfId: 33.5 }`, "channels.onebot.selfId: want an integer or a string, got the number 33.5"},
+		{"negative", `{ selfId: -5 }`, `channels.onebot.selfId: want a QQ number, got "-5"`},
+		{"zero", `{ selfId: 0 }`, `channels.onebot.selfId: want a QQ number, got "0"`},
+		{"too large", `{ selfId: 1e30 }`, "channels.onebot.selfId: want an integer or a string, got the number 1e+30"},
+		{"not a number", `{ selfId: true }`, "channels.onebot.selfId: want an integer or a string, got true"},
+		{"named account", `{ accounts: { a: { wsUrl: 'ws://x', selfId: -1 } } }`, `channels.onebot.accounts.a.selfId: want a QQ number, got "-1"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(`{ channels: { onebot: `+tt.doc+` } }`), noEnv)
+			var got []string
+			for _, e := range Problems(err) {
+				got = append(got, e.Error())
+			}
+			if diff := cmp.Diff([]string{tt.want}, got); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
