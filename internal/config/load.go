@@ -13,6 +13,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/titanous/json5"
 )
@@ -114,15 +115,31 @@ func Parse(data []byte, env Env) (Config, error) {
 	return cfg, nil
 }
 
+// syntaxError places a decoder error in data.
 func syntaxError(data []byte, err error) error {
 	var se *json5.SyntaxError
-	if !errors.As(err, &se) {
-		return fmt.Errorf("syntax: %w", err)
+	switch {
+	case errors.As(err, &se):
+		// Offset counts the bytes read, the offending one included.
+		return syntaxAt(data, int(se.Offset)-1, err)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return syntaxAt(data, len(data), err)
 	}
-	off := min(int(se.Offset), len(data))
-	line := 1 + bytes.Count(data[:off], []byte("\n"))
-	col := off - bytes.LastIndexByte(data[:off], '\n')
+	return fmt.Errorf("syntax: %w", err)
+}
+
+// syntaxAt reports err at byte offset off of data.
+func syntaxAt(data []byte, off int, err error) error {
+	line, col := position(data, off)
 	return fmt.Errorf("syntax error at line %d, column %d: %w", line, col, err)
+}
+
+// position returns the 1-based line and column of the byte at offset off
+// (len(data) for the end), counting columns in characters as editors do.
+func position(data []byte, off int) (line, col int) {
+	before := data[:max(0, min(off, len(data)))]
+	lineStart := bytes.LastIndexByte(before, '\n') + 1
+	return 1 + bytes.Count(before, []byte("\n")), 1 + utf8.RuneCount(before[lineStart:])
 }
 
 // walker prepares a decoded JSON5 tree for encoding/json: it substitutes

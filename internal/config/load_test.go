@@ -1,6 +1,7 @@
 package config
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -73,6 +74,28 @@ func TestMistypedValueReportedAlone(t *testing.T) {
 			_, err := Parse([]byte(tt.doc), noEnv)
 			if diff := cmp.Diff(tt.want, paths(err)); diff != "" {
 				t.Errorf("problem paths (-want +got):\n%s\nerror: %v", diff, err)
+			}
+		})
+	}
+}
+
+// TestSyntaxErrorPositions pins line and column (1-based, counted in
+// characters) of syntax errors.
+func TestSyntaxErrorPositions(t *testing.T) {
+	tests := []struct {
+		name, doc, want string
+	}{
+		{"bad value", "{\n  gateway: {\n    listen: [1 2],\n  },\n}", "syntax error at line 3, column 16: "},
+		{"first byte", "x", "syntax error at line 1, column 1: "},
+		{"after wide characters", "{\n  a: '标题', b: x\n}", "syntax error at line 2, column 15: "},
+		{"newline in a string", "{a: 'x\n'}", "syntax error at line 1, column 7: "},
+		{"truncated", "{\n  a: {", "syntax error at line 2, column 7: "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.doc), noEnv)
+			if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+				t.Errorf("got %v, want %q...", err, tt.want)
 			}
 		})
 	}
