@@ -35,7 +35,11 @@ type Options struct {
 	// MaxToolRounds bounds the model calls of one turn that answer with
 	// tool calls; 0 means 8.
 	MaxToolRounds int
-	Logger        *slog.Logger
+	// FirstTokenTimeout abandons a model call that has produced nothing
+	// (no text, reasoning or tool call) for this long since it started;
+	// the chain moves on to the next model. 0 means the default of 30s.
+	FirstTokenTimeout time.Duration
+	Logger            *slog.Logger
 }
 
 // Runner runs agent turns. It is safe for concurrent use.
@@ -55,6 +59,9 @@ func NewRunner(o Options) *Runner {
 	}
 	if o.MaxToolRounds == 0 {
 		o.MaxToolRounds = 8
+	}
+	if o.FirstTokenTimeout <= 0 {
+		o.FirstTokenTimeout = DefaultFirstTokenTimeout
 	}
 	log := o.Logger
 	if log == nil {
@@ -78,9 +85,31 @@ type Input struct {
 	// sent meanwhile; they join the turn, and tool calls not yet started
 	// are skipped.
 	Steer func() []store.Turn
-	// OnText receives visible reply text as it streams.
-	OnText func(delta string)
+	// Stream, when set, receives the reply text as it streams.
+	Stream Stream
 }
+
+// Stream receives a turn's reply while the model writes it. The runner
+// calls Begin before every model call (the first, a retry, a fallback, the
+// next round after tools), Text for each piece of visible text, and
+// Discard when a call failed and another attempt follows. Shown tells
+// whether any text of the current call has reached the user: a failure
+// after that is final, so shown text is never repeated or contradicted.
+// Until then a failed call is retried or falls back like one that sent
+// nothing.
+type Stream interface {
+	Begin()
+	Text(delta string)
+	Shown() bool
+	Discard()
+}
+
+// DefaultFirstTokenTimeout is how long a model call may stay silent.
+const DefaultFirstTokenTimeout = 30 * time.Second
+
+// ErrNoFirstToken reports a model call abandoned because the provider
+// accepted it but produced nothing within the first-token timeout.
+var ErrNoFirstToken = errors.New("the model produced nothing in time")
 
 // Output is the result of a turn.
 type Output struct {
@@ -108,10 +137,11 @@ func (r *Runner) HasProvider(id string) bool {
 var ErrNoModel = errors.New("agent: no usable model")
 
 // Run runs one turn: model calls until the model answers without tool
-// calls, running the tools it asks for in between. Each model call moves
-// along in.Models on failures, but only while nothing of the turn has been
-// streamed or run yet: shown text is never repeated and a tool never runs
-// twice. On error, Output holds whatever was produced.
+// calls, running the tools it asks for in between. Each model call is
+// retried and moves along in.Models on failures as long as none of its text
+// has been shown (see Stream); tools that ran stay in the transcript the
+// next attempt sees, so a tool never runs twice. On error, Output holds
+// whatever was produced.
 func (r *Runner) Run(ctx context.Context, in Input) (Output, error) {
 	tr := slices.Clone(in.Transcript)
 	var total Output
@@ -122,7 +152,7 @@ func (r *Runner) Run(ctx context.Context, in Input) (Output, error) {
 			req.Tools = r.opts.Tools.specs(in.Elevated)
 		}
 		req.Messages = Fit(Messages(tr), r.opts.ContextTokens-r.opts.MaxTokens-EstimateTokens(in.System))
-		out, calls, err := r.call(ctx, in.Models, req, in.OnText, round > 0)
+		out, calls, err := r.call(ctx, in.Models, req, in.Stream)
 		total.Model, total.Usage = out.Model, addUsage(total.Usage, out.Usage)
 		total.Reasoning += out.Reasoning
 		if out.Text != "" {
@@ -165,9 +195,10 @@ func addUsage(a, b llm.Usage) llm.Usage {
 	return llm.Usage{InputTokens: a.InputTokens + b.InputTokens, OutputTokens: a.OutputTokens + b.OutputTokens}
 }
 
-// call makes one model call along the chain. committed is true once the turn
-// has shown text or run tools: then a failure is not retried elsewhere.
-func (r *Runner) call(ctx context.Context, models []llm.Ref, req llm.Request, onText func(string), committed bool) (Output, []llm.ToolCall, error) {
+// call makes one model call along the chain: a failure before any of its
+// text was shown is retried (retryable failures, a bounded number of times)
+// and then moves on to the next model.
+func (r *Runner) call(ctx context.Context, models []llm.Ref, req llm.Request, stream Stream) (Output, []llm.ToolCall, error) {
 	var lastErr error = ErrNoModel
 	chain := r.cool.order(models, time.Now())
 	for i, ref := range chain {
@@ -178,14 +209,17 @@ func (r *Runner) call(ctx context.Context, models []llm.Ref, req llm.Request, on
 		}
 		req.Model = ref.Model
 		for attempt := 0; ; attempt++ {
-			out, calls, err := r.once(ctx, p, req, onText)
+			if stream != nil {
+				stream.Begin()
+			}
+			out, calls, err := r.once(ctx, p, req, stream)
 			out.Model = ref
 			if err == nil {
 				r.cool.succeeded(ref)
 				return out, calls, nil
 			}
 			lastErr = err
-			if out.Text != "" || committed {
+			if stream != nil && stream.Shown() {
 				return out, nil, err
 			}
 			var le *llm.Error
@@ -193,8 +227,14 @@ func (r *Runner) call(ctx context.Context, models []llm.Ref, req llm.Request, on
 			if le == nil || le.Reason == llm.ReasonCanceled || ctx.Err() != nil {
 				return out, nil, err
 			}
-			r.log.Warn("model call failed", "model", ref.String(), "class", le.Class.String(), "reason", string(le.Reason), "status", le.Status, "attempt", attempt+1)
-			if le.Class == llm.Retryable && attempt < r.opts.Retries && le.RetryAfter <= r.opts.MaxRetryWait {
+			if stream != nil {
+				stream.Discard()
+			}
+			r.log.Warn("model call failed", "model", ref.String(), "class", le.Class.String(), "reason", string(le.Reason), "status", le.Status, "attempt", attempt+1, "streamed", out.Text != "")
+			// A provider that hung once is not waited on again: the next
+			// model gets the time.
+			silent := errors.Is(err, ErrNoFirstToken)
+			if le.Class == llm.Retryable && !silent && attempt < r.opts.Retries && le.RetryAfter <= r.opts.MaxRetryWait {
 				if err := sleep(ctx, backoff(attempt, le.RetryAfter)); err != nil {
 					return out, nil, err
 				}
@@ -215,20 +255,31 @@ func (r *Runner) call(ctx context.Context, models []llm.Ref, req llm.Request, on
 	return Output{}, nil, lastErr
 }
 
-func (r *Runner) once(ctx context.Context, p llm.Provider, req llm.Request, onText func(string)) (Output, []llm.ToolCall, error) {
+// once makes one model call. A call that yields nothing within the
+// first-token timeout is cut and reported as ErrNoFirstToken.
+func (r *Runner) once(ctx context.Context, p llm.Provider, req llm.Request, stream Stream) (Output, []llm.ToolCall, error) {
 	var text, reasoning strings.Builder
 	var out Output
 	var calls []llm.ToolCall
-	for ev, err := range p.Stream(ctx, req) {
+	callCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	silence := time.AfterFunc(r.opts.FirstTokenTimeout, func() { cancel(ErrNoFirstToken) })
+	defer silence.Stop()
+	for ev, err := range p.Stream(callCtx, req) {
+		silence.Stop()
 		if err != nil {
 			out.Text, out.Reasoning = text.String(), reasoning.String()
+			if ctx.Err() == nil && errors.Is(context.Cause(callCtx), ErrNoFirstToken) {
+				err = &llm.Error{Provider: p.ID(), Model: req.Model, Class: llm.Retryable, Reason: llm.ReasonTimeout,
+					Err: fmt.Errorf("%w (%s)", ErrNoFirstToken, r.opts.FirstTokenTimeout)}
+			}
 			return out, nil, err
 		}
 		switch ev.Kind {
 		case llm.EventText:
 			text.WriteString(ev.Text)
-			if onText != nil {
-				onText(ev.Text)
+			if stream != nil {
+				stream.Text(ev.Text)
 			}
 		case llm.EventReasoning:
 			reasoning.WriteString(ev.Text)

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"iter"
 	"strings"
@@ -83,12 +84,28 @@ func chain(refs ...string) []llm.Ref {
 	return out
 }
 
+// recStream records what the runner streams. live makes every piece of
+// text count as shown to the user.
+type recStream struct {
+	live   bool
+	events []string
+	shown  bool
+}
+
+func (s *recStream) Begin()               { s.events = append(s.events, "begin"); s.shown = false }
+func (s *recStream) Text(d string)        { s.events = append(s.events, d); s.shown = s.shown || s.live }
+func (s *recStream) Shown() bool          { return s.shown }
+func (s *recStream) Discard()             { s.events = append(s.events, "discard") }
+func (s *recStream) String() string       { return strings.Join(s.events, "|") }
+func live() *recStream                    { return &recStream{live: true} }
+func wholeMessages() *recStream           { return &recStream{} }
+func withStream(s Stream, in Input) Input { in.Stream = s; return in }
+
 func TestRunStreamsAndReturnsText(t *testing.T) {
 	p := &fakeProvider{id: "a", steps: []step{{text: []string{"Hel", "lo"}}}}
-	var streamed []string
+	streamed := live()
 	out, err := runner(p).Run(context.Background(), Input{
-		Models: chain("a/m"), System: "sys", Transcript: userTurn("hi"),
-		OnText: func(d string) { streamed = append(streamed, d) },
+		Models: chain("a/m"), System: "sys", Transcript: userTurn("hi"), Stream: streamed,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -96,8 +113,8 @@ func TestRunStreamsAndReturnsText(t *testing.T) {
 	if out.Text != "Hello" || out.Model.String() != "a/m" || out.Partial {
 		t.Errorf("out = %+v", out)
 	}
-	if diff := cmp.Diff([]string{"Hel", "lo"}, streamed); diff != "" {
-		t.Errorf("streamed (-want +got):\n%s", diff)
+	if got := streamed.String(); got != "begin|Hel|lo" {
+		t.Errorf("streamed %q", got)
 	}
 	if r := p.reqs[0]; r.System != "sys" || r.Model != "m" || r.MaxTokens != 100 || len(r.Messages) != 1 {
 		t.Errorf("request = %+v", r)
@@ -134,14 +151,14 @@ func TestFallbackChain(t *testing.T) {
 		{"unknown model falls back at once", []step{{err: &llm.Error{Class: llm.Fallback, Reason: llm.ReasonNotFound}}}, "ok", false, "b/m", 1},
 		{"bad key falls back at once", []step{{err: &llm.Error{Class: llm.Fatal, Reason: llm.ReasonAuth, Status: 401}}}, "ok", false, "b/m", 1},
 		{"invalid request stops the chain", []step{{err: &llm.Error{Class: llm.Fatal, Reason: llm.ReasonInvalid, Status: 400}}}, "", true, "a/m", 1},
-		{"failure after streaming is not repeated elsewhere", []step{{text: []string{"half"}, err: retryable}}, "half", true, "a/m", 1},
+		{"failure after shown text is not repeated elsewhere", []step{{text: []string{"half"}, err: retryable}}, "half", true, "a/m", 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				a := &fakeProvider{id: "a", steps: tt.primary}
 				b := &fakeProvider{id: "b"}
-				out, err := runner(a, b).Run(context.Background(), Input{Models: chain("a/m", "b/m"), Transcript: userTurn("hi")})
+				out, err := runner(a, b).Run(context.Background(), Input{Models: chain("a/m", "b/m"), Transcript: userTurn("hi"), Stream: live()})
 				if (err != nil) != tt.wantErr {
 					t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
 				}
@@ -262,4 +279,104 @@ func TestCooldownGrowsAndResets(t *testing.T) {
 	if d := c.failed(ref, 0, now); d != time.Minute {
 		t.Errorf("after a success the cooldown starts over, got %v", d)
 	}
+}
+
+// TestUnshownFailureMovesOn: on a channel that shows whole messages only,
+// text streamed by a call that then fails never reached anyone, so the call
+// is retried and falls back like one that sent nothing, and the cut text is
+// discarded rather than becoming the answer.
+func TestUnshownFailureMovesOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		retryable := &llm.Error{Class: llm.Retryable, Reason: llm.ReasonServer, Status: 500}
+		a := &fakeProvider{id: "a", steps: []step{{text: []string{"The answer is"}, err: retryable}, {text: []string{"The ans"}, err: retryable}}}
+		b := &fakeProvider{id: "b", steps: []step{{text: []string{"42"}}}}
+		s := wholeMessages()
+		out, err := runner(a, b).Run(context.Background(), Input{Models: chain("a/m", "b/m"), Transcript: userTurn("hi"), Stream: s})
+		if err != nil || out.Text != "42" || out.Model.String() != "b/m" || out.Partial {
+			t.Fatalf("out %+v err %v", out, err)
+		}
+		if got, want := s.String(), "begin|The answer is|discard|begin|The ans|discard|begin|42"; got != want {
+			t.Errorf("stream %q, want %q", got, want)
+		}
+	})
+}
+
+// TestRetryAndFallbackAfterToolRound: a 429 on the call after a tool round
+// is retried and then falls back; the tool does not run again.
+func TestRetryAndFallbackAfterToolRound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rateLimited := &llm.Error{Class: llm.Retryable, Reason: llm.ReasonRateLimit, Status: 429}
+		a := &fakeProvider{id: "a", steps: []step{
+			{text: []string{"Let me check."}, calls: []llm.ToolCall{{ID: "c1", Name: "count", Arguments: "{}"}}},
+			{err: rateLimited}, {err: rateLimited},
+		}}
+		b := &fakeProvider{id: "b", steps: []step{{text: []string{"It is 1."}}}}
+		runs := 0
+		tools := &Tools{}
+		if err := tools.Add(Tool{Spec: llm.Tool{Name: "count", Parameters: map[string]any{"type": "object"}}, Call: func(context.Context, json.RawMessage) (string, error) {
+			runs++
+			return "1", nil
+		}}); err != nil {
+			t.Fatal(err)
+		}
+		r := NewRunner(Options{Providers: map[string]llm.Provider{"a": a, "b": b}, MaxTokens: 100, ContextTokens: 10000, Tools: tools})
+		start := time.Now()
+		out, err := r.Run(context.Background(), Input{Models: chain("a/m", "b/m"), Transcript: userTurn("count"), Stream: wholeMessages()})
+		if err != nil || out.Model.String() != "b/m" || out.Text != "Let me check.\n\nIt is 1." {
+			t.Fatalf("out %+v err %v", out, err)
+		}
+		if len(a.calls) != 3 || runs != 1 {
+			t.Errorf("primary called %d times (want the tool round, one call and its retry), tool ran %d times", len(a.calls), runs)
+		}
+		if time.Since(start) != time.Second {
+			t.Errorf("the retry waited %v, want the 1s backoff", time.Since(start))
+		}
+	})
+}
+
+// hangProvider accepts every call and sends nothing until the caller gives
+// up.
+type hangProvider struct {
+	id    string
+	calls int
+}
+
+func (h *hangProvider) ID() string { return h.id }
+
+func (h *hangProvider) Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Event, error] {
+	return func(yield func(llm.Event, error) bool) {
+		h.calls++
+		<-ctx.Done()
+		yield(llm.Event{}, llm.Transport(h.id, req.Model, ctx, ctx.Err()))
+	}
+}
+
+// TestFirstTokenTimeout: a provider that accepts the request and sends
+// nothing is abandoned after the first-token timeout, not retried, and the
+// chain moves on; alone, the turn fails after that one timeout.
+func TestFirstTokenTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := &hangProvider{id: "a"}
+		b := &fakeProvider{id: "b", steps: []step{{text: []string{"here"}}}}
+		r := NewRunner(Options{Providers: map[string]llm.Provider{"a": h, "b": b}, MaxTokens: 100, ContextTokens: 10000})
+		start := time.Now()
+		out, err := r.Run(context.Background(), Input{Models: chain("a/m", "b/m"), Transcript: userTurn("hi")})
+		if err != nil || out.Text != "here" {
+			t.Fatalf("out %+v err %v", out, err)
+		}
+		if got := time.Since(start); got != DefaultFirstTokenTimeout || h.calls != 1 {
+			t.Errorf("fell back after %v and %d calls; want %v and 1", got, h.calls, DefaultFirstTokenTimeout)
+		}
+
+		alone := NewRunner(Options{Providers: map[string]llm.Provider{"a": &hangProvider{id: "a"}}, FirstTokenTimeout: 5 * time.Second})
+		start = time.Now()
+		_, err = alone.Run(context.Background(), Input{Models: chain("a/m"), Transcript: userTurn("hi")})
+		var le *llm.Error
+		if !errors.Is(err, ErrNoFirstToken) || !errors.As(err, &le) || le.Reason != llm.ReasonTimeout || le.Provider != "a" {
+			t.Errorf("err = %v; want a classified first-token timeout", err)
+		}
+		if got := time.Since(start); got != 5*time.Second {
+			t.Errorf("gave up after %v, want 5s", got)
+		}
+	})
 }

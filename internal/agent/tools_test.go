@@ -127,19 +127,6 @@ func TestToolRoundsAreBounded(t *testing.T) {
 	}
 }
 
-func TestNoFallbackAfterToolsRan(t *testing.T) {
-	p := &fakeProvider{id: "a", steps: []step{
-		{calls: []llm.ToolCall{call("c1", "upper", `{"text":"x"}`)}},
-		{err: &llm.Error{Class: llm.Retryable, Reason: llm.ReasonOverloaded}},
-	}}
-	b := &fakeProvider{id: "b"}
-	r, _ := toolRunner(t, p, b)
-	out, err := r.Run(context.Background(), Input{Models: chain("a/m", "b/m"), Transcript: userTurn("x")})
-	if err == nil || len(b.calls) != 0 || !out.Partial {
-		t.Errorf("err %v, fallback calls %d, partial %v: a turn whose tools ran must not start over elsewhere", err, len(b.calls), out.Partial)
-	}
-}
-
 func TestToolRegistryRejects(t *testing.T) {
 	var ts Tools
 	if err := ts.Add(Tool{Spec: llm.Tool{Name: "bad name"}, Call: func(context.Context, json.RawMessage) (string, error) { return "", nil }}); err == nil {

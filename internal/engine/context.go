@@ -33,6 +33,11 @@ type MsgContext struct {
 	// Heartbeat marks a turn started by the heartbeat runner; it is
 	// skipped, not queued, when the session is busy.
 	Heartbeat bool
+	// Standalone marks a turn that runs on its own (digests, summaries):
+	// it is never merged with other messages or steered into another
+	// turn, and takes no steered messages itself. Heartbeats are
+	// standalone too.
+	Standalone bool
 	// Consume lists the receive-buffer entries this turn hands on; they
 	// are removed when the turn is admitted, in the same step.
 	Consume []int64

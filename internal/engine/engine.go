@@ -342,20 +342,56 @@ func (e *Engine) runAgent(ctx context.Context, log *slog.Logger, in agent.Input)
 	return e.opts.Runner.Run(ctx, in)
 }
 
-// ErrorNotice is the text a user sees when a turn fails before any reply.
+// ErrorNotice is what a direct chat is told when its turn failed: which
+// model failed and how (refused, timed out, rejected the key), and what the
+// user can do.
 func ErrorNotice(err error) string {
 	var le *llm.Error
-	switch {
-	case errors.As(err, &le) && le.Reason == llm.ReasonRateLimit:
-		return "⚠️ The model is rate-limited right now. Please try again in a moment."
-	case errors.As(err, &le) && (le.Reason == llm.ReasonOverloaded || le.Class == llm.Retryable):
-		return "⚠️ The model is unavailable right now. Please try again in a moment."
-	case errors.As(err, &le) && le.Reason == llm.ReasonAuth:
-		return "⚠️ The model rejected pincer's credentials. Ask the operator to check the API key."
-	case errors.As(err, &le) && le.Reason == llm.ReasonCanceled, errors.Is(err, context.Canceled):
+	if !errors.As(err, &le) {
+		switch {
+		case errors.Is(err, context.Canceled):
+			return "⚠️ The reply was interrupted."
+		case errors.Is(err, agent.ErrNoModel):
+			return "⚠️ No reply: no usable model is configured. Ask the operator to check the model settings."
+		}
+		return "⚠️ No reply: something went wrong inside pincer. The operator can find the details in its log."
+	}
+	model := "the model"
+	if le.Provider != "" {
+		model = le.Provider
+		if le.Model != "" {
+			model += "/" + le.Model
+		}
+	}
+	status := ""
+	if le.Status != 0 {
+		status = fmt.Sprintf(" (HTTP %d)", le.Status)
+	}
+	switch le.Reason {
+	case llm.ReasonRateLimit:
+		return fmt.Sprintf("⚠️ No reply: %s refused the request because of its rate limit%s. Please try again in a moment.", model, status)
+	case llm.ReasonOverloaded:
+		return fmt.Sprintf("⚠️ No reply: %s is overloaded%s. Please try again in a moment.", model, status)
+	case llm.ReasonTimeout:
+		return fmt.Sprintf("⚠️ No reply: %s timed out without answering%s. Please try again in a moment.", model, status)
+	case llm.ReasonNetwork:
+		return fmt.Sprintf("⚠️ No reply: %s could not be reached. Please try again in a moment.", model)
+	case llm.ReasonTruncated:
+		return fmt.Sprintf("⚠️ No reply: %s broke off its answer. Please try again.", model)
+	case llm.ReasonServer:
+		return fmt.Sprintf("⚠️ No reply: %s failed with a server error%s. Please try again in a moment.", model, status)
+	case llm.ReasonAuth:
+		return fmt.Sprintf("⚠️ No reply: %s rejected pincer's API key%s. Ask the operator to check it.", model, status)
+	case llm.ReasonNotFound:
+		return fmt.Sprintf("⚠️ No reply: %s does not know this model%s. Ask the operator to check the model name.", model, status)
+	case llm.ReasonQuota:
+		return fmt.Sprintf("⚠️ No reply: %s says the account is out of quota%s. Ask the operator to check billing.", model, status)
+	case llm.ReasonInvalid:
+		return fmt.Sprintf("⚠️ No reply: %s refused the request as invalid%s.", model, status)
+	case llm.ReasonCanceled:
 		return "⚠️ The reply was interrupted."
 	}
-	return "⚠️ Something went wrong while generating the reply."
+	return fmt.Sprintf("⚠️ No reply: %s failed%s.", model, status)
 }
 
 // Close stops accepting messages and waits for in-flight turns. When ctx

@@ -107,7 +107,7 @@ func message(id, peer, text string, at time.Time) msg.Message {
 func TestDispatchStreamsDeliversAndPersists(t *testing.T) {
 	p := &echoProvider{}
 	e, st := newEngine(t, p)
-	r := &recorder{}
+	r := &liveRecorder{}
 	if err := e.Dispatch(context.Background(), message("1", "b1", "hi", t0), r); err != nil {
 		t.Fatal(err)
 	}
@@ -173,13 +173,13 @@ func TestDuplicateIsDroppedOnce(t *testing.T) {
 }
 
 func TestFailureDeliversNotice(t *testing.T) {
-	p := &echoProvider{fail: &llm.Error{Class: llm.Fatal, Reason: llm.ReasonAuth, Status: 401}}
+	p := &echoProvider{fail: &llm.Error{Provider: "fake", Model: "m", Class: llm.Fatal, Reason: llm.ReasonAuth, Status: 401}}
 	e, st := newEngine(t, p)
 	r := &recorder{}
 	if err := e.Dispatch(context.Background(), message("1", "b1", "hi", t0), r); err != nil {
 		t.Fatal(err)
 	}
-	if len(r.delivered) != 1 || !r.delivered[0].IsError || !strings.Contains(r.delivered[0].Text, "credentials") {
+	if len(r.delivered) != 1 || !r.delivered[0].IsError || !strings.Contains(r.delivered[0].Text, "fake/m rejected pincer's API key (HTTP 401)") {
 		t.Fatalf("delivered %+v", r.delivered)
 	}
 	tr, _ := st.Transcript(context.Background(), "agent:main:webchat:direct:b1")
@@ -260,12 +260,16 @@ func TestErrorNotice(t *testing.T) {
 		err  error
 		want string
 	}{
-		{&llm.Error{Class: llm.Retryable, Reason: llm.ReasonRateLimit}, "rate-limited"},
-		{&llm.Error{Class: llm.Retryable, Reason: llm.ReasonOverloaded}, "unavailable"},
-		{&llm.Error{Class: llm.Retryable, Reason: llm.ReasonTruncated}, "unavailable"},
-		{&llm.Error{Class: llm.Fatal, Reason: llm.ReasonAuth}, "credentials"},
+		{&llm.Error{Provider: "openai", Model: "gpt-4o", Class: llm.Retryable, Reason: llm.ReasonRateLimit, Status: 429}, "openai/gpt-4o refused the request because of its rate limit (HTTP 429)"},
+		{&llm.Error{Provider: "anthropic", Model: "claude", Class: llm.Retryable, Reason: llm.ReasonOverloaded, Status: 529}, "anthropic/claude is overloaded (HTTP 529)"},
+		{&llm.Error{Provider: "openai", Model: "gpt-4o", Class: llm.Retryable, Reason: llm.ReasonTimeout}, "openai/gpt-4o timed out without answering"},
+		{&llm.Error{Provider: "openai", Class: llm.Retryable, Reason: llm.ReasonNetwork}, "openai could not be reached"},
+		{&llm.Error{Class: llm.Retryable, Reason: llm.ReasonTruncated}, "the model broke off its answer"},
+		{&llm.Error{Provider: "openai", Model: "gpt-4o", Class: llm.Fatal, Reason: llm.ReasonAuth, Status: 401}, "openai/gpt-4o rejected pincer's API key (HTTP 401)"},
+		{&llm.Error{Provider: "openai", Model: "x", Class: llm.Fallback, Reason: llm.ReasonNotFound, Status: 404}, "does not know this model"},
 		{context.Canceled, "interrupted"},
-		{errors.New("x"), "went wrong"},
+		{agent.ErrNoModel, "no usable model"},
+		{errors.New("x"), "something went wrong inside pincer"},
 	}
 	for _, tt := range tests {
 		if got := ErrorNotice(tt.err); !strings.Contains(got, tt.want) {

@@ -78,6 +78,11 @@ type waiting struct {
 	done chan error
 }
 
+// standalone reports a turn that runs on its own: it is never merged with
+// other messages, never steered into another turn, and takes no steered
+// messages itself (digests, summaries, heartbeats).
+func (w *waiting) standalone() bool { return w.mc.Standalone || w.mc.Heartbeat }
+
 // lane schedules the turns of one session: one runs at a time; the rest
 // wait in the queue or, in steer mode, for the running turn to take them.
 // All fields are guarded by mu, the mutex of the session's shard.
@@ -85,10 +90,27 @@ type lane struct {
 	mu      *sync.Mutex
 	channel msg.ChannelID
 	running bool
-	queue   []*waiting
-	steered []*waiting
+	// standalone: the running turn takes no steered messages.
+	standalone bool
+	queue      []*waiting
+	steered    []*waiting
 	// dropped holds summaries of messages a full queue gave up.
 	dropped []string
+}
+
+// pending counts the messages waiting in the lane.
+func (l *lane) pending() int { return len(l.queue) + len(l.steered) }
+
+// dropOldest removes the longest-waiting message.
+func (l *lane) dropOldest() *waiting {
+	if len(l.steered) > 0 && (len(l.queue) == 0 || l.steered[0].at.Before(l.queue[0].at)) {
+		w := l.steered[0]
+		l.steered = l.steered[1:]
+		return w
+	}
+	w := l.queue[0]
+	l.queue = l.queue[1:]
+	return w
 }
 
 // enqueue runs mc now when its session is idle, else queues it per the
@@ -104,11 +126,11 @@ func (e *Engine) enqueue(ctx context.Context, log *slog.Logger, mc MsgContext, r
 		sh.lanes[key] = l
 	}
 	if !l.running {
-		l.running = true
+		l.running, l.standalone = true, w.standalone()
 		sh.mu.Unlock()
-		err := e.turn(ctx, log, w, l)
+		err := e.turn(ctx, log, []*waiting{w}, l)
 		sh.mu.Lock()
-		if len(l.queue) == 0 && len(l.steered) == 0 {
+		if l.pending() == 0 {
 			// Nothing waited: free the lane here rather than in a goroutine.
 			l.running = false
 			delete(sh.lanes, key)
@@ -135,32 +157,40 @@ func (e *Engine) enqueue(ctx context.Context, log *slog.Logger, mc MsgContext, r
 		sh.mu.Unlock()
 		return e.enqueue(ctx, log, mc, r)
 	}
-	switch qs.Mode {
-	case QueueSteer:
-		l.steered = append(l.steered, w)
-	case QueueInterrupt:
+	// Steering and interrupting happen between turns that take part in
+	// them; a standalone turn waits for its own, and is not cut short.
+	joins := !w.standalone() && !l.standalone
+	if qs.Mode == QueueInterrupt && joins {
 		for _, old := range l.queue {
+			if old.standalone() {
+				continue
+			}
 			old.done <- ErrDropped
 		}
-		l.queue = []*waiting{w}
+		l.queue = slices.DeleteFunc(l.queue, func(old *waiting) bool { return !old.standalone() })
+		l.queue = append(l.queue, w)
 		if cancel := sh.active[key]; cancel != nil {
 			cancel(errInterrupted)
 		}
-	default:
-		if qs.Cap > 0 && len(l.queue) >= qs.Cap {
-			if qs.Drop == DropNew {
-				sh.mu.Unlock()
-				log.Warn("queue full: message refused", "cap", qs.Cap)
-				return ErrDropped
-			}
-			oldest := l.queue[0]
-			l.queue = l.queue[1:]
-			if qs.Drop == DropSummarize {
-				l.dropped = append(l.dropped, summarizeDropped(oldest.mc.Message))
-			}
-			oldest.done <- ErrDropped
-			log.Warn("queue full: oldest message dropped", "cap", qs.Cap, "policy", string(qs.Drop))
+		sh.mu.Unlock()
+		return <-w.done
+	}
+	if qs.Cap > 0 && l.pending() >= qs.Cap {
+		if qs.Drop == DropNew {
+			sh.mu.Unlock()
+			log.Warn("queue full: message refused", "cap", qs.Cap)
+			return ErrDropped
 		}
+		oldest := l.dropOldest()
+		if qs.Drop == DropSummarize {
+			l.dropped = append(l.dropped, summarizeDropped(oldest.mc.Message))
+		}
+		oldest.done <- ErrDropped
+		oldest.log.Warn("queue full: oldest message dropped", "cap", qs.Cap, "policy", string(qs.Drop))
+	}
+	if qs.Mode == QueueSteer && joins {
+		l.steered = append(l.steered, w)
+	} else {
 		l.queue = append(l.queue, w)
 	}
 	sh.mu.Unlock()
@@ -174,7 +204,7 @@ func (e *Engine) drain(key string, l *lane) {
 	sh := e.shard(key)
 	for {
 		sh.mu.Lock()
-		idle := len(l.queue) == 0 && len(l.steered) == 0
+		idle := l.pending() == 0
 		if idle {
 			l.running = false
 			delete(sh.lanes, key)
@@ -188,31 +218,46 @@ func (e *Engine) drain(key string, l *lane) {
 			e.waitQuiet(key, l, qs.Debounce)
 		}
 		sh.mu.Lock()
-		// Steered messages the last turn did not take become followups.
-		l.queue = append(l.steered, l.queue...)
+		// Steered messages the last turn did not take wait with the queue,
+		// in the order they came.
+		all := append(l.steered, l.queue...)
+		slices.SortStableFunc(all, func(a, b *waiting) int { return a.at.Compare(b.at) })
 		l.steered = nil
-		if len(l.queue) == 0 {
+		if len(all) == 0 {
+			l.queue = nil
 			l.running = false
 			delete(sh.lanes, key)
 			sh.mu.Unlock()
 			return
 		}
-		var next *waiting
-		var merged []*waiting
-		if qs.Mode == QueueCollect {
-			next, merged = mergeWaiting(l.queue), l.queue[:len(l.queue)-1]
-			l.queue = nil
-		} else {
-			next, l.queue = l.queue[0], l.queue[1:]
+		// The next turn: one message, or in steer and collect modes every
+		// message up to the next standalone one, each with its own sender.
+		n := 1
+		if !all[0].standalone() && (qs.Mode == QueueSteer || qs.Mode == QueueCollect) {
+			for n < len(all) && !all[n].standalone() {
+				n++
+			}
 		}
+		batch := all[:n:n]
+		l.queue = all[n:]
+		l.standalone = batch[0].standalone()
 		sh.mu.Unlock()
 		ctx, cancel := context.WithCancel(e.base)
-		err := e.turn(ctx, next.log, next, l)
+		err := e.turn(ctx, batch[0].log, batch, l)
 		cancel()
-		for _, w := range merged {
+		answer(batch, err)
+	}
+}
+
+// answer tells the messages of a turn its outcome: err for the newest,
+// whose replier carried the reply, channel.ErrMerged for the others.
+func answer(batch []*waiting, err error) {
+	for i, w := range batch {
+		if i == len(batch)-1 {
+			w.done <- err
+		} else {
 			w.done <- channel.ErrMerged
 		}
-		next.done <- err
 	}
 }
 
@@ -233,37 +278,17 @@ func (e *Engine) waitQuiet(key string, l *lane, d time.Duration) {
 	}
 }
 
-// mergeWaiting merges queued messages into one, answered through the
-// newest message's replier.
-func mergeWaiting(ws []*waiting) *waiting {
-	if len(ws) == 1 {
-		return ws[0]
-	}
-	msgs := make([]msg.Message, len(ws))
-	bodies := make([]string, len(ws))
-	for i, w := range ws {
-		msgs[i] = w.mc.Message
-		bodies[i] = w.mc.BodyForAgent
-	}
-	// A copy of the newest waiter: same replier and done channel, merged
-	// message.
-	last := *ws[len(ws)-1]
-	last.mc.Message = Merge(msgs)
-	last.mc.BodyForAgent = strings.Join(bodies, "\n")
-	return &last
-}
-
-// takeSteered removes the messages steered into a running turn and merges
-// them; nil when there are none.
-func (e *Engine) takeSteered(l *lane) (*waiting, []*waiting) {
+// takeSteered removes and returns the messages steered into the running
+// turn, oldest first; none when the turn is standalone.
+func (e *Engine) takeSteered(l *lane) []*waiting {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.steered) == 0 {
-		return nil, nil
+	if l.standalone || len(l.steered) == 0 {
+		return nil
 	}
 	ws := l.steered
 	l.steered = nil
-	return mergeWaiting(ws), ws[:len(ws)-1]
+	return ws
 }
 
 // takeDropped returns and clears the summaries of dropped messages.

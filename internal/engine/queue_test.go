@@ -18,20 +18,33 @@ import (
 )
 
 // gateProvider answers "re: <user text>", but only after taking a token
-// from gate for each call.
+// from gate for each call. The user text is that of the user messages
+// after the last reply, each without its envelope, joined by " + ".
 type gateProvider struct {
 	gate chan struct{}
 	mu   sync.Mutex
-	seen []string // the last user message of each call, without envelope
+	seen []string // the new user messages of each call
+	reqs []llm.Request
 }
 
 func (p *gateProvider) ID() string { return "fake" }
 
+// newUserTexts lists the user messages since the last assistant message,
+// without envelopes.
+func newUserTexts(msgs []llm.Message) []string {
+	var out []string
+	for i := len(msgs) - 1; i >= 0 && msgs[i].Role == llm.RoleUser; i-- {
+		t := msgs[i].Text
+		out = append([]string{t[strings.Index(t, "] ")+2:]}, out...)
+	}
+	return out
+}
+
 func (p *gateProvider) Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
-		last := req.Messages[len(req.Messages)-1].Text
-		last = last[strings.Index(last, "] ")+2:]
+		last := strings.Join(newUserTexts(req.Messages), " + ")
 		p.mu.Lock()
+		p.reqs = append(p.reqs, req)
 		p.seen = append(p.seen, last)
 		p.mu.Unlock()
 		if !yield(llm.Event{Kind: llm.EventText, Text: "re: "}, nil) {
@@ -133,13 +146,13 @@ func TestQueueCollect(t *testing.T) {
 		time.Sleep(time.Millisecond)
 		synctest.Wait()
 		q.release()
-		if diff := cmp.Diff([]string{"first", "second\nthird"}, q.p.calls()); diff != "" {
-			t.Errorf("queued messages merge into one turn (-want +got):\n%s", diff)
+		if diff := cmp.Diff([]string{"first", "second + third"}, q.p.calls()); diff != "" {
+			t.Errorf("queued messages join one turn, each its own message (-want +got):\n%s", diff)
 		}
 		if err := <-q.results["b"]; !errors.Is(err, channel.ErrMerged) {
 			t.Errorf("b: %v", err)
 		}
-		if got := q.reply("c"); len(got) != 1 || got[0] != "re: second\nthird" {
+		if got := q.reply("c"); len(got) != 1 || got[0] != "re: second + third" {
 			t.Errorf("c got %q", got)
 		}
 	})
@@ -152,7 +165,9 @@ func TestQueueInterrupt(t *testing.T) {
 		q.send("b", "second", false) // stops a; b runs
 		q.send("c", "third", false)  // stops b; c runs
 		q.release()
-		if diff := cmp.Diff([]string{"first", "second", "third"}, q.p.calls()); diff != "" {
+		// Nothing of the stopped replies was shown, so nothing of them is
+		// kept: the newest turn sees the earlier messages as unanswered.
+		if diff := cmp.Diff([]string{"first", "first + second", "first + second + third"}, q.p.calls()); diff != "" {
 			t.Errorf("(-want +got):\n%s", diff)
 		}
 		for _, id := range []string{"a", "b"} {
@@ -163,7 +178,7 @@ func TestQueueInterrupt(t *testing.T) {
 				t.Errorf("%s: %v", id, err)
 			}
 		}
-		if got := q.reply("c"); len(got) != 1 || got[0] != "re: third" {
+		if got := q.reply("c"); len(got) != 1 || got[0] != "re: first + second + third" {
 			t.Errorf("c got %q", got)
 		}
 	})

@@ -5,6 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pincerbot/pincer/internal/agent"
@@ -16,11 +20,14 @@ import (
 	"github.com/pincerbot/pincer/internal/store"
 )
 
-// turn runs w as an agent turn on its session and, while messages are
-// steered into it, goes on with them in the same turn. It returns w's
-// result; steered messages get theirs through their done channels.
-func (e *Engine) turn(ctx context.Context, log *slog.Logger, w *waiting, l *lane) error {
-	key := w.mc.SessionKey
+// turn runs batch as one agent turn on its session (the messages it
+// answers, oldest first, each with its own sender) and, while messages are
+// steered into it, goes on with them in the same turn. It returns the
+// batch's result; steered messages get theirs through their done channels.
+// When a call fails or is stopped, the messages steered meanwhile stay in
+// the lane and wait for a turn of their own.
+func (e *Engine) turn(ctx context.Context, log *slog.Logger, batch []*waiting, l *lane) error {
+	key := batch[0].mc.SessionKey
 	unlock := e.lock(key)
 	defer unlock()
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -34,38 +41,30 @@ func (e *Engine) turn(ctx context.Context, log *slog.Logger, w *waiting, l *lane
 		delete(sh.active, key)
 		sh.mu.Unlock()
 	}()
-	first, cur := w, w
+	cur := batch
 	for {
-		ok, err := e.call(ctx, cur.log, cur.mc, cur.r, l)
-		if cur != first {
-			cur.done <- err
+		ok, err := e.call(ctx, log, cur, l)
+		if &cur[0] != &batch[0] {
+			answer(cur, err)
 		}
-		if err != nil {
+		if err != nil || !ok {
 			return err
 		}
-		next, merged := e.takeSteered(l)
-		if next == nil {
+		next := e.takeSteered(l)
+		if len(next) == 0 {
 			return nil
 		}
-		if !ok {
-			// The call failed or was stopped: steered messages wait for a
-			// turn of their own.
-			sh.mu.Lock()
-			l.steered = append(append(merged, next), l.steered...)
-			sh.mu.Unlock()
-			return nil
-		}
-		for _, m := range merged {
-			m.done <- channel.ErrMerged
-		}
-		log.Info("steering the running turn", "messages", len(merged)+1)
+		log.Info("steering the running turn", "messages", len(next))
 		cur = next
 	}
 }
 
-// call appends mc to the transcript, runs one agent call and delivers the
-// reply. ok is false when the call failed or was stopped.
-func (e *Engine) call(ctx context.Context, log *slog.Logger, mc MsgContext, r channel.Replier, l *lane) (ok bool, err error) {
+// call appends the batch's messages to the transcript, each as its own
+// user turn, runs one agent call and delivers the reply through the newest
+// message's replier. ok is false when the call failed or was stopped.
+func (e *Engine) call(ctx context.Context, log *slog.Logger, batch []*waiting, l *lane) (ok bool, err error) {
+	newest := batch[len(batch)-1]
+	mc, log := newest.mc, newest.log
 	key := mc.SessionKey
 	start := time.Now()
 	st := e.opts.Store
@@ -91,29 +90,39 @@ func (e *Engine) call(ctx context.Context, log *slog.Logger, mc MsgContext, r ch
 			prior = compacted
 		}
 	}
-	body := mc.BodyForAgent
-	if dropped := e.takeDropped(l); len(dropped) > 0 {
-		body = droppedNotice(dropped) + body
+	dropped := e.takeDropped(l)
+	transcript := prior
+	for i, w := range batch {
+		body := w.mc.BodyForAgent
+		if i == 0 && len(dropped) > 0 {
+			body = droppedNotice(dropped) + body
+		}
+		userTurn, err := st.AppendTurn(ctx, key, e.userTurn(w.mc, body, transcript))
+		if err != nil {
+			return false, fmt.Errorf("turn %s: %w", key, err)
+		}
+		log.Debug("agent turn", "session", key, "body", userTurn.Text)
+		transcript = append(transcript, userTurn)
 	}
-	userTurn, err := st.AppendTurn(ctx, key, e.userTurn(mc, body, prior))
-	if err != nil {
-		return false, fmt.Errorf("turn %s: %w", key, err)
-	}
-	log.Debug("agent turn", "session", key, "body", userTurn.Text)
 
+	// The reply goes to the newest message and may mention everyone the
+	// turn answers.
+	r := &batchReplier{Replier: newest.r}
+	for _, w := range batch {
+		r.add(w.mc.Message.Sender)
+	}
 	// The reply is persisted before its final delivery, so a crash while
 	// delivering cannot lose it. The turn's context may be cut by shutdown,
 	// so persistence uses one of its own.
-	persist := func(out agent.Output, runErr error) {
-		turns := out.Turns
-		if runErr != nil && out.Text != "" {
-			turns = append(turns, store.Turn{Role: store.RoleAssistant, Text: out.Text, Partial: true})
-		}
+	persist := func(turns []store.Turn) {
 		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		for _, t := range turns {
-			if t.Role == store.RoleAssistant && t.Text == "" && len(t.ToolCalls) == 0 {
-				continue
+			if t.Role == store.RoleAssistant {
+				t.Text = storedReply(t.Text)
+				if t.Text == "" && len(t.ToolCalls) == 0 {
+					continue
+				}
 			}
 			if _, err := st.AppendTurn(pctx, key, t); err != nil {
 				log.Error("persist reply", "err", err)
@@ -121,8 +130,8 @@ func (e *Engine) call(ctx context.Context, log *slog.Logger, mc MsgContext, r ch
 			}
 		}
 	}
-	// Messages steered into the turn between model calls join it; they
-	// learn the outcome once the turn is over.
+	// Messages steered into the turn between model calls join it, each
+	// as its own user turn; they learn the outcome once the turn is over.
 	var absorbed []*waiting
 	defer func() {
 		for _, w := range absorbed {
@@ -130,13 +139,18 @@ func (e *Engine) call(ctx context.Context, log *slog.Logger, mc MsgContext, r ch
 		}
 	}()
 	steer := func() []store.Turn {
-		next, merged := e.takeSteered(l)
-		if next == nil {
+		next := e.takeSteered(l)
+		if len(next) == 0 {
 			return nil
 		}
-		absorbed = append(append(absorbed, merged...), next)
-		log.Info("steering the running turn between model calls")
-		return []store.Turn{e.userTurn(next.mc, next.mc.BodyForAgent, prior)}
+		absorbed = append(absorbed, next...)
+		log.Info("steering the running turn between model calls", "messages", len(next))
+		var turns []store.Turn
+		for _, w := range next {
+			turns = append(turns, e.userTurn(w.mc, w.mc.BodyForAgent, append(transcript, turns...)))
+			r.add(w.mc.Message.Sender)
+		}
+		return turns
 	}
 	// A slot of the global limit is held for the model run only.
 	select {
@@ -152,7 +166,7 @@ func (e *Engine) call(ctx context.Context, log *slog.Logger, mc MsgContext, r ch
 	runErr := e.run(ctx, log, mc, r, start, agent.Input{
 		Models:     models,
 		System:     system,
-		Transcript: append(prior, userTurn),
+		Transcript: transcript,
 		Thinking:   sess.Options[optThink],
 		Elevated:   sess.Options[optElevated] != "",
 		Steer:      steer,
@@ -161,13 +175,64 @@ func (e *Engine) call(ctx context.Context, log *slog.Logger, mc MsgContext, r ch
 	return runErr == nil, nil
 }
 
+// storedReply is an assistant text as the transcript keeps it: a token
+// trailing real content is dropped (it was never said); a reply that is the
+// silent token alone keeps the token, so the model knows it stayed silent.
+func storedReply(text string) string {
+	stripped := reply.StripSilentToken(text)
+	if stripped != text && strings.TrimSpace(stripped) == "" {
+		return reply.SilentToken
+	}
+	return stripped
+}
+
+// batchReplier answers the messages of a turn through the newest one's
+// replier and lets the reply mention every sender it answers.
+type batchReplier struct {
+	channel.Replier
+	mu     sync.Mutex
+	people []msg.Sender
+}
+
+// add makes one more sender mentionable (a message steered in).
+func (b *batchReplier) add(s msg.Sender) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.people = append(b.people, s)
+}
+
+func (b *batchReplier) Deliver(ctx context.Context, out msg.Outbound) (msg.MessageID, error) {
+	b.mu.Lock()
+	out.Mentionable = append(slices.Clone(out.Mentionable), b.people...)
+	b.mu.Unlock()
+	return b.Replier.Deliver(ctx, out)
+}
+
+// ShowsPartial passes the wrapped replier's answer on.
+func (b *batchReplier) ShowsPartial() bool {
+	pv, ok := b.Replier.(channel.PartialViewer)
+	return ok && pv.ShowsPartial()
+}
+
+// Typing passes the indicator on to a chat that has one.
+func (b *batchReplier) Typing(ctx context.Context, on bool) error {
+	if t, ok := b.Replier.(channel.Typer); ok {
+		return t.Typing(ctx, on)
+	}
+	return nil
+}
+
 // run runs the agent and delivers its reply through a dispatcher: as blocks
-// while it streams, when configured and the channel does not show live text,
-// else whole at the end.
-func (e *Engine) run(ctx context.Context, log *slog.Logger, mc MsgContext, r channel.Replier, start time.Time, in agent.Input, persist func(agent.Output, error)) error {
+// while it streams, when configured and the channel does not show live
+// text, else whole at the end. The silent token never reaches the user:
+// streamed text is filtered call by call, and a call that says only the
+// token adds nothing. A failure is never delivered as if it were the
+// answer: direct chats are told what failed, groups stay silent (the
+// failure is logged and counted). Only a turn cut by shutdown delivers what
+// it had produced.
+func (e *Engine) run(ctx context.Context, log *slog.Logger, mc MsgContext, r channel.Replier, start time.Time, in agent.Input, persist func([]store.Turn)) error {
 	m := mc.Message
-	outcome := "empty"
-	var delivered, failed int
+	var delivered, failed atomic.Int32
 	base := msg.Outbound{Account: m.Account, Peer: m.Peer}
 	// Delivery outlives a turn cut by shutdown: what was produced still goes out.
 	deliverCtx := context.WithoutCancel(ctx)
@@ -175,7 +240,7 @@ func (e *Engine) run(ctx context.Context, log *slog.Logger, mc MsgContext, r cha
 		Deliver: func(ctx context.Context, _ reply.Kind, p msg.Outbound) error {
 			_, err := r.Deliver(ctx, p)
 			if err == nil {
-				delivered++
+				delivered.Add(1)
 			}
 			return err
 		},
@@ -189,7 +254,7 @@ func (e *Engine) run(ctx context.Context, log *slog.Logger, mc MsgContext, r cha
 		},
 		HumanDelay: e.opts.HumanDelay,
 		OnError: func(err error, kind reply.Kind) {
-			failed++
+			failed.Add(1)
 			log.Error("deliver reply", "kind", string(kind), "err", err)
 		},
 	})
@@ -202,64 +267,214 @@ func (e *Engine) run(ctx context.Context, log *slog.Logger, mc MsgContext, r cha
 		policy = reply.TypingHeartbeat
 	}
 	typing := reply.NewTyping(ctx, reply.TypingOptions{Set: setTyping, Policy: policy, Logger: log})
-	var chunker *reply.Chunker
-	if pv, live := r.(channel.PartialViewer); e.opts.Blocks != nil && !(live && pv.ShowsPartial()) {
-		chunker = reply.NewChunker(*e.opts.Blocks, func(block string) {
+	stream := &replyStream{r: r}
+	if pv, ok := r.(channel.PartialViewer); ok && pv.ShowsPartial() {
+		stream.live = true
+	} else if e.opts.Blocks != nil {
+		stream.chunker = reply.NewChunker(*e.opts.Blocks, func(block string) {
+			stream.blocks.Add(1)
 			p := base
 			p.Text = block
 			disp.SendBlock(p)
 		})
 	}
+	stream.onFirst = func() {
+		e.opts.Metrics.firstText.Observe(time.Since(start).Seconds())
+		typing.TextStarted()
+	}
+	in.Stream = stream
 
 	typing.RunStarted()
-	first := true
-	in.OnText = func(d string) {
-		if first {
-			first = false
-			e.opts.Metrics.firstText.Observe(time.Since(start).Seconds())
-			typing.TextStarted()
-		}
-		r.Partial(d)
-		if chunker != nil {
-			chunker.Push(d)
-		}
-	}
 	out, runErr := e.runAgent(ctx, log, in)
-	persist(out, runErr)
+	shutdown := e.base.Err() != nil
+	stream.finish(runErr, shutdown)
+	text := stream.text()
+	turns := out.Turns
+	if runErr != nil && text != "" {
+		turns = append(turns, store.Turn{Role: store.RoleAssistant, Text: text, Partial: true})
+	}
+	persist(turns)
 	cause := context.Cause(ctx)
+	outcome := "empty"
 	switch {
 	case errors.Is(cause, errAborted), errors.Is(cause, errInterrupted):
 		// The user said stop and was told so, or a newer message took
 		// over: nothing more goes out.
-		log.Info("turn stopped", "why", cause.Error(), "partial", out.Text != "")
-	case chunker != nil && out.Text != "":
-		chunker.Flush()
-	case out.Text != "":
+		log.Info("turn stopped", "why", cause.Error(), "partial", text != "")
+		outcome = "stopped"
+	case runErr != nil && !shutdown:
+		outcome = "failed"
+		e.failure(log, m, runErr, stream, base, disp)
+	case stream.chunker != nil:
+		stream.chunker.Flush()
+	case text != "":
 		p := base
-		p.Text = out.Text
+		p.Text = text
 		disp.SendFinal(p)
-	case runErr != nil:
-		p := base
-		p.Text, p.IsError = ErrorNotice(runErr), true
-		disp.SendFinal(p)
+	case stream.silent:
+		log.Info("reply not delivered", "reason", string(reply.SkipSilent))
+		outcome = "silent"
 	}
 	disp.MarkComplete()
 	<-disp.Idle()
 	typing.Stop()
 
 	switch {
+	case outcome == "failed" || outcome == "stopped" || outcome == "silent":
 	case runErr != nil:
-		outcome = "failed"
-		log.Warn("agent turn failed", "err", runErr, "partial", out.Text != "")
-	case failed > 0:
+		outcome = "cut"
+		log.Warn("in-flight reply cut by shutdown", "err", runErr, "partial", text != "")
+	case failed.Load() > 0:
 		outcome = "undelivered"
-	case delivered > 0:
+	case delivered.Load() > 0:
 		outcome = "replied"
 	default:
 		log.Info("turn ended without a reply")
 	}
 	e.opts.Metrics.turns.WithLabelValues(outcome).Inc()
 	return runErr
+}
+
+// failure handles a turn whose model run failed. Nothing cut off is sent
+// as if it were the answer. A direct chat is told which model failed and
+// how, after whatever it already saw; a group hears nothing, as a stray
+// error message there helps no one: the failure is logged for the operator
+// and counted in the turns metric.
+func (e *Engine) failure(log *slog.Logger, m msg.Message, err error, stream *replyStream, base msg.Outbound, disp *reply.Dispatcher) {
+	if m.Peer.Kind == msg.Group {
+		log.Error("agent turn failed; nothing was sent to the group", "err", err, "shown", stream.shownAny())
+		return
+	}
+	log.Warn("agent turn failed", "err", err, "shown", stream.shownAny())
+	p := base
+	p.Text, p.IsError = ErrorNotice(err), true
+	if stream.live && stream.shownAny() {
+		// The live view shows the cut text: the notice follows it in the
+		// same bubble, marked as an error.
+		p.Text = stream.text() + "\n\n" + p.Text
+	}
+	disp.SendFinal(p)
+}
+
+// replyStream is the agent.Stream of one turn: it filters the silent token
+// out of each model call's text and passes the rest to a live view or the
+// block chunker, and keeps what was said for the final delivery.
+type replyStream struct {
+	r       channel.Replier
+	live    bool
+	chunker *reply.Chunker
+	onFirst func()
+	// blocks counts blocks the chunker emitted (from its idle timer too).
+	blocks atomic.Int32
+
+	filter  reply.SilenceFilter
+	inCall  bool
+	call    strings.Builder // visible text of the current call
+	calls   []string        // visible text of the finished calls
+	shown   bool            // live text of the current call was shown
+	shownAt int32           // blocks emitted when the current call began
+	anyText bool
+	// silent: the last call said only the silent token.
+	silent bool
+}
+
+var _ agent.Stream = (*replyStream)(nil)
+
+// Begin implements agent.Stream.
+func (s *replyStream) Begin() {
+	s.endCall()
+	s.inCall, s.shown, s.shownAt = true, false, s.blocks.Load()
+	s.filter = reply.SilenceFilter{}
+	s.call.Reset()
+	if s.chunker != nil {
+		s.chunker.Mark()
+	}
+}
+
+// Text implements agent.Stream.
+func (s *replyStream) Text(delta string) { s.emit(s.filter.Push(delta)) }
+
+// Shown implements agent.Stream.
+func (s *replyStream) Shown() bool { return s.shown || s.blocks.Load() > s.shownAt }
+
+// Discard implements agent.Stream: the call's text never reached anyone
+// and another attempt follows.
+func (s *replyStream) Discard() {
+	s.inCall = false
+	s.call.Reset()
+	s.filter = reply.SilenceFilter{}
+	if s.chunker != nil {
+		s.chunker.Rollback()
+	}
+}
+
+// emit passes visible text on, separating it from an earlier call's.
+func (s *replyStream) emit(text string) {
+	if text == "" {
+		return
+	}
+	if s.call.Len() == 0 && len(s.calls) > 0 {
+		text = "\n\n" + text
+	}
+	if !s.anyText {
+		s.anyText = true
+		if s.onFirst != nil {
+			s.onFirst()
+		}
+	}
+	s.call.WriteString(text)
+	if s.live {
+		s.r.Partial(text)
+		s.shown = true
+	}
+	if s.chunker != nil {
+		s.chunker.Push(text)
+	}
+}
+
+// endCall closes the current call: what the filter held back goes out
+// unless it is the silent token.
+func (s *replyStream) endCall() {
+	if !s.inCall {
+		return
+	}
+	s.inCall = false
+	rest, silent := s.filter.End()
+	s.emit(rest)
+	s.silent = silent
+	if s.call.Len() > 0 {
+		s.calls = append(s.calls, s.call.String())
+		s.call.Reset()
+	}
+}
+
+// finish closes the stream after the run. A call that failed before any
+// of it was shown is dropped, and held-back text of a failed call is not
+// released, unless keep says the turn was cut by shutdown: then what was
+// produced is kept to be delivered.
+func (s *replyStream) finish(err error, keep bool) {
+	if err == nil || keep {
+		s.endCall()
+		return
+	}
+	if s.inCall && !s.Shown() {
+		s.Discard()
+		return
+	}
+	if s.inCall {
+		s.inCall = false
+		if s.call.Len() > 0 {
+			s.calls = append(s.calls, s.call.String())
+		}
+	}
+}
+
+// text is the visible reply: the calls' texts, separated by blank lines.
+func (s *replyStream) text() string { return strings.Join(s.calls, "") }
+
+// shownAny reports whether anything of the turn reached the user.
+func (s *replyStream) shownAny() bool {
+	return s.live && len(s.calls) > 0 || s.blocks.Load() > 0
 }
 
 // userTurn is the transcript turn of a user message: body headed by its

@@ -44,6 +44,9 @@ type Chunker struct {
 	all    strings.Builder
 	timer  *time.Timer
 	closed bool
+	// cuts counts the cuts made; mark* are the state at Mark.
+	cuts                       int
+	markBuf, markAll, markCuts int
 }
 
 // NewChunker returns a Chunker that hands blocks to emit.
@@ -130,6 +133,7 @@ func (c *Chunker) cut(idle bool) {
 }
 
 func (c *Chunker) send(at int) {
+	c.cuts++
 	block := strings.TrimSpace(c.buf[:at])
 	c.buf = strings.TrimLeft(c.buf[at:], " \t\n")
 	if block != "" {
@@ -208,4 +212,27 @@ func byteOffset(s string, n int) int {
 		n--
 	}
 	return len(s)
+}
+
+// Mark remembers how much text has been pushed, for Rollback.
+func (c *Chunker) Mark() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.markBuf, c.markAll, c.markCuts = len(c.buf), c.all.Len(), c.cuts
+}
+
+// Rollback drops the text pushed since Mark, when none of it has been cut
+// into a block yet, and reports whether it could: the text of a model call
+// that failed before anything of it was sent.
+func (c *Chunker) Rollback() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cuts != c.markCuts || c.markBuf > len(c.buf) {
+		return false
+	}
+	c.buf = c.buf[:c.markBuf]
+	all := c.all.String()[:c.markAll]
+	c.all.Reset()
+	c.all.WriteString(all)
+	return true
 }
