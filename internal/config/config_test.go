@@ -217,6 +217,10 @@ func FuzzParse(f *testing.F) {
 	f.Add(`{gateway:{listen:'${X}'}}`)
 	f.Add(`{a:[1,2,],}`)
 	f.Add(`[]`)
+	f.Add(``)
+	f.Add("// only a comment\n/* and another")
+	f.Add("{channels:{onebot:{selfId:3300000001}}} // done\n")
+	f.Add(`{models:{providers:{openai:{apiKey:3}}},agents:{defaults:{model:{primary:'openai/m'}}}}`)
 	f.Fuzz(func(t *testing.T, doc string) {
 		cfg, err := Parse([]byte(doc), envOf(map[string]string{"X": "127.0.0.1:1"}))
 		if err == nil {

@@ -68,6 +68,12 @@ func LoadFile(path string, env Env) (Config, error) {
 // references, rejects unknown keys and mistyped values, and validates the
 // result. The returned error joins every problem found; Problems splits it.
 //
+// An empty document, or one holding only white space and comments, is an
+// empty configuration: the built-in defaults, validated. White space and
+// comments may also follow the top-level object; anything else there is a
+// syntax error. Syntax errors give a 1-based line and column, the column
+// counted in characters.
+//
 // A value that cannot be decoded (an unknown key, a mistyped value, an
 // unset variable) is reported at its key path and leaves that setting at
 // its default; the rest of the document is still decoded and validated,
@@ -76,20 +82,33 @@ func LoadFile(path string, env Env) (Config, error) {
 // reported again.
 func Parse(data []byte, env Env) (Config, error) {
 	cfg := Default()
-	dec := json5.NewDecoder(bytes.NewReader(data))
+	switch start, err := skipBlank(data, 0); {
+	case err != nil:
+		return cfg, err
+	case start == len(data):
+		return cfg, cfg.Validate()
+	}
+	r := bytes.NewReader(data)
+	dec := json5.NewDecoder(r)
 	dec.UseNumber()
 	var tree any
 	if err := dec.Decode(&tree); err != nil {
 		return cfg, syntaxError(data, err)
 	}
-	if err := dec.Decode(new(any)); !errors.Is(err, io.EOF) {
-		return cfg, errors.New("syntax error: content after the top-level object")
+	if _, ok := tree.(map[string]any); !ok && tree != nil {
+		return cfg, errors.New("the document must be an object")
+	}
+	// The decoder stops right after the value and keeps what it read
+	// beyond it buffered.
+	buffered, _ := io.Copy(io.Discard, dec.Buffered())
+	switch rest, err := skipBlank(data, len(data)-r.Len()-int(buffered)); {
+	case err != nil:
+		return cfg, err
+	case rest < len(data):
+		return cfg, syntaxAt(data, rest, errors.New("content after the top-level object"))
 	}
 	if tree == nil {
 		return cfg, cfg.Validate()
-	}
-	if _, ok := tree.(map[string]any); !ok {
-		return cfg, errors.New("the document must be an object")
 	}
 	w := walker{env: env}
 	tree = w.value(tree, reflect.TypeFor[Config](), false, "")
@@ -113,6 +132,33 @@ func Parse(data []byte, env Env) (Config, error) {
 		return cfg, errors.Join(sortProblems(errs)...)
 	}
 	return cfg, nil
+}
+
+// skipBlank returns the offset of the first byte from off on that is
+// neither white space nor in a comment, len(data) when there is none.
+func skipBlank(data []byte, off int) (int, error) {
+	for off < len(data) {
+		rest := data[off:]
+		switch {
+		case bytes.IndexByte([]byte(" \t\r\n\f"), rest[0]) >= 0:
+			off++
+		case bytes.HasPrefix(rest, []byte("//")):
+			end := bytes.IndexAny(rest, "\r\n")
+			if end < 0 {
+				return len(data), nil
+			}
+			off += end
+		case bytes.HasPrefix(rest, []byte("/*")):
+			end := bytes.Index(rest[2:], []byte("*/"))
+			if end < 0 {
+				return off, syntaxAt(data, off, errors.New("unterminated comment"))
+			}
+			off += 2 + end + 2
+		default:
+			return off, nil
+		}
+	}
+	return off, nil
 }
 
 // syntaxError places a decoder error in data.

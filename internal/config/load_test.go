@@ -79,6 +79,35 @@ func TestMistypedValueReportedAlone(t *testing.T) {
 	}
 }
 
+func TestEmptyDocumentIsTheDefaults(t *testing.T) {
+	for _, doc := range []string{"", "  \n\t\r\n", "// nothing yet\n", "/* nothing */", "// a\r/* b */ // c", "null", "// x\nnull // y"} {
+		cfg, err := Parse([]byte(doc), noEnv)
+		if err != nil {
+			t.Errorf("%q: %v", doc, err)
+			continue
+		}
+		if diff := cmp.Diff(Default(), cfg); diff != "" {
+			t.Errorf("%q: not the defaults (-want +got):\n%s", doc, diff)
+		}
+	}
+}
+
+func TestTrailingCommentsAndSpaceAreAccepted(t *testing.T) {
+	for _, doc := range []string{
+		"{ log: { level: 'debug' } }\n// the end\n",
+		"{ log: { level: 'debug' } } // the end",
+		"{ log: { level: 'debug' } } /* a */ // b\n\n/* c\n */  \n",
+		"{ log: { level: 'debug' } }\r\n\t\r\n",
+	} {
+		cfg, err := Parse([]byte(doc), noEnv)
+		if err != nil {
+			t.Errorf("%q: %v", doc, err)
+		} else if cfg.Log.Level != "debug" {
+			t.Errorf("%q: level %q", doc, cfg.Log.Level)
+		}
+	}
+}
+
 // TestSyntaxErrorPositions pins line and column (1-based, counted in
 // characters) of syntax errors.
 func TestSyntaxErrorPositions(t *testing.T) {
@@ -90,6 +119,12 @@ func TestSyntaxErrorPositions(t *testing.T) {
 		{"after wide characters", "{\n  a: '标题', b: x\n}", "syntax error at line 2, column 15: "},
 		{"newline in a string", "{a: 'x\n'}", "syntax error at line 1, column 7: "},
 		{"truncated", "{\n  a: {", "syntax error at line 2, column 7: "},
+		{"content after the object", "{gateway: {}} }", "syntax error at line 1, column 15: content after the top-level object"},
+		{"second object", "{}\n// c\n{}", "syntax error at line 3, column 1: content after the top-level object"},
+		{"word after a comment", "{} /* c */ x", "syntax error at line 1, column 12: content after the top-level object"},
+		{"lone slash", "{} / x", "syntax error at line 1, column 4: content after the top-level object"},
+		{"unterminated trailing comment", "{}\n/* open", "syntax error at line 2, column 1: unterminated comment"},
+		{"unterminated comment alone", "  /* open", "syntax error at line 1, column 3: unterminated comment"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
