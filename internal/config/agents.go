@@ -31,6 +31,10 @@ type AgentDefaults struct {
 	// Model is the model chain. An empty primary selects the preview agent,
 	// which shows what a model would have been sent.
 	Model ModelChoice `json:"model"`
+	// FirstTokenTimeoutMs is how long a model call may go without producing
+	// anything (no text, reasoning or tool call) before it is abandoned and
+	// the next attempt or model of the chain is tried. At least 1000.
+	FirstTokenTimeoutMs int `json:"firstTokenTimeoutMs"`
 	// Workspace is the agent's directory; SYSTEM.md and AGENTS.md there are
 	// added to the system prompt.
 	Workspace string `json:"workspace"`
@@ -92,6 +96,19 @@ func (h Heartbeat) Validate(models *Models) error {
 	return errors.Join(errs...)
 }
 
+// defaultFirstTokenTimeoutMs is the default of
+// AgentDefaults.FirstTokenTimeoutMs.
+const defaultFirstTokenTimeoutMs = 30000
+
+// FirstTokenTimeout returns FirstTokenTimeoutMs as a duration, the default
+// of 30 s when it is unset.
+func (d AgentDefaults) FirstTokenTimeout() time.Duration {
+	if d.FirstTokenTimeoutMs == 0 {
+		return ms(defaultFirstTokenTimeoutMs)
+	}
+	return ms(d.FirstTokenTimeoutMs)
+}
+
 // Validate checks model refs and limits.
 func (d AgentDefaults) Validate(models *Models) error {
 	var errs []error
@@ -115,6 +132,9 @@ func (d AgentDefaults) Validate(models *Models) error {
 	}
 	if d.MaxConcurrent < 1 {
 		errs = append(errs, problem("maxConcurrent", "must be at least 1"))
+	}
+	if d.FirstTokenTimeoutMs < 1000 {
+		errs = append(errs, problem("firstTokenTimeoutMs", "must be at least 1000 (one second), got %d", d.FirstTokenTimeoutMs))
 	}
 	errs = append(errs,
 		nest("heartbeat", d.Heartbeat.Validate(models)),

@@ -34,10 +34,11 @@ func Default() Config {
 		Models:  Models{Providers: map[string]Provider{}},
 		Agents: Agents{Defaults: AgentDefaults{
 			Workspace: "./data/workspace", MaxTokens: 4096, ContextTokens: 128000, Identity: "pincer",
-			HumanDelay:     HumanDelay{Mode: "off", MinMs: 800, MaxMs: 2500},
-			BlockStreaming: BlockStreaming{MinChars: 800, MaxChars: 1200, BreakOn: "paragraph", IdleMs: 1000},
-			Envelope:       Envelope{Timezone: "local"},
-			MaxConcurrent:  min(16, max(8, runtime.NumCPU())),
+			FirstTokenTimeoutMs: defaultFirstTokenTimeoutMs,
+			HumanDelay:          HumanDelay{Mode: "off", MinMs: 800, MaxMs: 2500},
+			BlockStreaming:      BlockStreaming{MinChars: 800, MaxChars: 1200, BreakOn: "paragraph", IdleMs: 1000},
+			Envelope:            Envelope{Timezone: "local"},
+			MaxConcurrent:       min(16, max(8, runtime.NumCPU())),
 		}},
 		Messages: Messages{
 			Inbound: Inbound{ByChannel: map[string]int{}},

@@ -361,3 +361,37 @@ func TestSessionScopes(t *testing.T) {
 		t.Errorf("problem paths (-want +got):\n%s\nerror: %v", diff, err)
 	}
 }
+
+func TestFirstTokenTimeout(t *testing.T) {
+	if got := Default().Agents.Defaults.FirstTokenTimeoutMs; got != 30000 {
+		t.Errorf("default firstTokenTimeoutMs = %d, want 30000", got)
+	}
+	if got := (AgentDefaults{}).FirstTokenTimeout(); got != 30*time.Second {
+		t.Errorf("unset FirstTokenTimeout() = %v, want the default 30s", got)
+	}
+	tests := []struct {
+		doc  string
+		want time.Duration // 0: refused
+	}{
+		{`{}`, 30 * time.Second},
+		{`{ firstTokenTimeoutMs: 1000 }`, time.Second},
+		{`{ firstTokenTimeoutMs: 90000 }`, 90 * time.Second},
+		{`{ firstTokenTimeoutMs: 999 }`, 0},
+		{`{ firstTokenTimeoutMs: 0 }`, 0},
+		{`{ firstTokenTimeoutMs: -1 }`, 0},
+	}
+	for _, tt := range tests {
+		cfg, err := Parse([]byte(`{ agents: { defaults: `+tt.doc+` } }`), noEnv)
+		if tt.want == 0 {
+			if diff := cmp.Diff([]string{"agents.defaults.firstTokenTimeoutMs"}, paths(err)); diff != "" {
+				t.Errorf("%s: problem paths (-want +got):\n%s", tt.doc, diff)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tt.doc, err)
+		} else if got := cfg.Agents.Defaults.FirstTokenTimeout(); got != tt.want {
+			t.Errorf("%s: FirstTokenTimeout() = %v, want %v", tt.doc, got, tt.want)
+		}
+	}
+}
