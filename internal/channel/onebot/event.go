@@ -116,24 +116,27 @@ func (ev Event) ToMessage(account msg.AccountID, self ID) (msg.Message, error) {
 	if err != nil || (len(segs) == 0 && ev.RawMessage != "") {
 		segs = ParseCQ(ev.RawMessage)
 	}
-	Fill(&m, segs)
+	Fill(&m, segs, self)
 	return m, nil
 }
 
 // Fill converts segments into m's segments, rendered text, mentions,
-// reply id and forward ids. The at that QQ inserts after a reply segment
-// (of the quoted message's author) is dropped, so a reply does not read as
-// a mention.
-func Fill(m *msg.Message, segs []Segment) { fill(m, segs, 0) }
+// reply id and forward ids. self is the bot's QQ number (0 when unknown).
+// The at that QQ inserts after a reply segment (of the quoted message's
+// author) is dropped, so a reply does not read as a mention of that
+// person. An at of the bot there is kept: the user typed it, or QQ put it
+// there because the quoted message is the bot's, and either way the
+// message speaks to the bot.
+func Fill(m *msg.Message, segs []Segment, self ID) { fill(m, segs, 0, self) }
 
-func fill(m *msg.Message, segs []Segment, depth int) {
+func fill(m *msg.Message, segs []Segment, depth int, self ID) {
 	var b strings.Builder
 	afterReply := false
 	for _, s := range segs {
-		seg := convert(s, depth)
+		seg := convert(s, depth, self)
 		if afterReply {
 			afterReply = false
-			if seg.Kind == msg.SegAt && !seg.AtAll {
+			if seg.Kind == msg.SegAt && !seg.AtAll && (self == 0 || seg.Target != msg.UserID(self.String())) {
 				continue
 			}
 		}
@@ -162,7 +165,7 @@ func fill(m *msg.Message, segs []Segment, depth int) {
 	m.Text = strings.TrimSpace(b.String())
 }
 
-func convert(s Segment, depth int) msg.Segment {
+func convert(s Segment, depth int, self ID) msg.Segment {
 	switch s.Type {
 	case "text":
 		return msg.Text(s.Str("text"))
@@ -189,7 +192,7 @@ func convert(s Segment, depth int) msg.Segment {
 		if content, ok := s.Data["content"]; ok {
 			// NapCat sends nested forwards inline; their ids cannot be
 			// fetched, so the content is the only way in.
-			seg.Forward = forwardMessages(content, depth+1)
+			seg.Forward = forwardMessages(content, depth+1, self)
 		}
 		return seg
 	}

@@ -26,7 +26,7 @@ func (a *Account) FetchMessage(ctx context.Context, id msg.MessageID) (msg.Messa
 	if err != nil {
 		return msg.Message{}, err
 	}
-	m, ok := forwardNode(data, 0)
+	m, ok := forwardNode(data, 0, a.Self())
 	if !ok {
 		return msg.Message{}, fmt.Errorf("get_msg %s: %w", id, ErrUnreadable)
 	}
@@ -52,7 +52,7 @@ func (a *Account) FetchForward(ctx context.Context, id msg.ForwardID) ([]msg.Mes
 			return nil, err
 		}
 	}
-	msgs := ForwardMessages(data)
+	msgs := ForwardMessages(data, a.Self())
 	for i := range msgs {
 		msgs[i].Account = a.opts.ID
 	}

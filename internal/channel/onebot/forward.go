@@ -21,18 +21,18 @@ const maxInlineDepth = 8
 // event (NapCat, SnowLuma). A go-cqhttp node whose content is itself a
 // node list becomes a message holding one forward segment with those
 // messages inline. Nodes that cannot be read are skipped.
-func ForwardMessages(raw json.RawMessage) []msg.Message {
-	return forwardMessages(raw, 0)
+func ForwardMessages(raw json.RawMessage, self ID) []msg.Message {
+	return forwardMessages(raw, 0, self)
 }
 
-func forwardMessages(raw json.RawMessage, depth int) []msg.Message {
+func forwardMessages(raw json.RawMessage, depth int, self ID) []msg.Message {
 	if depth > maxInlineDepth {
 		return nil
 	}
 	nodes := nodeList(raw)
 	out := make([]msg.Message, 0, len(nodes))
 	for _, n := range nodes {
-		if m, ok := forwardNode(n, depth); ok {
+		if m, ok := forwardNode(n, depth, self); ok {
 			out = append(out, m)
 		}
 	}
@@ -91,7 +91,7 @@ func lenientID(raw json.RawMessage) ID {
 	return id
 }
 
-func forwardNode(raw json.RawMessage, depth int) (msg.Message, bool) {
+func forwardNode(raw json.RawMessage, depth int, self ID) (msg.Message, bool) {
 	var n node
 	if json.Unmarshal(raw, &n) != nil {
 		return msg.Message{}, false
@@ -144,7 +144,7 @@ func forwardNode(raw json.RawMessage, depth int) (msg.Message, bool) {
 	if isNodeList(content) {
 		// go-cqhttp: a node whose only element is a forward carries the
 		// nested nodes as its content.
-		m.Segments = []msg.Segment{{Kind: msg.SegForward, Forward: forwardMessages(content, depth+1)}}
+		m.Segments = []msg.Segment{{Kind: msg.SegForward, Forward: forwardMessages(content, depth+1, self)}}
 		m.Text = PlaceholderForward
 		return m, true
 	}
@@ -152,7 +152,7 @@ func forwardNode(raw json.RawMessage, depth int) (msg.Message, bool) {
 	if err != nil || (len(segs) == 0 && n.RawMessage != "") {
 		segs = ParseCQ(n.RawMessage)
 	}
-	fill(&m, segs, depth)
+	fill(&m, segs, depth, self)
 	return m, true
 }
 

@@ -71,7 +71,7 @@ func TestForwardMessagesOfEveryShape(t *testing.T) {
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
-			got := summarize(ForwardMessages(json.RawMessage(tt.data)))
+			got := summarize(ForwardMessages(json.RawMessage(tt.data), 0))
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
@@ -103,7 +103,7 @@ func TestInlineForwardDepthIsBounded(t *testing.T) {
 	for range 20 {
 		inner = `{"sender":{"user_id":1},"message":[{"type":"forward","data":{"id":"x","content":[` + inner + `]}}]}`
 	}
-	ms := ForwardMessages(json.RawMessage(`[` + inner + `]`))
+	ms := ForwardMessages(json.RawMessage(`[`+inner+`]`), 0)
 	depth := 0
 	for len(ms) > 0 && len(ms[0].Segments) > 0 && ms[0].Segments[0].Forward != nil {
 		ms = ms[0].Segments[0].Forward
@@ -118,6 +118,6 @@ func FuzzForwardMessages(f *testing.F) {
 	f.Add(`{"messages":[{"sender":{"user_id":1},"content":[{"sender":{"user_id":2},"content":"x"}]}]}`)
 	f.Add(`[{"type":"node","data":{"user_id":"1","content":"[CQ:forward,id=2]"}}]`)
 	f.Fuzz(func(t *testing.T, raw string) {
-		_ = ForwardMessages(json.RawMessage(raw))
+		_ = ForwardMessages(json.RawMessage(raw), 0)
 	})
 }

@@ -91,7 +91,7 @@ func decodeHistory(data json.RawMessage, account msg.AccountID, peer msg.Peer, a
 		// The lenient reader of forward nodes and get_msg: SnowLuma's
 		// entries lack post_type and self_id, and the bot's own messages
 		// are kept, since a summary needs both sides.
-		m, ok := forwardNode(raw, 0)
+		m, ok := forwardNode(raw, 0, 0)
 		if !ok || m.ID == "" || m.ID == anchor || seen[m.ID] {
 			continue
 		}

@@ -124,10 +124,11 @@ func FuzzParseMessage(f *testing.F) {
 	f.Add(`[{"type":"text","data":{"text":"hi"}}]`)
 	f.Add(`"[CQ:at,qq=1]"`)
 	f.Add(`{"type":"forward","data":{"id":"x","content":[{"message":[]}]}}`)
+	f.Add(`[{"type":"reply","data":{"id":"-5"}},{"type":"at","data":{"qq":"3300000001"}},{"type":"text","data":{"text":" q"}}]`)
 	f.Fuzz(func(t *testing.T, raw string) {
 		segs, _ := ParseMessage(json.RawMessage(raw))
 		var m msg.Message
-		Fill(&m, segs)
+		Fill(&m, segs, 3300000001)
 	})
 }
 
