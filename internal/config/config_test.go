@@ -395,3 +395,49 @@ func TestFirstTokenTimeout(t *testing.T) {
 		}
 	}
 }
+
+func TestInboundDedupTTL(t *testing.T) {
+	in := Default().Messages.Inbound
+	if in.DedupTTLMs != 1200000 {
+		t.Errorf("default dedupTtlMs = %d, want 1200000", in.DedupTTLMs)
+	}
+	// Debouncing is decided by the windows alone.
+	if in.Enabled() || (Inbound{DedupTTLMs: 1}).Enabled() {
+		t.Error("dedupTtlMs must not turn debouncing on")
+	}
+	if !(Inbound{DebounceMs: 1}).Enabled() {
+		t.Error("debounceMs turns debouncing on")
+	}
+	if got := (Inbound{}).DedupTTL(); got != 20*time.Minute {
+		t.Errorf("unset DedupTTL() = %v, want the default 20m", got)
+	}
+	tests := []struct {
+		doc  string
+		want time.Duration // 0: refused
+	}{
+		{`{}`, 20 * time.Minute},
+		{`{ dedupTtlMs: 1 }`, time.Millisecond},
+		{`{ dedupTtlMs: 3600000, debounceMs: 0 }`, time.Hour},
+		{`{ dedupTtlMs: 0 }`, 0},
+		{`{ dedupTtlMs: -5 }`, 0},
+	}
+	for _, tt := range tests {
+		cfg, err := Parse([]byte(`{ messages: { inbound: `+tt.doc+` } }`), noEnv)
+		if tt.want == 0 {
+			if diff := cmp.Diff([]string{"messages.inbound.dedupTtlMs"}, paths(err)); diff != "" {
+				t.Errorf("%s: problem paths (-want +got):\n%s", tt.doc, diff)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tt.doc, err)
+			continue
+		}
+		if got := cfg.Messages.Inbound.DedupTTL(); got != tt.want {
+			t.Errorf("%s: DedupTTL() = %v, want %v", tt.doc, got, tt.want)
+		}
+		if cfg.Messages.Inbound.Enabled() {
+			t.Errorf("%s: debouncing on", tt.doc)
+		}
+	}
+}

@@ -10,7 +10,8 @@ type Messages struct {
 	// ResponsePrefix is prepended to every reply; {model}, {provider},
 	// {thinkingLevel} and {identity} are filled in.
 	ResponsePrefix string `json:"responsePrefix"`
-	// Inbound configures the merging of message bursts.
+	// Inbound configures the merging of message bursts and the dropping
+	// of redelivered messages.
 	Inbound Inbound `json:"inbound"`
 	// Queue says what happens to messages sent while a reply is running.
 	Queue Queue `json:"queue"`
@@ -55,7 +56,8 @@ func (q Queue) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Inbound merges a sender's burst of text messages into one turn.
+// Inbound merges a sender's burst of text messages into one turn, and
+// drops messages delivered again.
 type Inbound struct {
 	// DebounceMs is the quiet window; 0 turns merging off.
 	DebounceMs int `json:"debounceMs"`
@@ -63,6 +65,21 @@ type Inbound struct {
 	MaxWaitMs int `json:"maxWaitMs"`
 	// ByChannel overrides DebounceMs per channel id.
 	ByChannel map[string]int `json:"byChannel"`
+	// DedupTTLMs is how long an inbound message id is remembered, so that
+	// a message delivered again is not answered twice. At least 1.
+	DedupTTLMs int `json:"dedupTtlMs"`
+}
+
+// defaultDedupTTLMs is the default of Inbound.DedupTTLMs: 20 minutes.
+const defaultDedupTTLMs = 1200000
+
+// DedupTTL returns DedupTTLMs as a duration, the default of 20 minutes
+// when it is unset.
+func (in Inbound) DedupTTL() time.Duration {
+	if in.DedupTTLMs == 0 {
+		return ms(defaultDedupTTLMs)
+	}
+	return ms(in.DedupTTLMs)
 }
 
 // Window returns the quiet window of a channel.
@@ -73,7 +90,8 @@ func (in Inbound) Window(channel string) time.Duration {
 	return ms(in.DebounceMs)
 }
 
-// Enabled reports whether any channel is debounced.
+// Enabled reports whether any channel is debounced; DedupTTLMs has no
+// part in it.
 func (in Inbound) Enabled() bool {
 	if in.DebounceMs > 0 {
 		return true
@@ -94,6 +112,9 @@ func (in Inbound) Validate() error {
 	}
 	if in.MaxWaitMs < 0 {
 		errs = append(errs, problem("maxWaitMs", "must not be negative"))
+	}
+	if in.DedupTTLMs < 1 {
+		errs = append(errs, problem("dedupTtlMs", "must be at least 1, got %d", in.DedupTTLMs))
 	}
 	for ch, v := range in.ByChannel {
 		if v < 0 {
