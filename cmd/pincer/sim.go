@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/pincerbot/pincer/internal/channel/onebot/onebottest"
+	"github.com/pincerbot/pincer/internal/channel/onebot/onebotsim"
 )
 
 // onebotSim runs a simulated OneBot v11 implementation: pincer connects to
@@ -37,7 +37,7 @@ func onebotSim(args []string, in io.Reader, out, stderr io.Writer) int {
 		return 1
 	}
 	s := &sim{out: out, self: *self, group: *group, user: *user, name: *name}
-	peer := onebottest.Serve(ln, s.answer)
+	peer := onebotsim.Serve(ln, s.answer)
 	defer peer.Close()
 	s.printf("OneBot v11 simulator: forward WebSocket %s, HTTP API %s\n", peer.URL, peer.HTTPURL)
 	s.printf("Point pincer at it: channels: { onebot: { wsUrl: '%s' } }\n", peer.URL)

@@ -1,4 +1,4 @@
-package onebottest
+package onebotsim
 
 import (
 	"bytes"
@@ -58,20 +58,22 @@ func (p *Peer) DialReverse(ctx context.Context, url string, o ReverseOptions) er
 
 // PostOptions describe an HTTP POST of an event to pincer.
 type PostOptions struct {
+	// SelfID goes out as X-Self-ID unless zero.
 	SelfID int64
 	// Secret signs the raw body as X-Signature: sha1=<hex HMAC-SHA1>.
 	Secret string
 	// Signature, when set, is sent instead of the computed one.
 	Signature string
-	Client    *http.Client
+	// Client posts the event; http.DefaultClient when nil.
+	Client *http.Client
 }
 
-// Post sends event to pincer's HTTP POST receiver at url, as raw, and
-// returns the HTTP status.
+// Post sends raw, an encoded event, to pincer's HTTP POST receiver at url
+// and returns the HTTP status.
 func Post(ctx context.Context, url string, raw []byte, o PostOptions) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(raw))
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("post event: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if o.SelfID != 0 {
@@ -91,7 +93,7 @@ func Post(ctx context.Context, url string, raw []byte, o PostOptions) (int, erro
 	}
 	res, err := client.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("post event: %w", err)
 	}
 	defer res.Body.Close()
 	_, _ = io.Copy(io.Discard, res.Body)
