@@ -21,8 +21,9 @@ const TokenCookie = "pincer_token"
 
 // Options configure the handler.
 type Options struct {
-	// Token, when not empty, is required on every request, as
-	// "Authorization: Bearer <token>", ?token=<token> or the token cookie.
+	// Token, when not empty, is required on every request but /healthz
+	// and Endpoints, as "Authorization: Bearer <token>", ?token=<token> or
+	// the token cookie.
 	Token string
 	// Gatherer is the metrics registry served on /metrics.
 	Gatherer prometheus.Gatherer
@@ -34,22 +35,15 @@ type Options struct {
 	Endpoints map[string]http.Handler
 	// Ready reports readiness for /healthz; nil means always ready.
 	Ready func() bool
-	// Started is shown by /healthz.
+	// Started gives the uptime /healthz shows to requests with the token
+	// (to all when there is no token).
 	Started time.Time
 }
 
 // New returns the gateway's HTTP handler.
 func New(o Options) http.Handler {
+	g := gate{want: []byte(o.Token)}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		ready := o.Ready == nil || o.Ready()
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-store")
-		if !ready {
-			w.WriteHeader(http.StatusServiceUnavailable)
-		}
-		_ = json.NewEncoder(w).Encode(map[string]any{"ok": ready, "uptimeSeconds": int(time.Since(o.Started).Seconds())})
-	})
 	if o.Gatherer != nil {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{}))
 	}
@@ -58,12 +52,12 @@ func New(o Options) http.Handler {
 	}
 	var h http.Handler = mux
 	if o.Token != "" {
-		h = requireToken(o.Token, h)
-	}
-	if len(o.Endpoints) == 0 {
-		return h
+		h = g.require(h)
 	}
 	outer := http.NewServeMux()
+	// Health probes (Kubernetes, Docker, load balancers) carry no token:
+	// they learn whether pincer is ready and nothing else.
+	outer.Handle("GET /healthz", health(o, g))
 	for path, e := range o.Endpoints {
 		outer.Handle(path, e)
 	}
@@ -71,20 +65,60 @@ func New(o Options) http.Handler {
 	return outer
 }
 
-// requireToken admits requests carrying token. A browser that opens a page
-// with ?token= gets the token as an HttpOnly cookie and is redirected to the
-// URL without it, so the token does not linger in history or logs.
-func requireToken(token string, next http.Handler) http.Handler {
-	want := []byte(token)
-	ok := func(got string) bool { return got != "" && subtle.ConstantTimeCompare([]byte(got), want) == 1 }
+// health answers /healthz: {"status":"ok"} (503 and "unavailable" while
+// not ready) to anyone, plus the uptime to requests that carry the token.
+func health(o Options, g gate) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if bearer, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); found && ok(bearer) {
+		ready := o.Ready == nil || o.Ready()
+		body := map[string]any{"status": "ok"}
+		if !ready {
+			body["status"] = "unavailable"
+		}
+		if o.Token == "" || g.carried(r) {
+			body["ok"] = ready
+			body["uptimeSeconds"] = int(time.Since(o.Started).Seconds())
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		if !ready {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		_ = json.NewEncoder(w).Encode(body)
+	})
+}
+
+// gate checks the gateway token.
+type gate struct{ want []byte }
+
+func (g gate) ok(got string) bool {
+	return got != "" && subtle.ConstantTimeCompare([]byte(got), g.want) == 1
+}
+
+// carried reports whether r carries the token, in any of the accepted
+// places.
+func (g gate) carried(r *http.Request) bool {
+	if bearer, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); found && g.ok(bearer) {
+		return true
+	}
+	if g.ok(r.URL.Query().Get("token")) {
+		return true
+	}
+	c, err := r.Cookie(TokenCookie)
+	return err == nil && g.ok(c.Value)
+}
+
+// require admits requests carrying the token. A browser that opens a page
+// with ?token= gets the token as an HttpOnly cookie and is redirected to
+// the URL without it, so the token does not linger in history or logs.
+func (g gate) require(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if bearer, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); found && g.ok(bearer) {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if q := r.URL.Query().Get("token"); q != "" && ok(q) {
+		if q := r.URL.Query().Get("token"); q != "" && g.ok(q) {
 			if r.Method == http.MethodGet && !strings.HasPrefix(r.URL.Path, "/api/") {
-				http.SetCookie(w, &http.Cookie{Name: TokenCookie, Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+				http.SetCookie(w, &http.Cookie{Name: TokenCookie, Value: q, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 				clean := *r.URL
 				v := clean.Query()
 				v.Del("token")
@@ -95,7 +129,7 @@ func requireToken(token string, next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if c, err := r.Cookie(TokenCookie); err == nil && ok(c.Value) {
+		if c, err := r.Cookie(TokenCookie); err == nil && g.ok(c.Value) {
 			next.ServeHTTP(w, r)
 			return
 		}

@@ -1,10 +1,12 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -56,9 +58,9 @@ func TestHealthAndMetricsWithoutToken(t *testing.T) {
 	}
 }
 
-func TestTokenIsCheckedOnEveryRequest(t *testing.T) {
+func TestTokenIsCheckedOnEveryRequestButHealth(t *testing.T) {
 	srv := newServer(t, "s3cret")
-	for _, path := range []string{"/healthz", "/metrics", "/", "/api/session"} {
+	for _, path := range []string{"/metrics", "/", "/api/session", "/healthz/x"} {
 		if res, _ := get(t, srv.Client(), srv.URL+path, nil); res.StatusCode != http.StatusUnauthorized {
 			t.Errorf("%s without token: %d", path, res.StatusCode)
 		}
@@ -71,6 +73,43 @@ func TestTokenIsCheckedOnEveryRequest(t *testing.T) {
 	}
 	if res, _ := get(t, srv.Client(), srv.URL+"/api/session?token=s3cret", nil); res.StatusCode != http.StatusOK {
 		t.Errorf("query token on the API: %d", res.StatusCode)
+	}
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/healthz", nil)
+	res, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("POST /healthz without token: %d", res.StatusCode)
+	}
+}
+
+// TestHealthzAnswersProbesWithoutToken: health probes (Kubernetes, Docker,
+// load balancers) carry no token; they get the status and nothing else.
+func TestHealthzAnswersProbesWithoutToken(t *testing.T) {
+	var ready atomic.Bool
+	srv := httptest.NewServer(New(Options{Token: "s3cret", App: http.NotFoundHandler(), Ready: ready.Load, Started: time.Now().Add(-time.Hour)}))
+	defer srv.Close()
+	ready.Store(true)
+	for name, h := range map[string]http.Header{"no token": nil, "a wrong token": {"Authorization": {"Bearer wrong"}}} {
+		res, body := get(t, srv.Client(), srv.URL+"/healthz", h)
+		if res.StatusCode != http.StatusOK || body != `{"status":"ok"}`+"\n" {
+			t.Errorf("with %s: %d %q", name, res.StatusCode, body)
+		}
+	}
+	res, body := get(t, srv.Client(), srv.URL+"/healthz", http.Header{"Authorization": {"Bearer s3cret"}})
+	var full struct {
+		Status        string
+		OK            bool
+		UptimeSeconds int
+	}
+	if err := json.Unmarshal([]byte(body), &full); err != nil || res.StatusCode != http.StatusOK || full.Status != "ok" || !full.OK || full.UptimeSeconds < 3600 {
+		t.Errorf("with the token: %d %s", res.StatusCode, body)
+	}
+	ready.Store(false)
+	if res, body := get(t, srv.Client(), srv.URL+"/healthz", nil); res.StatusCode != http.StatusServiceUnavailable || body != `{"status":"unavailable"}`+"\n" {
+		t.Errorf("not ready: %d %q", res.StatusCode, body)
 	}
 }
 
