@@ -191,8 +191,12 @@ func convert(s Segment, depth int, self ID) msg.Segment {
 		seg := msg.Segment{Kind: msg.SegForward, ID: s.Str("id")}
 		if content, ok := s.Data["content"]; ok {
 			// NapCat sends nested forwards inline; their ids cannot be
-			// fetched, so the content is the only way in.
+			// fetched, so the content is the only way in. Content without
+			// an id gets one made up from it, so it is still found.
 			seg.Forward = forwardMessages(content, depth+1, self)
+			if seg.ID == "" && seg.Forward != nil {
+				seg.ID = string(inlineForwardID(content))
+			}
 		}
 		return seg
 	}

@@ -15,6 +15,11 @@ var _ channel.Fetcher = (*Account)(nil)
 // ErrUnreadable: an answer had nothing that could be read as a message.
 var ErrUnreadable = errors.New("onebot: unreadable answer")
 
+// ErrInlineForward: the forward id was made up for inline content (see
+// InlineForwardPrefix); its messages came with the message that carried
+// it and cannot be fetched.
+var ErrInlineForward = errors.New("onebot: inline forward, nothing to fetch")
+
 // FetchMessage gets a message with get_msg. The answer is read
 // defensively: fields that are missing or mis-shaped stay unknown.
 func (a *Account) FetchMessage(ctx context.Context, id msg.MessageID) (msg.Message, error) {
@@ -40,7 +45,12 @@ func (a *Account) FetchMessage(ctx context.Context, id msg.MessageID) (msg.Messa
 // FetchForward gets a merged forward's messages with get_forward_msg. It
 // asks with "id" (the spec, SnowLuma) and, when that fails, once more
 // with "message_id" (go-cqhttp), and reads any of the three answer shapes.
+// Ids made up for inline content are refused without a call.
 func (a *Account) FetchForward(ctx context.Context, id msg.ForwardID) ([]msg.Message, error) {
+	if IsInlineForward(id) {
+		// Made up for content that came inline; no implementation knows it.
+		return nil, fmt.Errorf("onebot: get_forward_msg %s: %w", id, ErrInlineForward)
+	}
 	data, err := a.Call(ctx, "get_forward_msg", map[string]any{"id": string(id)}, 0)
 	if err != nil {
 		var ae *ActionError

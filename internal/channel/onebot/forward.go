@@ -2,7 +2,10 @@ package onebot
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/pincerbot/pincer/internal/msg"
@@ -143,8 +146,11 @@ func forwardNode(raw json.RawMessage, depth int, self ID) (msg.Message, bool) {
 	}
 	if isNodeList(content) {
 		// go-cqhttp: a node whose only element is a forward carries the
-		// nested nodes as its content.
-		m.Segments = []msg.Segment{{Kind: msg.SegForward, Forward: forwardMessages(content, depth+1, self)}}
+		// nested nodes as its content, with no id; it gets one made up
+		// from that content, so it is expanded like any other forward.
+		id := inlineForwardID(content)
+		m.Segments = []msg.Segment{{Kind: msg.SegForward, ID: string(id), Forward: forwardMessages(content, depth+1, self)}}
+		m.ForwardIDs = []msg.ForwardID{id}
 		m.Text = PlaceholderForward
 		return m, true
 	}
@@ -154,6 +160,32 @@ func forwardNode(raw json.RawMessage, depth int, self ID) (msg.Message, bool) {
 	}
 	fill(&m, segs, depth, self)
 	return m, true
+}
+
+// InlineForwardPrefix starts the ids pincer gives forwards that arrive
+// inline without an id of their own (go-cqhttp's nested node lists). No
+// implementation's resId or message id contains a colon, so these never
+// collide with a real id, and they are never sent to get_forward_msg.
+const InlineForwardPrefix = "inline:"
+
+// IsInlineForward reports whether id is one pincer made up for inline
+// content.
+func IsInlineForward(id msg.ForwardID) bool {
+	return strings.HasPrefix(string(id), InlineForwardPrefix)
+}
+
+// inlineForwardID is the id of inline forward content: the prefix and a
+// short hash of the content with insignificant whitespace removed, so the
+// same content always gets the same id (and the visited set of a quote
+// resolution sees a repeat as one).
+func inlineForwardID(content json.RawMessage) msg.ForwardID {
+	var compact bytes.Buffer
+	if json.Compact(&compact, content) != nil {
+		compact.Reset()
+		compact.Write(content)
+	}
+	sum := sha256.Sum256(compact.Bytes())
+	return msg.ForwardID(InlineForwardPrefix + hex.EncodeToString(sum[:8]))
 }
 
 func nonZero(id ID) string {

@@ -1,12 +1,19 @@
 package onebot
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/pincerbot/pincer/internal/msg"
+	quoting "github.com/pincerbot/pincer/internal/quote"
 )
 
 // node summarizes a decoded forward node, with nested inline content.
@@ -117,7 +124,107 @@ func TestInlineForwardDepthIsBounded(t *testing.T) {
 func FuzzForwardMessages(f *testing.F) {
 	f.Add(`{"messages":[{"sender":{"user_id":1},"content":[{"sender":{"user_id":2},"content":"x"}]}]}`)
 	f.Add(`[{"type":"node","data":{"user_id":"1","content":"[CQ:forward,id=2]"}}]`)
+	f.Add(shapeBNested)
 	f.Fuzz(func(t *testing.T, raw string) {
 		_ = ForwardMessages(json.RawMessage(raw), 0)
 	})
+}
+
+// shapeBNested is reference §13 E, Shape B: go-cqhttp inlines a nested
+// forward as the node list of its node's content.
+const shapeBNested = `{"messages": [
+  {"sender": {"user_id": 10005, "nickname": "Eve"}, "time": 1759990000, "group_id": 0,
+   "content": "路线已发群文件&#91;v2&#93;"},
+  {"sender": {"user_id": 10006, "nickname": "Frank"}, "time": 1759990060, "group_id": 0,
+   "content": [{"sender": {"user_id": 10007, "nickname": "Gina"}, "time": 1759900000,
+                "content": "上次的装备清单"}]}
+]}`
+
+// TestInlineNestedForwardHasASyntheticID: the nested forward go-cqhttp
+// inlines gets an id of its own (stable, derived from its content, never
+// a resId) and is listed in its message's forward ids, so the quote
+// resolver finds its inline content by id.
+func TestInlineNestedForwardHasASyntheticID(t *testing.T) {
+	ms := ForwardMessages(json.RawMessage(shapeBNested), 0)
+	if len(ms) != 2 {
+		t.Fatalf("%d messages", len(ms))
+	}
+	frank := ms[1]
+	if len(frank.ForwardIDs) != 1 || len(frank.Segments) != 1 {
+		t.Fatalf("forward ids %v segments %+v", frank.ForwardIDs, frank.Segments)
+	}
+	id := frank.ForwardIDs[0]
+	if !IsInlineForward(id) || string(id) != frank.Segments[0].ID || len(frank.Segments[0].Forward) != 1 {
+		t.Errorf("id %q, segment %+v", id, frank.Segments[0])
+	}
+	if again := ForwardMessages(json.RawMessage(shapeBNested), 0); again[1].ForwardIDs[0] != id {
+		t.Errorf("the id is not stable: %q then %q", id, again[1].ForwardIDs[0])
+	}
+	other := ForwardMessages(json.RawMessage(strings.Replace(shapeBNested, "上次的装备清单", "别的", 1)), 0)
+	if other[1].ForwardIDs[0] == id {
+		t.Error("different content, same id")
+	}
+	if len(ms[0].ForwardIDs) != 0 {
+		t.Errorf("a plain node has no forwards: %v", ms[0].ForwardIDs)
+	}
+	// NapCat's inline content keeps its real id.
+	ev := event(t, `{"post_type":"message","message_type":"group","group_id":1,"message_id":9,"user_id":10001,
+	  "message":[{"type":"forward","data":{"id":"7561234567890123456","content":[{"sender":{"user_id":2},"message":"hi"}]}},
+	             {"type":"forward","data":{"content":[{"sender":{"user_id":3},"message":"no id"}]}}]}`)
+	m, err := ev.ToMessage("default", 3300000001)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.ForwardIDs) != 2 || m.ForwardIDs[0] != "7561234567890123456" || !IsInlineForward(m.ForwardIDs[1]) {
+		t.Errorf("forward ids %v", m.ForwardIDs)
+	}
+}
+
+// TestInlineForwardIDIsNeverFetched: get_forward_msg never sees a
+// synthetic id.
+func TestInlineForwardIDIsNeverFetched(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, AccountOptions{WSURL: "ws://onebot.test/", SelfID: 3300000001}, answerSends)
+		defer r.close()
+		if err := r.peer.Connected(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		id := ForwardMessages(json.RawMessage(shapeBNested), 0)[1].ForwardIDs[0]
+		if _, err := r.acct.FetchForward(context.Background(), id); err == nil {
+			t.Error("want an error")
+		}
+		if calls := r.calls("get_forward_msg"); len(calls) != 0 {
+			t.Errorf("calls %v", calls)
+		}
+	})
+}
+
+// TestNestedInlineForwardIsQuoted: the quote resolver expands go-cqhttp's
+// nested forward one level deeper than its node.
+func TestNestedInlineForwardIsQuoted(t *testing.T) {
+	f := forwardsFetcher{"res-1": ForwardMessages(json.RawMessage(shapeBNested), 0)}
+	r := quoting.New(f, quoting.Settings{Enabled: true, ResolveForward: true, MaxDepth: 2, MaxNodes: 20, MaxChars: 4000, Timeout: time.Second}, time.UTC)
+	got := quoting.Render(r.Resolve(context.Background(), msg.Message{ForwardIDs: []msg.ForwardID{"res-1"}}), time.UTC)
+	want := "[引用消息：\n" +
+		"  - Eve(10005) 06:06:40：路线已发群文件[v2]\n" +
+		"  - Frank(10006) 06:07:40：[合并转发]\n" +
+		"    - Gina(10007) 05:06:40：上次的装备清单\n" +
+		"]"
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+// forwardsFetcher serves forwards by id; anything else fails.
+type forwardsFetcher map[msg.ForwardID][]msg.Message
+
+func (f forwardsFetcher) FetchMessage(context.Context, msg.MessageID) (msg.Message, error) {
+	return msg.Message{}, errors.New("no messages")
+}
+
+func (f forwardsFetcher) FetchForward(_ context.Context, id msg.ForwardID) ([]msg.Message, error) {
+	if ms, ok := f[id]; ok {
+		return ms, nil
+	}
+	return nil, fmt.Errorf("forward %s unknown", id)
 }
