@@ -118,7 +118,7 @@ func (g gate) require(next http.Handler) http.Handler {
 		}
 		if q := r.URL.Query().Get("token"); q != "" && g.ok(q) {
 			if r.Method == http.MethodGet && !strings.HasPrefix(r.URL.Path, "/api/") {
-				http.SetCookie(w, &http.Cookie{Name: TokenCookie, Value: q, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+				http.SetCookie(w, &http.Cookie{Name: TokenCookie, Value: q, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: overHTTPS(r)})
 				clean := *r.URL
 				v := clean.Query()
 				v.Del("token")
@@ -136,4 +136,17 @@ func (g gate) require(next http.Handler) http.Handler {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="pincer"`)
 		http.Error(w, "unauthorized: the gateway token is missing or wrong", http.StatusUnauthorized)
 	})
+}
+
+// overHTTPS reports whether the browser reached pincer over HTTPS: directly
+// over TLS, or through a proxy that says so in X-Forwarded-Proto (its first
+// value, the one nearest the browser). The header is taken on trust; at
+// worst a forged one makes the cookie Secure, which only withholds it from
+// plain HTTP.
+func overHTTPS(r *http.Request) bool {
+	if r.TLS != nil {
+		return true
+	}
+	first, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ",")
+	return strings.EqualFold(strings.TrimSpace(first), "https")
 }

@@ -113,6 +113,56 @@ func TestHealthzAnswersProbesWithoutToken(t *testing.T) {
 	}
 }
 
+func tokenCookie(t *testing.T, res *http.Response) *http.Cookie {
+	t.Helper()
+	for _, ck := range res.Cookies() {
+		if ck.Name == TokenCookie {
+			return ck
+		}
+	}
+	t.Fatalf("no %s cookie: %d %v", TokenCookie, res.StatusCode, res.Header)
+	return nil
+}
+
+// TestTokenCookieIsSecureOverHTTPS: the cookie is Secure when the browser
+// came over TLS, directly or through a proxy that says so.
+func TestTokenCookieIsSecureOverHTTPS(t *testing.T) {
+	srv := newServer(t, "s3cret")
+	c := srv.Client()
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	for _, tc := range []struct {
+		proto  []string
+		secure bool
+	}{
+		{nil, false},
+		{[]string{"http"}, false},
+		{[]string{"https"}, true},
+		{[]string{"HTTPS"}, true},
+		{[]string{"https, http"}, true},
+		{[]string{"http, https"}, false},
+		{[]string{"http", "https"}, false},
+	} {
+		var h http.Header
+		if tc.proto != nil {
+			h = http.Header{"X-Forwarded-Proto": tc.proto}
+		}
+		res, _ := get(t, c, srv.URL+"/?token=s3cret", h)
+		ck := tokenCookie(t, res)
+		if ck.Secure != tc.secure || !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode {
+			t.Errorf("X-Forwarded-Proto %q: secure %v, httpOnly %v, sameSite %v", tc.proto, ck.Secure, ck.HttpOnly, ck.SameSite)
+		}
+	}
+
+	tls := httptest.NewTLSServer(New(Options{Token: "s3cret", App: http.NotFoundHandler(), Started: time.Now()}))
+	defer tls.Close()
+	c = tls.Client()
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	res, _ := get(t, c, tls.URL+"/?token=s3cret", nil)
+	if ck := tokenCookie(t, res); !ck.Secure || !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode {
+		t.Errorf("over TLS: %+v", ck)
+	}
+}
+
 func TestTokenLinkSetsCookieAndRedirects(t *testing.T) {
 	srv := newServer(t, "s3cret")
 	c := srv.Client()
