@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,6 +60,7 @@ func TestMain(m *testing.M) {
 // proc is a running pincer serve.
 type proc struct {
 	cmd    *exec.Cmd
+	ready  string // the ready line
 	url    string
 	stderr *strings.Builder
 }
@@ -99,6 +101,7 @@ func startServe(tb testing.TB, dir, config string) (*proc, time.Duration) {
 	if i < 0 {
 		tb.Fatalf("ready line has no URL: %q", line)
 	}
+	p.ready = line
 	p.url = strings.TrimSuffix(strings.Fields(line[i:])[0], "/")
 	return p, elapsed
 }
@@ -207,6 +210,40 @@ func TestServeRefusesPublicListenWithoutToken(t *testing.T) {
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), "gateway.token") {
 		t.Errorf("err %v\n%s", err, out)
+	}
+}
+
+// TestServeOnAllInterfaces: a listener on 0.0.0.0 is announced with a URL
+// a browser can open, and health probes get an answer without the token.
+func TestServeOnAllInterfaces(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	p, _ := startServe(t, t.TempDir(), `{ gateway: { listen: '0.0.0.0:0', token: 'gw-secret' } }`)
+	defer func() {
+		if err := p.stop(); err != nil {
+			t.Errorf("exit after SIGTERM: %v\n%s", err, p.stderr)
+		}
+	}()
+	if !strings.HasPrefix(p.url, "http://127.0.0.1:") || strings.HasSuffix(p.url, ":0") || !strings.Contains(p.ready, "listening on all interfaces") || !strings.Contains(p.ready, "?token=") {
+		t.Errorf("ready line %q", p.ready)
+	}
+	res, err := http.Get(p.url + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err != nil || res.StatusCode != http.StatusOK || string(body) != `{"status":"ok"}`+"\n" {
+		t.Errorf("healthz without the token: %d %q %v", res.StatusCode, body, err)
+	}
+	res, err = http.Get(p.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("metrics without the token: %d", res.StatusCode)
 	}
 }
 

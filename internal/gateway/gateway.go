@@ -277,12 +277,15 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 			return g.Wait()
 		}
 	}
-	url := "http://" + ln.Addr().String() + "/"
-	log.Info("pincer ready", "webchat", url, "models", fmt.Sprint(chain), "store", cfg.Store.Path)
+	url, everywhere := httpapi.OpenURL(ln.Addr().String())
+	log.Info("pincer ready", "webchat", url, "listen", ln.Addr().String(), "models", fmt.Sprint(chain), "store", cfg.Store.Path)
 	if o.Ready != nil {
 		hint := ""
 		if cfg.Gateway.Token != "" {
 			hint = " (append ?token=<gateway.token> once)"
+		}
+		if everywhere {
+			hint += " (listening on all interfaces)"
 		}
 		fmt.Fprintf(o.Ready, "pincer is ready: open %s%s\n", url, hint)
 	}

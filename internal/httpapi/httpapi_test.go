@@ -163,6 +163,30 @@ func TestTokenCookieIsSecureOverHTTPS(t *testing.T) {
 	}
 }
 
+func TestOpenURL(t *testing.T) {
+	for _, tc := range []struct {
+		addr, url string
+		all       bool
+	}{
+		{"127.0.0.1:18789", "http://127.0.0.1:18789/", false},
+		{"192.0.2.7:80", "http://192.0.2.7:80/", false},
+		{"[::1]:18789", "http://[::1]:18789/", false},
+		{"[2001:db8::1]:18789", "http://[2001:db8::1]:18789/", false},
+		{"localhost:18789", "http://localhost:18789/", false},
+		{"0.0.0.0:18789", "http://127.0.0.1:18789/", true},
+		{"[::]:18789", "http://127.0.0.1:18789/", true},
+		{"[::ffff:0.0.0.0]:18789", "http://127.0.0.1:18789/", true},
+		{":18789", "http://127.0.0.1:18789/", true},
+		{"[fe80::1%eth0]:18789", "http://[fe80::1%25eth0]:18789/", false},
+		{"pipe", "http://pipe/", false},
+	} {
+		url, all := OpenURL(tc.addr)
+		if url != tc.url || all != tc.all {
+			t.Errorf("OpenURL(%q) = %q, %v; want %q, %v", tc.addr, url, all, tc.url, tc.all)
+		}
+	}
+}
+
 func TestTokenLinkSetsCookieAndRedirects(t *testing.T) {
 	srv := newServer(t, "s3cret")
 	c := srv.Client()
