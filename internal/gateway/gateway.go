@@ -154,7 +154,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	if err := tools.Add(agent.CurrentTime(loc)); err != nil {
 		return err
 	}
-	qqs, err := buildOneBot(cfg.Channels.OneBot, log)
+	qqs, err := buildOneBot(cfg.Channels.OneBot, st, log)
 	if err != nil {
 		return err
 	}

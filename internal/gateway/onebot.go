@@ -18,6 +18,7 @@ import (
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/pipeline"
 	"github.com/pincerbot/pincer/internal/quote"
+	"github.com/pincerbot/pincer/internal/store"
 )
 
 // OneBotOptions turns one account's settings into adapter options.
@@ -52,7 +53,8 @@ type qq struct {
 }
 
 // buildOneBot builds the active QQ accounts; nil when there are none.
-func buildOneBot(cfg config.OneBot, log *slog.Logger) (*qq, error) {
+// sent keeps the ids of the bot's messages across restarts.
+func buildOneBot(cfg config.OneBot, sent store.SentLog, log *slog.Logger) (*qq, error) {
 	all := cfg.All()
 	var accounts []*onebot.Account
 	q := &qq{endpoints: map[string]http.Handler{}, tools: map[msg.AccountID]*onebot.Account{}, receive: map[msg.AccountID]config.Receive{}, quote: map[msg.AccountID]config.Quote{}}
@@ -65,6 +67,7 @@ func buildOneBot(cfg config.OneBot, log *slog.Logger) (*qq, error) {
 		if err != nil {
 			return nil, err
 		}
+		o.Sent = sent
 		a := onebot.NewAccount(o)
 		accounts = append(accounts, a)
 		q.receive[a.ID()] = c.Receive

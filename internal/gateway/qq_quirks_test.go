@@ -3,12 +3,18 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"net"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/pincerbot/pincer/internal/channel/onebot"
 	"github.com/pincerbot/pincer/internal/channel/onebot/onebottest"
 	"github.com/pincerbot/pincer/internal/config"
+	"github.com/pincerbot/pincer/internal/msg"
+	"github.com/pincerbot/pincer/internal/store/sqlite"
 )
 
 // sentText is the text of a send, its segments joined.
@@ -117,6 +123,194 @@ func TestQQQuotedGoCQHTTPNestedForwardEndToEnd(t *testing.T) {
 	for _, c := range p.Calls() {
 		if c.Action == "get_forward_msg" && strings.Contains(string(c.Params), "inline:") {
 			t.Errorf("a made-up id went to the implementation: %s", c.Params)
+		}
+	}
+}
+
+// runGatewayAt runs a gateway on the store at path until stop is called
+// (or the test ends); stop returns what Run returned.
+func runGatewayAt(t *testing.T, cfg config.Config, path string) (stop func() error) {
+	t.Helper()
+	cfg.Store.Path = path
+	cfg.Agents.Defaults.Workspace = t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	result := make(chan error, 1)
+	ready := make(chan struct{})
+	go func() { result <- Run(ctx, cfg, Options{Listener: ln, Ready: readyWriter(ready)}) }()
+	select {
+	case <-ready:
+	case err := <-result:
+		cancel()
+		t.Fatalf("gateway stopped before ready: %v", err)
+	}
+	stop = sync.OnceValue(func() error {
+		cancel()
+		return <-result
+	})
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("gateway: %v", err)
+		}
+	})
+	return stop
+}
+
+// waitRecorded waits until the store at path records id as sent by the
+// default QQ account.
+func waitRecorded(t *testing.T, ctx context.Context, path string, id msg.MessageID) {
+	t.Helper()
+	db, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		ok, err := db.WasSent(ctx, onebot.ChannelID, msg.DefaultAccount, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			t.Fatalf("%s was never recorded as sent", id)
+		}
+	}
+}
+
+// qqEventFrom is qqGroupEvent sent by another member.
+func qqEventFrom(user int64, name string, id int64, segs ...any) map[string]any {
+	ev := qqGroupEvent(id, segs...)
+	ev["user_id"] = user
+	ev["sender"] = map[string]any{"user_id": user, "nickname": name}
+	return ev
+}
+
+// TestQQReplyToTheBotAfterARestartEndToEnd: the bot's sent message ids are
+// kept in the store, so a reply (without a mention) to a message the bot
+// sent before a restart still triggers, even where get_msg no longer
+// knows the message (NapCat forgets its short ids).
+func TestQQReplyToTheBotAfterARestartEndToEnd(t *testing.T) {
+	handler := func(id int64) onebottest.Handler {
+		return func(action string, params json.RawMessage) (any, int, string) {
+			switch action {
+			case "get_login_info":
+				return map[string]any{"user_id": botQQ, "nickname": "bot"}, 0, ""
+			case "get_msg":
+				return nil, 100, "message not found"
+			case "send_group_msg":
+				return map[string]any{"message_id": id}, 0, ""
+			}
+			return nil, 0, ""
+		}
+	}
+	path := filepath.Join(t.TempDir(), "pincer.db")
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+
+	before := onebottest.New(t, handler(9201))
+	cfg := config.Default()
+	cfg.Channels.OneBot.WSURL = before.URL
+	cfg.Channels.OneBot.SelfID = "3300000001"
+	cfg.Channels.OneBot.Receive.History.Enabled = false
+	stop := runGatewayAt(t, cfg, path)
+	if err := before.Connected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := before.Push(ctx, qqGroupEvent(70, seg("at", map[string]any{"qq": botQQ}), seg("text", map[string]any{"text": " 明天提醒我带伞"}))); err != nil {
+		t.Fatal(err)
+	}
+	waitSend(t, before, ctx) // the bot's answer is message 9201
+	// Stopping cuts a send whose answer is still on the way (the QQ
+	// connection closes at once), so wait until the id is recorded.
+	waitRecorded(t, ctx, path, "9201")
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	after := onebottest.New(t, handler(9202))
+	cfg.Channels.OneBot.WSURL = after.URL
+	runGatewayAt(t, cfg, path)
+	if err := after.Connected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := after.Push(ctx, qqGroupEvent(71, seg("reply", map[string]any{"id": "9201"}), seg("text", map[string]any{"text": "好的谢谢"}))); err != nil {
+		t.Fatal(err)
+	}
+	s := waitSend(t, after, ctx)
+	if len(s.params.Message) == 0 || s.params.Message[0].Type != "reply" || s.params.Message[0].Data["id"] != "71" {
+		t.Errorf("the answer quotes the reply: %+v", s.params.Message)
+	}
+}
+
+// TestQQReplyToTheBotFoundByGetMsgEndToEnd: a reply to an id neither
+// memory nor the store knows triggers when get_msg says the bot sent it,
+// and does not when get_msg names someone else.
+func TestQQReplyToTheBotFoundByGetMsgEndToEnd(t *testing.T) {
+	p := onebottest.New(t, func(action string, params json.RawMessage) (any, int, string) {
+		switch action {
+		case "get_msg":
+			var q struct {
+				MessageID int64 `json:"message_id"`
+			}
+			_ = json.Unmarshal(params, &q)
+			switch q.MessageID {
+			case 777:
+				return map[string]any{"message_id": 777, "time": 1774420200, "user_id": botQQ,
+					"sender": map[string]any{"user_id": botQQ, "nickname": "bot"}, "message": "我是机器人说的"}, 0, ""
+			case 778:
+				return map[string]any{"message_id": 778, "time": 1774420200, "user_id": 10002,
+					"sender": map[string]any{"user_id": 10002, "nickname": "李四"}, "message": "我是李四说的"}, 0, ""
+			}
+			return nil, 100, "message not found"
+		case "send_group_msg":
+			return map[string]any{"message_id": 9301}, 0, ""
+		}
+		return nil, 0, ""
+	})
+	cfg := config.Default()
+	cfg.Channels.OneBot.WSURL = p.URL
+	cfg.Channels.OneBot.SelfID = "3300000001"
+	cfg.Channels.OneBot.Receive.History.Enabled = false
+	startGateway(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := p.Connected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A reply to 李四's message first; the bot's get_msg tells it apart.
+	if err := p.Push(ctx, qqEventFrom(10003, "王五", 80, seg("reply", map[string]any{"id": "778"}), seg("text", map[string]any{"text": "同意李四"}))); err != nil {
+		t.Fatal(err)
+	}
+	for asked := false; !asked; {
+		select {
+		case a := <-p.Called():
+			asked = a == "get_msg"
+		case <-ctx.Done():
+			t.Fatal("the owner of 778 was never asked")
+		}
+	}
+	if err := p.Push(ctx, qqGroupEvent(81, seg("reply", map[string]any{"id": "777"}), seg("text", map[string]any{"text": "再说一遍"}))); err != nil {
+		t.Fatal(err)
+	}
+	s := waitSend(t, p, ctx)
+	if len(s.params.Message) == 0 || s.params.Message[0].Type != "reply" || s.params.Message[0].Data["id"] != "81" {
+		t.Errorf("the first answer quotes the reply to the bot: %+v", s.params.Message)
+	}
+	if got := sentText(s); !strings.Contains(got, "[引用 bot(3300000001) 于 ") || !strings.Contains(got, "我是机器人说的") {
+		t.Errorf("the quote shows the bot's message:\n%s", got)
+	}
+	for _, c := range p.Calls() {
+		if strings.HasPrefix(c.Action, "send_") && strings.Contains(string(c.Params), `"id":"80"`) {
+			t.Errorf("a reply to someone else's message was answered: %s", c.Params)
 		}
 	}
 }

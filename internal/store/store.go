@@ -1,5 +1,6 @@
 // Package store defines pincer's persistence: sessions and their reset
-// history, transcripts, the inbound message log and dedup keys. Implementations
+// history, transcripts, the inbound message log, dedup keys, buffered
+// messages and the ids of the messages the bot sent. Implementations
 // live in subpackages and must pass the storetest conformance suite.
 package store
 
@@ -22,6 +23,7 @@ type Store interface {
 	InboundLog
 	Dedup
 	Buffers
+	SentLog
 	// Admit claims key for ttl and, when the claim succeeds, logs m, in one
 	// step: admitted is false for a message already claimed. The buffered
 	// entries listed in consume are removed in the same step, admitted or
@@ -178,4 +180,19 @@ type Buffers interface {
 	// BufferedEntries returns the entries of scope in the order they were
 	// buffered.
 	BufferedEntries(ctx context.Context, scope string) ([]Buffered, error)
+}
+
+// SentLog remembers the ids of the messages the bot sent, per channel and
+// account, so a reply to one of them is recognised after a restart.
+// Entries are kept until pruned; the channel decides how long (the QQ
+// channel keeps a week, see onebot.SentRetention).
+type SentLog interface {
+	// RecordSent records ids as sent by the bot on channel ch as account
+	// acct, now. Recording an id again refreshes its time.
+	RecordSent(ctx context.Context, ch msg.ChannelID, acct msg.AccountID, ids ...msg.MessageID) error
+	// WasSent reports whether id is recorded for ch and acct.
+	WasSent(ctx context.Context, ch msg.ChannelID, acct msg.AccountID, id msg.MessageID) (bool, error)
+	// PruneSent deletes the ids recorded before before, of every channel
+	// and account, and reports how many.
+	PruneSent(ctx context.Context, before time.Time) (int64, error)
 }

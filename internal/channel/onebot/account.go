@@ -15,6 +15,7 @@ import (
 
 	"github.com/pincerbot/pincer/internal/channel"
 	"github.com/pincerbot/pincer/internal/msg"
+	"github.com/pincerbot/pincer/internal/store"
 )
 
 // AccountOptions configure one QQ account.
@@ -49,6 +50,12 @@ type AccountOptions struct {
 	Backoff *SendBackoff
 	// Pace spaces the messages sent to one chat; nil sends at once.
 	Pace *Pacer
+	// Sent keeps the ids of the bot's messages across restarts, so a
+	// reply to one of them still counts; nil keeps them in memory only.
+	Sent store.SentLog
+	// OwnerTimeout bounds the get_msg that asks whether a quoted message
+	// is the bot's; DefaultOwnerTimeout when zero.
+	OwnerTimeout time.Duration
 	// HTTPClient dials the forward WebSocket and the HTTP API.
 	HTTPClient *http.Client
 	// Debug logs every outbound payload.
@@ -60,12 +67,14 @@ type AccountOptions struct {
 // events into messages for the sink, and delivers replies over whichever
 // connection is live.
 type Account struct {
-	opts  AccountOptions
-	log   *slog.Logger
-	sent  *SentIDs
-	seen  *seen
-	http  *HTTPCaller
-	react reactor
+	opts AccountOptions
+	log  *slog.Logger
+	sent *SentIDs
+	// owners remembers what get_msg said about whose message an id is.
+	owners ownerCache
+	seen   *seen
+	http   *HTTPCaller
+	react  reactor
 
 	mu      sync.Mutex
 	live    []*Conn // connected WebSockets, newest last
@@ -81,6 +90,8 @@ type Account struct {
 	// lastSeen is when each chat's newest message was sent, for backfill.
 	lastSeen   map[msg.Peer]time.Time
 	lastPruned time.Time
+	// sentPruned is when the store's old sent ids were last pruned.
+	sentPruned time.Time
 }
 
 // intake hands reverse connections and POSTed events from HTTP handlers
@@ -171,9 +182,6 @@ func (a *Account) Self() ID {
 	defer a.mu.Unlock()
 	return a.self
 }
-
-// SentByBot reports whether id is one of the bot's recent messages.
-func (a *Account) SentByBot(_ context.Context, id msg.MessageID) bool { return a.sent.Has(id) }
 
 // ErrNotConnected is returned by actions while the account has no live
 // connection and no HTTP API.

@@ -1,6 +1,7 @@
 package onebot
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -71,6 +72,15 @@ func (c *Channel) Send(ctx context.Context, out msg.Outbound) (msg.MessageID, er
 // WebSocket.
 func SendOnce(ctx context.Context, o AccountOptions, out msg.Outbound) (msg.MessageID, error) {
 	ob := &Outbox{ChunkLimit: o.ChunkLimit, ChunkGap: o.ChunkGap}
+	if o.Sent != nil {
+		// A running gateway recognises replies to what was sent here.
+		acct := cmp.Or(o.ID, msg.DefaultAccount)
+		ob.OnSent = func(ctx context.Context, id msg.MessageID) {
+			if err := o.Sent.RecordSent(context.WithoutCancel(ctx), ChannelID, acct, id); err != nil && o.Logger != nil {
+				o.Logger.Warn("recording a sent message id", "msg_id", string(id), "err", err)
+			}
+		}
+	}
 	switch {
 	case o.HTTPURL != "":
 		ob.Caller = &HTTPCaller{BaseURL: o.HTTPURL, Token: o.Token, Timeout: o.RequestTimeout, Client: o.HTTPClient}

@@ -29,7 +29,7 @@ func (a *Account) send(ctx context.Context, out msg.Outbound, opts OutboundOptio
 	if a.opts.Debug {
 		a.log.Info("outbound", "peer", out.Peer.String(), "reply_to", string(out.ReplyTo), "text", out.Text, "media", len(out.Media))
 	}
-	ob := &Outbox{Caller: c, ChunkLimit: a.opts.ChunkLimit, Sent: a.sent, ChunkGap: a.opts.ChunkGap}
+	ob := &Outbox{Caller: c, ChunkLimit: a.opts.ChunkLimit, OnSent: a.recordSent, ChunkGap: a.opts.ChunkGap}
 	id, err := ob.Send(ctx, out, opts)
 	switch {
 	case errors.Is(err, ErrRiskControl):

@@ -62,6 +62,9 @@ type Outbox struct {
 	Caller     Caller
 	ChunkLimit int
 	Sent       *SentIDs
+	// OnSent, when set, is told the id of every message sent (each
+	// chunk's).
+	OnSent func(ctx context.Context, id msg.MessageID)
 	// ChunkGap waits between the chunks of one payload: QQ treats a rapid
 	// run of long messages as risky.
 	ChunkGap time.Duration
@@ -112,6 +115,9 @@ func (s *Outbox) Send(ctx context.Context, out msg.Outbound, opts OutboundOption
 			id := msg.MessageID(res.MessageID.String())
 			if s.Sent != nil {
 				s.Sent.Add(id)
+			}
+			if s.OnSent != nil {
+				s.OnSent(ctx, id)
 			}
 			if first == "" {
 				first = id

@@ -81,7 +81,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 
 // txQueries run inside transactions; they are prepared at open, because
 // preparing needs the connection a transaction holds.
-var txQueries = []string{qSession, qBumpGeneration, qInsertReset, qInsertTurn, qAppendTurn, qTouchSession, qClaim, qLogInbound, qBuffer, qUnbuffer}
+var txQueries = []string{qSession, qBumpGeneration, qInsertReset, qInsertTurn, qAppendTurn, qTouchSession, qClaim, qLogInbound, qBuffer, qUnbuffer, qRecordSent}
 
 func migrate(ctx context.Context, db *sql.DB) error {
 	sub, err := fs.Sub(migrations, "migrations")

@@ -41,6 +41,7 @@ func Run(t *testing.T, open Open) {
 		{"Admit", testAdmit},
 		{"Buffers", testBuffers},
 		{"AdmitConsumesBuffered", testAdmitConsumes},
+		{"SentLog", testSentLog},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -53,6 +54,13 @@ func Run(t *testing.T, open Open) {
 			tt.fn(t, s)
 		})
 	}
+	t.Run("SentPrune", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			s := open(t)
+			defer s.Close()
+			testSentPrune(t, s)
+		})
+	})
 	t.Run("DedupExpiry", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			s := open(t)
@@ -485,5 +493,85 @@ func testAdmitConsumes(t *testing.T, s store.Store) {
 	}
 	if got, _ := s.BufferedEntries(ctx, "x"); len(got) != 1 {
 		t.Errorf("a duplicate's entries are consumed too: %+v", got)
+	}
+}
+
+func testSentLog(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	if err := s.RecordSent(ctx, "onebot", "default", "101", "-102", "103"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordSent(ctx, "onebot", "default"); err != nil {
+		t.Fatalf("recording nothing: %v", err)
+	}
+	if err := s.RecordSent(ctx, "onebot", "default", "101"); err != nil {
+		t.Fatalf("recording an id again: %v", err)
+	}
+	if err := s.RecordSent(ctx, "onebot", "work", "201"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		ch   msg.ChannelID
+		acct msg.AccountID
+		id   msg.MessageID
+		want bool
+	}{
+		{"onebot", "default", "101", true},
+		{"onebot", "default", "-102", true},
+		{"onebot", "default", "103", true},
+		{"onebot", "default", "104", false},
+		{"onebot", "default", "201", false}, // another account's
+		{"onebot", "work", "201", true},
+		{"onebot", "work", "101", false},
+		{"feishu", "default", "101", false}, // another channel's
+	} {
+		got, err := s.WasSent(ctx, tt.ch, tt.acct, tt.id)
+		if err != nil || got != tt.want {
+			t.Errorf("WasSent(%s, %s, %s) = %v, %v; want %v", tt.ch, tt.acct, tt.id, got, err, tt.want)
+		}
+	}
+}
+
+// testSentPrune runs in a synctest bubble: time moves only when the test
+// sleeps.
+func testSentPrune(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	if err := s.RecordSent(ctx, "onebot", "default", "1", "2"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Hour)
+	cut := time.Now()
+	time.Sleep(time.Hour)
+	if err := s.RecordSent(ctx, "onebot", "default", "3"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordSent(ctx, "onebot", "work", "2"); err != nil { // refreshed: same id, other account
+		t.Fatal(err)
+	}
+	n, err := s.PruneSent(ctx, cut)
+	if err != nil || n != 2 {
+		t.Fatalf("pruned %d, %v; want 2", n, err)
+	}
+	for id, want := range map[msg.MessageID]bool{"1": false, "2": false, "3": true} {
+		if got, err := s.WasSent(ctx, "onebot", "default", id); err != nil || got != want {
+			t.Errorf("after pruning, WasSent(%s) = %v, %v; want %v", id, got, err, want)
+		}
+	}
+	if got, _ := s.WasSent(ctx, "onebot", "work", "2"); !got {
+		t.Error("an id recorded after the cut is kept")
+	}
+	// Recording again refreshes the time.
+	time.Sleep(time.Hour)
+	if err := s.RecordSent(ctx, "onebot", "default", "3"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.PruneSent(ctx, time.Now().Add(-30*time.Minute)); err != nil || n != 1 {
+		t.Errorf("pruned %d, %v; want 1", n, err)
+	}
+	if got, _ := s.WasSent(ctx, "onebot", "default", "3"); !got {
+		t.Error("a refreshed id is kept")
+	}
+	if got, _ := s.WasSent(ctx, "onebot", "work", "2"); got {
+		t.Error("an id older than the cut is pruned")
 	}
 }
