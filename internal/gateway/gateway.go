@@ -165,9 +165,12 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		}
 		endpoints = qqs.endpoints
 	}
-	runner := agent.NewRunner(agent.Options{Providers: Providers(cfg.Models), MaxTokens: d.MaxTokens, ContextTokens: d.ContextTokens, Tools: tools, Logger: log})
+	runner := agent.NewRunner(agent.Options{
+		Providers: Providers(cfg.Models), MaxTokens: d.MaxTokens, ContextTokens: d.ContextTokens, Tools: tools,
+		FirstTokenTimeout: d.FirstTokenTimeout(), Logger: log,
+	})
 	eng := engine.New(engine.Options{
-		Store: st, Runner: runner, Models: chain, Metrics: metrics, Logger: log,
+		Store: st, Runner: runner, Models: chain, Metrics: metrics, Logger: log, DedupTTL: cfg.Messages.Inbound.DedupTTL(),
 		Location: loc, ResponsePrefix: cfg.Messages.ResponsePrefix,
 		HumanDelay: reply.DelayRange{Min: lo, Max: hi}, Blocks: blocks,
 		Policy:  command.Policy{AllowFrom: cfg.Commands.AllowFrom, OwnerAllowFrom: cfg.Commands.OwnerAllowFrom},
@@ -221,6 +224,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 				Window:  func(ch msg.ChannelID) time.Duration { return in.Window(string(ch)) },
 				MaxWait: time.Duration(in.MaxWaitMs) * time.Millisecond,
 				Bypass:  func(m msg.Message) bool { return eng.Commands().IsControl(m.Text) },
+				Abort:   func(m msg.Message) bool { return command.IsAbort(m.Text) },
 			})
 			sink = deb
 		}

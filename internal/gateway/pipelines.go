@@ -7,6 +7,7 @@ import (
 
 	"github.com/pincerbot/pincer/internal/channel"
 	"github.com/pincerbot/pincer/internal/channel/webchat"
+	"github.com/pincerbot/pincer/internal/command"
 	"github.com/pincerbot/pincer/internal/config"
 	"github.com/pincerbot/pincer/internal/engine"
 	"github.com/pincerbot/pincer/internal/msg"
@@ -38,6 +39,7 @@ func (t engineTurns) Turn(ctx context.Context, turn pipeline.Turn, r channel.Rep
 	return t.e.DispatchContext(ctx, engine.MsgContext{
 		Message: turn.Message, Body: turn.Body, BodyForAgent: turn.BodyForAgent,
 		RawBody: turn.RawBody, CommandBody: turn.CommandBody, NoCommands: turn.NoCommands,
+		Standalone: turn.Standalone, Consume: turn.Consume,
 	}, r)
 }
 
@@ -72,8 +74,8 @@ func webchatPipeline(ctx context.Context, c config.Webchat, wc *webchat.Channel,
 	plog := log.With("channel", string(webchat.ID))
 	return startPipeline(ctx, pipeline.Options{
 		Receive: ReceiveSettings(c.Receive), Bot: noBot{}, Engine: engineTurns{eng}, Send: wc.Send,
-		History:   pipeline.LocalHistory{Log: st, Channel: webchat.ID, Account: msg.DefaultAccount},
-		IsCommand: eng.Commands().IsControl, Location: loc, Logger: plog,
+		History:   pipeline.LocalHistory{Log: st, Channel: webchat.ID, Account: msg.DefaultAccount}, Log: st,
+		IsCommand: eng.Commands().IsControl, IsAbort: command.IsAbort, Location: loc, Logger: plog,
 		Store: st, Scope: string(webchat.ID) + "/" + string(msg.DefaultAccount),
 		ReplierFor: func(msg.Message) channel.Replier { return channel.SenderReplier{Adapter: wc} },
 	}, "channels.webchat")
