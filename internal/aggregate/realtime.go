@@ -163,3 +163,15 @@ func (r *Realtime[T]) endLocked(key string, w *rtWindow[T], reason msg.FlushReas
 	}
 	return Flushed[T]{Key: key, Entries: w.entries, Trigger: w.trigger, Reason: reason}
 }
+
+// Discard ends the window of key without flushing it and returns what it
+// held (a stop command drops the burst it ends).
+func (r *Realtime[T]) Discard(key string) []Entry[T] {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w := r.windows[key]
+	if w == nil {
+		return nil
+	}
+	return r.endLocked(key, w, "").Entries
+}

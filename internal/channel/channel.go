@@ -20,6 +20,8 @@ var (
 	// ErrMerged: the message was answered together with others, in a reply
 	// delivered through another message's replier.
 	ErrMerged = errors.New("answered together with another message")
+	// ErrStopped: the sender said stop before the message was answered.
+	ErrStopped = errors.New("stopped by the sender before it was answered")
 )
 
 // Replier receives one turn's reply.
@@ -48,6 +50,16 @@ type Sink interface {
 	// Dispatch handles m and replies through r. It returns once the reply,
 	// if any, has been delivered.
 	Dispatch(ctx context.Context, m msg.Message, r Replier) error
+}
+
+// Taker is a Sink that takes a message in at once and reports its outcome
+// later. An adapter that calls Take for the messages of one chat one after
+// the other, as they arrive, keeps them in order without waiting for any
+// reply. The channel, nil when there is nothing to wait for, receives what
+// Dispatch would have returned.
+type Taker interface {
+	Sink
+	Take(ctx context.Context, m msg.Message, r Replier) <-chan error
 }
 
 // Adapter is one chat channel.

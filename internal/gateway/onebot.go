@@ -13,6 +13,7 @@ import (
 	"github.com/pincerbot/pincer/internal/agent"
 	"github.com/pincerbot/pincer/internal/channel"
 	"github.com/pincerbot/pincer/internal/channel/onebot"
+	"github.com/pincerbot/pincer/internal/command"
 	"github.com/pincerbot/pincer/internal/config"
 	"github.com/pincerbot/pincer/internal/engine"
 	"github.com/pincerbot/pincer/internal/msg"
@@ -113,7 +114,7 @@ func (q *qq) addTools(tools *agent.Tools, loc *time.Location) error {
 
 // pipelines builds the receive pipeline of every account, routed by
 // account id.
-func (q *qq) pipelines(ctx context.Context, eng *engine.Engine, st pipeline.BufferStore, loc *time.Location, log *slog.Logger) (accountRouter, []*pipeline.Pipeline, error) {
+func (q *qq) pipelines(ctx context.Context, eng *engine.Engine, st store.Store, loc *time.Location, log *slog.Logger) (accountRouter, []*pipeline.Pipeline, error) {
 	router := accountRouter{}
 	var all []*pipeline.Pipeline
 	for id, r := range q.receive {
@@ -127,7 +128,8 @@ func (q *qq) pipelines(ctx context.Context, eng *engine.Engine, st pipeline.Buff
 		p, err := startPipeline(ctx, pipeline.Options{
 			Quote:   resolver.Block,
 			Receive: ReceiveSettings(r), Bot: qqBot{a}, Engine: engineTurns{eng}, Send: a.Send, History: a, Ack: a,
-			IsCommand: eng.Commands().IsControl, PlainText: true, Location: loc, Logger: plog,
+			LocalHistory: pipeline.LocalHistory{Log: st, Channel: onebot.ChannelID, Account: id}, Log: st,
+			IsCommand: eng.Commands().IsControl, IsAbort: command.IsAbort, PlainText: true, Location: loc, Logger: plog,
 			Store: st, Scope: string(onebot.ChannelID) + "/" + string(id), ReplierFor: a.ReplierFor,
 		}, "channels.onebot")
 		if err != nil {
@@ -152,7 +154,9 @@ func (b qqBot) Self() msg.UserID {
 func (b qqBot) SentByBot(ctx context.Context, id msg.MessageID) bool { return b.a.SentByBot(ctx, id) }
 
 // accountRouter hands each message to its account's pipeline.
-type accountRouter map[msg.AccountID]channel.Sink
+type accountRouter map[msg.AccountID]channel.Taker
+
+var _ channel.Taker = accountRouter(nil)
 
 func (r accountRouter) Dispatch(ctx context.Context, m msg.Message, rep channel.Replier) error {
 	s, ok := r[m.Account]
@@ -160,4 +164,14 @@ func (r accountRouter) Dispatch(ctx context.Context, m msg.Message, rep channel.
 		return fmt.Errorf("gateway: no pipeline for account %q", m.Account)
 	}
 	return s.Dispatch(ctx, m, rep)
+}
+
+func (r accountRouter) Take(ctx context.Context, m msg.Message, rep channel.Replier) <-chan error {
+	s, ok := r[m.Account]
+	if !ok {
+		c := make(chan error, 1)
+		c <- fmt.Errorf("gateway: no pipeline for account %q", m.Account)
+		return c
+	}
+	return s.Take(ctx, m, rep)
 }

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -27,15 +28,18 @@ func (p *Pipeline) runRealtime(ctx context.Context, f aggregate.Flushed[held]) {
 	first := msgs[0]
 	text := RealtimeText(msgs, p.opts.Bot.Self())
 	consume := refsOf(f.Entries)
+	// A command is a batch of its own; it neither takes the history meant
+	// for the next reply nor needs quotes.
+	command := len(msgs) == 1 && p.isCommand(text)
 	var history []msg.Message
-	if p.opts.Receive.History.Enabled {
+	if p.opts.Receive.History.Enabled && !command {
 		var refs []int64
 		history, refs = p.history.Take(first.Peer.String(), msgs, time.Now())
 		consume = append(consume, refs...)
 	}
 	batch := msg.Batch{Kind: msg.Realtime, Messages: msgs, History: history, Trigger: f.Trigger, Flush: f.Reason}
 	quote := ""
-	if p.opts.Quote != nil {
+	if p.opts.Quote != nil && !command {
 		quote = p.quote(ctx, batch)
 	}
 	hasImage := slices.ContainsFunc(msgs, func(m msg.Message) bool { return m.HasImage() })
@@ -150,7 +154,7 @@ func (p *Pipeline) runDigest(ctx context.Context, f aggregate.Flushed[held]) {
 		ID:      msg.MessageID(digestPrefix + string(first.ID) + ":" + string(msgs[len(msgs)-1].ID)),
 		Channel: first.Channel, Account: first.Account, Peer: first.Peer, Time: time.Now(),
 	}
-	t := Turn{Message: m, Body: body, BodyForAgent: body, NoCommands: true, Consume: refsOf(f.Entries)}
+	t := Turn{Message: m, Body: body, BodyForAgent: body, NoCommands: true, Standalone: true, Consume: refsOf(f.Entries)}
 	r := &peerReplier{send: p.opts.Send, account: first.Account, peer: first.Peer, flatten: p.opts.PlainText, skip: true}
 	p.log.Debug("digest batch", "peer", first.Peer.String(), "messages", len(msgs), "flush", string(f.Reason))
 	if err := p.opts.Engine.Turn(ctx, t, r); err != nil {
@@ -158,36 +162,46 @@ func (p *Pipeline) runDigest(ctx context.Context, f aggregate.Flushed[held]) {
 	}
 }
 
-// summary answers a /summary command and reports whether m was one;
-// typed is m's text without its leading mention. The command enters no
-// buffer.
-func (p *Pipeline) summary(ctx context.Context, m msg.Message, typed string, r channel.Replier) bool {
+// summaryCount reports whether m is a /summary command this pipeline
+// honours, and its count; typed is m's text without its leading mention.
+func (p *Pipeline) summaryCount(m msg.Message, typed string) (int, bool) {
 	s := p.opts.Receive.Summary
 	if !s.Enabled || !p.summaryScope.covers(m.Peer) {
-		return false
+		return 0, false
 	}
-	count, ok := ParseSummary(typed, s.Commands, s.Count, s.MaxCount)
-	if !ok {
-		return false
-	}
-	if m.Peer.Kind == msg.Group && p.opts.Ack != nil {
-		p.opts.Ack.Ack(ctx, m.Peer, m.ID)
-	}
+	return ParseSummary(typed, s.Commands, s.Count, s.MaxCount)
+}
+
+// summary answers a /summary command for count messages: the chat's
+// history from the platform (or from pincer's own log), summarized by a
+// turn of its own, or a notice saying why not.
+func (p *Pipeline) summary(ctx context.Context, m msg.Message, count int, r channel.Replier) error {
+	s := p.opts.Receive.Summary
 	reply := &filtered{Replier: r, flatten: p.opts.PlainText, noMentions: true}
 	notice := func(text string) {
 		if _, err := reply.Deliver(ctx, msg.Outbound{Account: m.Account, Peer: m.Peer, Text: text}); err != nil {
 			p.log.Warn("summary notice", "peer", m.Peer.String(), "err", err)
 		}
 	}
-	if p.opts.History == nil {
-		notice(textSummaryFailed + "this chat has no message history")
-		return true
+	history := p.opts.History
+	if history == nil && p.opts.LocalHistory != nil {
+		history = p.opts.LocalHistory
 	}
-	fetched, err := p.opts.History.History(ctx, m.Peer, channel.HistoryQuery{Count: count + 1})
+	if history == nil {
+		notice(textSummaryFailed + "this chat has no message history")
+		return nil
+	}
+	fetched, err := history.History(ctx, m.Peer, channel.HistoryQuery{Count: count + 1})
+	if errors.Is(err, channel.ErrHistoryUnsupported) && p.opts.LocalHistory != nil {
+		// The implementation cannot read history: summarize what pincer
+		// saw itself.
+		p.log.Info("summary: the platform has no chat history; using the messages pincer logged", "peer", m.Peer.String())
+		fetched, err = p.opts.LocalHistory.History(ctx, m.Peer, channel.HistoryQuery{Count: count + 1})
+	}
 	if err != nil {
 		p.log.Warn("summary history", "peer", m.Peer.String(), "err", err)
 		notice(textSummaryFailed + err.Error())
-		return true
+		return nil
 	}
 	msgs := make([]msg.Message, 0, len(fetched))
 	for _, h := range fetched {
@@ -202,16 +216,17 @@ func (p *Pipeline) summary(ctx context.Context, m msg.Message, typed string, r c
 	}
 	if len(msgs) == 0 {
 		notice(textSummaryEmpty)
-		return true
+		return nil
 	}
 	body := SummaryBody(s.Prompt, msgs, p.opts.Location, s.MaxTranscriptChars)
 	cm := m
 	cm.Sender.Name = "" // attributed to the sender's id, no name in the envelope
-	t := Turn{Message: cm, Body: body, BodyForAgent: body, NoCommands: true}
-	if err := p.opts.Engine.Turn(ctx, t, reply); err != nil {
+	t := Turn{Message: cm, Body: body, BodyForAgent: body, NoCommands: true, Standalone: true}
+	err = p.opts.Engine.Turn(ctx, t, reply)
+	if err != nil {
 		p.log.Warn("summary", "peer", m.Peer.String(), "err", err)
 	}
-	return true
+	return err
 }
 
 // refsOf lists the stored entries of flushed buffer entries.

@@ -7,6 +7,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -42,6 +43,9 @@ type Turn struct {
 	// NoCommands: the turn must never run a command, whatever its sender
 	// may do (digests, summaries).
 	NoCommands bool
+	// Standalone: the turn is never merged with another or steered into
+	// one (digests, summaries): each flush is its own turn.
+	Standalone bool
 	// Consume lists the stored buffer entries the turn hands on; the
 	// engine removes them when it admits the turn.
 	Consume []int64
@@ -63,17 +67,23 @@ type Options struct {
 	Engine  Engine
 	// Send delivers digests, which answer no message.
 	Send func(ctx context.Context, out msg.Outbound) (msg.MessageID, error)
-	// History fetches a chat's recent messages for /summary; nil makes
-	// /summary answer that history is unavailable.
-	History channel.HistoryFetcher
+	// History fetches a chat's recent messages for /summary. LocalHistory
+	// reads what pincer logged itself: /summary uses it when History is
+	// nil or the platform has no history (channel.ErrHistoryUnsupported).
+	// With neither, /summary answers that history is unavailable.
+	History      channel.HistoryFetcher
+	LocalHistory channel.HistoryFetcher
 	// Ack acknowledges triggering group messages and /summary commands;
 	// nil for none.
 	Ack channel.Acker
 	// Quote resolves quotes and forwards of realtime batches; nil for none.
 	Quote Quoter
-	// IsCommand reports whether a message is a control command, which ends
-	// its realtime window at once instead of waiting for quiet.
+	// IsCommand reports whether a message is a control command: it is
+	// never merged into a realtime batch but acts on its own, at once; the
+	// window open before it is answered without it. IsAbort reports the
+	// stop words among them, which drop the open window instead.
 	IsCommand func(text string) bool
+	IsAbort   func(text string) bool
 	// PlainText flattens the markdown of digest and summary replies, for
 	// chats that do not render it.
 	PlainText bool
@@ -84,6 +94,12 @@ type Options struct {
 	// pipeline's entries ("onebot/default").
 	Store BufferStore
 	Scope string
+	// Log, when set, records every message the pipeline takes, so /summary
+	// can fall back to what pincer saw itself when the platform cannot
+	// read a chat's history.
+	Log MessageLog
+	// AckTimeout bounds an acknowledgement; 10s when zero.
+	AckTimeout time.Duration
 	// ReplierFor rebuilds the replier of a message restored into a
 	// realtime window after a restart.
 	ReplierFor func(msg.Message) channel.Replier
@@ -111,8 +127,14 @@ type Pipeline struct {
 	digestScope, summaryScope scope
 
 	turns  sync.WaitGroup
+	acks   sync.WaitGroup
 	mu     sync.Mutex
 	closed bool
+}
+
+// MessageLog records inbound messages; store.Store is one.
+type MessageLog interface {
+	LogInbound(ctx context.Context, m msg.Message) (inserted bool, err error)
 }
 
 var _ channel.Sink = (*Pipeline)(nil)
@@ -128,6 +150,12 @@ func New(o Options) (*Pipeline, []string) {
 	}
 	if o.IsCommand == nil {
 		o.IsCommand = func(string) bool { return false }
+	}
+	if o.IsAbort == nil {
+		o.IsAbort = func(string) bool { return false }
+	}
+	if o.AckTimeout <= 0 {
+		o.AckTimeout = 10 * time.Second
 	}
 	r := o.Receive
 	eval, warnings := trigger.New(r.Mention)
@@ -154,36 +182,74 @@ func New(o Options) (*Pipeline, []string) {
 }
 
 // Dispatch takes one inbound message (already normalized, not the bot's
-// own, and allowed by the account's peer filter). A /summary command is
-// answered before Dispatch returns. A message taken into a realtime window
-// returns when its batch has been answered (channel.ErrMerged for all but
-// the batch's first message); any other message returns once buffered.
+// own, and allowed by the account's peer filter) and returns once it has
+// been answered: a /summary command when its summary is out; a message
+// taken into a realtime window when its batch has been answered (nil for
+// the batch's first message, channel.ErrMerged for the rest); any other
+// message once buffered. It is Take followed by waiting.
 func (p *Pipeline) Dispatch(ctx context.Context, m msg.Message, r channel.Replier) error {
+	answered := p.Take(ctx, m, r)
+	if answered == nil {
+		return nil
+	}
+	select {
+	case err := <-answered:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Take takes m in: it is buffered (and its /summary or batch started)
+// before Take returns, so a caller that calls Take for the messages of a
+// chat one after the other keeps their order. The returned channel, nil
+// when there is nothing to wait for, receives the outcome once m has been
+// answered (see Dispatch).
+func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier) <-chan error {
 	p.mu.Lock()
 	closed := p.closed
 	p.mu.Unlock()
 	if closed {
-		return channel.ErrClosed
+		return fail(channel.ErrClosed)
 	}
 	bot := trigger.Bot{Self: p.opts.Bot.Self(), SentByBot: func(id msg.MessageID) bool { return p.opts.Bot.SentByBot(ctx, id) }}
 	// What the user typed, without the leading mention of the bot: the
 	// text /summary and commands are matched against.
 	typed := trigger.StripLeadingMention(m, bot.Self)
-	if p.summary(ctx, m, typed, r) {
-		return nil
+	p.log.Debug("message", "peer", m.Peer.String(), "msg_id", string(m.ID), "sender", string(m.Sender.ID))
+	if p.opts.Log != nil {
+		if _, err := p.opts.Log.LogInbound(context.WithoutCancel(ctx), m); err != nil {
+			p.log.Warn("inbound message not logged", "msg_id", string(m.ID), "err", err)
+		}
+	}
+	if count, ok := p.summaryCount(m, typed); ok {
+		// The command enters no buffer; its summary runs on its own.
+		done := make(chan error, 1)
+		if m.Peer.Kind == msg.Group {
+			p.ack(m)
+		}
+		p.spawn(func(ctx context.Context) {
+			err := errPanicked // until the summary returns
+			defer func() { done <- err }()
+			err = p.summary(ctx, m, count, r)
+		})
+		return done
 	}
 	d := p.eval.Evaluate(m, bot)
-	if d.Triggered && m.Peer.Kind == msg.Group && p.opts.Ack != nil {
-		p.opts.Ack.Ack(ctx, m.Peer, m.ID)
+	if d.Triggered && m.Peer.Kind == msg.Group {
+		p.ack(m)
 	}
 	peer := m.Peer.String()
 	rtKey := peer + "::" + string(m.Sender.ID)
 	dg := p.opts.Receive.Digest
 	want := takers{
-		history:  p.opts.Receive.History.Enabled,
 		realtime: p.realtime.Takes(rtKey, d.Triggered),
 		digest:   dg.Enabled && p.digestScope.covers(m.Peer),
 	}
+	// A command that acts (triggered, or in its sender's open window) is
+	// said to the bot, not to the chat: it is no context for later replies.
+	command := want.realtime && p.isCommand(typed)
+	want.history = p.opts.Receive.History.Enabled && !command
 	refs := p.persist(ctx, m, peer, rtKey, d, want)
 	// History first: a batch that flushes at once must find its own
 	// messages in the buffer to leave them out of its history.
@@ -197,14 +263,20 @@ func (p *Pipeline) Dispatch(ctx context.Context, m msg.Message, r channel.Replie
 		p.isolate("realtime", func() {
 			done := make(chan error, 1)
 			e := aggregate.Entry[held]{Message: m, Tag: held{r: r, ref: refs.realtime, done: done}}
+			if command {
+				// A command acts on its own, now: the burst before it is
+				// answered without it, or dropped when the user says stop.
+				p.endWindowFor(rtKey, p.opts.IsAbort(typed))
+				p.realtime.Accept(rtKey, e, true, d.Reason)
+				p.realtime.FlushNow(rtKey, msg.FlushImmediate)
+				answered = done
+				return
+			}
 			if !p.realtime.Accept(rtKey, e, d.Triggered, d.Reason) {
 				p.unbuffer(refs.realtime) // the window it was to join had just ended
 				return
 			}
 			answered = done
-			if p.opts.IsCommand(typed) {
-				p.realtime.FlushNow(rtKey, msg.FlushImmediate)
-			}
 		})
 	}
 	p.isolate("digest", func() {
@@ -215,18 +287,64 @@ func (p *Pipeline) Dispatch(ctx context.Context, m msg.Message, r channel.Replie
 			}
 		}
 	})
-	if answered == nil {
-		return nil
-	}
 	// Like a message sent to a person, a message in a window is done when
-	// its batch is answered: nil for the message the reply answers,
-	// channel.ErrMerged for the others.
-	select {
-	case err := <-answered:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
+	// its batch is answered.
+	return answered
+}
+
+// errPanicked is the outcome of a turn whose dispatch panicked.
+var errPanicked = errors.New("pipeline: the turn panicked")
+
+// fail is an outcome known at once.
+func fail(err error) <-chan error {
+	c := make(chan error, 1)
+	c <- err
+	return c
+}
+
+// endWindowFor ends the realtime window a command arrives in: flushed as a
+// batch of its own, or, for a stop word, dropped (its messages stay in the
+// history buffer, so nothing the user said is lost as context).
+func (p *Pipeline) endWindowFor(key string, stop bool) {
+	if !stop {
+		p.realtime.FlushNow(key, msg.FlushImmediate)
+		return
 	}
+	dropped := p.realtime.Discard(key)
+	for _, e := range dropped {
+		p.unbuffer(e.Tag.ref)
+		if e.Tag.done != nil {
+			e.Tag.done <- channel.ErrStopped
+		}
+	}
+	if len(dropped) > 0 {
+		p.log.Info("burst dropped: the sender said stop", "key", key, "messages", len(dropped))
+	}
+}
+
+// isCommand is IsCommand with its failure contained: a broken check
+// makes no message a command.
+func (p *Pipeline) isCommand(text string) (yes bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			p.log.Error("command check panicked", "panic", fmt.Sprint(v))
+			yes = false
+		}
+	}()
+	return p.opts.IsCommand(text)
+}
+
+// ack acknowledges a message without holding it up: the reaction goes out
+// in the background, bounded by AckTimeout.
+func (p *Pipeline) ack(m msg.Message) {
+	if p.opts.Ack == nil {
+		return
+	}
+	p.acks.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), p.opts.AckTimeout)
+		defer cancel()
+		p.opts.Ack.Ack(ctx, m.Peer, m.ID)
+	})
 }
 
 // isolate runs one buffer's step so that its failure, even a panic, never
@@ -264,6 +382,7 @@ func (p *Pipeline) Close(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		p.turns.Wait()
+		p.acks.Wait()
 		close(done)
 	}()
 	select {

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/pincerbot/pincer/internal/channel"
@@ -44,8 +45,10 @@ func (f *filtered) Deliver(ctx context.Context, out msg.Outbound) (msg.MessageID
 	if !shape(&out, f.flatten, f.noMentions, false) {
 		return "", nil
 	}
-	if out.Mentionable == nil {
-		out.Mentionable = f.mentionable
+	if len(f.mentionable) > 0 {
+		// Everyone the batch showed, and whoever the engine adds (messages
+		// steered into the turn); the latest appearance of a name wins.
+		out.Mentionable = append(slices.Clone(f.mentionable), out.Mentionable...)
 	}
 	return f.Replier.Deliver(ctx, out)
 }

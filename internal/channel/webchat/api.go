@@ -124,6 +124,8 @@ func failText(err error) string {
 		return "pincer is shutting down"
 	case errors.Is(err, channel.ErrMerged):
 		return "answered together with your other message"
+	case errors.Is(err, channel.ErrStopped):
+		return "stopped before it was answered"
 	}
 	return "the message could not be handled"
 }
