@@ -87,6 +87,8 @@ type Account struct {
 	started bool
 	// connectedBefore: a connection was up once, so the next one backfills.
 	connectedBefore bool
+	// lanes take each chat's messages in arrival order.
+	lanes chatLanes
 	// lastSeen is when each chat's newest message was sent, for backfill.
 	lastSeen   map[msg.Peer]time.Time
 	lastPruned time.Time
@@ -402,9 +404,30 @@ func (a *Account) admit(ctx context.Context, self ID, m msg.Message, sink channe
 		return
 	}
 	a.noteSeen(m)
-	wg.Go(func() {
-		if err := sink.Dispatch(ctx, m, &replier{a: a, trigger: m}); err != nil && !errors.Is(err, channel.ErrDuplicate) && !errors.Is(err, channel.ErrMerged) {
+	r := &replier{a: a, trigger: m}
+	report := func(err error) {
+		if err != nil && !errors.Is(err, channel.ErrDuplicate) && !errors.Is(err, channel.ErrMerged) && !errors.Is(err, channel.ErrStopped) {
 			a.log.Warn("dispatch", "err", err, "msg_id", string(m.ID))
 		}
+	}
+	taker, ordered := sink.(channel.Taker)
+	if !ordered {
+		wg.Go(func() { report(sink.Dispatch(ctx, m, r)) })
+		return
+	}
+	// The messages of a chat are taken in as they came; waiting for the
+	// reply happens off the chat's lane.
+	a.lanes.run(m.Peer, wg, func() {
+		answered := taker.Take(ctx, m, r)
+		if answered == nil {
+			return
+		}
+		wg.Go(func() {
+			select {
+			case err := <-answered:
+				report(err)
+			case <-ctx.Done():
+			}
+		})
 	})
 }
