@@ -20,8 +20,11 @@ type DebounceOptions struct {
 	// times the window. Sustained input cannot hold a batch open forever.
 	MaxWait time.Duration
 	// Bypass reports messages that are never held, such as commands; any
-	// batch of the same sender is flushed before them.
+	// batch of the same sender is flushed before them. Abort reports the
+	// stop words among them: the sender's held batch is dropped instead,
+	// so the stop takes effect at once.
 	Bypass func(m msg.Message) bool
+	Abort  func(m msg.Message) bool
 	// MaxKeys bounds the batches held at once; a message beyond it is
 	// dispatched at once. 0 means 2048.
 	MaxKeys int
@@ -66,6 +69,9 @@ func NewDebouncer(next channel.Sink, o DebounceOptions) *Debouncer {
 	if o.Bypass == nil {
 		o.Bypass = func(msg.Message) bool { return false }
 	}
+	if o.Abort == nil {
+		o.Abort = func(msg.Message) bool { return false }
+	}
 	return &Debouncer{next: next, opts: o, batches: map[string]*batch{}}
 }
 
@@ -91,6 +97,17 @@ func (d *Debouncer) Dispatch(ctx context.Context, m msg.Message, r channel.Repli
 	b := d.batches[key]
 	hold := window > 0 && !d.opts.Bypass(m) && !hasMedia(m) && (b != nil || len(d.batches) < d.opts.MaxKeys)
 	if !hold {
+		if b != nil && d.opts.Abort(m) {
+			// The sender said stop: what they were still typing is not
+			// to be answered, and the stop must not wait behind it.
+			delete(d.batches, key)
+			b.timer.Stop()
+			d.mu.Unlock()
+			for _, e := range b.entries {
+				e.done <- channel.ErrStopped
+			}
+			return d.next.Dispatch(ctx, m, r)
+		}
 		// Anything held for this sender goes first, so order is kept.
 		if b != nil {
 			d.detach(key, b)

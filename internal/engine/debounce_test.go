@@ -204,3 +204,31 @@ func TestMerge(t *testing.T) {
 		t.Errorf("merged %+v", m)
 	}
 }
+
+// TestDebounceStopDropsHeldBatch: a stop word is dispatched at once, not
+// behind the sender's held batch, which is dropped.
+func TestDebounceStopDropsHeldBatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &sinkLog{}
+		d := NewDebouncer(s, DebounceOptions{
+			Window: window(time.Second),
+			Bypass: func(m msg.Message) bool { return m.Text == "stop" },
+			Abort:  func(m msg.Message) bool { return m.Text == "stop" },
+		})
+		held := make(chan error, 1)
+		send(d, textMsg("1", "ann", "tell me a long story"), held)
+		stopped := make(chan error, 1)
+		send(d, textMsg("2", "ann", "stop"), stopped)
+		if err := <-stopped; err != nil {
+			t.Fatal(err)
+		}
+		if err := <-held; !errors.Is(err, channel.ErrStopped) {
+			t.Errorf("the held message: %v", err)
+		}
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		if got := s.list(); len(got) != 1 || got[0].text != "stop" {
+			t.Errorf("dispatched %+v; want the stop alone", got)
+		}
+	})
+}
