@@ -38,6 +38,9 @@ type Reply struct {
 	// Hold, when set, pauses the stream after the first text delta until it
 	// is closed or the client goes away.
 	Hold chan struct{}
+	// Stall accepts the request and sends nothing more than the response
+	// headers until the client goes away (or Hold closes).
+	Stall bool
 }
 
 // Request is one request the server received.
@@ -117,6 +120,16 @@ func (s *Server) serve(t testing.TB, path string) {
 		w.Header().Set("Cache-Control", "no-cache")
 		w.WriteHeader(http.StatusOK)
 		f, _ := w.(http.Flusher)
+		if r.Stall {
+			if f != nil {
+				f.Flush()
+			}
+			select {
+			case <-r.Hold:
+			case <-req.Context().Done():
+			}
+			return
+		}
 		s.write(w, f, req, r)
 	})
 	srv := httptest.NewServer(mux)

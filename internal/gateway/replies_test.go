@@ -1,0 +1,343 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pincerbot/pincer/internal/channel/onebot/onebottest"
+	"github.com/pincerbot/pincer/internal/config"
+	"github.com/pincerbot/pincer/internal/llm"
+	"github.com/pincerbot/pincer/internal/llm/llmtest"
+)
+
+// qqRig is a running gateway with a QQ account on a fake OneBot
+// implementation and an OpenAI-compatible model server.
+type qqRig struct {
+	peer  *onebottest.Peer
+	model *llmtest.Server
+	gw    *started
+	ctx   context.Context
+	sent  atomic.Int64
+}
+
+// newQQRig starts the rig; edit adjusts the configuration. The model
+// answers "ok" until scripted otherwise.
+func newQQRig(t *testing.T, edit func(*config.Config)) *qqRig {
+	t.Helper()
+	r := &qqRig{model: llmtest.NewOpenAI(t)}
+	r.peer = onebottest.New(t, func(action string, _ json.RawMessage) (any, int, string) {
+		switch action {
+		case "get_login_info":
+			return map[string]any{"user_id": botQQ, "nickname": "bot"}, 0, ""
+		case "send_group_msg", "send_private_msg":
+			return map[string]any{"message_id": 9000 + r.sent.Add(1)}, 0, ""
+		}
+		return nil, 0, ""
+	})
+	cfg := withOpenAI(r.model.URL)
+	cfg.Channels.OneBot.WSURL = r.peer.URL
+	cfg.Channels.OneBot.SelfID = strconv.Itoa(botQQ)
+	if edit != nil {
+		edit(&cfg)
+	}
+	r.gw = startGateway(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	r.ctx = ctx
+	if err := r.peer.Connected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// push sends an event from the implementation.
+func (r *qqRig) push(t *testing.T, ev map[string]any) {
+	t.Helper()
+	if err := r.peer.Push(r.ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// groupFrom is a group message event of a named member.
+func groupFrom(id int64, user int64, name string, segs ...any) map[string]any {
+	ev := qqGroupEvent(id, segs...)
+	ev["user_id"] = user
+	ev["sender"] = map[string]any{"user_id": user, "nickname": name}
+	return ev
+}
+
+func privateFrom(id int64, user int64, text string) map[string]any {
+	return map[string]any{
+		"time": time.Now().Unix(), "self_id": botQQ, "post_type": "message", "message_type": "private",
+		"message_id": id, "user_id": user, "sender": map[string]any{"user_id": user, "nickname": "张三"}, "message": text,
+	}
+}
+
+func text(s string) map[string]any { return seg("text", map[string]any{"text": s}) }
+func atBot() map[string]any        { return seg("at", map[string]any{"qq": botQQ}) }
+
+// sends lists the texts of every message the bot sent so far.
+func (r *qqRig) sends() []string {
+	var out []string
+	for _, c := range r.peer.Calls() {
+		if !strings.HasPrefix(c.Action, "send_") {
+			continue
+		}
+		var s qqSend
+		s.action = c.Action
+		_ = json.Unmarshal(c.Params, &s.params)
+		out = append(out, sentText(s))
+	}
+	return out
+}
+
+// userMessages lists the user messages of a model request, in order.
+func userMessages(req llmtest.Request) []string {
+	var out []string
+	msgs, _ := req.Body["messages"].([]any)
+	for _, m := range msgs {
+		mm, _ := m.(map[string]any)
+		if mm["role"] == "user" {
+			out = append(out, mustString(mm["content"]))
+		}
+	}
+	return out
+}
+
+// metric waits until the gateway's metrics show line, e.g.
+// `pincer_turns_total{outcome="failed"} 1`.
+func (r *qqRig) metric(t *testing.T, line string) {
+	t.Helper()
+	for {
+		res, err := http.Get(r.gw.url + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if strings.Contains(string(body), line) {
+			return
+		}
+		select {
+		case <-r.ctx.Done():
+			t.Fatalf("metrics never showed %q:\n%s", line, grep(string(body), "pincer_"))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func grep(s, prefix string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// TestQQAckNeverHoldsUpAMessage: with groupAutoReact on and an
+// implementation that never answers set_msg_emoji_like, the mention still
+// opens its window at once, the follow-up joins it, and the reply comes
+// long before the reaction times out.
+func TestQQAckNeverHoldsUpAMessage(t *testing.T) {
+	r := newQQRig(t, func(c *config.Config) {
+		c.Channels.OneBot.GroupAutoReact = true
+		c.Channels.OneBot.RequestTimeoutMs = 20000
+	})
+	r.peer.Silence("set_msg_emoji_like")
+	r.push(t, groupFrom(1, 10001, "张三", atBot(), text(" 看看这个")))
+	r.push(t, groupFrom(2, 10001, "张三", text("还有这个")))
+	start := time.Now()
+	s := waitSend(t, r.peer, r.ctx)
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("the reply waited %v for the reaction", took)
+	}
+	if len(s.params.Message) == 0 || s.params.Message[0].Type != "reply" || s.params.Message[0].Data["id"] != "1" {
+		t.Errorf("the reply quotes the mention: %+v", s.params.Message)
+	}
+	reqs := r.model.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d model requests", len(reqs))
+	}
+	if got := strings.Join(userMessages(reqs[0]), "\n"); !strings.Contains(got, "看看这个\n还有这个") {
+		t.Errorf("the follow-up must join the mention's batch: %q", got)
+	}
+}
+
+// TestQQSteeredMessagesKeepTheirSenders: while a reply is being written,
+// two more people ask; each reaches the model as their own message under
+// their own name, and the reply answering them may mention both.
+func TestQQSteeredMessagesKeepTheirSenders(t *testing.T) {
+	hold := make(chan struct{})
+	r := newQQRig(t, func(c *config.Config) { c.Channels.OneBot.Receive.History.Enabled = false })
+	r.model.Script(llmtest.Reply{Text: []string{"first ", "answer"}, Hold: hold}, llmtest.Reply{Text: []string{"@李四 八点 @王五 老地方"}})
+	r.push(t, groupFrom(1, 10001, "张三", atBot(), text(" 我们聚餐吗")))
+	for len(r.model.Requests()) == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	r.push(t, groupFrom(2, 10002, "李四", atBot(), text(" 几点？")))
+	r.push(t, groupFrom(3, 10003, "王五", atBot(), text(" 在哪？")))
+	// Both windows close (800 ms of quiet) and steer into the running turn.
+	time.Sleep(1500 * time.Millisecond)
+	close(hold)
+	first := waitSend(t, r.peer, r.ctx)
+	second := waitSend(t, r.peer, r.ctx)
+	if sentText(first) != "first answer" {
+		t.Errorf("first reply %q", sentText(first))
+	}
+	reqs := r.model.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model requests; want the turn and its steered continuation", len(reqs))
+	}
+	msgs := userMessages(reqs[1])
+	if len(msgs) < 3 {
+		t.Fatalf("user messages %q", msgs)
+	}
+	last := msgs[len(msgs)-2:]
+	if last[0] > last[1] {
+		last[0], last[1] = last[1], last[0] // the two windows close in either order
+	}
+	if !strings.Contains(last[0], " 李四 ") || !strings.HasSuffix(last[0], "几点？") || !strings.Contains(last[1], " 王五 ") || !strings.HasSuffix(last[1], "在哪？") {
+		t.Errorf("each steered message keeps its sender: %q", last)
+	}
+	var ats []string
+	for _, m := range second.params.Message {
+		if m.Type == "at" {
+			ats = append(ats, fmt.Sprint(m.Data["qq"]))
+		}
+	}
+	if strings.Join(ats, ",") != "10002,10003" {
+		t.Errorf("the reply may mention both askers: %v in %+v", ats, second.params.Message)
+	}
+}
+
+// TestQQDigestIsNeverMergedIntoARealtimeTurn: a digest that flushes while
+// a realtime reply is being written runs as a turn of its own, through its
+// own delivery (no quote, SKIP honoured).
+func TestQQDigestIsNeverMergedIntoARealtimeTurn(t *testing.T) {
+	hold := make(chan struct{})
+	r := newQQRig(t, func(c *config.Config) {
+		c.Channels.OneBot.Receive.Digest.Enabled = true
+		c.Channels.OneBot.Receive.Digest.MaxMessages = 2
+		c.Channels.OneBot.Receive.Digest.MinMessages = 1
+	})
+	r.model.Script(llmtest.Reply{Text: []string{"the ", "answer"}, Hold: hold}, llmtest.Reply{Text: []string{"SKIP"}})
+	r.push(t, groupFrom(1, 10001, "张三", atBot(), text(" 问个问题")))
+	for len(r.model.Requests()) == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	r.push(t, groupFrom(2, 10002, "李四", text("随便聊聊"))) // the digest is full: it flushes now
+	time.Sleep(300 * time.Millisecond)
+	close(hold)
+	r.metric(t, `pincer_turns_total{outcome="replied"} 2`)
+	reqs := r.model.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model requests; the digest is a call of its own", len(reqs))
+	}
+	digest := userMessages(reqs[1])
+	if !strings.Contains(digest[len(digest)-1], config.DefaultDigestPrompt[:20]) {
+		t.Errorf("the second call is the digest alone: %q", digest[len(digest)-1])
+	}
+	if got := r.sends(); len(got) != 1 || got[0] != "the answer" {
+		t.Errorf("sent %q; the digest's SKIP sends nothing", got)
+	}
+}
+
+// TestQQCommandInsideAWindowActsAsCommand: /new sent right after a
+// question is not sent to the model as text: the question is answered on
+// its own and the command acts.
+func TestQQCommandInsideAWindowActsAsCommand(t *testing.T) {
+	r := newQQRig(t, func(c *config.Config) { c.Commands.AllowFrom = []string{"*"} })
+	r.model.Script(llmtest.Reply{Text: []string{"the answer"}})
+	r.push(t, groupFrom(1, 10001, "张三", atBot(), text(" 问个问题")))
+	r.push(t, groupFrom(2, 10001, "张三", text("/new")))
+	a, b := waitSend(t, r.peer, r.ctx), waitSend(t, r.peer, r.ctx)
+	got := sentText(a) + "|" + sentText(b)
+	if !strings.Contains(got, "the answer") || !strings.Contains(got, "New session started") {
+		t.Errorf("sent %q", got)
+	}
+	for _, req := range r.model.Requests() {
+		if strings.Contains(strings.Join(userMessages(req), "\n"), "/new") {
+			t.Errorf("the command reached the model: %q", userMessages(req))
+		}
+	}
+}
+
+// TestQQMidStreamFailureIsRetried: a stream that breaks off is not the
+// answer: QQ showed nothing yet, so the call is made again and only the
+// whole answer is sent.
+func TestQQMidStreamFailureIsRetried(t *testing.T) {
+	r := newQQRig(t, nil)
+	r.model.Script(llmtest.Reply{Text: []string{"The answer ", "is 4", "2."}, CutAfter: 2}, llmtest.Reply{Text: []string{"The answer is 42."}})
+	r.push(t, groupFrom(1, 10001, "张三", atBot(), text(" 答案是？")))
+	s := waitSend(t, r.peer, r.ctx)
+	if got := sentText(s); got != "The answer is 42." {
+		t.Errorf("sent %q", got)
+	}
+	r.metric(t, `pincer_turns_total{outcome="replied"} 1`)
+	if got := r.sends(); len(got) != 1 {
+		t.Errorf("sent %q", got)
+	}
+}
+
+// TestQQFailuresAreSilentInGroupsAndExplainedInDirectChats: a model that
+// keeps failing leaves a group without a message (the failure is counted);
+// a direct chat learns which model failed and how.
+func TestQQFailuresAreSilentInGroupsAndExplainedInDirectChats(t *testing.T) {
+	r := newQQRig(t, nil)
+	r.model.Script(llmtest.Reply{Status: http.StatusInternalServerError})
+	r.push(t, groupFrom(1, 10001, "张三", atBot(), text(" 在吗")))
+	r.metric(t, `pincer_turns_total{outcome="failed"} 1`)
+	if got := r.sends(); len(got) != 0 {
+		t.Errorf("a group got %q", got)
+	}
+	r.push(t, privateFrom(2, 10001, "在吗"))
+	s := waitSend(t, r.peer, r.ctx)
+	if got := sentText(s); s.action != "send_private_msg" || !strings.Contains(got, "openai/gpt-4o-mini failed with a server error (HTTP 500)") {
+		t.Errorf("direct chat got %s %q", s.action, got)
+	}
+}
+
+// TestQQBlocksRepeatAndStaySilent: with block streaming, a reply that
+// repeats a paragraph sends it twice; a tool round's text is a block of
+// its own and a final NO_REPLY is never sent.
+func TestQQBlocksRepeatAndStaySilent(t *testing.T) {
+	r := newQQRig(t, func(c *config.Config) {
+		c.Agents.Defaults.BlockStreaming.Enabled = true
+		c.Agents.Defaults.BlockStreaming.MinChars = 5
+		c.Agents.Defaults.HumanDelay.Mode = "off"
+		c.Channels.OneBot.Receive.History.Enabled = false
+	})
+	r.model.Script(llmtest.Reply{Text: []string{"啦啦啦，一起唱。\n\n", "第二段歌词。\n\n", "啦啦啦，一起唱。"}})
+	r.push(t, groupFrom(1, 10001, "张三", atBot(), text(" 唱首歌")))
+	r.metric(t, `pincer_turns_total{outcome="replied"} 1`)
+	if got := strings.Join(r.sends(), "|"); got != "啦啦啦，一起唱。|第二段歌词。|啦啦啦，一起唱。" {
+		t.Errorf("sent %q", got)
+	}
+
+	r.model.Script(
+		llmtest.Reply{Text: []string{"Let me check"}, ToolCalls: []llm.ToolCall{{ID: "c1", Name: "current_time", Arguments: "{}"}}},
+		llmtest.Reply{Text: []string{"NO_", "REPLY"}},
+	)
+	r.push(t, groupFrom(2, 10001, "张三", atBot(), text(" 几点了")))
+	r.metric(t, `pincer_turns_total{outcome="replied"} 2`)
+	sent := r.sends()
+	if got := sent[len(sent)-1]; got != "Let me check" {
+		t.Errorf("last send %q; want the tool round's text alone", got)
+	}
+	for _, s := range sent {
+		if regexp.MustCompile(`(?i)no_?r?e?p?l?y?$`).MatchString(s) && strings.Contains(strings.ToUpper(s), "NO") {
+			t.Errorf("the silent token leaked: %q", s)
+		}
+	}
+}
