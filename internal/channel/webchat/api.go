@@ -14,6 +14,7 @@ import (
 
 	"github.com/pincerbot/pincer/internal/channel"
 	"github.com/pincerbot/pincer/internal/msg"
+	"github.com/pincerbot/pincer/internal/reply"
 	"github.com/pincerbot/pincer/internal/store"
 )
 
@@ -66,6 +67,9 @@ func (c *Channel) serveSession(w http.ResponseWriter, r *http.Request) {
 	}
 	view := SessionView{Title: c.opts.Title, Transcript: []TurnView{}}
 	for _, t := range tr {
+		if t.Role == store.RoleAssistant && reply.IsSilent(t.Text) {
+			continue // the agent chose silence; nothing was said
+		}
 		if t.Role == store.RoleUser || t.Role == store.RoleAssistant {
 			view.Transcript = append(view.Transcript, TurnView{Role: string(t.Role), Text: t.Text, At: t.At, Partial: t.Partial})
 		}
