@@ -242,7 +242,9 @@ func TestQQReplyToTheBotAfterARestartEndToEnd(t *testing.T) {
 	if err := after.Connected(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := after.Push(ctx, qqGroupEvent(71, seg("reply", map[string]any{"id": "9201"}), seg("text", map[string]any{"text": "好的谢谢"}))); err != nil {
+	// Another member, so the reply opens a window of its own whatever the
+	// restart restored of the first one.
+	if err := after.Push(ctx, qqEventFrom(10003, "王五", 71, seg("reply", map[string]any{"id": "9201"}), seg("text", map[string]any{"text": "好的谢谢"}))); err != nil {
 		t.Fatal(err)
 	}
 	s := waitSend(t, after, ctx)
