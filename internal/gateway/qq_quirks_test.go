@@ -3,8 +3,10 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"github.com/pincerbot/pincer/internal/channel/onebot"
 	"github.com/pincerbot/pincer/internal/channel/onebot/onebottest"
 	"github.com/pincerbot/pincer/internal/config"
+	"github.com/pincerbot/pincer/internal/llm/llmtest"
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/store/sqlite"
 )
@@ -314,5 +317,89 @@ func TestQQReplyToTheBotFoundByGetMsgEndToEnd(t *testing.T) {
 		if strings.HasPrefix(c.Action, "send_") && strings.Contains(string(c.Params), `"id":"80"`) {
 			t.Errorf("a reply to someone else's message was answered: %s", c.Params)
 		}
+	}
+}
+
+// TestQQSummaryPagesGoCQHTTPHistoryEndToEnd: go-cqhttp returns 20
+// messages per history call whatever count says (anchored by
+// message_seq), so /summary 50 pages back until the summary turn sees 50
+// messages.
+func TestQQSummaryPagesGoCQHTTPHistoryEndToEnd(t *testing.T) {
+	const last = 121 // the command's seq
+	now := time.Now().Unix()
+	event := func(seq int64) map[string]any {
+		ev := map[string]any{"post_type": "message", "message_type": "group", "group_id": 700000001,
+			"message_id": 5000 + seq, "message_seq": seq, "time": now - (last-seq)*10,
+			"user_id": 10002, "sender": map[string]any{"user_id": 10002, "nickname": "李四"},
+			"message": fmt.Sprintf("第%03d条", seq)}
+		if seq == last {
+			ev["user_id"], ev["sender"], ev["message"] = 10001, map[string]any{"user_id": 10001, "nickname": "张三"}, "/summary 50"
+		}
+		return ev
+	}
+	p := onebottest.New(t, func(action string, params json.RawMessage) (any, int, string) {
+		switch action {
+		case "get_group_msg_history":
+			var q struct {
+				MessageSeq int64 `json:"message_seq"`
+			}
+			_ = json.Unmarshal(params, &q)
+			anchor := q.MessageSeq
+			if anchor == 0 {
+				anchor = last
+			}
+			var msgs []any
+			for seq := max(anchor-19, 1); seq <= min(anchor, last); seq++ {
+				msgs = append(msgs, event(seq))
+			}
+			return map[string]any{"messages": msgs}, 0, ""
+		case "send_group_msg":
+			return map[string]any{"message_id": 9401}, 0, ""
+		}
+		return nil, 0, ""
+	})
+	model := llmtest.NewOpenAI(t)
+	model.Script(llmtest.Reply{Text: []string{"总结好了"}})
+	cfg := withOpenAI(model.URL)
+	cfg.Channels.OneBot.WSURL = p.URL
+	cfg.Channels.OneBot.SelfID = "3300000001"
+	startGateway(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := p.Connected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	command := qqGroupEvent(5000+last, seg("text", map[string]any{"text": "/summary 50"}))
+	command["message_seq"] = last
+	if err := p.Push(ctx, command); err != nil {
+		t.Fatal(err)
+	}
+	if got := sentText(waitSend(t, p, ctx)); got != "总结好了" {
+		t.Errorf("sent %q", got)
+	}
+	reqs := model.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d model requests", len(reqs))
+	}
+	body := mustString(reqs[0].Body["messages"])
+	for seq := 71; seq <= 120; seq++ {
+		if want := fmt.Sprintf("第%03d条", seq); !strings.Contains(body, want) {
+			t.Errorf("%s missing from the summary turn", want)
+		}
+	}
+	if n := len(regexp.MustCompile(`第\d{3}条`).FindAllString(body, -1)); n != 50 {
+		t.Errorf("the summary turn sees %d messages, want 50", n)
+	}
+	if strings.Contains(body, "第070条") {
+		t.Error("only the newest 50 are summarised")
+	}
+	var pages []string
+	for _, c := range p.Calls() {
+		if c.Action == "get_group_msg_history" {
+			pages = append(pages, string(c.Params))
+		}
+	}
+	if len(pages) != 3 || strings.Contains(pages[0], "message_seq") || !strings.Contains(pages[1], `"message_seq":102`) || !strings.Contains(pages[2], `"message_seq":83`) {
+		t.Errorf("history calls:\n%s", strings.Join(pages, "\n"))
 	}
 }

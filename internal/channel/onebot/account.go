@@ -56,6 +56,9 @@ type AccountOptions struct {
 	// OwnerTimeout bounds the get_msg that asks whether a quoted message
 	// is the bot's; DefaultOwnerTimeout when zero.
 	OwnerTimeout time.Duration
+	// HistoryGap paces the pages of a history read; DefaultHistoryGap
+	// when zero.
+	HistoryGap time.Duration
 	// HTTPClient dials the forward WebSocket and the HTTP API.
 	HTTPClient *http.Client
 	// Debug logs every outbound payload.

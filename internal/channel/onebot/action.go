@@ -26,6 +26,9 @@ const (
 	// RetcodeRiskControl is NapCat's action exception, usually a send
 	// blocked by QQ's risk control.
 	RetcodeRiskControl = 1200
+	// RetcodeUnsupported is the spec's "no such action" (the HTTP API's
+	// 404 reads as it too).
+	RetcodeUnsupported = 1404
 )
 
 // ActionError is a failed action.

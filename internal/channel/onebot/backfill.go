@@ -73,7 +73,9 @@ func (a *Account) backfill(ctx context.Context, c Caller, sink channel.Sink, wg 
 			case <-t.C:
 			}
 		}
-		msgs, err := FetchHistory(ctx, c, a.opts.ID, p, channel.HistoryQuery{Count: backfillCount})
+		// One page: the gap is short, and the next reconnect reads again.
+		r := HistoryReader{Caller: c, Account: a.opts.ID, Self: self, MaxPages: 1}
+		msgs, err := r.Read(ctx, p, channel.HistoryQuery{Count: backfillCount})
 		if err != nil {
 			a.log.Debug("backfill", "peer", p.String(), "err", err)
 			continue

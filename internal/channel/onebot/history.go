@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pincerbot/pincer/internal/channel"
 	"github.com/pincerbot/pincer/internal/msg"
@@ -16,66 +17,208 @@ import (
 
 var _ channel.HistoryFetcher = (*Account)(nil)
 
-// History reads a chat's recent messages from the implementation.
+// History paging. Implementations return a page of history per call:
+// go-cqhttp always 20 whatever count says, SnowLuma at most 200, others
+// count (default 20). A longer history is read page by page, back from the
+// oldest message so far, with a pause between calls: SnowLuma serialises
+// history fetches, and fast paging looks risky to QQ.
+const (
+	// DefaultHistoryGap is the pause between two pages.
+	DefaultHistoryGap = 300 * time.Millisecond
+	// historyPage is the page size every implementation manages.
+	historyPage = 20
+	// maxHistoryPage is the largest count any implementation takes.
+	maxHistoryPage = 200
+	// maxHistoryPages bounds the calls of one read.
+	maxHistoryPages = 12
+)
+
+// History reads a chat's recent messages from the implementation, paging
+// back as far as q.Count needs.
 func (a *Account) History(ctx context.Context, peer msg.Peer, q channel.HistoryQuery) ([]msg.Message, error) {
-	return FetchHistory(ctx, a, a.opts.ID, peer, q)
+	r := HistoryReader{Caller: a, Account: a.opts.ID, Self: a.Self(), Gap: a.opts.HistoryGap}
+	return r.Read(ctx, peer, q)
 }
 
-// FetchHistory calls get_group_msg_history or get_friend_msg_history in
-// the one form every implementation understands, and returns the messages
-// oldest first, at most q.Count of them, the anchor itself left out.
-//
-// The implementations disagree on the anchor: go-cqhttp and LLOneBot read
-// message_seq as a real sequence number, NapCat reads it as a message id,
-// SnowLuma and Lagrange read message_id. The anchor goes out under both
-// names with the same value; count goes out for all but go-cqhttp (which
-// returns 20 regardless), and both spellings of the reverse flag are
-// false. The answer is deduplicated by id and sorted by time here, since
-// some return newest first and some repeat the anchor.
+// FetchHistory reads history through c with the default pacing; see
+// HistoryReader.
 func FetchHistory(ctx context.Context, c Caller, account msg.AccountID, peer msg.Peer, q channel.HistoryQuery) ([]msg.Message, error) {
+	return HistoryReader{Caller: c, Account: account}.Read(ctx, peer, q)
+}
+
+// HistoryReader reads a chat's history with get_group_msg_history or
+// get_friend_msg_history, page by page.
+type HistoryReader struct {
+	Caller  Caller
+	Account msg.AccountID
+	// Self is the bot's QQ number, for reading mentions; 0 when unknown.
+	Self ID
+	// Gap is the pause between pages; DefaultHistoryGap when zero.
+	Gap time.Duration
+	// MaxPages bounds the calls; when zero, enough for q.Count in pages
+	// of 20 and two more, at most 12.
+	MaxPages int
+}
+
+// Read returns the newest q.Count messages (older than q.Before when it is
+// set, the anchor itself left out), oldest first.
+//
+// Every call is the one form all implementations understand. The anchor
+// goes out as message_seq and message_id: go-cqhttp and LLOneBot read
+// message_seq as a real sequence number, NapCat reads it as a message id
+// (its message_seq is the message id), SnowLuma and Lagrange read
+// message_id. A page anchored on a message of an earlier page sends that
+// message's message_seq (its id when it had none) and its id. An anchored
+// page sets reverse_order and reverseOrder: NapCat then goes from the
+// anchor to older messages (without, to newer), LLOneBot only reverses the
+// array, the others ignore them. Pages are deduplicated by id and sorted
+// by time here, since some come newest first and some repeat the anchor.
+//
+// Paging stops once q.Count messages are read, when a page brings nothing
+// new or nothing older, or after MaxPages calls. A failing first call is
+// an error (wrapping channel.ErrHistoryUnsupported when the implementation
+// has no history action); a failing later page ends the paging with what
+// was read.
+func (h HistoryReader) Read(ctx context.Context, peer msg.Peer, q channel.HistoryQuery) ([]msg.Message, error) {
 	count := max(q.Count, 1)
-	params := map[string]any{"count": count, "reverse_order": false, "reverseOrder": false}
-	id, err := strconv.ParseInt(peer.ID, 10, 64)
-	if err != nil || id <= 0 {
-		return nil, fmt.Errorf("onebot: history of %s: not a QQ or group number", peer)
+	action, target, err := historyAction(peer)
+	if err != nil {
+		return nil, err
 	}
-	var action string
-	switch peer.Kind {
-	case msg.Group:
-		if ID(id) == PlaceholderGroup {
-			return nil, fmt.Errorf("onebot: history of %s: a placeholder, not a group", peer)
-		}
-		action = "get_group_msg_history"
-		params["group_id"] = id
-	case msg.Direct:
-		action = "get_friend_msg_history"
-		params["user_id"] = id
-	default:
-		return nil, fmt.Errorf("onebot: history of %s: unknown peer kind", peer)
-	}
+	var anchor *historyEntry
+	seen := map[msg.MessageID]bool{}
 	if q.Before != "" {
-		anchor, err := strconv.ParseInt(string(q.Before), 10, 64)
+		n, err := strconv.ParseInt(string(q.Before), 10, 64)
 		if err != nil {
 			return nil, fmt.Errorf("onebot: history anchor %q is not a message id", q.Before)
 		}
-		params["message_seq"] = anchor
-		params["message_id"] = anchor
+		anchor = &historyEntry{id: ID(n)}
+		seen[q.Before] = true // some include the anchor; it is left out
 	}
-	data, err := c.Call(ctx, action, params, 0)
-	if err != nil {
-		// NapCat reports an empty history as "消息X不存在".
-		var ae *ActionError
-		if errors.As(err, &ae) && strings.Contains(ae.Message, "不存在") {
-			return nil, nil
+	pages := h.MaxPages
+	if pages <= 0 {
+		pages = min((count+historyPage-1)/historyPage+2, maxHistoryPages)
+	}
+	gap := h.Gap
+	if gap <= 0 {
+		gap = DefaultHistoryGap
+	}
+	var got []historyEntry // oldest first
+	for page := range pages {
+		if page > 0 {
+			if err := waitGap(ctx, gap); err != nil {
+				return nil, fmt.Errorf("onebot: %s: %w", action, err)
+			}
 		}
-		return nil, err
+		want := count - len(got)
+		if page > 0 {
+			want++ // the anchor usually comes back too
+		}
+		params := map[string]any{"count": min(want, maxHistoryPage)}
+		for k, v := range target {
+			params[k] = v
+		}
+		reverse := anchor != nil
+		params["reverse_order"], params["reverseOrder"] = reverse, reverse
+		if anchor != nil {
+			params["message_seq"], params["message_id"] = int64(anchor.anchorSeq()), int64(anchor.id)
+		}
+		data, err := h.Caller.Call(ctx, action, params, 0)
+		if err != nil {
+			if page > 0 {
+				if ctx.Err() != nil {
+					return nil, fmt.Errorf("onebot: %s: %w", action, ctx.Err())
+				}
+				break // the end of the history, or a failure: keep what was read
+			}
+			return nil, historyError(action, err)
+		}
+		fresh := h.decode(data, peer, seen)
+		if len(fresh) == 0 {
+			break
+		}
+		older := len(got) == 0 || !fresh[0].m.Time.After(got[0].m.Time)
+		got = append(fresh, got...)
+		slices.SortStableFunc(got, func(a, b historyEntry) int { return cmp.Compare(a.m.Time.UnixNano(), b.m.Time.UnixNano()) })
+		if len(got) >= count || !older {
+			break // enough, or the page brought only newer messages
+		}
+		next := got[0]
+		anchor = &next
 	}
-	return decodeHistory(data, account, peer, q.Before, count), nil
+	out := make([]msg.Message, 0, min(len(got), count))
+	for _, e := range got[max(len(got)-count, 0):] {
+		out = append(out, e.m)
+	}
+	return out, nil
 }
 
-// decodeHistory reads {messages:[events]} (or a bare array), tolerating
-// events without post_type or group_id, as SnowLuma sends them.
-func decodeHistory(data json.RawMessage, account msg.AccountID, peer msg.Peer, anchor msg.MessageID, count int) []msg.Message {
+// historyEntry is a history message with the sequence number it came
+// with (0 when none).
+type historyEntry struct {
+	m   msg.Message
+	id  ID
+	seq ID
+}
+
+// anchorSeq is what goes out as message_seq for a page before e.
+func (e historyEntry) anchorSeq() ID {
+	if e.seq != 0 {
+		return e.seq
+	}
+	return e.id
+}
+
+func historyAction(peer msg.Peer) (string, map[string]any, error) {
+	id, err := strconv.ParseInt(peer.ID, 10, 64)
+	if err != nil || id <= 0 {
+		return "", nil, fmt.Errorf("onebot: history of %s: not a QQ or group number", peer)
+	}
+	switch peer.Kind {
+	case msg.Group:
+		if ID(id) == PlaceholderGroup {
+			return "", nil, fmt.Errorf("onebot: history of %s: a placeholder, not a group", peer)
+		}
+		return "get_group_msg_history", map[string]any{"group_id": id}, nil
+	case msg.Direct:
+		return "get_friend_msg_history", map[string]any{"user_id": id}, nil
+	}
+	return "", nil, fmt.Errorf("onebot: history of %s: unknown peer kind", peer)
+}
+
+// historyError reads a failed first call: NapCat reports an empty history
+// as "消息X不存在" (nothing to read, not an error), and an implementation
+// without the action answers retcode 1404 (or HTTP 404).
+func historyError(action string, err error) error {
+	var ae *ActionError
+	if !errors.As(err, &ae) {
+		return err
+	}
+	switch {
+	case strings.Contains(ae.Message, "不存在"):
+		return nil
+	case ae.Retcode == RetcodeUnsupported:
+		return fmt.Errorf("onebot: %s: %w: %w", action, channel.ErrHistoryUnsupported, err)
+	}
+	return err
+}
+
+// waitGap waits d, or until ctx ends.
+func waitGap(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// decode reads {messages:[events]} (or a bare array), tolerating events
+// without post_type or group_id, as SnowLuma sends them, and returns the
+// messages not in seen, adding them to it, oldest first.
+func (h HistoryReader) decode(data json.RawMessage, peer msg.Peer, seen map[msg.MessageID]bool) []historyEntry {
 	var wrapped struct {
 		Messages []json.RawMessage `json:"messages"`
 	}
@@ -85,23 +228,31 @@ func decodeHistory(data json.RawMessage, account msg.AccountID, peer msg.Peer, a
 	} else {
 		_ = json.Unmarshal(data, &raws) // some answer a bare array
 	}
-	seen := map[msg.MessageID]bool{}
-	out := make([]msg.Message, 0, len(raws))
+	out := make([]historyEntry, 0, len(raws))
 	for _, raw := range raws {
 		// The lenient reader of forward nodes and get_msg: SnowLuma's
 		// entries lack post_type and self_id, and the bot's own messages
 		// are kept, since a summary needs both sides.
-		m, ok := forwardNode(raw, 0, 0)
-		if !ok || m.ID == "" || m.ID == anchor || seen[m.ID] {
+		m, ok := forwardNode(raw, 0, h.Self)
+		if !ok || m.ID == "" || seen[m.ID] {
 			continue
 		}
 		seen[m.ID] = true
-		m.Account, m.Peer = account, peer
-		out = append(out, m)
+		m.Account, m.Peer = h.Account, peer
+		e := historyEntry{m: m}
+		var ids struct {
+			MessageID  json.RawMessage `json:"message_id"`
+			MessageSeq json.RawMessage `json:"message_seq"`
+		}
+		if json.Unmarshal(raw, &ids) == nil {
+			e.id, e.seq = lenientID(ids.MessageID), lenientID(ids.MessageSeq)
+		}
+		out = append(out, e)
 	}
-	slices.SortStableFunc(out, func(a, b msg.Message) int { return cmp.Compare(a.Time.UnixNano(), b.Time.UnixNano()) })
-	if len(out) > count {
-		out = out[len(out)-count:]
+	// Some send newest first (LLOneBot with reverseOrder).
+	if n := len(out); n > 1 && out[0].m.Time.After(out[n-1].m.Time) {
+		slices.Reverse(out)
 	}
+	slices.SortStableFunc(out, func(a, b historyEntry) int { return cmp.Compare(a.m.Time.UnixNano(), b.m.Time.UnixNano()) })
 	return out
 }

@@ -70,21 +70,23 @@ func TestHistoryShapesOfEachImplementation(t *testing.T) {
 		{"103", "10002", "李四 (管理)", "[图片]看这个"},
 	}
 	for _, name := range []string{"history_napcat.json", "history_snowluma.json", "history_gocqhttp.json", "history_llonebot.json"} {
-		t.Run(name, func(t *testing.T) {
-			c := &fixedCaller{answers: map[string]json.RawMessage{"get_group_msg_history": fixture(t, name)}}
-			got, err := FetchHistory(context.Background(), c, "default", group, channel.HistoryQuery{Count: 20})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(want, lines(got)); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
-			}
-			for _, m := range got {
-				if m.Peer != group || m.Channel != ChannelID {
-					t.Errorf("peer %v channel %v", m.Peer, m.Channel)
-				}
-			}
-		})
+		t.Run(name, func(t *testing.T) { synctest.Test(t, func(t *testing.T) { testHistoryShape(t, name, group, want) }) })
+	}
+}
+
+func testHistoryShape(t *testing.T, name string, group msg.Peer, want []line) {
+	c := &fixedCaller{answers: map[string]json.RawMessage{"get_group_msg_history": fixture(t, name)}}
+	got, err := FetchHistory(context.Background(), c, "default", group, channel.HistoryQuery{Count: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, lines(got)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	for _, m := range got {
+		if m.Peer != group || m.Channel != ChannelID {
+			t.Errorf("peer %v channel %v", m.Peer, m.Channel)
+		}
 	}
 }
 
@@ -95,7 +97,9 @@ func TestHistoryParamsAreThePortableForm(t *testing.T) {
 	}
 	var got map[string]any
 	_ = json.Unmarshal(c.got["get_friend_msg_history"], &got)
-	want := map[string]any{"user_id": 10001.0, "count": 5.0, "message_seq": -77.0, "message_id": -77.0, "reverse_order": false, "reverseOrder": false}
+	// Anchored: NapCat goes toward older messages only with the reverse
+	// flag (LLOneBot merely reverses the array; the others ignore it).
+	want := map[string]any{"user_id": 10001.0, "count": 5.0, "message_seq": -77.0, "message_id": -77.0, "reverse_order": true, "reverseOrder": true}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}

@@ -74,7 +74,7 @@ func (h *HTTPCaller) Call(ctx context.Context, action string, params any, timeou
 	case http.StatusUnauthorized, http.StatusForbidden:
 		return nil, fmt.Errorf("%s: %w (HTTP %d)", action, ErrTokenRefused, res.StatusCode)
 	case http.StatusNotFound:
-		return nil, &ActionError{Action: action, Retcode: 1404, Status: "failed", Message: "unsupported action"}
+		return nil, &ActionError{Action: action, Retcode: RetcodeUnsupported, Status: "failed", Message: "unsupported action"}
 	default:
 		return nil, fmt.Errorf("onebot: %s over HTTP: status %d: %s", action, res.StatusCode, bytes.TrimSpace(data))
 	}
