@@ -113,9 +113,9 @@ func userMessages(req llmtest.Request) []string {
 	return out
 }
 
-// metric waits until the gateway's metrics show line, e.g.
-// `pincer_turns_total{outcome="failed"} 1`.
-func (r *qqRig) metric(t *testing.T, line string) {
+// metric waits until the gateway's metric series (a line's name and
+// labels, e.g. `pincer_turns_total{outcome="failed"}`) reaches at least n.
+func (r *qqRig) metric(t *testing.T, series string, n float64) {
 	t.Helper()
 	for {
 		res, err := http.Get(r.gw.url + "/metrics")
@@ -124,12 +124,16 @@ func (r *qqRig) metric(t *testing.T, line string) {
 		}
 		body, _ := io.ReadAll(res.Body)
 		res.Body.Close()
-		if strings.Contains(string(body), line) {
-			return
+		for _, l := range strings.Split(string(body), "\n") {
+			if v, ok := strings.CutPrefix(l, series+" "); ok {
+				if got, err := strconv.ParseFloat(v, 64); err == nil && got >= n {
+					return
+				}
+			}
 		}
 		select {
 		case <-r.ctx.Done():
-			t.Fatalf("metrics never showed %q:\n%s", line, grep(string(body), "pincer_"))
+			t.Fatalf("metrics never showed %s at %v:\n%s", series, n, grep(string(body), "pincer_turns"))
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -221,35 +225,51 @@ func TestQQSteeredMessagesKeepTheirSenders(t *testing.T) {
 	}
 }
 
-// TestQQDigestIsNeverMergedIntoARealtimeTurn: a digest that flushes while
-// a realtime reply is being written runs as a turn of its own, through its
-// own delivery (no quote, SKIP honoured).
+// TestQQDigestIsNeverMergedIntoARealtimeTurn: a digest and a realtime
+// batch that both flush while a reply is being written are not merged into
+// one model call: the batch continues the running turn, the digest runs as
+// a turn of its own through its own delivery (no quote, SKIP honoured).
 func TestQQDigestIsNeverMergedIntoARealtimeTurn(t *testing.T) {
 	hold := make(chan struct{})
 	r := newQQRig(t, func(c *config.Config) {
 		c.Channels.OneBot.Receive.Digest.Enabled = true
-		c.Channels.OneBot.Receive.Digest.MaxMessages = 2
+		c.Channels.OneBot.Receive.Digest.MaxMessages = 3
 		c.Channels.OneBot.Receive.Digest.MinMessages = 1
+		c.Channels.OneBot.Receive.History.Enabled = false
 	})
-	r.model.Script(llmtest.Reply{Text: []string{"the ", "answer"}, Hold: hold}, llmtest.Reply{Text: []string{"SKIP"}})
+	r.model.Script(llmtest.Reply{Text: []string{"the ", "answer"}, Hold: hold}, llmtest.Reply{Text: []string{"八点"}}, llmtest.Reply{Text: []string{"SKIP"}})
 	r.push(t, groupFrom(1, 10001, "张三", atBot(), text(" 问个问题")))
 	for len(r.model.Requests()) == 0 {
 		time.Sleep(5 * time.Millisecond)
 	}
-	r.push(t, groupFrom(2, 10002, "李四", text("随便聊聊"))) // the digest is full: it flushes now
-	time.Sleep(300 * time.Millisecond)
+	r.push(t, groupFrom(2, 10003, "王五", text("随便聊聊")))
+	r.push(t, groupFrom(3, 10002, "李四", atBot(), text(" 几点集合？"))) // the digest is full: it flushes now
+	time.Sleep(1500 * time.Millisecond)                           // 李四's window closes too
 	close(hold)
-	r.metric(t, `pincer_turns_total{outcome="replied"} 2`)
+	r.metric(t, `pincer_turns_total{outcome="replied"}`, 2)
+	r.metric(t, `pincer_turn_duration_seconds_count`, 3)
 	reqs := r.model.Requests()
-	if len(reqs) != 2 {
-		t.Fatalf("%d model requests; the digest is a call of its own", len(reqs))
+	if len(reqs) != 3 {
+		t.Fatalf("%d model requests; want the turn, its steered continuation and the digest", len(reqs))
 	}
-	digest := userMessages(reqs[1])
-	if !strings.Contains(digest[len(digest)-1], config.DefaultDigestPrompt[:20]) {
-		t.Errorf("the second call is the digest alone: %q", digest[len(digest)-1])
+	steered, digest := userMessages(reqs[1]), userMessages(reqs[2])
+	if last := steered[len(steered)-1]; !strings.HasSuffix(last, "几点集合？") || strings.Contains(last, config.DefaultDigestPrompt) {
+		t.Errorf("the second call continues the turn with the steered question alone: %q", last)
 	}
-	if got := r.sends(); len(got) != 1 || got[0] != "the answer" {
-		t.Errorf("sent %q; the digest's SKIP sends nothing", got)
+	if last := digest[len(digest)-1]; !strings.Contains(last, "] "+config.DefaultDigestPrompt+"\n\n[") {
+		t.Errorf("the third call is the digest alone: %q", last)
+	}
+	sends := r.peer.Calls()
+	var quoted []string
+	for _, c := range sends {
+		if c.Action == "send_group_msg" {
+			var s qqSend
+			_ = json.Unmarshal(c.Params, &s.params)
+			quoted = append(quoted, fmt.Sprint(s.params.Message[0].Data["id"])+":"+sentText(s))
+		}
+	}
+	if strings.Join(quoted, "|") != "1:the answer|3:八点" {
+		t.Errorf("sent %q; the digest's SKIP sends nothing", quoted)
 	}
 }
 
@@ -284,7 +304,7 @@ func TestQQMidStreamFailureIsRetried(t *testing.T) {
 	if got := sentText(s); got != "The answer is 42." {
 		t.Errorf("sent %q", got)
 	}
-	r.metric(t, `pincer_turns_total{outcome="replied"} 1`)
+	r.metric(t, `pincer_turns_total{outcome="replied"}`, 1)
 	if got := r.sends(); len(got) != 1 {
 		t.Errorf("sent %q", got)
 	}
@@ -297,7 +317,7 @@ func TestQQFailuresAreSilentInGroupsAndExplainedInDirectChats(t *testing.T) {
 	r := newQQRig(t, nil)
 	r.model.Script(llmtest.Reply{Status: http.StatusInternalServerError})
 	r.push(t, groupFrom(1, 10001, "张三", atBot(), text(" 在吗")))
-	r.metric(t, `pincer_turns_total{outcome="failed"} 1`)
+	r.metric(t, `pincer_turns_total{outcome="failed"}`, 1)
 	if got := r.sends(); len(got) != 0 {
 		t.Errorf("a group got %q", got)
 	}
@@ -320,7 +340,7 @@ func TestQQBlocksRepeatAndStaySilent(t *testing.T) {
 	})
 	r.model.Script(llmtest.Reply{Text: []string{"啦啦啦，一起唱。\n\n", "第二段歌词。\n\n", "啦啦啦，一起唱。"}})
 	r.push(t, groupFrom(1, 10001, "张三", atBot(), text(" 唱首歌")))
-	r.metric(t, `pincer_turns_total{outcome="replied"} 1`)
+	r.metric(t, `pincer_turns_total{outcome="replied"}`, 1)
 	if got := strings.Join(r.sends(), "|"); got != "啦啦啦，一起唱。|第二段歌词。|啦啦啦，一起唱。" {
 		t.Errorf("sent %q", got)
 	}
@@ -330,7 +350,7 @@ func TestQQBlocksRepeatAndStaySilent(t *testing.T) {
 		llmtest.Reply{Text: []string{"NO_", "REPLY"}},
 	)
 	r.push(t, groupFrom(2, 10001, "张三", atBot(), text(" 几点了")))
-	r.metric(t, `pincer_turns_total{outcome="replied"} 2`)
+	r.metric(t, `pincer_turns_total{outcome="replied"}`, 2)
 	sent := r.sends()
 	if got := sent[len(sent)-1]; got != "Let me check" {
 		t.Errorf("last send %q; want the tool round's text alone", got)
@@ -339,5 +359,90 @@ func TestQQBlocksRepeatAndStaySilent(t *testing.T) {
 		if regexp.MustCompile(`(?i)no_?r?e?p?l?y?$`).MatchString(s) && strings.Contains(strings.ToUpper(s), "NO") {
 			t.Errorf("the silent token leaked: %q", s)
 		}
+	}
+}
+
+// TestQQStoppedTurnAnswersSteeredMessagesOnce: a reply is stopped while two
+// more questions wait to be steered into it; they get a turn of their own,
+// and each reaches the model once.
+func TestQQStoppedTurnAnswersSteeredMessagesOnce(t *testing.T) {
+	hold := make(chan struct{})
+	defer close(hold)
+	r := newQQRig(t, func(c *config.Config) {
+		c.Commands.AllowFrom = []string{"*"}
+		c.Channels.OneBot.Receive.History.Enabled = false
+	})
+	r.model.Script(llmtest.Reply{Text: []string{"a long ", "story"}, Hold: hold}, llmtest.Reply{Text: []string{"八点，老地方"}})
+	r.push(t, groupFrom(1, 10001, "张三", atBot(), text(" 讲个长故事")))
+	for len(r.model.Requests()) == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	r.push(t, groupFrom(2, 10002, "李四", atBot(), text(" 几点？")))
+	r.push(t, groupFrom(3, 10003, "王五", atBot(), text(" 在哪？")))
+	time.Sleep(1500 * time.Millisecond) // both windows close and wait to be steered
+	r.push(t, groupFrom(4, 10001, "张三", atBot(), text(" 停止")))
+	a, b := waitSend(t, r.peer, r.ctx), waitSend(t, r.peer, r.ctx)
+	if got := sentText(a) + "|" + sentText(b); !strings.Contains(got, "Stopped.") || !strings.Contains(got, "八点，老地方") {
+		t.Errorf("sent %q", got)
+	}
+	reqs := r.model.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model requests", len(reqs))
+	}
+	msgs := strings.Join(userMessages(reqs[1]), "\n")
+	if strings.Count(msgs, "几点？") != 1 || strings.Count(msgs, "在哪？") != 1 {
+		t.Errorf("each waiting question must reach the model once:\n%s", msgs)
+	}
+}
+
+// TestQQSummaryWithoutHistoryActionUsesWhatPincerSaw: an implementation
+// without get_group_msg_history still gets a summary, of the messages
+// pincer saw itself.
+func TestQQSummaryWithoutHistoryActionUsesWhatPincerSaw(t *testing.T) {
+	model := llmtest.NewOpenAI(t)
+	model.Script(llmtest.Reply{Text: []string{"大家在约明天开会。"}})
+	var sent atomic.Int64
+	peer := onebottest.New(t, func(action string, _ json.RawMessage) (any, int, string) {
+		switch action {
+		case "get_group_msg_history":
+			return nil, 1404, "unknown action"
+		case "send_group_msg":
+			return map[string]any{"message_id": 9000 + sent.Add(1)}, 0, ""
+		}
+		return nil, 0, ""
+	})
+	cfg := withOpenAI(model.URL)
+	cfg.Channels.OneBot.WSURL = peer.URL
+	cfg.Channels.OneBot.SelfID = strconv.Itoa(botQQ)
+	startGateway(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := peer.Connected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, line := range []string{"明天开会", "几点？", "下午三点"} {
+		if err := peer.Push(ctx, groupFrom(int64(11+i), int64(10002+i), []string{"李四", "王五", "赵六"}[i], text(line))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := peer.Push(ctx, groupFrom(20, 10001, "张三", text("/summary 5"))); err != nil {
+		t.Fatal(err)
+	}
+	s := waitSend(t, peer, ctx)
+	if got := sentText(s); got != "大家在约明天开会。" {
+		t.Errorf("sent %q", got)
+	}
+	reqs := model.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d model requests", len(reqs))
+	}
+	body := strings.Join(userMessages(reqs[0]), "\n")
+	for _, want := range []string{"李四(10002): 明天开会", "王五(10003): 几点？", "赵六(10004): 下午三点"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("%q missing from the summary turn:\n%s", want, body)
+		}
+	}
+	if strings.Contains(body, "/summary") {
+		t.Errorf("the command itself is left out:\n%s", body)
 	}
 }
