@@ -92,14 +92,13 @@ type recStream struct {
 	shown  bool
 }
 
-func (s *recStream) Begin()               { s.events = append(s.events, "begin"); s.shown = false }
-func (s *recStream) Text(d string)        { s.events = append(s.events, d); s.shown = s.shown || s.live }
-func (s *recStream) Shown() bool          { return s.shown }
-func (s *recStream) Discard()             { s.events = append(s.events, "discard") }
-func (s *recStream) String() string       { return strings.Join(s.events, "|") }
-func live() *recStream                    { return &recStream{live: true} }
-func wholeMessages() *recStream           { return &recStream{} }
-func withStream(s Stream, in Input) Input { in.Stream = s; return in }
+func (s *recStream) Begin()         { s.events = append(s.events, "begin"); s.shown = false }
+func (s *recStream) Text(d string)  { s.events = append(s.events, d); s.shown = s.shown || s.live }
+func (s *recStream) Shown() bool    { return s.shown }
+func (s *recStream) Discard()       { s.events = append(s.events, "discard") }
+func (s *recStream) String() string { return strings.Join(s.events, "|") }
+func live() *recStream              { return &recStream{live: true} }
+func wholeMessages() *recStream     { return &recStream{} }
 
 func TestRunStreamsAndReturnsText(t *testing.T) {
 	p := &fakeProvider{id: "a", steps: []step{{text: []string{"Hel", "lo"}}}}

@@ -43,7 +43,7 @@ func (e *Engine) turn(ctx context.Context, log *slog.Logger, batch []*waiting, l
 	}()
 	cur := batch
 	for {
-		ok, err := e.call(ctx, log, cur, l)
+		ok, err := e.call(ctx, cur, l)
 		if &cur[0] != &batch[0] {
 			answer(cur, err)
 		}
@@ -62,7 +62,7 @@ func (e *Engine) turn(ctx context.Context, log *slog.Logger, batch []*waiting, l
 // call appends the batch's messages to the transcript, each as its own
 // user turn, runs one agent call and delivers the reply through the newest
 // message's replier. ok is false when the call failed or was stopped.
-func (e *Engine) call(ctx context.Context, log *slog.Logger, batch []*waiting, l *lane) (ok bool, err error) {
+func (e *Engine) call(ctx context.Context, batch []*waiting, l *lane) (ok bool, err error) {
 	newest := batch[len(batch)-1]
 	mc, log := newest.mc, newest.log
 	key := mc.SessionKey
