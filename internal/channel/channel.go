@@ -45,6 +45,26 @@ type Typer interface {
 	Typing(ctx context.Context, on bool) error
 }
 
+// Wrapper is the base of a Replier that wraps another to change how it
+// delivers: it passes the wrapped replier's live view and typing indicator
+// on, so a chat that streams keeps streaming.
+type Wrapper struct{ Replier }
+
+// ShowsPartial implements PartialViewer for the wrapped replier.
+func (w Wrapper) ShowsPartial() bool {
+	pv, ok := w.Replier.(PartialViewer)
+	return ok && pv.ShowsPartial()
+}
+
+// Typing implements Typer for the wrapped replier; a chat without an
+// indicator ignores it.
+func (w Wrapper) Typing(ctx context.Context, on bool) error {
+	if t, ok := w.Replier.(Typer); ok {
+		return t.Typing(ctx, on)
+	}
+	return nil
+}
+
 // Sink takes inbound messages; the engine (later the pipeline) is one.
 type Sink interface {
 	// Dispatch handles m and replies through r. It returns once the reply,

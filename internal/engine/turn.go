@@ -107,7 +107,7 @@ func (e *Engine) call(ctx context.Context, batch []*waiting, l *lane) (ok bool, 
 
 	// The reply goes to the newest message and may mention everyone the
 	// turn answers.
-	r := &batchReplier{Replier: newest.r}
+	r := &batchReplier{Wrapper: channel.Wrapper{Replier: newest.r}}
 	for _, w := range batch {
 		r.add(w.mc.Message.Sender)
 	}
@@ -189,7 +189,7 @@ func storedReply(text string) string {
 // batchReplier answers the messages of a turn through the newest one's
 // replier and lets the reply mention every sender it answers.
 type batchReplier struct {
-	channel.Replier
+	channel.Wrapper
 	mu     sync.Mutex
 	people []msg.Sender
 }
@@ -206,20 +206,6 @@ func (b *batchReplier) Deliver(ctx context.Context, out msg.Outbound) (msg.Messa
 	out.Mentionable = append(slices.Clone(out.Mentionable), b.people...)
 	b.mu.Unlock()
 	return b.Replier.Deliver(ctx, out)
-}
-
-// ShowsPartial passes the wrapped replier's answer on.
-func (b *batchReplier) ShowsPartial() bool {
-	pv, ok := b.Replier.(channel.PartialViewer)
-	return ok && pv.ShowsPartial()
-}
-
-// Typing passes the indicator on to a chat that has one.
-func (b *batchReplier) Typing(ctx context.Context, on bool) error {
-	if t, ok := b.Replier.(channel.Typer); ok {
-		return t.Typing(ctx, on)
-	}
-	return nil
 }
 
 // run runs the agent and delivers its reply through a dispatcher: as blocks

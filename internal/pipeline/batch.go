@@ -52,7 +52,7 @@ func (p *Pipeline) runRealtime(ctx context.Context, f aggregate.Flushed[held]) {
 	m := first
 	m.Text = text
 	t := Turn{Message: m, Body: text, BodyForAgent: body, RawBody: text, CommandBody: text, Consume: consume}
-	r := &filtered{Replier: f.Entries[0].Tag.r, mentionable: mentionable(history, msgs)}
+	r := &filtered{Wrapper: channel.Wrapper{Replier: f.Entries[0].Tag.r}, mentionable: mentionable(history, msgs)}
 	p.log.Debug("realtime batch", "peer", first.Peer.String(), "messages", len(msgs), "history", len(history), "trigger", string(f.Trigger), "flush", string(f.Reason))
 	if err = p.opts.Engine.Turn(ctx, t, r); err != nil {
 		p.log.Warn("realtime batch", "peer", first.Peer.String(), "err", err)
@@ -177,7 +177,7 @@ func (p *Pipeline) summaryCount(m msg.Message, typed string) (int, bool) {
 // turn of its own, or a notice saying why not.
 func (p *Pipeline) summary(ctx context.Context, m msg.Message, count int, r channel.Replier) error {
 	s := p.opts.Receive.Summary
-	reply := &filtered{Replier: r, flatten: p.opts.PlainText, noMentions: true}
+	reply := &filtered{Wrapper: channel.Wrapper{Replier: r}, flatten: p.opts.PlainText, noMentions: true}
 	notice := func(text string) {
 		if _, err := reply.Deliver(ctx, msg.Outbound{Account: m.Account, Peer: m.Peer, Text: text}); err != nil {
 			p.log.Warn("summary notice", "peer", m.Peer.String(), "err", err)

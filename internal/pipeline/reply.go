@@ -35,7 +35,7 @@ func shape(out *msg.Outbound, flatten, noMentions, skip bool) bool {
 
 // filtered wraps the replier of the message a batch answers.
 type filtered struct {
-	channel.Replier
+	channel.Wrapper
 	flatten, noMentions bool
 	// mentionable are the people a realtime reply may mention by name.
 	mentionable []msg.Sender
@@ -51,21 +51,6 @@ func (f *filtered) Deliver(ctx context.Context, out msg.Outbound) (msg.MessageID
 		out.Mentionable = append(slices.Clone(f.mentionable), out.Mentionable...)
 	}
 	return f.Replier.Deliver(ctx, out)
-}
-
-// ShowsPartial passes the wrapped replier's answer on, so a chat that
-// streams keeps streaming.
-func (f *filtered) ShowsPartial() bool {
-	pv, ok := f.Replier.(channel.PartialViewer)
-	return ok && pv.ShowsPartial()
-}
-
-// Typing passes the indicator on to a chat that has one.
-func (f *filtered) Typing(ctx context.Context, on bool) error {
-	if t, ok := f.Replier.(channel.Typer); ok {
-		return t.Typing(ctx, on)
-	}
-	return nil
 }
 
 // errNoSender: digests need the channel's send function.
