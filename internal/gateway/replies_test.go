@@ -191,8 +191,9 @@ func TestQQSteeredMessagesKeepTheirSenders(t *testing.T) {
 	}
 	r.push(t, groupFrom(2, 10002, "李四", atBot(), text(" 几点？")))
 	r.push(t, groupFrom(3, 10003, "王五", atBot(), text(" 在哪？")))
-	// Both windows close (800 ms of quiet) and steer into the running turn.
-	time.Sleep(1500 * time.Millisecond)
+	// Both windows close (800 ms of quiet) and wait to steer into the
+	// running turn.
+	r.metric(t, `pincer_inbound_messages_total{channel="onebot",outcome="accepted"}`, 3)
 	close(hold)
 	first := waitSend(t, r.peer, r.ctx)
 	second := waitSend(t, r.peer, r.ctx)
@@ -244,7 +245,8 @@ func TestQQDigestIsNeverMergedIntoARealtimeTurn(t *testing.T) {
 	}
 	r.push(t, groupFrom(2, 10003, "王五", text("随便聊聊")))
 	r.push(t, groupFrom(3, 10002, "李四", atBot(), text(" 几点集合？"))) // the digest is full: it flushes now
-	time.Sleep(1500 * time.Millisecond)                           // 李四's window closes too
+	// The digest and 李四's batch reach the engine.
+	r.metric(t, `pincer_inbound_messages_total{channel="onebot",outcome="accepted"}`, 3)
 	close(hold)
 	r.metric(t, `pincer_turns_total{outcome="replied"}`, 2)
 	r.metric(t, `pincer_turn_duration_seconds_count`, 3)
@@ -379,7 +381,8 @@ func TestQQStoppedTurnAnswersSteeredMessagesOnce(t *testing.T) {
 	}
 	r.push(t, groupFrom(2, 10002, "李四", atBot(), text(" 几点？")))
 	r.push(t, groupFrom(3, 10003, "王五", atBot(), text(" 在哪？")))
-	time.Sleep(1500 * time.Millisecond) // both windows close and wait to be steered
+	// Both windows close and wait to be steered.
+	r.metric(t, `pincer_inbound_messages_total{channel="onebot",outcome="accepted"}`, 3)
 	r.push(t, groupFrom(4, 10001, "张三", atBot(), text(" 停止")))
 	a, b := waitSend(t, r.peer, r.ctx), waitSend(t, r.peer, r.ctx)
 	if got := sentText(a) + "|" + sentText(b); !strings.Contains(got, "Stopped.") || !strings.Contains(got, "八点，老地方") {
