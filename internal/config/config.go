@@ -66,6 +66,7 @@ func (c *Config) Validate() error {
 		nest("commands", c.Commands.Validate()),
 		nest("session", c.Session.Validate()),
 		nest("channels", c.Channels.Validate()),
+		nest("channels.onebot", c.Channels.OneBot.validateExposed(c.Gateway)),
 	)
 }
 

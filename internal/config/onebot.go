@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"net/url"
 	"slices"
 	"strconv"
@@ -225,6 +226,56 @@ func (o OneBot) Validate() error {
 		if a.HTTPPost.Enabled {
 			claim(a.HTTPPost.Path, prefix+"httpPost.path")
 		}
+	}
+	return errors.Join(errs...)
+}
+
+// validateExposed checks the accounts against the gateway's listener.
+// The reverse WebSocket and event POST endpoints are served on
+// gateway.listen outside the gateway token; when it is not a loopback
+// address anyone who reaches it could dial in as the implementation or
+// post events, so every account that serves either needs its access token
+// (for POSTs alone, httpPost.secret will do). Paths are relative to
+// channels.onebot.
+func (o OneBot) validateExposed(g Gateway) error {
+	if _, port, err := net.SplitHostPort(g.Listen); err != nil || port == "" || g.Loopback() {
+		return nil // a bad listen is reported under gateway
+	}
+	var errs []error
+	all := o.All()
+	for _, id := range slices.Sorted(maps.Keys(all)) {
+		a := all[id]
+		if !a.Enabled {
+			continue
+		}
+		prefix := ""
+		if id != "default" {
+			prefix = "accounts." + id + "."
+		}
+		var open []string
+		if a.ReverseWS.Enabled && a.AccessToken == "" {
+			open = append(open, "reverseWs")
+		}
+		if a.HTTPPost.Enabled && a.PostSecret() == "" {
+			open = append(open, "httpPost")
+		}
+		if len(open) == 0 {
+			continue
+		}
+		need, verb := "required", "is"
+		if len(open) == 1 && open[0] == "httpPost" {
+			need = "required (or " + prefix + "httpPost.secret)"
+		}
+		if len(open) == 2 {
+			verb = "are"
+		}
+		errs = append(errs, &FieldError{
+			Path: prefix + "accessToken",
+			Msg: fmt.Sprintf("%s when %s %s enabled and gateway.listen (%s) is not loopback",
+				need, strings.Join(open, " and "), verb, g.Listen),
+			after:  []string{"enabled", prefix + "enabled", prefix + "reverseWs.enabled", prefix + "httpPost.enabled", prefix + "httpPost.secret"},
+			rooted: []string{"gateway.listen"},
+		})
 	}
 	return errors.Join(errs...)
 }

@@ -20,6 +20,14 @@ type Gateway struct {
 	// ShutdownTimeoutMs bounds how long in-flight replies may take to finish
 	// after a shutdown signal before they are cut and persisted.
 	ShutdownTimeoutMs int `json:"shutdownTimeoutMs"`
+	// AllowedHosts lists host names (or IP addresses), without a port,
+	// that requests may name in their Host header besides the loopback
+	// ones (localhost, *.localhost and loopback addresses such as
+	// 127.0.0.1 and [::1]). On a loopback listener every other host is
+	// refused, so a web page that rebinds its own name to 127.0.0.1 cannot
+	// reach pincer; on other listeners, where the token guards everything,
+	// the list applies only when it is set.
+	AllowedHosts []string `json:"allowedHosts"`
 }
 
 // ShutdownTimeout returns ShutdownTimeoutMs as a duration.
@@ -49,7 +57,36 @@ func (g Gateway) Validate() error {
 	if g.ShutdownTimeoutMs < 0 {
 		errs = append(errs, problem("shutdownTimeoutMs", "must not be negative"))
 	}
+	for i, h := range g.AllowedHosts {
+		if !validHostName(h) {
+			errs = append(errs, problem(fmt.Sprintf("allowedHosts[%d]", i), "want a host name such as \"pincer.example.com\" (no scheme, port or path), got %q", h))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// validHostName reports whether h is a host name (letters, digits, '-'
+// and '_' in dot-separated labels, a final dot allowed) or an IP address,
+// an IPv6 one with or without brackets.
+func validHostName(h string) bool {
+	if ip := strings.TrimSuffix(strings.TrimPrefix(h, "["), "]"); net.ParseIP(ip) != nil {
+		return true
+	}
+	h = strings.TrimSuffix(h, ".")
+	if h == "" || len(h) > 253 {
+		return false
+	}
+	for label := range strings.SplitSeq(h, ".") {
+		if label == "" || len(label) > 63 {
+			return false
+		}
+		for _, r := range label {
+			if !(r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // Log configures logging.
