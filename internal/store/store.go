@@ -24,11 +24,20 @@ type Store interface {
 	Dedup
 	Buffers
 	SentLog
+	Journal
+	Outbox
 	// Admit claims key for ttl and, when the claim succeeds, logs m, in one
 	// step: admitted is false for a message already claimed. The buffered
 	// entries listed in consume are removed in the same step, admitted or
 	// not, so a batch is either handed on or still buffered, never both.
 	Admit(ctx context.Context, m msg.Message, key string, ttl time.Duration, consume ...int64) (admitted bool, err error)
+	// AdmitTurn is Admit that also, when the claim succeeds, records the
+	// turn in the journal under key, in the same step: an admitted turn is
+	// either finished or resumable, never lost.
+	AdmitTurn(ctx context.Context, m msg.Message, key string, ttl time.Duration, turn []byte, consume ...int64) (admitted bool, err error)
+	// Probe writes to the store and reports whether it could: a read-only
+	// file, a full disk or a removed directory fail here.
+	Probe(ctx context.Context) error
 	// Close releases the store.
 	Close() error
 }
@@ -195,4 +204,80 @@ type SentLog interface {
 	// PruneSent deletes the ids recorded before before, of every channel
 	// and account, and reports how many.
 	PruneSent(ctx context.Context, before time.Time) (int64, error)
+}
+
+// PendingTurn is an admitted turn that has not finished, kept so that a
+// restart resumes it.
+type PendingTurn struct {
+	// Key is the turn's dedup key.
+	Key string
+	// Turn is the engine's encoding of the turn.
+	Turn []byte
+	// Attempts counts the times it was resumed.
+	Attempts int
+	At       time.Time
+}
+
+// Journal keeps admitted turns until they finish (see AdmitTurn).
+type Journal interface {
+	// PendingTurns lists the unfinished turns, oldest first.
+	PendingTurns(ctx context.Context) ([]PendingTurn, error)
+	// ResumeTurn counts one more attempt at the turn key and returns the
+	// count; 0 for a key not in the journal.
+	ResumeTurn(ctx context.Context, key string) (int, error)
+	// FinishTurn forgets the turns; unknown keys are ignored.
+	FinishTurn(ctx context.Context, keys ...string) error
+}
+
+// OutboxState is where a reply on its way stands.
+type OutboxState string
+
+// Outbox states.
+const (
+	// OutboxPending: not yet (wholly) confirmed by the platform.
+	OutboxPending OutboxState = "pending"
+	// OutboxSent: every part was confirmed.
+	OutboxSent OutboxState = "sent"
+	// OutboxExpired: given up, too old to make sense.
+	OutboxExpired OutboxState = "expired"
+	// OutboxFailed: the platform refused it for good.
+	OutboxFailed OutboxState = "failed"
+)
+
+// OutboxEntry is one reply payload on its way to a chat: stored before it
+// is sent, so it survives disconnects and restarts, and kept after it is
+// sent, so it is never sent twice.
+type OutboxEntry struct {
+	// ID identifies the payload ("<turn key>#<n>").
+	ID      string
+	Channel msg.ChannelID
+	// Out is the payload as the channel sends it; Out.Account and Out.Peer
+	// say where.
+	Out msg.Outbound
+	// Sent counts the parts (chunks) the platform confirmed.
+	Sent     int
+	Attempts int
+	State    OutboxState
+	// LastError is why the last attempt failed.
+	LastError string
+	Created   time.Time
+	Updated   time.Time
+}
+
+// Outbox keeps replies until the platform confirmed them.
+type Outbox interface {
+	// AddOutbox records e as pending unless an entry with its id exists;
+	// added reports which.
+	AddOutbox(ctx context.Context, e OutboxEntry) (added bool, err error)
+	// UpdateOutbox records an entry's progress.
+	UpdateOutbox(ctx context.Context, id string, sent, attempts int, state OutboxState, lastErr string) error
+	// PendingOutbox lists the pending entries of a channel account, oldest
+	// first.
+	PendingOutbox(ctx context.Context, ch msg.ChannelID, acct msg.AccountID) ([]OutboxEntry, error)
+	// HasOutbox reports whether an entry whose id starts with prefix exists,
+	// in any state.
+	HasOutbox(ctx context.Context, prefix string) (bool, error)
+	// PruneOutbox deletes the entries that are no longer pending and were
+	// last updated before t.
+	PruneOutbox(ctx context.Context, before time.Time) (int64, error)
 }

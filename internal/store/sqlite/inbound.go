@@ -22,6 +22,12 @@ const (
 // Admit implements store.Store: the claim, the log entry and the removal
 // of the consumed buffer entries are one transaction.
 func (d *DB) Admit(ctx context.Context, m msg.Message, key string, ttl time.Duration, consume ...int64) (bool, error) {
+	return d.AdmitTurn(ctx, m, key, ttl, nil, consume...)
+}
+
+// AdmitTurn implements store.Store: Admit, plus the journal entry of the
+// turn when turn is not nil, in the same transaction.
+func (d *DB) AdmitTurn(ctx context.Context, m msg.Message, key string, ttl time.Duration, turn []byte, consume ...int64) (bool, error) {
 	body, err := json.Marshal(m)
 	if err != nil {
 		return false, fmt.Errorf("admit %s: %w", m.ID, err)
@@ -40,8 +46,13 @@ func (d *DB) Admit(ctx context.Context, m msg.Message, key string, ttl time.Dura
 			return err
 		}
 		admitted = true
-		_, err = d.exec(ctx, tx, qLogInbound,
-			string(m.Channel), string(m.Account), m.Peer.String(), string(m.ID), millis(m.Time), millis(t), string(body))
+		if _, err = d.exec(ctx, tx, qLogInbound,
+			string(m.Channel), string(m.Account), m.Peer.String(), string(m.ID), millis(m.Time), millis(t), string(body)); err != nil {
+			return err
+		}
+		if turn != nil {
+			_, err = d.exec(ctx, tx, qJournal, key, turn, millis(t))
+		}
 		return err
 	})
 	if err != nil {

@@ -36,6 +36,9 @@ type DB struct {
 	// stmts caches prepared statements by query text: parsing SQL was the
 	// largest cost of a message's path through the store.
 	stmts sync.Map // string -> *sql.Stmt
+	path  string
+	// health is the outcome of the latest write.
+	health dbHealth
 }
 
 var _ store.Store = (*DB)(nil)
@@ -69,19 +72,25 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: migrate %s: %w", path, err)
 	}
-	d := &DB{db: db}
+	d := &DB{db: db, path: path}
 	for _, q := range txQueries {
 		if _, err := d.stmt(ctx, q); err != nil {
 			d.Close()
 			return nil, fmt.Errorf("sqlite: prepare: %w", err)
 		}
 	}
+	// A database that opens but cannot be written would drop messages
+	// later, silently: refuse it now.
+	if err := d.Probe(ctx); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
+	}
 	return d, nil
 }
 
 // txQueries run inside transactions; they are prepared at open, because
 // preparing needs the connection a transaction holds.
-var txQueries = []string{qSession, qBumpGeneration, qInsertReset, qInsertTurn, qAppendTurn, qTouchSession, qClaim, qLogInbound, qBuffer, qUnbuffer, qRecordSent}
+var txQueries = []string{qSession, qBumpGeneration, qInsertReset, qInsertTurn, qAppendTurn, qTouchSession, qClaim, qLogInbound, qBuffer, qUnbuffer, qRecordSent, qJournal}
 
 func migrate(ctx context.Context, db *sql.DB) error {
 	sub, err := fs.Sub(migrations, "migrations")
@@ -129,7 +138,12 @@ func (d *DB) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 }
 
 // exec runs a cached statement, inside tx when it is not nil.
-func (d *DB) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+func (d *DB) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (res sql.Result, err error) {
+	defer func() {
+		if tx == nil {
+			d.note(err)
+		}
+	}()
 	ctx = quick(ctx)
 	if tx != nil {
 		if s, ok := d.stmts.Load(query); ok {
@@ -184,7 +198,8 @@ func (d *DB) Check(ctx context.Context) error {
 	return nil
 }
 
-func (d *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+func (d *DB) tx(ctx context.Context, fn func(*sql.Tx) error) (err error) {
+	defer func() { d.note(err) }()
 	tx, err := d.db.BeginTx(quick(ctx), nil)
 	if err != nil {
 		return err
@@ -193,6 +208,15 @@ func (d *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 		return errors.Join(err, tx.Rollback())
 	}
 	return tx.Commit()
+}
+
+// note records the outcome of a write for Health.
+func (d *DB) note(err error) {
+	if err != nil {
+		d.health.failed(err)
+	} else {
+		d.health.ok()
+	}
 }
 
 func millis(t time.Time) int64 { return t.UnixMilli() }

@@ -42,6 +42,9 @@ func Run(t *testing.T, open Open) {
 		{"Buffers", testBuffers},
 		{"AdmitConsumesBuffered", testAdmitConsumes},
 		{"SentLog", testSentLog},
+		{"JournalResumesAdmittedTurns", testJournal},
+		{"OutboxKeepsRepliesUntilSent", testOutbox},
+		{"Probe", testProbe},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -573,5 +576,97 @@ func testSentPrune(t *testing.T, s store.Store) {
 	}
 	if got, _ := s.WasSent(ctx, "onebot", "work", "2"); got {
 		t.Error("an id older than the cut is pruned")
+	}
+}
+
+func testJournal(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	m := msg.Message{ID: "j1", Channel: "onebot", Account: "default", Peer: msg.Peer{Kind: msg.Group, ID: "1"}, Text: "hi", Time: time.Now()}
+	if ok, err := s.AdmitTurn(ctx, m, "in:j1", time.Hour, []byte(`{"turn":1}`)); !ok || err != nil {
+		t.Fatalf("admit: %v %v", ok, err)
+	}
+	if ok, err := s.AdmitTurn(ctx, m, "in:j1", time.Hour, []byte(`{"turn":2}`)); ok || err != nil {
+		t.Fatalf("a duplicate is not admitted nor journaled: %v %v", ok, err)
+	}
+	m2 := m
+	m2.ID = "j2"
+	if ok, err := s.Admit(ctx, m2, "in:j2", time.Hour); !ok || err != nil {
+		t.Fatalf("admit without a journal entry: %v %v", ok, err)
+	}
+	pending, err := s.PendingTurns(ctx)
+	if err != nil || len(pending) != 1 || pending[0].Key != "in:j1" || string(pending[0].Turn) != `{"turn":1}` || pending[0].Attempts != 0 {
+		t.Fatalf("pending %+v %v", pending, err)
+	}
+	for want := 1; want <= 2; want++ {
+		if n, err := s.ResumeTurn(ctx, "in:j1"); n != want || err != nil {
+			t.Errorf("resume %d: %d %v", want, n, err)
+		}
+	}
+	if n, err := s.ResumeTurn(ctx, "unknown"); n != 0 || err != nil {
+		t.Errorf("resume unknown: %d %v", n, err)
+	}
+	if err := s.FinishTurn(ctx, "in:j1", "unknown"); err != nil {
+		t.Fatal(err)
+	}
+	if pending, err := s.PendingTurns(ctx); len(pending) != 0 || err != nil {
+		t.Errorf("after finish: %+v %v", pending, err)
+	}
+}
+
+func testOutbox(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	out := msg.Outbound{Account: "default", Peer: msg.Peer{Kind: msg.Group, ID: "7"}, Text: "long reply", ReplyTo: "m1",
+		Mentionable: []msg.Sender{{ID: "1", Name: "A"}}}
+	e := store.OutboxEntry{ID: "in:m1#1", Channel: "onebot", Out: out}
+	if added, err := s.AddOutbox(ctx, e); !added || err != nil {
+		t.Fatalf("add: %v %v", added, err)
+	}
+	if added, err := s.AddOutbox(ctx, e); added || err != nil {
+		t.Fatalf("the same id is added once: %v %v", added, err)
+	}
+	other := e
+	other.ID, other.Out.Account = "in:x#1", "other"
+	if _, err := s.AddOutbox(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UpdateOutbox(ctx, e.ID, 2, 3, store.OutboxPending, "not connected"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.PendingOutbox(ctx, "onebot", "default")
+	if err != nil || len(got) != 1 {
+		t.Fatalf("pending %+v %v", got, err)
+	}
+	g := got[0]
+	if g.ID != e.ID || g.Sent != 2 || g.Attempts != 3 || g.LastError != "not connected" || g.State != store.OutboxPending || g.Created.IsZero() {
+		t.Errorf("entry %+v", g)
+	}
+	if diff := cmp.Diff(out, g.Out); diff != "" {
+		t.Errorf("payload (-want +got):\n%s", diff)
+	}
+	for prefix, want := range map[string]bool{"in:m1#": true, "in:m1": true, "in:m2#": false, "": true} {
+		if has, err := s.HasOutbox(ctx, prefix); has != want || err != nil {
+			t.Errorf("HasOutbox(%q) = %v %v", prefix, has, err)
+		}
+	}
+	if err := s.UpdateOutbox(ctx, e.ID, 3, 4, store.OutboxSent, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.PendingOutbox(ctx, "onebot", "default"); len(got) != 0 {
+		t.Errorf("a sent entry is not pending: %+v", got)
+	}
+	if added, _ := s.AddOutbox(ctx, e); added {
+		t.Error("a sent entry still blocks its id")
+	}
+	if n, err := s.PruneOutbox(ctx, time.Now().Add(time.Hour)); n != 1 || err != nil {
+		t.Errorf("prune: %d %v; the pending entry of the other account stays", n, err)
+	}
+	if has, _ := s.HasOutbox(ctx, "in:x#"); !has {
+		t.Error("pending entries are never pruned")
+	}
+}
+
+func testProbe(t *testing.T, s store.Store) {
+	if err := s.Probe(context.Background()); err != nil {
+		t.Errorf("a fresh store is writable: %v", err)
 	}
 }

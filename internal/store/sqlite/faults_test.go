@@ -1,0 +1,92 @@
+package sqlite
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pincerbot/pincer/internal/msg"
+)
+
+// TestOpenRefusesAReadOnlyDatabase: a database that opens but cannot be
+// written is refused at start with one clear line.
+func TestOpenRefusesAReadOnlyDatabase(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("file permissions do not bind root; TestFullDiskIsReported covers the probe")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "p.db")
+	d, err := Open(context.Background(), path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		_ = os.Chmod(p, 0o400)
+	}
+	if err := os.Chmod(dir, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Chmod(dir, 0o700) })
+	_, err = Open(context.Background(), path, Options{})
+	if err == nil || !strings.Contains(err.Error(), path) {
+		t.Fatalf("a read-only database opened: %v", err)
+	}
+}
+
+// TestFullDiskIsReported: once writes fail (here: the database may not
+// grow), Probe and Health say so; when writes succeed again, the fault
+// clears.
+func TestFullDiskIsReported(t *testing.T) {
+	ctx := context.Background()
+	d, err := Open(ctx, filepath.Join(t.TempDir(), "p.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var pages int
+	if err := d.db.QueryRowContext(ctx, "PRAGMA page_count").Scan(&pages); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.db.ExecContext(ctx, "PRAGMA max_page_count = "+strconv.Itoa(pages)); err != nil {
+		t.Fatal(err)
+	}
+	big := msg.Message{ID: "1", Channel: "onebot", Account: "default", Peer: msg.Peer{Kind: msg.Group, ID: "1"}, Text: strings.Repeat("x", 1<<20), Time: time.Now()}
+	if _, err := d.LogInbound(ctx, big); err == nil {
+		t.Fatal("a write beyond the limit succeeded")
+	}
+	if err := d.Health(); err == nil || !strings.Contains(err.Error(), "full") {
+		t.Errorf("health after a failed write: %v", err)
+	}
+	if _, err := d.db.ExecContext(ctx, "PRAGMA max_page_count = 1000000"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Probe(ctx); err != nil || d.Health() != nil {
+		t.Errorf("after space came back: probe %v, health %v", err, d.Health())
+	}
+}
+
+// TestRemovedDirectoryIsReported: SQLite goes on writing to a database
+// whose directory was removed; the probe notices.
+func TestRemovedDirectoryIsReported(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "data")
+	d, err := Open(ctx, filepath.Join(dir, "p.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Probe(ctx); err == nil || !strings.Contains(err.Error(), "gone") {
+		t.Errorf("probe of a removed database: %v", err)
+	}
+	if d.Health() == nil {
+		t.Error("health must report the removed database")
+	}
+}

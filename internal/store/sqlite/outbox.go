@@ -1,0 +1,217 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/pincerbot/pincer/internal/msg"
+	"github.com/pincerbot/pincer/internal/store"
+)
+
+const (
+	qJournal = `INSERT INTO pending_turns (key, body, at) VALUES (?, ?, ?)
+		ON CONFLICT (key) DO UPDATE SET body = excluded.body, at = excluded.at, attempts = 0`
+	qAddOutbox = `INSERT INTO outbox (id, channel, account, peer, body, sent, attempts, state, last_error, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, 0, 0, ?, '', ?, ?) ON CONFLICT (id) DO NOTHING`
+	qUpdateOutbox  = `UPDATE outbox SET sent = ?, attempts = ?, state = ?, last_error = ?, updated_at = ? WHERE id = ?`
+	qPendingOutbox = `SELECT id, channel, body, sent, attempts, state, last_error, created_at, updated_at FROM outbox
+		WHERE channel = ? AND account = ? AND state = ? ORDER BY created_at, rowid`
+)
+
+// PendingTurns implements store.Journal.
+func (d *DB) PendingTurns(ctx context.Context) ([]store.PendingTurn, error) {
+	rows, err := d.query(ctx, `SELECT key, body, attempts, at FROM pending_turns ORDER BY at, rowid`)
+	if err != nil {
+		return nil, fmt.Errorf("pending turns: %w", err)
+	}
+	defer rows.Close()
+	var out []store.PendingTurn
+	for rows.Next() {
+		var p store.PendingTurn
+		var at int64
+		if err := rows.Scan(&p.Key, &p.Turn, &p.Attempts, &at); err != nil {
+			return nil, fmt.Errorf("pending turns: %w", err)
+		}
+		p.At = fromMillis(at)
+		out = append(out, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("pending turns: %w", err)
+	}
+	return out, nil
+}
+
+// ResumeTurn implements store.Journal.
+func (d *DB) ResumeTurn(ctx context.Context, key string) (int, error) {
+	var n int
+	err := d.queryRow(ctx, nil, `UPDATE pending_turns SET attempts = attempts + 1 WHERE key = ? RETURNING attempts`, key).Scan(&n)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("resume turn %s: %w", key, err)
+	}
+	return n, nil
+}
+
+// FinishTurn implements store.Journal.
+func (d *DB) FinishTurn(ctx context.Context, keys ...string) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	err := d.tx(ctx, func(tx *sql.Tx) error {
+		for _, k := range keys {
+			if _, err := d.exec(ctx, tx, `DELETE FROM pending_turns WHERE key = ?`, k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("finish turns %v: %w", keys, err)
+	}
+	return nil
+}
+
+// AddOutbox implements store.Outbox.
+func (d *DB) AddOutbox(ctx context.Context, e store.OutboxEntry) (bool, error) {
+	body, err := json.Marshal(e.Out)
+	if err != nil {
+		return false, fmt.Errorf("outbox %s: %w", e.ID, err)
+	}
+	t := millis(now())
+	res, err := d.exec(ctx, nil, qAddOutbox, e.ID, string(e.Channel), string(e.Out.Account), e.Out.Peer.String(),
+		string(body), string(store.OutboxPending), t, t)
+	if err != nil {
+		return false, fmt.Errorf("outbox %s: %w", e.ID, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("outbox %s: %w", e.ID, err)
+	}
+	return n == 1, nil
+}
+
+// UpdateOutbox implements store.Outbox.
+func (d *DB) UpdateOutbox(ctx context.Context, id string, sent, attempts int, state store.OutboxState, lastErr string) error {
+	if _, err := d.exec(ctx, nil, qUpdateOutbox, sent, attempts, string(state), lastErr, millis(now()), id); err != nil {
+		return fmt.Errorf("outbox %s: %w", id, err)
+	}
+	return nil
+}
+
+// PendingOutbox implements store.Outbox.
+func (d *DB) PendingOutbox(ctx context.Context, ch msg.ChannelID, acct msg.AccountID) ([]store.OutboxEntry, error) {
+	rows, err := d.query(ctx, qPendingOutbox, string(ch), string(acct), string(store.OutboxPending))
+	if err != nil {
+		return nil, fmt.Errorf("pending outbox: %w", err)
+	}
+	defer rows.Close()
+	var out []store.OutboxEntry
+	for rows.Next() {
+		var e store.OutboxEntry
+		var channel, body, state string
+		var created, updated int64
+		if err := rows.Scan(&e.ID, &channel, &body, &e.Sent, &e.Attempts, &state, &e.LastError, &created, &updated); err != nil {
+			return nil, fmt.Errorf("pending outbox: %w", err)
+		}
+		if err := json.Unmarshal([]byte(body), &e.Out); err != nil {
+			return nil, fmt.Errorf("pending outbox %s: %w", e.ID, err)
+		}
+		e.Channel, e.State = msg.ChannelID(channel), store.OutboxState(state)
+		e.Created, e.Updated = fromMillis(created), fromMillis(updated)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("pending outbox: %w", err)
+	}
+	return out, nil
+}
+
+// HasOutbox implements store.Outbox.
+func (d *DB) HasOutbox(ctx context.Context, prefix string) (bool, error) {
+	var one int
+	// The id range [prefix, prefix+U+10FFFF) holds every id starting with
+	// prefix and uses the primary key's index, unlike LIKE.
+	err := d.queryRow(ctx, nil, `SELECT 1 FROM outbox WHERE id >= ? AND id < ? LIMIT 1`, prefix, prefix+"\U0010FFFF").Scan(&one)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("outbox %s*: %w", prefix, err)
+	}
+	return true, nil
+}
+
+// PruneOutbox implements store.Outbox.
+func (d *DB) PruneOutbox(ctx context.Context, before time.Time) (int64, error) {
+	res, err := d.exec(ctx, nil, `DELETE FROM outbox WHERE state != ? AND updated_at < ?`, string(store.OutboxPending), millis(before))
+	if err != nil {
+		return 0, fmt.Errorf("prune outbox: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("prune outbox: %w", err)
+	}
+	return n, nil
+}
+
+// Probe implements store.Store: one small write, in a transaction that
+// must commit, tells a writable database from a read-only one, a full disk
+// or a removed file.
+func (d *DB) Probe(ctx context.Context) error {
+	_, err := d.exec(ctx, nil, `INSERT INTO meta (key, value) VALUES ('probe', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+		now().Format(time.RFC3339Nano))
+	if err == nil {
+		err = d.fileGone()
+	}
+	if err != nil {
+		d.health.failed(err)
+		return fmt.Errorf("store is not writable: %w", err)
+	}
+	d.health.ok()
+	return nil
+}
+
+// Health reports the store's condition: the last write error, if the
+// latest write failed.
+func (d *DB) Health() error { return d.health.last() }
+
+// fileGone reports a database file that was removed (with its directory)
+// while open: SQLite goes on writing to the unlinked file, and everything
+// would be lost at the next start.
+func (d *DB) fileGone() error {
+	if d.path == "" || d.path == ":memory:" {
+		return nil
+	}
+	if _, err := os.Stat(d.path); err != nil {
+		return fmt.Errorf("the database file is gone: %w", err)
+	}
+	return nil
+}
+
+// dbHealth remembers whether the latest write failed.
+type dbHealth struct {
+	err atomic.Pointer[error]
+}
+
+func (h *dbHealth) failed(err error) {
+	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, sql.ErrNoRows) {
+		h.err.Store(&err)
+	}
+}
+
+func (h *dbHealth) ok() { h.err.Store(nil) }
+
+func (h *dbHealth) last() error {
+	if p := h.err.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
