@@ -1,0 +1,460 @@
+// Package outbox delivers replies so that none is lost and none is sent
+// twice: each payload is stored before it is sent, sent part by part
+// (chunks) in order per chat, retried with backoff across disconnects and
+// restarts until the platform confirms every part or the reply is too old
+// to make sense, and remembered after it is sent, so the same payload id is
+// never sent again. It is channel-neutral: each channel account registers
+// a Sender.
+package outbox
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/pincerbot/pincer/internal/msg"
+	"github.com/pincerbot/pincer/internal/store"
+)
+
+// Sender sends the parts of a payload (the chunks of its text, in order)
+// from part from on, calling confirmed after each part the platform
+// confirmed. An error wrapped with Permanent is not retried; one that
+// implements RetryAfter says when to try again; any other is retried with
+// backoff.
+type Sender interface {
+	SendParts(ctx context.Context, out msg.Outbound, from int, confirmed func(part int, id msg.MessageID)) error
+}
+
+// permanent marks an error that retrying cannot cure.
+type permanent struct{ err error }
+
+func (p permanent) Error() string { return p.err.Error() }
+func (p permanent) Unwrap() error { return p.err }
+
+// Permanent wraps err so the outbox gives the payload up at once: the
+// platform refused it for good (an unknown chat, a malformed message).
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return permanent{err}
+}
+
+// IsPermanent reports whether err was wrapped with Permanent.
+func IsPermanent(err error) bool {
+	var p permanent
+	return errors.As(err, &p)
+}
+
+// RetryAfter is an error that knows when a retry makes sense (a chat whose
+// sends are paused).
+type RetryAfter interface {
+	RetryAfter() time.Duration
+}
+
+// Errors Deliver returns.
+var (
+	// ErrNoSender: no sender is registered for the payload's channel account.
+	ErrNoSender = errors.New("outbox: no sender for this channel account")
+	// ErrExpired: the reply was not confirmed before it was too old.
+	ErrExpired = errors.New("outbox: the reply was too old to send")
+)
+
+// Options configure an Outbox.
+type Options struct {
+	Store store.Outbox
+	// MaxAge is how long a reply keeps being retried; 5 min when zero.
+	MaxAge time.Duration
+	// MinBackoff and MaxBackoff bound the wait between retries; 500 ms and
+	// 10 s when zero. A Wake retries at once.
+	MinBackoff, MaxBackoff time.Duration
+	// Keep is how long delivered and given-up replies are remembered (so a
+	// resumed turn does not send them again); 24 h when zero.
+	Keep    time.Duration
+	Metrics *Metrics
+	Logger  *slog.Logger
+}
+
+// Outbox delivers replies. It is safe for concurrent use.
+type Outbox struct {
+	opts Options
+	log  *slog.Logger
+	ctx  context.Context
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+
+	mu      sync.Mutex
+	senders map[route]Sender
+	queues  map[queueKey]*queue
+	pending int
+	changed chan struct{}
+}
+
+// route is a channel account.
+type route struct {
+	channel msg.ChannelID
+	account msg.AccountID
+}
+
+type queueKey struct {
+	route
+	peer msg.Peer
+}
+
+// queue holds one chat's replies in order; one worker sends them.
+type queue struct {
+	items      []*item
+	backingOff bool
+	wake       chan struct{}
+}
+
+// item is one reply in a queue. done is closed once its first attempt is
+// over (or the queue is backing off); err is then what Deliver returns.
+type item struct {
+	e       store.OutboxEntry
+	done    chan struct{}
+	settled bool
+	err     error
+	first   msg.MessageID
+}
+
+// New returns an Outbox; Start brings back what an earlier run left.
+func New(o Options) *Outbox {
+	if o.MaxAge <= 0 {
+		o.MaxAge = 5 * time.Minute
+	}
+	if o.MinBackoff <= 0 {
+		o.MinBackoff = 500 * time.Millisecond
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = 10 * time.Second
+	}
+	if o.Keep <= 0 {
+		o.Keep = 24 * time.Hour
+	}
+	if o.Metrics == nil {
+		o.Metrics, _ = NewMetrics(nil) // nothing to register, so no error
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	return &Outbox{
+		opts: o, log: log.With("component", "outbox"), ctx: ctx, stop: stop,
+		senders: map[route]Sender{}, queues: map[queueKey]*queue{}, changed: make(chan struct{}),
+	}
+}
+
+// Register adds the sender of a channel account.
+func (o *Outbox) Register(ch msg.ChannelID, acct msg.AccountID, s Sender) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.senders[route{ch, acct}] = s
+}
+
+// Start queues the replies an earlier run left pending, for every
+// registered channel account, and forgets long-finished ones.
+func (o *Outbox) Start(ctx context.Context) error {
+	if n, err := o.opts.Store.PruneOutbox(ctx, time.Now().Add(-o.opts.Keep)); err != nil {
+		o.log.Warn("old replies not pruned", "err", err)
+	} else if n > 0 {
+		o.log.Debug("old replies pruned", "count", n)
+	}
+	o.mu.Lock()
+	routes := make([]route, 0, len(o.senders))
+	for r := range o.senders {
+		routes = append(routes, r)
+	}
+	o.mu.Unlock()
+	restored := 0
+	for _, r := range routes {
+		entries, err := o.opts.Store.PendingOutbox(ctx, r.channel, r.account)
+		if err != nil {
+			return fmt.Errorf("outbox: restore %s/%s: %w", r.channel, r.account, err)
+		}
+		for _, e := range entries {
+			it := &item{e: e, done: make(chan struct{})}
+			o.enqueue(r, it)
+			restored++
+		}
+	}
+	if restored > 0 {
+		o.log.Info("replies from before the restart are being delivered", "count", restored)
+	}
+	return nil
+}
+
+// Deliver stores out under id and sends it after the chat's earlier
+// replies. It returns once the first attempt is over: the id of the first
+// message sent, or nil with the reply still queued when the platform could
+// not be reached (it is retried until MaxAge), or an error when the reply
+// was refused for good or could not be sent at all. An id that was already
+// delivered (or is on its way) is not sent again. An empty id makes one up.
+func (o *Outbox) Deliver(ctx context.Context, ch msg.ChannelID, id string, out msg.Outbound) (msg.MessageID, error) {
+	if id == "" {
+		id = "x:" + randomID()
+	}
+	r := route{ch, out.Account}
+	o.mu.Lock()
+	s := o.senders[r]
+	o.mu.Unlock()
+	if s == nil {
+		return "", fmt.Errorf("%w: %s/%s", ErrNoSender, ch, out.Account)
+	}
+	e := store.OutboxEntry{ID: id, Channel: ch, Out: out, State: store.OutboxPending, Created: time.Now()}
+	added, err := o.opts.Store.AddOutbox(ctx, e)
+	if err != nil {
+		// The store is failing: a reply sent without a retry net is better
+		// than none.
+		o.log.Error("reply not stored; sending it once, without retries", "id", id, "err", err)
+		var first msg.MessageID
+		err := s.SendParts(ctx, out, 0, func(part int, mid msg.MessageID) {
+			if part == 0 {
+				first = mid
+			}
+		})
+		return first, err
+	}
+	if !added {
+		o.log.Info("reply already delivered or on its way; not sent again", "id", id)
+		o.opts.Metrics.duplicates.Inc()
+		return "", nil
+	}
+	it := &item{e: e, done: make(chan struct{})}
+	o.enqueue(r, it)
+	select {
+	case <-it.done:
+		return it.first, it.err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// enqueue puts it last in its chat's queue, starting the queue's worker if
+// it is idle; a queue that is backing off settles it at once.
+func (o *Outbox) enqueue(r route, it *item) {
+	key := queueKey{r, it.e.Out.Peer}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	q := o.queues[key]
+	start := q == nil
+	if start {
+		q = &queue{wake: make(chan struct{}, 1)}
+		o.queues[key] = q
+	}
+	q.items = append(q.items, it)
+	o.pending++
+	o.opts.Metrics.pending.Set(float64(o.pending))
+	o.notifyLocked()
+	if q.backingOff {
+		settle(it, nil)
+	}
+	if start {
+		o.wg.Go(func() { o.work(key, q) })
+	}
+}
+
+// work sends a chat's replies in order until its queue is empty.
+func (o *Outbox) work(key queueKey, q *queue) {
+	backoff := o.opts.MinBackoff
+	for {
+		o.mu.Lock()
+		if len(q.items) == 0 {
+			delete(o.queues, key)
+			o.mu.Unlock()
+			return
+		}
+		it := q.items[0]
+		s := o.senders[key.route]
+		o.mu.Unlock()
+		if o.ctx.Err() != nil {
+			o.releaseAll(q, nil) // stopped: the rest stays stored
+			return
+		}
+
+		if time.Since(it.e.Created) > o.opts.MaxAge {
+			o.finish(q, it, store.OutboxExpired, ErrExpired)
+			o.log.Error("reply given up: not delivered in time", "id", it.e.ID, "peer", key.peer.String(),
+				"age", time.Since(it.e.Created).Round(time.Second).String(), "attempts", it.e.Attempts, "last_error", it.e.LastError)
+			o.opts.Metrics.expired.Inc()
+			continue
+		}
+		err := s.SendParts(o.ctx, it.e.Out, it.e.Sent, func(part int, mid msg.MessageID) {
+			if part == 0 && it.first == "" {
+				it.first = mid
+			}
+			it.e.Sent = part + 1
+			if err := o.opts.Store.UpdateOutbox(o.ctx, it.e.ID, it.e.Sent, it.e.Attempts, store.OutboxPending, ""); err != nil {
+				o.log.Warn("reply progress not stored", "id", it.e.ID, "err", err)
+			}
+		})
+		it.e.Attempts++
+		switch {
+		case err == nil:
+			o.finish(q, it, store.OutboxSent, nil)
+			o.opts.Metrics.sent.Inc()
+			backoff = o.opts.MinBackoff
+			continue
+		case IsPermanent(err):
+			o.finish(q, it, store.OutboxFailed, err)
+			o.log.Error("reply refused by the platform; not retried", "id", it.e.ID, "peer", key.peer.String(), "err", err)
+			o.opts.Metrics.failed.Inc()
+			continue
+		case o.ctx.Err() != nil:
+			o.releaseAll(q, nil)
+			return
+		}
+		it.e.LastError = err.Error()
+		if uerr := o.opts.Store.UpdateOutbox(o.ctx, it.e.ID, it.e.Sent, it.e.Attempts, store.OutboxPending, it.e.LastError); uerr != nil {
+			o.log.Warn("reply progress not stored", "id", it.e.ID, "err", uerr)
+		}
+		wait := backoff
+		var ra RetryAfter
+		if errors.As(err, &ra) && ra.RetryAfter() > wait {
+			wait = ra.RetryAfter()
+		}
+		wait = jitter(wait)
+		backoff = min(backoff*2, o.opts.MaxBackoff)
+		if it.e.Attempts == 1 || it.e.Attempts%10 == 0 {
+			o.log.Warn("reply not delivered yet; retrying", "id", it.e.ID, "peer", key.peer.String(), "attempt", it.e.Attempts,
+				"retry_in", wait.Round(time.Millisecond).String(), "err", err)
+		}
+		o.opts.Metrics.retries.Inc()
+		// Everything waiting in this chat is queued now; the senders learn
+		// so rather than wait.
+		o.mu.Lock()
+		q.backingOff = true
+		o.mu.Unlock()
+		o.releaseAll(q, nil)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-q.wake:
+			t.Stop()
+			backoff = o.opts.MinBackoff
+		case <-o.ctx.Done():
+			t.Stop()
+		}
+		o.mu.Lock()
+		q.backingOff = false
+		o.mu.Unlock()
+	}
+}
+
+// finish records it's final state and removes it from q.
+func (o *Outbox) finish(q *queue, it *item, state store.OutboxState, err error) {
+	errText := ""
+	if err != nil {
+		errText = err.Error()
+	}
+	if uerr := o.opts.Store.UpdateOutbox(o.ctx, it.e.ID, it.e.Sent, it.e.Attempts, state, errText); uerr != nil {
+		o.log.Warn("reply state not stored", "id", it.e.ID, "state", string(state), "err", uerr)
+	}
+	o.mu.Lock()
+	q.items = q.items[1:]
+	o.pending--
+	o.opts.Metrics.pending.Set(float64(o.pending))
+	o.notifyLocked()
+	settle(it, err)
+	o.mu.Unlock()
+}
+
+// releaseAll settles every unsettled item of q: they stay queued.
+func (o *Outbox) releaseAll(q *queue, err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, it := range q.items {
+		settle(it, err)
+	}
+}
+
+// settle ends it's wait for its first attempt; the caller holds o.mu or
+// owns it.
+func settle(it *item, err error) {
+	if it.settled {
+		return
+	}
+	it.settled, it.err = true, err
+	close(it.done)
+}
+
+func (o *Outbox) notifyLocked() {
+	close(o.changed)
+	o.changed = make(chan struct{})
+}
+
+// Wake retries the waiting replies of a channel account now: it has just
+// (re)connected.
+func (o *Outbox) Wake(ch msg.ChannelID, acct msg.AccountID) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for key, q := range o.queues {
+		if key.route == (route{ch, acct}) {
+			select {
+			case q.wake <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// Pending counts the replies not yet delivered or given up.
+func (o *Outbox) Pending() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.pending
+}
+
+// Drain waits until every reply is delivered or given up, or ctx ends
+// (then the rest stays stored for the next start).
+func (o *Outbox) Drain(ctx context.Context) error {
+	for {
+		o.mu.Lock()
+		n, changed := o.pending, o.changed
+		o.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("outbox: %d replies still pending: %w", n, ctx.Err())
+		}
+	}
+}
+
+// Close stops sending and waits for the workers; what is pending stays
+// stored for the next start.
+func (o *Outbox) Close() {
+	o.stop()
+	o.mu.Lock()
+	for _, q := range o.queues {
+		select {
+		case q.wake <- struct{}{}:
+		default:
+		}
+	}
+	o.mu.Unlock()
+	o.wg.Wait()
+}
+
+// jitter spreads retries of many chats: ±20%.
+func jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return d - d/5 + rand.N(2*d/5+1)
+}
+
+func randomID() string {
+	b := make([]byte, 12)
+	_, _ = crand.Read(b) // crypto/rand.Read never fails
+	return hex.EncodeToString(b)
+}

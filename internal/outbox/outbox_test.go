@@ -1,0 +1,232 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/pincerbot/pincer/internal/msg"
+	"github.com/pincerbot/pincer/internal/store"
+	"github.com/pincerbot/pincer/internal/store/sqlite"
+)
+
+var errDown = errors.New("not connected")
+
+// chat is a fake platform: a payload's parts are its text split at "|";
+// while down, every send fails; failAfter fails the next attempt after
+// that many parts.
+type chat struct {
+	mu        sync.Mutex
+	down      bool
+	failAfter int
+	refuse    bool
+	got       []string
+	n         int
+}
+
+func (c *chat) SendParts(ctx context.Context, out msg.Outbound, from int, confirmed func(int, msg.MessageID)) error {
+	parts := strings.Split(out.Text, "|")
+	for i := from; i < len(parts); i++ {
+		c.mu.Lock()
+		switch {
+		case c.refuse:
+			c.mu.Unlock()
+			return Permanent(errors.New("no such group"))
+		case c.down:
+			c.mu.Unlock()
+			return errDown
+		case c.failAfter > 0 && i-from == c.failAfter:
+			c.failAfter = 0
+			c.mu.Unlock()
+			return errDown
+		}
+		c.got = append(c.got, parts[i])
+		c.n++
+		id := msg.MessageID(string(rune('a' + c.n - 1)))
+		c.mu.Unlock()
+		confirmed(i, id)
+	}
+	return nil
+}
+
+func (c *chat) set(f func(*chat)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f(c)
+}
+
+func (c *chat) sent() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.got...)
+}
+
+func openStore(t *testing.T, path string) store.Store {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func newOutbox(t *testing.T, st store.Store, c *chat) *Outbox {
+	t.Helper()
+	o := New(Options{Store: st})
+	o.Register("onebot", "default", c)
+	if err := o.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(o.Close)
+	return o
+}
+
+var group = msg.Peer{Kind: msg.Group, ID: "700"}
+
+func reply(text string) msg.Outbound {
+	return msg.Outbound{Account: "default", Peer: group, Text: text}
+}
+
+func TestDeliverSendsAndRemembers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := openStore(t, filepath.Join(t.TempDir(), "p.db"))
+		c := &chat{}
+		o := newOutbox(t, st, c)
+		id, err := o.Deliver(context.Background(), "onebot", "in:1#1", reply("one|two"))
+		if err != nil || id != "a" {
+			t.Fatalf("deliver: %q %v", id, err)
+		}
+		if id, err := o.Deliver(context.Background(), "onebot", "in:1#1", reply("one|two")); id != "" || err != nil {
+			t.Errorf("again: %q %v", id, err)
+		}
+		if diff := cmp.Diff([]string{"one", "two"}, c.sent()); diff != "" {
+			t.Errorf("a payload id is sent once (-want +got):\n%s", diff)
+		}
+		if n := o.Pending(); n != 0 {
+			t.Errorf("%d pending", n)
+		}
+	})
+}
+
+// TestOutageIsRiddenOut: while the platform is down, Deliver returns at
+// once with the reply queued; later replies of the chat queue behind it;
+// the reply goes out when the platform is back (a Wake retries at once),
+// resuming at the first part not confirmed.
+func TestOutageIsRiddenOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := openStore(t, filepath.Join(t.TempDir(), "p.db"))
+		c := &chat{failAfter: 1}
+		o := newOutbox(t, st, c)
+		start := time.Now()
+		if _, err := o.Deliver(context.Background(), "onebot", "in:1#1", reply("p1|p2|p3")); err != nil {
+			t.Fatal(err)
+		}
+		c.set(func(c *chat) { c.down = true })
+		if _, err := o.Deliver(context.Background(), "onebot", "in:2#1", reply("q1")); err != nil {
+			t.Fatal(err)
+		}
+		if time.Since(start) != 0 {
+			t.Errorf("Deliver waited %v during an outage", time.Since(start))
+		}
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		if diff := cmp.Diff([]string{"p1"}, c.sent()); diff != "" {
+			t.Errorf("during the outage (-want +got):\n%s", diff)
+		}
+		c.set(func(c *chat) { c.down = false })
+		o.Wake("onebot", "default")
+		synctest.Wait()
+		if diff := cmp.Diff([]string{"p1", "p2", "p3", "q1"}, c.sent()); diff != "" {
+			t.Errorf("after the outage (-want +got):\n%s", diff)
+		}
+		if err := o.Drain(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+// TestRestartResumesPendingReplies: a reply stored by one run and not
+// delivered is delivered by the next, from the first unconfirmed part.
+func TestRestartResumesPendingReplies(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "p.db")
+		st := openStore(t, path)
+		c := &chat{failAfter: 1}
+		first := New(Options{Store: st})
+		first.Register("onebot", "default", c)
+		if _, err := first.Deliver(context.Background(), "onebot", "in:1#1", reply("p1|p2")); err != nil {
+			t.Fatal(err)
+		}
+		first.Close() // the process ends with p2 unsent
+		st.Close()
+
+		st2 := openStore(t, path)
+		again := &chat{}
+		newOutbox(t, st2, again)
+		synctest.Wait()
+		if diff := cmp.Diff([]string{"p2"}, again.sent()); diff != "" {
+			t.Errorf("the next run sends only what was not confirmed (-want +got):\n%s", diff)
+		}
+		if has, _ := st2.HasOutbox(context.Background(), "in:1#"); !has {
+			t.Error("the delivered reply is remembered")
+		}
+	})
+}
+
+// TestTooOldIsGivenUp: a reply the platform never takes is given up after
+// MaxAge; one refused for good is given up at once.
+func TestTooOldIsGivenUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := openStore(t, filepath.Join(t.TempDir(), "p.db"))
+		c := &chat{down: true}
+		o := New(Options{Store: st, MaxAge: time.Minute})
+		o.Register("onebot", "default", c)
+		defer o.Close()
+		if _, err := o.Deliver(context.Background(), "onebot", "in:1#1", reply("late")); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if err := o.Drain(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(start); took < time.Minute || took > time.Minute+15*time.Second {
+			t.Errorf("given up after %v", took)
+		}
+		if len(c.sent()) != 0 {
+			t.Error("sent")
+		}
+		c.set(func(c *chat) { c.down, c.refuse = false, true })
+		if _, err := o.Deliver(context.Background(), "onebot", "in:2#1", reply("nope")); err == nil || !IsPermanent(err) {
+			t.Errorf("a refused reply: %v", err)
+		}
+		if n := o.Pending(); n != 0 {
+			t.Errorf("%d pending", n)
+		}
+	})
+}
+
+// TestDrainStopsAtItsDeadline: Drain waits for pending replies but not
+// past its context.
+func TestDrainStopsAtItsDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := openStore(t, filepath.Join(t.TempDir(), "p.db"))
+		c := &chat{down: true}
+		o := newOutbox(t, st, c)
+		if _, err := o.Deliver(context.Background(), "onebot", "in:1#1", reply("x")); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if err := o.Drain(ctx); err == nil {
+			t.Error("drained with a reply pending")
+		}
+	})
+}
