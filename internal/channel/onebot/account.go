@@ -79,6 +79,9 @@ type Account struct {
 	http   *HTTPCaller
 	react  reactor
 
+	// refused logs refused reverse connections and POSTs, rate-limited.
+	refused refusals
+
 	mu      sync.Mutex
 	live    []*Conn // connected WebSockets, newest last
 	reverse *Conn   // the one reverse connection
@@ -97,6 +100,9 @@ type Account struct {
 	lastPruned time.Time
 	// sentPruned is when the store's old sent ids were last pruned.
 	sentPruned time.Time
+
+	// reverseFrom is the remote address of reverse (under mu).
+	reverseFrom string
 }
 
 // intake hands reverse connections and POSTed events from HTTP handlers
@@ -110,6 +116,7 @@ type intake struct {
 type reverseConn struct {
 	ws     *websocket.Conn
 	header string
+	remote string
 }
 
 type post struct {

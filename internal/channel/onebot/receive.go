@@ -6,24 +6,47 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
+	"time"
 )
 
-// requestToken is the access token a reverse connection or event POST
-// carries: the Authorization header's value after the first space (the
-// scheme, Bearer or go-cqhttp's Token, is ignored), else ?access_token=.
-// NapCat sends a bare "Bearer" when it has no token.
-func requestToken(r *http.Request) (string, bool) {
-	if h := strings.TrimSpace(r.Header.Get("Authorization")); h != "" {
-		_, tok, _ := strings.Cut(h, " ")
-		return strings.TrimSpace(tok), true
+// errScheme is an Authorization header in a scheme other than Bearer or
+// go-cqhttp's Token (Basic, Digest, …), or sent more than once.
+var errScheme = errors.New("unsupported Authorization scheme")
+
+// requestToken is the access token a reverse connection carries, sent as
+// "Authorization: Bearer <t>", go-cqhttp's "Token <t>" or the bare "<t>",
+// else as ?access_token=<t>. NapCat and LLOneBot send a bare "Bearer" (or
+// "Token") when they have no token: that is an empty token. sent is false
+// when neither the header nor the query parameter came; any other scheme
+// is errScheme.
+func requestToken(r *http.Request) (tok string, sent bool, err error) {
+	switch v := r.Header.Values("Authorization"); {
+	case len(v) > 1:
+		return "", true, errScheme
+	case len(v) == 1 && strings.TrimSpace(v[0]) != "":
+		h := strings.TrimSpace(v[0])
+		scheme, rest, spaced := strings.Cut(h, " ")
+		known := strings.EqualFold(scheme, "Bearer") || strings.EqualFold(scheme, "Token")
+		switch {
+		case !spaced && known:
+			return "", true, nil
+		case !spaced:
+			return h, true, nil
+		case !known:
+			return "", true, errScheme
+		}
+		return strings.TrimSpace(rest), true, nil
 	}
 	if q := r.URL.Query(); q.Has("access_token") {
-		return q.Get("access_token"), true
+		return q.Get("access_token"), true, nil
 	}
-	return "", false
+	return "", false, nil
 }
 
 // equalSecret compares in constant time, including the lengths.
@@ -33,19 +56,22 @@ func equalSecret(a, b string) bool {
 }
 
 // authorize checks a reverse connection's token against want: 401 when
-// one is needed and none came, 403 when it is wrong, 0 when accepted.
-func authorize(r *http.Request, want string) int {
-	if want == "" {
-		return 0
-	}
-	got, ok := requestToken(r)
+// the Authorization header has an unsupported scheme (whatever want is),
+// or when a token is needed and none came; 403 when it is wrong; 0 when
+// accepted. reason says why for the log.
+func authorize(r *http.Request, want string) (status int, reason string) {
+	got, sent, err := requestToken(r)
 	switch {
-	case !ok || got == "":
-		return http.StatusUnauthorized
+	case err != nil:
+		return http.StatusUnauthorized, err.Error()
+	case want == "":
+		return 0, ""
+	case !sent || got == "":
+		return http.StatusUnauthorized, "no access token"
 	case !equalSecret(got, want):
-		return http.StatusForbidden
+		return http.StatusForbidden, "wrong access token"
 	}
-	return 0
+	return 0, ""
 }
 
 // checkSignature verifies X-Signature: sha1=<hex HMAC-SHA1(secret, body)>
@@ -73,4 +99,37 @@ func checkSignature(r *http.Request, body []byte, secret string) int {
 // readBody reads a POSTed event, bounded.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	return io.ReadAll(http.MaxBytesReader(w, r.Body, maxFrame))
+}
+
+// refusalLogEvery is how often one kind of refused request is logged.
+const refusalLogEvery = time.Minute
+
+// refusals logs refused inbound requests, each kind (its message) at most
+// once per refusalLogEvery with the count of those held back since, so a
+// stranger knocking cannot flood the log. The zero value is ready.
+type refusals struct {
+	mu   sync.Mutex
+	last map[string]time.Time
+	held map[string]int
+}
+
+func (f *refusals) warn(log *slog.Logger, msg string, args ...any) {
+	now := time.Now()
+	f.mu.Lock()
+	if last, ok := f.last[msg]; ok && now.Sub(last) < refusalLogEvery {
+		f.held[msg]++
+		f.mu.Unlock()
+		return
+	}
+	if f.last == nil {
+		f.last, f.held = map[string]time.Time{}, map[string]int{}
+	}
+	f.last[msg] = now
+	held := f.held[msg]
+	delete(f.held, msg)
+	f.mu.Unlock()
+	if held > 0 {
+		args = append(args, "not_logged_since", held)
+	}
+	log.Warn(msg, args...)
 }

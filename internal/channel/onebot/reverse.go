@@ -2,9 +2,11 @@ package onebot
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/coder/websocket"
@@ -15,23 +17,33 @@ import (
 // ServeReverse accepts the implementation's reverse WebSocket. Every
 // X-Client-Role (Universal, API, Event) is served as Universal, since
 // NapCat and LLOneBot send Universal whatever they do. The token may come
-// as "Bearer <t>", go-cqhttp's "Token <t>" or ?access_token=, and is
-// compared in constant time. A connection whose X-Self-ID is not the
-// configured selfId is refused. A second connection replaces the first,
-// so events are never delivered twice.
+// as "Bearer <t>", go-cqhttp's "Token <t>", the bare "<t>" or
+// ?access_token=, and is compared in constant time; any other
+// Authorization scheme is refused. A connection whose X-Self-ID is not the
+// configured selfId is refused.
+//
+// A connection that passes replaces the account's live one, so events are
+// never delivered twice, and the handover is logged with both remote
+// addresses. With a token configured only a connection that carries it
+// gets this far; without one (which the configuration allows only on a
+// loopback listener) any local process does. Refusals are logged at most
+// once a minute.
 func (a *Account) ServeReverse(w http.ResponseWriter, r *http.Request) {
 	if !a.opts.Reverse {
 		http.NotFound(w, r)
 		return
 	}
-	if status := authorize(r, a.opts.Token); status != 0 {
-		a.log.Warn("reverse WebSocket refused: bad access token", "status", status, "remote", r.RemoteAddr)
+	if status, reason := authorize(r, a.opts.Token); status != 0 {
+		a.refused.warn(a.log, "reverse WebSocket refused", "reason", reason, "status", status, "remote", r.RemoteAddr)
+		if status == http.StatusUnauthorized {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="onebot"`)
+		}
 		http.Error(w, http.StatusText(status), status)
 		return
 	}
 	header := r.Header.Get("X-Self-ID")
 	if n, err := strconv.ParseInt(header, 10, 64); err == nil && a.opts.SelfID > 0 && ID(n) != a.opts.SelfID {
-		a.log.Warn("reverse WebSocket refused: another QQ number", "x_self_id", header, "self_id", a.opts.SelfID.String())
+		a.refused.warn(a.log, "reverse WebSocket refused: another QQ number", "x_self_id", header, "self_id", a.opts.SelfID.String(), "remote", r.RemoteAddr)
 		http.Error(w, "this endpoint serves another QQ account", http.StatusForbidden)
 		return
 	}
@@ -41,11 +53,11 @@ func (a *Account) ServeReverse(w http.ResponseWriter, r *http.Request) {
 	}
 	ws, err := websocket.Accept(w, r, nil)
 	if err != nil {
-		a.log.Warn("reverse WebSocket handshake", "err", err)
+		a.log.Warn("reverse WebSocket handshake", "err", err, "remote", r.RemoteAddr)
 		return
 	}
 	select {
-	case in.conns <- reverseConn{ws: ws, header: header}:
+	case in.conns <- reverseConn{ws: ws, header: header, remote: r.RemoteAddr}:
 	case <-in.stopped:
 		_ = ws.Close(websocket.StatusGoingAway, "shutting down")
 	case <-r.Context().Done():
@@ -57,34 +69,37 @@ func (a *Account) ServeReverse(w http.ResponseWriter, r *http.Request) {
 func (a *Account) serveReverse(ctx context.Context, rc reverseConn, sink channel.Sink, wg *sync.WaitGroup) {
 	c := NewConn(rc.ws, a.opts.RequestTimeout, a.log)
 	a.mu.Lock()
-	old := a.reverse
-	a.reverse = c
+	old, oldFrom := a.reverse, a.reverseFrom
+	a.reverse, a.reverseFrom = c, rc.remote
 	a.state = StateConnected
 	a.mu.Unlock()
 	if old != nil {
-		a.log.Warn("a new reverse WebSocket replaced the old one", "x_self_id", rc.header)
+		a.log.Info("a new reverse WebSocket replaced the live one", "remote", rc.remote, "replaced_remote", oldFrom, "x_self_id", rc.header)
 		_ = old.Close()
 	}
-	a.log.Info("reverse WebSocket connected", "x_self_id", rc.header)
+	a.log.Info("reverse WebSocket connected", "x_self_id", rc.header, "remote", rc.remote)
 	err := a.serveConn(ctx, c, rc.header, sink, wg)
 	a.mu.Lock()
 	last := a.reverse == c
 	if last {
-		a.reverse = nil
+		a.reverse, a.reverseFrom = nil, ""
 		if a.opts.WSURL == "" {
 			a.state = StateListening
 		}
 	}
 	a.mu.Unlock()
 	if err != nil && last {
-		a.log.Warn("reverse WebSocket lost", "err", err)
+		a.log.Warn("reverse WebSocket lost", "err", err, "remote", rc.remote)
 	}
 }
 
 // ServePost receives an event the implementation POSTs. The X-Signature
-// HMAC-SHA1 is checked over the raw body before anything is decoded; the
+// HMAC-SHA1 is checked over the raw body before anything is decoded; an
+// event for another QQ number than the account's (its X-Self-ID, else the
+// self_id in the event) is refused with 403 once the number is known. The
 // answer is 204 at once and the event is handled afterwards, so a slow
-// turn never makes go-cqhttp retry (and duplicate) it.
+// turn never makes go-cqhttp retry (and duplicate) it. Refusals are
+// logged at most once a minute.
 func (a *Account) ServePost(w http.ResponseWriter, r *http.Request) {
 	if !a.opts.Post {
 		http.NotFound(w, r)
@@ -106,8 +121,14 @@ func (a *Account) ServePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if status := checkSignature(r, body, a.opts.PostSecret); status != 0 {
-		a.log.Warn("event POST refused: bad signature", "status", status, "remote", r.RemoteAddr)
+		a.refused.warn(a.log, "event POST refused: bad signature", "status", status, "remote", r.RemoteAddr)
 		http.Error(w, http.StatusText(status), status)
+		return
+	}
+	header := r.Header.Get("X-Self-ID")
+	if self, named := a.foreignSelf(header, body); named != "" {
+		a.refused.warn(a.log, "event POST refused: another QQ number", "x_self_id", named, "self_id", self.String(), "remote", r.RemoteAddr)
+		http.Error(w, "this endpoint serves another QQ account", http.StatusForbidden)
 		return
 	}
 	in := a.running(w)
@@ -115,12 +136,36 @@ func (a *Account) ServePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	select {
-	case in.posts <- post{body: body, header: r.Header.Get("X-Self-ID")}:
+	case in.posts <- post{body: body, header: header}:
 		w.WriteHeader(http.StatusNoContent)
 	case <-in.stopped:
 		http.Error(w, "shutting down", http.StatusServiceUnavailable)
 	case <-r.Context().Done():
 	}
+}
+
+// foreignSelf returns the QQ number a POSTed event is for when it is not
+// the account's (configured, or learnt from a connection): its X-Self-ID
+// header, which must be a number, else the self_id in the event. named is
+// "" when the event is the account's, names no number, or the account's
+// number is not known yet.
+func (a *Account) foreignSelf(header string, body []byte) (self ID, named string) {
+	self = a.Self()
+	if self == 0 {
+		return 0, ""
+	}
+	if header != "" {
+		if n, err := strconv.ParseInt(strings.TrimSpace(header), 10, 64); err != nil || ID(n) != self {
+			return self, header
+		}
+	}
+	var ev struct {
+		SelfID ID `json:"self_id"`
+	}
+	if json.Unmarshal(body, &ev) == nil && ev.SelfID != 0 && ev.SelfID != self {
+		return self, ev.SelfID.String()
+	}
+	return self, ""
 }
 
 // running returns Run's intake, or answers 503 and returns nil once the
