@@ -20,6 +20,9 @@ type Media struct {
 
 // Outbound is one reply payload for a channel to deliver.
 type Outbound struct {
+	// ID identifies the payload for delivery: the same id is delivered at
+	// most once ("<turn key>#<n>" for a turn's replies); empty for none.
+	ID      string `json:",omitempty"`
 	Account AccountID
 	Peer    Peer
 	Text    string
@@ -33,7 +36,8 @@ type Outbound struct {
 	NoMentions bool
 	// Mentionable lists the people the agent was shown (the senders of the
 	// batch and of its history), oldest first: only they may be mentioned
-	// by name.
+	// by name. Nil means the payload answers no conversation (an operator
+	// send, a heartbeat): no mention is rewritten at all.
 	Mentionable []Sender
 	// IsReasoning marks model reasoning; most channels suppress it.
 	IsReasoning bool

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pincerbot/pincer/internal/channel"
 	"github.com/pincerbot/pincer/internal/msg"
+	"github.com/pincerbot/pincer/internal/outbox"
 	"github.com/pincerbot/pincer/internal/store"
 )
 
@@ -53,6 +54,10 @@ type AccountOptions struct {
 	// Sent keeps the ids of the bot's messages across restarts, so a
 	// reply to one of them still counts; nil keeps them in memory only.
 	Sent store.SentLog
+	// Outbox, when set, delivers every payload durably (Send and the
+	// repliers go through it); the account is its sender and wakes it on
+	// every new connection.
+	Outbox *outbox.Outbox
 	// OwnerTimeout bounds the get_msg that asks whether a quoted message
 	// is the bot's; DefaultOwnerTimeout when zero.
 	OwnerTimeout time.Duration
@@ -281,6 +286,10 @@ func (a *Account) serveConn(ctx context.Context, c *Conn, header string, sink ch
 	a.mu.Lock()
 	a.live = append(a.live, c)
 	a.mu.Unlock()
+	if a.opts.Outbox != nil {
+		// Replies that waited for a connection go now.
+		a.opts.Outbox.Wake(ChannelID, a.opts.ID)
+	}
 	defer func() {
 		a.mu.Lock()
 		for i, x := range a.live {

@@ -45,10 +45,26 @@ func (b *SendBackoff) check(peer msg.Peer) error {
 		return nil
 	}
 	if left := time.Until(p.until); left > 0 {
-		return fmt.Errorf("%w: %s for %s more", ErrSendPaused, peer, left.Round(time.Second))
+		return &pausedError{peer: peer, left: left}
 	}
 	return nil
 }
+
+// pausedError is ErrSendPaused with the time left, for the outbox's next
+// try.
+type pausedError struct {
+	peer msg.Peer
+	left time.Duration
+}
+
+func (e *pausedError) Error() string {
+	return fmt.Sprintf("%v: %s for %s more", ErrSendPaused, e.peer, e.left.Round(time.Second))
+}
+
+func (e *pausedError) Unwrap() error { return ErrSendPaused }
+
+// RetryAfter says when sends to the chat resume.
+func (e *pausedError) RetryAfter() time.Duration { return e.left }
 
 // fail pauses peer and returns for how long.
 func (b *SendBackoff) fail(peer msg.Peer) time.Duration {

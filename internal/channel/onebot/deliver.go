@@ -7,38 +7,83 @@ import (
 
 	"github.com/pincerbot/pincer/internal/channel"
 	"github.com/pincerbot/pincer/internal/msg"
+	"github.com/pincerbot/pincer/internal/outbox"
 )
 
-// Send delivers out on the live connection.
+var _ outbox.Sender = (*Account)(nil)
+
+// Send delivers out (operator sends, heartbeats, digests, and the replies
+// of repliers): through the outbox when the account has one, so a reply
+// outlives a disconnect or a restart, else at once on the live connection.
+// Mentions are rewritten only for payloads that list people who may be
+// mentioned (Mentionable not nil).
 func (a *Account) Send(ctx context.Context, out msg.Outbound) (msg.MessageID, error) {
-	return a.send(ctx, out, OutboundOptions{})
+	if a.opts.Outbox != nil {
+		return a.opts.Outbox.Deliver(ctx, ChannelID, out.ID, out)
+	}
+	var first msg.MessageID
+	err := a.SendParts(ctx, out, 0, func(part int, id msg.MessageID) {
+		if part == 0 {
+			first = id
+		}
+	})
+	return first, err
 }
 
-func (a *Account) send(ctx context.Context, out msg.Outbound, opts OutboundOptions) (msg.MessageID, error) {
+// SendParts implements outbox.Sender: the chunks of out from chunk from on,
+// paced per chat and paused while QQ's risk control holds the chat. A
+// refusal by the implementation (other than risk control) is permanent;
+// no connection, a lost one, a timeout or a pause are worth retrying.
+func (a *Account) SendParts(ctx context.Context, out msg.Outbound, from int, confirmed func(part int, id msg.MessageID)) error {
 	if err := a.opts.Backoff.check(out.Peer); err != nil {
-		return "", err
+		return err
 	}
 	if err := a.opts.Pace.wait(ctx, out.Peer); err != nil {
-		return "", err
+		return err
 	}
 	defer a.opts.Pace.done(out.Peer)
 	c, err := a.caller()
 	if err != nil {
-		return "", err
+		return err
 	}
 	if a.opts.Debug {
-		a.log.Info("outbound", "peer", out.Peer.String(), "reply_to", string(out.ReplyTo), "text", out.Text, "media", len(out.Media))
+		a.log.Info("outbound", "peer", out.Peer.String(), "reply_to", string(out.ReplyTo), "text", out.Text, "media", len(out.Media), "from_chunk", from)
 	}
-	ob := &Outbox{Caller: c, ChunkLimit: a.opts.ChunkLimit, OnSent: a.recordSent, ChunkGap: a.opts.ChunkGap}
-	id, err := ob.Send(ctx, out, opts)
+	ob := &ChunkSender{Caller: c, ChunkLimit: a.opts.ChunkLimit, OnSent: a.recordSent, ChunkGap: a.opts.ChunkGap}
+	err = ob.SendFrom(ctx, out, outboundOptions(out), from, confirmed)
+	var ae *ActionError
 	switch {
 	case errors.Is(err, ErrRiskControl):
 		wait := a.opts.Backoff.fail(out.Peer)
 		a.log.Error("QQ probably blocked this send (risk control); sends to this chat are paused", "peer", out.Peer.String(), "pause", wait.Round(time.Second).String(), "err", err)
+		return retryAfter{err, wait}
 	case err == nil:
 		a.opts.Backoff.ok(out.Peer)
+	case errors.As(err, &ae) || errors.Is(err, errNoTarget):
+		return outbox.Permanent(err)
 	}
-	return id, err
+	return err
+}
+
+// retryAfter is an error that says when a retry makes sense.
+type retryAfter struct {
+	error
+	wait time.Duration
+}
+
+func (r retryAfter) Unwrap() error             { return r.error }
+func (r retryAfter) RetryAfter() time.Duration { return r.wait }
+
+// outboundOptions are the mention rules of a payload: rewritten for the
+// people it lists (none listed: no rewriting).
+func outboundOptions(out msg.Outbound) OutboundOptions {
+	opts := OutboundOptions{Mentions: out.Mentionable != nil}
+	for _, p := range out.Mentionable {
+		if qq, err := parseID(string(p.ID)); err == nil {
+			opts.Participants = append(opts.Participants, Participant{QQ: qq, Name: p.Name})
+		}
+	}
+	return opts
 }
 
 // ReplierFor returns the replier of m, as its arrival would have made it:
@@ -58,17 +103,10 @@ func (r *replier) Deliver(ctx context.Context, out msg.Outbound) (msg.MessageID,
 	if r.a.opts.ReplyToTrigger && r.trigger.Peer.Kind == msg.Group && out.ReplyTo == "" {
 		out.ReplyTo = r.trigger.ID
 	}
-	opts := OutboundOptions{Mentions: true}
-	people := out.Mentionable
-	if people == nil {
-		people = []msg.Sender{r.trigger.Sender}
+	if out.Mentionable == nil {
+		out.Mentionable = []msg.Sender{r.trigger.Sender}
 	}
-	for _, p := range people {
-		if qq, err := parseID(string(p.ID)); err == nil {
-			opts.Participants = append(opts.Participants, Participant{QQ: qq, Name: p.Name})
-		}
-	}
-	return r.a.send(ctx, out, opts)
+	return r.a.Send(ctx, out)
 }
 
 func parseID(s string) (ID, error) {

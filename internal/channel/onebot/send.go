@@ -3,6 +3,7 @@ package onebot
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -57,8 +58,9 @@ func (s *SentIDs) Has(id msg.MessageID) bool {
 	return s.set[id]
 }
 
-// Outbox delivers outbound payloads over a OneBot connection.
-type Outbox struct {
+// ChunkSender delivers outbound payloads over a OneBot connection, chunk by
+// chunk.
+type ChunkSender struct {
 	Caller     Caller
 	ChunkLimit int
 	Sent       *SentIDs
@@ -74,7 +76,20 @@ type Outbox struct {
 // the reply segment on the first chunk only, mentions rewritten per opts.
 // It returns the id of the first message sent; whitespace-only text sends
 // nothing.
-func (s *Outbox) Send(ctx context.Context, out msg.Outbound, opts OutboundOptions) (msg.MessageID, error) {
+func (s *ChunkSender) Send(ctx context.Context, out msg.Outbound, opts OutboundOptions) (msg.MessageID, error) {
+	var first msg.MessageID
+	err := s.SendFrom(ctx, out, opts, 0, func(part int, id msg.MessageID) {
+		if part == 0 {
+			first = id
+		}
+	})
+	return first, err
+}
+
+// SendFrom is Send from chunk from on (the chunks before it were sent
+// already), telling confirmed of each chunk the implementation accepted,
+// with the message id it gave (empty when it gave none).
+func (s *ChunkSender) SendFrom(ctx context.Context, out msg.Outbound, opts OutboundOptions, from int, confirmed func(part int, id msg.MessageID)) error {
 	if out.Peer.Kind == msg.Direct {
 		opts.Mentions = false // no rewriting in direct chats
 	}
@@ -83,16 +98,18 @@ func (s *Outbox) Send(ctx context.Context, out msg.Outbound, opts OutboundOption
 	}
 	action, target, err := sendAction(out.Peer)
 	if err != nil {
-		return "", err
+		return err
 	}
-	var first msg.MessageID
 	for i, chunk := range ChunkText(out.Text, s.ChunkLimit) {
-		if i > 0 && s.ChunkGap > 0 {
+		if i < from {
+			continue
+		}
+		if i > from && s.ChunkGap > 0 {
 			t := time.NewTimer(s.ChunkGap)
 			select {
 			case <-ctx.Done():
 				t.Stop()
-				return first, ctx.Err()
+				return ctx.Err()
 			case <-t.C:
 			}
 		}
@@ -106,40 +123,44 @@ func (s *Outbox) Send(ctx context.Context, out msg.Outbound, opts OutboundOption
 		}
 		data, err := s.Caller.Call(ctx, action, params, 0)
 		if err != nil {
-			return first, fmt.Errorf("onebot: send to %s (chunk %d): %w", out.Peer, i+1, err)
+			return fmt.Errorf("onebot: send to %s (chunk %d): %w", out.Peer, i+1, err)
 		}
 		var res struct {
 			MessageID ID `json:"message_id"`
 		}
+		var id msg.MessageID
 		if err := json.Unmarshal(data, &res); err == nil && res.MessageID != 0 {
-			id := msg.MessageID(res.MessageID.String())
+			id = msg.MessageID(res.MessageID.String())
 			if s.Sent != nil {
 				s.Sent.Add(id)
 			}
 			if s.OnSent != nil {
 				s.OnSent(ctx, id)
 			}
-			if first == "" {
-				first = id
-			}
+		}
+		if confirmed != nil {
+			confirmed(i, id)
 		}
 	}
-	return first, nil
+	return nil
 }
+
+// errNoTarget: a payload's chat cannot be sent to at all.
+var errNoTarget = errors.New("onebot: no such chat to send to")
 
 func sendAction(p msg.Peer) (string, map[string]any, error) {
 	n, err := strconv.ParseInt(p.ID, 10, 64)
 	if err != nil || n <= 0 {
-		return "", nil, fmt.Errorf("onebot: peer %s has no QQ number", p)
+		return "", nil, fmt.Errorf("%w: peer %s has no QQ number", errNoTarget, p)
 	}
 	switch p.Kind {
 	case msg.Group:
 		if ID(n) == PlaceholderGroup {
-			return "", nil, fmt.Errorf("onebot: %d is a placeholder, not a group", n)
+			return "", nil, fmt.Errorf("%w: %d is a placeholder, not a group", errNoTarget, n)
 		}
 		return "send_group_msg", map[string]any{"group_id": n}, nil
 	case msg.Direct:
 		return "send_private_msg", map[string]any{"user_id": n}, nil
 	}
-	return "", nil, fmt.Errorf("onebot: peer kind %q", p.Kind)
+	return "", nil, fmt.Errorf("%w: peer kind %q", errNoTarget, p.Kind)
 }

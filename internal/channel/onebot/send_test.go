@@ -42,7 +42,7 @@ func TestSendChunksWithReplyOnFirst(t *testing.T) {
 	})
 	c, _ := dial(t, p, nil)
 	sent := NewSentIDs(2)
-	s := &Outbox{Caller: c, ChunkLimit: 10, Sent: sent}
+	s := &ChunkSender{Caller: c, ChunkLimit: 10, Sent: sent}
 	out := msg.Outbound{Peer: msg.Peer{Kind: msg.Group, ID: "123"}, ReplyTo: "-5", Text: "第一行文字\n第二行 @张三 好\n第三"}
 	id, err := s.Send(context.Background(), out, OutboundOptions{Mentions: true, Participants: []Participant{{QQ: 9, Name: "张三"}}})
 	if err != nil {
@@ -77,7 +77,7 @@ func TestSendChunksWithReplyOnFirst(t *testing.T) {
 func TestSendDirectAndNotices(t *testing.T) {
 	p := onebottest.New(t, func(string, json.RawMessage) (any, int, string) { return map[string]any{"message_id": 1}, 0, "" })
 	c, _ := dial(t, p, nil)
-	s := &Outbox{Caller: c}
+	s := &ChunkSender{Caller: c}
 	people := OutboundOptions{Mentions: true, Participants: []Participant{{QQ: 9, Name: "Ann"}}}
 	if _, err := s.Send(context.Background(), msg.Outbound{Peer: msg.Peer{Kind: msg.Direct, ID: "42"}, Text: "hi @Ann [CQ:at,qq=9]"}, people); err != nil {
 		t.Fatal(err)
