@@ -13,14 +13,14 @@ import (
 )
 
 // Backfill bounds: implementations replay nothing after a disconnect, so a
-// new connection reads the recent history of the chats active lately and
-// hands on what arrived in the gap. It is paced, since fast history paging
-// looks risky to QQ.
+// new connection reads the recent history of every chat active lately
+// (the most recent first) and hands on what arrived in the gap: up to
+// backfillCount messages a chat. It is paced, since fast history reads look
+// risky to QQ.
 const (
 	backfillActive = 30 * time.Minute
-	backfillPeers  = 10
-	backfillCount  = 20
-	backfillGap    = 500 * time.Millisecond
+	backfillCount  = 50
+	backfillGap    = 300 * time.Millisecond
 	maxLastSeen    = 4096
 )
 
@@ -61,7 +61,6 @@ func (a *Account) backfill(ctx context.Context, c Caller, sink channel.Sink, wg 
 	}
 	// The most recently active first.
 	slices.SortFunc(peers, func(x, y msg.Peer) int { return cmp.Compare(since[y].UnixNano(), since[x].UnixNano()) })
-	peers = peers[:min(len(peers), backfillPeers)]
 	found := 0
 	for i, p := range peers {
 		if i > 0 {
@@ -73,8 +72,9 @@ func (a *Account) backfill(ctx context.Context, c Caller, sink channel.Sink, wg 
 			case <-t.C:
 			}
 		}
-		// One page: the gap is short, and the next reconnect reads again.
-		r := HistoryReader{Caller: c, Account: a.opts.ID, Self: self, MaxPages: 1}
+		// A page or three: the gap is usually short, and the next
+		// reconnect reads again.
+		r := HistoryReader{Caller: c, Account: a.opts.ID, Self: self, MaxPages: 3, Gap: backfillGap, Since: since[p]}
 		msgs, err := r.Read(ctx, p, channel.HistoryQuery{Count: backfillCount})
 		if err != nil {
 			a.log.Debug("backfill", "peer", p.String(), "err", err)

@@ -58,6 +58,9 @@ type HistoryReader struct {
 	// MaxPages bounds the calls; when zero, enough for q.Count in pages
 	// of 20 and two more, at most 12.
 	MaxPages int
+	// Since, when set, ends the paging once a page reaches a message sent
+	// at or before it: older messages are not wanted (a backfill).
+	Since time.Time
 }
 
 // Read returns the newest q.Count messages (older than q.Before when it is
@@ -142,6 +145,9 @@ func (h HistoryReader) Read(ctx context.Context, peer msg.Peer, q channel.Histor
 		slices.SortStableFunc(got, func(a, b historyEntry) int { return cmp.Compare(a.m.Time.UnixNano(), b.m.Time.UnixNano()) })
 		if len(got) >= count || !older {
 			break // enough, or the page brought only newer messages
+		}
+		if !h.Since.IsZero() && !got[0].m.Time.After(h.Since) {
+			break // back as far as wanted
 		}
 		next := got[0]
 		anchor = &next
