@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"strings"
 
 	"github.com/pincerbot/pincer/internal/command"
@@ -41,6 +42,48 @@ type MsgContext struct {
 	// Consume lists the receive-buffer entries this turn hands on; they
 	// are removed when the turn is admitted, in the same step.
 	Consume []int64
+	// Delivery, when set, describes the reply path so it can be rebuilt
+	// after a restart (see Engine.Resume): the turn is then journaled from
+	// its admission until it is over, and a crash cannot lose it. Its
+	// content belongs to whoever dispatched the turn.
+	Delivery json.RawMessage
+	// Key is the turn's dedup key, set by the engine; its replies are
+	// delivered under "<Key>#<n>".
+	Key string
+	// Resumed marks a turn run again after a restart.
+	Resumed bool
+}
+
+// journaled is what the journal keeps of a turn.
+type journaled struct {
+	Message      msg.Message     `json:"message"`
+	Body         string          `json:"body,omitempty"`
+	BodyForAgent string          `json:"bodyForAgent,omitempty"`
+	RawBody      string          `json:"rawBody,omitempty"`
+	CommandBody  string          `json:"commandBody,omitempty"`
+	NoCommands   bool            `json:"noCommands,omitempty"`
+	Standalone   bool            `json:"standalone,omitempty"`
+	Delivery     json.RawMessage `json:"delivery,omitempty"`
+}
+
+// encodeTurn is the journal's record of mc.
+func encodeTurn(mc MsgContext) ([]byte, error) {
+	return json.Marshal(journaled{
+		Message: mc.Message, Body: mc.Body, BodyForAgent: mc.BodyForAgent, RawBody: mc.RawBody, CommandBody: mc.CommandBody,
+		NoCommands: mc.NoCommands, Standalone: mc.Standalone, Delivery: mc.Delivery,
+	})
+}
+
+// decodeTurn reads a journal record back.
+func decodeTurn(b []byte) (MsgContext, error) {
+	var j journaled
+	if err := json.Unmarshal(b, &j); err != nil {
+		return MsgContext{}, err
+	}
+	return MsgContext{
+		Message: j.Message, Body: j.Body, BodyForAgent: j.BodyForAgent, RawBody: j.RawBody, CommandBody: j.CommandBody,
+		NoCommands: j.NoCommands, Standalone: j.Standalone, Delivery: j.Delivery,
+	}, nil
 }
 
 // NewMsgContext builds the context of a plain message: every body is its

@@ -58,8 +58,12 @@ type Options struct {
 	Queue          QueueSettings
 	QueueByChannel map[msg.ChannelID]QueueMode
 	// MaxConcurrent bounds the agent runs across all sessions; 0 means
-	// min(16, max(8, CPUs)).
+	// min(16, max(8, CPUs)). A run waiting for its provider's first word
+	// lends its slot after SlotPatience.
 	MaxConcurrent int
+	// TurnTimeout bounds one turn's model run, retries, fallbacks and
+	// tools included; 10 min when zero.
+	TurnTimeout time.Duration
 	// Heartbeat schedules check-in turns; see RunHeartbeat.
 	Heartbeat Heartbeat
 	// IdleReset starts a new session when one was idle this long; 0 never.
@@ -149,6 +153,9 @@ func New(o Options) *Engine {
 	if o.MaxConcurrent <= 0 {
 		o.MaxConcurrent = min(16, max(8, runtime.NumCPU()))
 	}
+	if o.TurnTimeout <= 0 {
+		o.TurnTimeout = 10 * time.Minute
+	}
 	if o.System == nil {
 		o.System = func() string { return "" }
 	}
@@ -237,9 +244,17 @@ func (e *Engine) DispatchContext(ctx context.Context, mc MsgContext, r channel.R
 	turnCtx, cancel := context.WithCancel(e.base)
 	defer cancel()
 	log := e.log.With("channel", string(m.Channel), "peer", m.Peer.String(), "msg_id", string(m.ID))
-	key := fmt.Sprintf("in:%s:%s:%s:%s", m.Channel, m.Account, m.Peer, m.ID)
-	admitted, err := e.opts.Store.Admit(turnCtx, m, key, e.opts.DedupTTL, mc.Consume...)
+	key := TurnKey(m)
+	var journal []byte
+	if mc.Delivery != nil {
+		var err error
+		if journal, err = encodeTurn(mc); err != nil {
+			return fmt.Errorf("dispatch %s: %w", m.ID, err)
+		}
+	}
+	admitted, err := e.opts.Store.AdmitTurn(turnCtx, m, key, e.opts.DedupTTL, journal, mc.Consume...)
 	if err != nil {
+		e.storageFailed(ctx, log, m, r, err)
 		return fmt.Errorf("dispatch %s: %w", m.ID, err)
 	}
 	if !admitted {
@@ -249,8 +264,43 @@ func (e *Engine) DispatchContext(ctx context.Context, mc MsgContext, r channel.R
 	}
 	e.opts.Metrics.inbound.WithLabelValues(string(m.Channel), "accepted").Inc()
 	e.noteActive(m)
-	mc.SessionKey = e.SessionKey(m)
+	mc.SessionKey, mc.Key = e.SessionKey(m), key
+	defer func() {
+		// A turn cut by shutdown before it concluded stays in the journal,
+		// to be resumed; the turns that concluded finished themselves.
+		if journal != nil && e.base.Err() == nil {
+			e.finish(log, key)
+		}
+	}()
 	return e.dispatch(turnCtx, log, Finalize(mc, e.opts.Policy), r)
+}
+
+// TurnKey is the dedup key of an inbound message, which also names its
+// turn in the journal and its replies in the outbox.
+func TurnKey(m msg.Message) string {
+	return fmt.Sprintf("in:%s:%s:%s:%s", m.Channel, m.Account, m.Peer, m.ID)
+}
+
+// finish takes concluded turns out of the journal.
+func (e *Engine) finish(log *slog.Logger, keys ...string) {
+	if err := e.opts.Store.FinishTurn(context.Background(), keys...); err != nil {
+		log.Warn("finished turn stays in the journal; a restart would run it again", "err", err)
+	}
+}
+
+// storageFailed tells a direct chat that its message could not be handled
+// because the store failed; groups are not told (the operator sees the
+// error and /healthz).
+func (e *Engine) storageFailed(ctx context.Context, log *slog.Logger, m msg.Message, r channel.Replier, err error) {
+	log.Error("message not handled: the store failed", "err", err)
+	if m.Peer.Kind != msg.Direct || r == nil {
+		return
+	}
+	out := msg.Outbound{Account: m.Account, Peer: m.Peer, IsError: true,
+		Text: "⚠️ Your message could not be handled: pincer cannot write to its storage right now. The operator has been told; please try again later."}
+	if _, derr := r.Deliver(context.WithoutCancel(ctx), out); derr != nil {
+		log.Warn("storage failure notice not delivered", "err", derr)
+	}
 }
 
 // dispatch runs a finalized context: as a command when it is one the
@@ -265,7 +315,7 @@ func (e *Engine) dispatch(ctx context.Context, log *slog.Logger, mc MsgContext, 
 		text = "⚠️ The command failed: " + err.Error()
 	}
 	e.opts.Metrics.turns.WithLabelValues("command").Inc()
-	out := msg.Outbound{Account: mc.Message.Account, Peer: mc.Message.Peer, Text: text, IsError: err != nil}
+	out := msg.Outbound{ID: mc.Key + "#cmd", Account: mc.Message.Account, Peer: mc.Message.Peer, Text: text, IsError: err != nil}
 	if _, err := r.Deliver(context.WithoutCancel(ctx), out); err != nil {
 		log.Error("deliver command reply", "err", err)
 	}
@@ -347,6 +397,9 @@ func (e *Engine) runAgent(ctx context.Context, log *slog.Logger, in agent.Input)
 // user can do.
 func ErrorNotice(err error) string {
 	var le *llm.Error
+	if errors.Is(err, errTurnTimeout) {
+		return "⚠️ No reply: the answer took longer than the time limit for one reply. Please try again, perhaps with a simpler question."
+	}
 	if !errors.As(err, &le) {
 		switch {
 		case errors.Is(err, context.Canceled):

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -97,6 +98,10 @@ func (e *Engine) call(ctx context.Context, batch []*waiting, l *lane) (ok bool, 
 		if i == 0 && len(dropped) > 0 {
 			body = droppedNotice(dropped) + body
 		}
+		if w.mc.Resumed && inTranscript(transcript, body) {
+			log.Info("resumed turn: its message is in the transcript already")
+			continue
+		}
 		userTurn, err := st.AppendTurn(ctx, key, e.userTurn(w.mc, body, transcript))
 		if err != nil {
 			return false, fmt.Errorf("turn %s: %w", key, err)
@@ -152,18 +157,21 @@ func (e *Engine) call(ctx context.Context, batch []*waiting, l *lane) (ok bool, 
 		}
 		return turns
 	}
-	// A slot of the global limit is held for the model run only.
-	select {
-	case e.slots <- struct{}{}:
-	case <-ctx.Done():
+	// A slot of the global limit is held for the model run only, and lent
+	// out while the call waits for its provider's first word.
+	slot, err := e.acquire(ctx)
+	if err != nil {
 		return false, nil
 	}
-	defer func() { <-e.slots }()
+	defer slot.release()
 	models := e.chain(sess)
 	if mc.Heartbeat && e.opts.Heartbeat.Model != (llm.Ref{}) {
 		models = append([]llm.Ref{e.opts.Heartbeat.Model}, models...)
 	}
-	runErr := e.run(ctx, log, mc, r, start, agent.Input{
+	// The whole turn has a deadline, whatever its calls and tools do.
+	runCtx, cancelRun := context.WithTimeoutCause(ctx, e.opts.TurnTimeout, errTurnTimeout)
+	defer cancelRun()
+	runErr, delivered := e.run(runCtx, log, mc, r, slot, start, agent.Input{
 		Models:     models,
 		System:     system,
 		Transcript: transcript,
@@ -172,7 +180,31 @@ func (e *Engine) call(ctx context.Context, batch []*waiting, l *lane) (ok bool, 
 		Steer:      steer,
 	}, persist)
 	e.opts.Metrics.turnSeconds.Observe(time.Since(start).Seconds())
+	// The turn concluded unless shutdown cut it before anything went out:
+	// then its messages stay journaled, to be answered after the restart.
+	if e.base.Err() == nil || delivered {
+		keys := make([]string, 0, len(batch)+len(absorbed))
+		for _, w := range append(slices.Clone(batch), absorbed...) {
+			if w.mc.Delivery != nil {
+				keys = append(keys, w.mc.Key)
+			}
+		}
+		if len(keys) > 0 {
+			e.finish(log, keys...)
+		}
+	}
 	return runErr == nil, nil
+}
+
+// inTranscript reports whether a user turn with body was appended since
+// the last reply: a resumed turn's message may be there already.
+func inTranscript(tr []store.Turn, body string) bool {
+	for i := len(tr) - 1; i >= 0 && tr[i].Role == store.RoleUser; i-- {
+		if strings.HasSuffix(tr[i].Text, body) {
+			return true
+		}
+	}
+	return false
 }
 
 // storedReply is an assistant text as the transcript keeps it: a token
@@ -216,14 +248,21 @@ func (b *batchReplier) Deliver(ctx context.Context, out msg.Outbound) (msg.Messa
 // answer: direct chats are told what failed, groups stay silent (the
 // failure is logged and counted). Only a turn cut by shutdown delivers what
 // it had produced.
-func (e *Engine) run(ctx context.Context, log *slog.Logger, mc MsgContext, r channel.Replier, start time.Time, in agent.Input, persist func([]store.Turn)) error {
+func (e *Engine) run(ctx context.Context, log *slog.Logger, mc MsgContext, r channel.Replier, slot *slot, start time.Time, in agent.Input, persist func([]store.Turn)) (error, bool) {
 	m := mc.Message
 	var delivered, failed atomic.Int32
 	base := msg.Outbound{Account: m.Account, Peer: m.Peer}
 	// Delivery outlives a turn cut by shutdown: what was produced still goes out.
 	deliverCtx := context.WithoutCancel(ctx)
+	seq := 0
 	disp := reply.NewDispatcher(deliverCtx, reply.DispatcherOptions{
 		Deliver: func(ctx context.Context, _ reply.Kind, p msg.Outbound) error {
+			// Payloads are numbered in delivery order: a resumed turn's
+			// replies carry the same ids and are never sent twice.
+			seq++
+			if mc.Key != "" {
+				p.ID = mc.Key + "#" + strconv.Itoa(seq)
+			}
 			_, err := r.Deliver(ctx, p)
 			if err == nil {
 				delivered.Add(1)
@@ -253,7 +292,7 @@ func (e *Engine) run(ctx context.Context, log *slog.Logger, mc MsgContext, r cha
 		policy = reply.TypingHeartbeat
 	}
 	typing := reply.NewTyping(ctx, reply.TypingOptions{Set: setTyping, Policy: policy, Logger: log})
-	stream := &replyStream{r: r}
+	stream := &replyStream{r: r, slot: slot}
 	if pv, ok := r.(channel.PartialViewer); ok && pv.ShowsPartial() {
 		stream.live = true
 	} else if e.opts.Blocks != nil {
@@ -290,7 +329,11 @@ func (e *Engine) run(ctx context.Context, log *slog.Logger, mc MsgContext, r cha
 		outcome = "stopped"
 	case runErr != nil && !shutdown:
 		outcome = "failed"
-		e.failure(log, m, runErr, stream, base, disp)
+		err := runErr
+		if errors.Is(cause, errTurnTimeout) {
+			err = fmt.Errorf("%w (%s): %w", errTurnTimeout, e.opts.TurnTimeout, runErr)
+		}
+		e.failure(log, m, err, stream, base, disp)
 	case stream.chunker != nil:
 		stream.chunker.Flush()
 	case text != "":
@@ -318,7 +361,7 @@ func (e *Engine) run(ctx context.Context, log *slog.Logger, mc MsgContext, r cha
 		log.Info("turn ended without a reply")
 	}
 	e.opts.Metrics.turns.WithLabelValues(outcome).Inc()
-	return runErr
+	return runErr, delivered.Load() > 0
 }
 
 // failure handles a turn whose model run failed. Nothing cut off is sent
@@ -347,6 +390,7 @@ func (e *Engine) failure(log *slog.Logger, m msg.Message, err error, stream *rep
 // block chunker, and keeps what was said for the final delivery.
 type replyStream struct {
 	r       channel.Replier
+	slot    *slot
 	live    bool
 	chunker *reply.Chunker
 	onFirst func()
@@ -369,6 +413,7 @@ var _ agent.Stream = (*replyStream)(nil)
 // Begin implements agent.Stream.
 func (s *replyStream) Begin() {
 	s.endCall()
+	s.slot.lend()
 	s.inCall, s.shown, s.shownAt = true, false, s.blocks.Load()
 	s.filter = reply.SilenceFilter{}
 	s.call.Reset()
@@ -378,7 +423,10 @@ func (s *replyStream) Begin() {
 }
 
 // Text implements agent.Stream.
-func (s *replyStream) Text(delta string) { s.emit(s.filter.Push(delta)) }
+func (s *replyStream) Text(delta string) {
+	s.slot.busy()
+	s.emit(s.filter.Push(delta))
+}
 
 // Shown implements agent.Stream.
 func (s *replyStream) Shown() bool { return s.shown || s.blocks.Load() > s.shownAt }
