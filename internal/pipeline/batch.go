@@ -51,8 +51,8 @@ func (p *Pipeline) runRealtime(ctx context.Context, f aggregate.Flushed[held]) {
 	body := RealtimeBody(first, text, quote, history, p.opts.Location, p.opts.Receive.History.MaxChars)
 	m := first
 	m.Text = text
-	t := Turn{Message: m, Body: text, BodyForAgent: body, RawBody: text, CommandBody: text, Consume: consume}
 	r := &filtered{Wrapper: channel.Wrapper{Replier: f.Entries[0].Tag.r}, mentionable: mentionable(history, msgs)}
+	t := Turn{Message: m, Body: text, BodyForAgent: body, RawBody: text, CommandBody: text, Consume: consume, Delivery: replyDelivery(first, r)}
 	p.log.Debug("realtime batch", "peer", first.Peer.String(), "messages", len(msgs), "history", len(history), "trigger", string(f.Trigger), "flush", string(f.Reason))
 	if err = p.opts.Engine.Turn(ctx, t, r); err != nil {
 		p.log.Warn("realtime batch", "peer", first.Peer.String(), "err", err)
@@ -154,8 +154,8 @@ func (p *Pipeline) runDigest(ctx context.Context, f aggregate.Flushed[held]) {
 		ID:      msg.MessageID(digestPrefix + string(first.ID) + ":" + string(msgs[len(msgs)-1].ID)),
 		Channel: first.Channel, Account: first.Account, Peer: first.Peer, Time: time.Now(),
 	}
-	t := Turn{Message: m, Body: body, BodyForAgent: body, NoCommands: true, Standalone: true, Consume: refsOf(f.Entries)}
 	r := &peerReplier{send: p.opts.Send, account: first.Account, peer: first.Peer, flatten: p.opts.PlainText, skip: true}
+	t := Turn{Message: m, Body: body, BodyForAgent: body, NoCommands: true, Standalone: true, Consume: refsOf(f.Entries), Delivery: chatDelivery(r)}
 	p.log.Debug("digest batch", "peer", first.Peer.String(), "messages", len(msgs), "flush", string(f.Reason))
 	if err := p.opts.Engine.Turn(ctx, t, r); err != nil {
 		p.log.Warn("digest batch", "peer", first.Peer.String(), "err", err)
@@ -221,7 +221,7 @@ func (p *Pipeline) summary(ctx context.Context, m msg.Message, count int, r chan
 	body := SummaryBody(s.Prompt, msgs, p.opts.Location, s.MaxTranscriptChars)
 	cm := m
 	cm.Sender.Name = "" // attributed to the sender's id, no name in the envelope
-	t := Turn{Message: cm, Body: body, BodyForAgent: body, NoCommands: true, Standalone: true}
+	t := Turn{Message: cm, Body: body, BodyForAgent: body, NoCommands: true, Standalone: true, Delivery: replyDelivery(m, reply)}
 	err = p.opts.Engine.Turn(ctx, t, reply)
 	if err != nil {
 		p.log.Warn("summary", "peer", m.Peer.String(), "err", err)

@@ -7,6 +7,7 @@ package pipeline
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -49,6 +50,9 @@ type Turn struct {
 	// Consume lists the stored buffer entries the turn hands on; the
 	// engine removes them when it admits the turn.
 	Consume []int64
+	// Delivery describes the reply path, so a turn resumed after a
+	// restart answers the same way (see ReplierFrom).
+	Delivery json.RawMessage
 }
 
 // Engine runs turns; the gateway adapts the engine to it.
