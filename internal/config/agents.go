@@ -35,6 +35,9 @@ type AgentDefaults struct {
 	// anything (no text, reasoning or tool call) before it is abandoned and
 	// the next attempt or model of the chain is tried. At least 1000.
 	FirstTokenTimeoutMs int `json:"firstTokenTimeoutMs"`
+	// TurnTimeoutMs bounds one reply: its model calls, retries, fallbacks
+	// and tools together. At least 1000.
+	TurnTimeoutMs int `json:"turnTimeoutMs"`
 	// Workspace is the agent's directory; SYSTEM.md and AGENTS.md there are
 	// added to the system prompt.
 	Workspace string `json:"workspace"`
@@ -109,6 +112,17 @@ func (d AgentDefaults) FirstTokenTimeout() time.Duration {
 	return ms(d.FirstTokenTimeoutMs)
 }
 
+// defaultTurnTimeoutMs is the default of AgentDefaults.TurnTimeoutMs.
+const defaultTurnTimeoutMs = 600000
+
+// TurnTimeout returns TurnTimeoutMs as a duration, 10 min when unset.
+func (d AgentDefaults) TurnTimeout() time.Duration {
+	if d.TurnTimeoutMs == 0 {
+		return ms(defaultTurnTimeoutMs)
+	}
+	return ms(d.TurnTimeoutMs)
+}
+
 // Validate checks model refs and limits.
 func (d AgentDefaults) Validate(models *Models) error {
 	var errs []error
@@ -135,6 +149,9 @@ func (d AgentDefaults) Validate(models *Models) error {
 	}
 	if d.FirstTokenTimeoutMs < 1000 {
 		errs = append(errs, problem("firstTokenTimeoutMs", "must be at least 1000 (one second), got %d", d.FirstTokenTimeoutMs))
+	}
+	if d.TurnTimeoutMs < 1000 {
+		errs = append(errs, problem("turnTimeoutMs", "must be at least 1000 (one second), got %d", d.TurnTimeoutMs))
 	}
 	errs = append(errs,
 		nest("heartbeat", d.Heartbeat.Validate(models)),

@@ -34,15 +34,16 @@ func Default() Config {
 		Models:  Models{Providers: map[string]Provider{}},
 		Agents: Agents{Defaults: AgentDefaults{
 			Workspace: "./data/workspace", MaxTokens: 4096, ContextTokens: 128000, Identity: "pincer",
-			FirstTokenTimeoutMs: defaultFirstTokenTimeoutMs,
-			HumanDelay:          HumanDelay{Mode: "off", MinMs: 800, MaxMs: 2500},
-			BlockStreaming:      BlockStreaming{MinChars: 800, MaxChars: 1200, BreakOn: "paragraph", IdleMs: 1000},
-			Envelope:            Envelope{Timezone: "local"},
-			MaxConcurrent:       min(16, max(8, runtime.NumCPU())),
+			FirstTokenTimeoutMs: defaultFirstTokenTimeoutMs, TurnTimeoutMs: defaultTurnTimeoutMs,
+			HumanDelay:     HumanDelay{Mode: "off", MinMs: 800, MaxMs: 2500},
+			BlockStreaming: BlockStreaming{MinChars: 800, MaxChars: 1200, BreakOn: "paragraph", IdleMs: 1000},
+			Envelope:       Envelope{Timezone: "local"},
+			MaxConcurrent:  min(16, max(8, runtime.NumCPU())),
 		}},
 		Messages: Messages{
 			Inbound: Inbound{ByChannel: map[string]int{}, DedupTTLMs: defaultDedupTTLMs},
 			Queue:   Queue{Mode: "steer", Cap: 20, Drop: "summarize", DebounceMs: 500, ByChannel: map[string]string{}},
+			Outbox:  Outbox{MaxAgeMs: defaultOutboxMaxAgeMs},
 		},
 		// The web chat is the operator's console (loopback, or behind the
 		// gateway token), so it owns the commands; other channels may run

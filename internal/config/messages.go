@@ -15,11 +15,13 @@ type Messages struct {
 	Inbound Inbound `json:"inbound"`
 	// Queue says what happens to messages sent while a reply is running.
 	Queue Queue `json:"queue"`
+	// Outbox keeps replies until the platform confirmed them.
+	Outbox Outbox `json:"outbox"`
 }
 
 // Validate checks the messages section.
 func (m Messages) Validate() error {
-	return errors.Join(nest("inbound", m.Inbound.Validate()), nest("queue", m.Queue.Validate()))
+	return errors.Join(nest("inbound", m.Inbound.Validate()), nest("queue", m.Queue.Validate()), nest("outbox", m.Outbox.Validate()))
 }
 
 // Queue configures the per-session queue. A session's /queue setting wins
