@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -77,6 +79,9 @@ func TestKilledAndRestartedAnswersNoneTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitSent("1")
+	// kill -9 at any moment but the few milliseconds between QQ taking a
+	// reply and pincer recording that it did; the README names that window.
+	waitMetric(t, ctx, first.url, "pincer_outbox_sent_total 1")
 	if err := first.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -106,6 +111,26 @@ func TestKilledAndRestartedAnswersNoneTwice(t *testing.T) {
 	}
 	if n := sends.Load(); n != 2 {
 		t.Errorf("%d replies sent; want one per question", n)
+	}
+}
+
+// waitMetric polls the gateway's /metrics until it shows line.
+func waitMetric(t *testing.T, ctx context.Context, base, line string) {
+	t.Helper()
+	for {
+		res, err := http.Get(base + "/metrics")
+		if err == nil {
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if strings.Contains(string(body), line) {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("metrics never showed %q", line)
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,6 +32,7 @@ import (
 	"github.com/pincerbot/pincer/internal/llm/openai"
 	"github.com/pincerbot/pincer/internal/llm/preview"
 	"github.com/pincerbot/pincer/internal/msg"
+	"github.com/pincerbot/pincer/internal/outbox"
 	"github.com/pincerbot/pincer/internal/pipeline"
 	"github.com/pincerbot/pincer/internal/reply"
 	"github.com/pincerbot/pincer/internal/store"
@@ -126,6 +128,14 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	if err != nil {
 		return err
 	}
+	// Replies to chat platforms go through the outbox: stored before they
+	// are sent, retried until confirmed.
+	outboxMetrics, err := outbox.NewMetrics(reg)
+	if err != nil {
+		return err
+	}
+	out := outbox.New(outbox.Options{Store: st, MaxAge: cfg.Messages.Outbox.MaxAge(), Metrics: outboxMetrics, Logger: log})
+	defer out.Close()
 	d := cfg.Agents.Defaults
 	loc, err := d.Envelope.Location()
 	if err != nil {
@@ -154,7 +164,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	if err := tools.Add(agent.CurrentTime(loc)); err != nil {
 		return err
 	}
-	qqs, err := buildOneBot(cfg.Channels.OneBot, st, log)
+	qqs, err := buildOneBot(cfg.Channels.OneBot, st, out, log)
 	if err != nil {
 		return err
 	}
@@ -178,6 +188,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		Queue:             queueSettings(cfg.Messages.Queue),
 		QueueByChannel:    queueByChannel(cfg.Messages.Queue),
 		MaxConcurrent:     d.MaxConcurrent,
+		TurnTimeout:       d.TurnTimeout(),
 		Heartbeat:         heartbeat,
 		IdleReset:         time.Duration(cfg.Session.IdleResetMs) * time.Millisecond,
 		AutoCompact:       cfg.Session.AutoCompact,
@@ -205,6 +216,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 
 	var app http.Handler
 	var wc *webchat.Channel
+	var wp *pipeline.Pipeline
 	var sink channel.Sink
 	var deb *engine.Debouncer
 	if cfg.Channels.Webchat.Enabled {
@@ -212,8 +224,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 			return err
 		}
 		app = wc.Handler()
-		wp, err := webchatPipeline(ctx, cfg.Channels.Webchat, wc, eng, st, loc, log)
-		if err != nil {
+		if wp, err = webchatPipeline(ctx, cfg.Channels.Webchat, wc, eng, st, loc, log); err != nil {
 			return err
 		}
 		pipes = append(pipes, wp)
@@ -228,6 +239,16 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 			})
 			sink = deb
 		}
+	}
+	// What a previous run left undone goes on: replies not yet confirmed,
+	// then turns admitted and never answered.
+	if err := out.Start(ctx); err != nil {
+		return err
+	}
+	if n, err := eng.Resume(ctx, resumeReplier(router, wp)); err != nil {
+		return err
+	} else if n > 0 {
+		log.Info("turns admitted before the restart are being answered", "count", n)
 	}
 	started := time.Now()
 	srv := &http.Server{
@@ -265,12 +286,19 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	if wc != nil {
 		g.Go(func() error { return wc.Run(gctx, webchatBackend{Sink: sink, engine: eng}) })
 	}
+	// The chat connections outlive the start of a shutdown: they are
+	// closed only once the replies of the last turns are out (or stored).
+	chCtx, closeChannels := context.WithCancel(context.WithoutCancel(ctx))
+	defer closeChannels()
 	if qqs != nil {
-		g.Go(func() error { return qqs.channel.Run(gctx, router) })
+		g.Go(func() error { return qqs.channel.Run(chCtx, router) })
 	}
 	g.Go(func() error {
-		<-gctx.Done()
-		return shutdown(context.WithoutCancel(gctx), log, cfg.Gateway.ShutdownTimeout(), srv, pipes, deb, eng)
+		select {
+		case <-gctx.Done():
+		case <-chCtx.Done():
+		}
+		return shutdown(context.WithoutCancel(gctx), log, cfg.Gateway.ShutdownTimeout(), srv, pipes, deb, eng, out, closeChannels)
 	})
 
 	if wc != nil {
@@ -296,12 +324,19 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	return g.Wait()
 }
 
-func shutdown(ctx context.Context, log *slog.Logger, grace time.Duration, srv *http.Server, pipes []*pipeline.Pipeline, deb *engine.Debouncer, eng *engine.Engine) error {
+// shutdown stops pincer in order: it stops taking new messages (the
+// receive pipelines refuse them and answer their open windows, held bursts
+// are dispatched), lets the turns in flight finish within the grace
+// period, waits for the outbox to deliver their replies (what it cannot
+// deliver in time stays stored for the next start), and only then closes
+// the chat connections. The HTTP server drains alongside.
+func shutdown(ctx context.Context, log *slog.Logger, grace time.Duration, srv *http.Server, pipes []*pipeline.Pipeline, deb *engine.Debouncer, eng *engine.Engine, out *outbox.Outbox, closeChannels context.CancelFunc) error {
 	log.Info("shutting down", "grace", grace.String())
 	graceCtx, cancel := context.WithTimeout(ctx, grace)
 	defer cancel()
 	engineDone := make(chan error, 1)
 	go func() {
+		defer closeChannels()
 		if deb != nil {
 			// Held bursts are dispatched now rather than lost; the engine
 			// stops taking messages only after that, or when the grace
@@ -313,13 +348,21 @@ func shutdown(ctx context.Context, log *slog.Logger, grace time.Duration, srv *h
 			case <-graceCtx.Done():
 			}
 		}
-		// Open realtime windows are answered now rather than lost.
+		// Every pipeline stops taking messages at once, and answers its
+		// open realtime windows rather than lose them.
+		var closing sync.WaitGroup
 		for _, p := range pipes {
-			if err := p.Close(graceCtx); err != nil {
-				log.Warn("receive pipeline", "err", err)
-			}
+			closing.Go(func() {
+				if err := p.Close(graceCtx); err != nil {
+					log.Warn("receive pipeline", "err", err)
+				}
+			})
 		}
+		closing.Wait()
 		engineDone <- eng.Close(graceCtx)
+		if err := out.Drain(graceCtx); err != nil {
+			log.Warn("replies not delivered before shutdown are kept and sent after the restart", "err", err)
+		}
 	}()
 	// Handlers finish once their turns do; the engine cuts turns at the end
 	// of the grace period, so a few seconds past it is enough.
@@ -330,10 +373,30 @@ func shutdown(ctx context.Context, log *slog.Logger, grace time.Duration, srv *h
 		herr = errors.Join(fmt.Errorf("gateway shutdown: %w", herr), srv.Close())
 	}
 	if eerr := <-engineDone; eerr != nil {
-		log.Warn("in-flight replies were cut at the end of the grace period; their partial text is kept", "err", eerr)
+		log.Warn("in-flight replies were cut at the end of the grace period; what they produced was delivered, the rest is answered after the restart", "err", eerr)
 	}
 	log.Info("stopped")
 	return herr
+}
+
+// resumeReplier rebuilds the reply path of a turn resumed after a restart,
+// through the pipeline that made it.
+func resumeReplier(qq accountRouter, webchatPipe *pipeline.Pipeline) func(engine.MsgContext) (channel.Replier, bool) {
+	return func(mc engine.MsgContext) (channel.Replier, bool) {
+		var p *pipeline.Pipeline
+		switch mc.Message.Channel {
+		case webchat.ID:
+			p = webchatPipe
+		case onebot.ChannelID:
+			if t, ok := qq[mc.Message.Account]; ok {
+				p, _ = t.(*pipeline.Pipeline)
+			}
+		}
+		if p == nil {
+			return nil, false
+		}
+		return p.ReplierFrom(mc.Delivery)
+	}
 }
 
 func queueSettings(q config.Queue) engine.QueueSettings {

@@ -17,6 +17,7 @@ import (
 	"github.com/pincerbot/pincer/internal/config"
 	"github.com/pincerbot/pincer/internal/engine"
 	"github.com/pincerbot/pincer/internal/msg"
+	"github.com/pincerbot/pincer/internal/outbox"
 	"github.com/pincerbot/pincer/internal/pipeline"
 	"github.com/pincerbot/pincer/internal/quote"
 	"github.com/pincerbot/pincer/internal/store"
@@ -54,8 +55,9 @@ type qq struct {
 }
 
 // buildOneBot builds the active QQ accounts; nil when there are none.
-// sent keeps the ids of the bot's messages across restarts.
-func buildOneBot(cfg config.OneBot, sent store.SentLog, log *slog.Logger) (*qq, error) {
+// sent keeps the ids of the bot's messages across restarts; the accounts
+// deliver through out and are its senders.
+func buildOneBot(cfg config.OneBot, sent store.SentLog, out *outbox.Outbox, log *slog.Logger) (*qq, error) {
 	all := cfg.All()
 	var accounts []*onebot.Account
 	q := &qq{endpoints: map[string]http.Handler{}, tools: map[msg.AccountID]*onebot.Account{}, receive: map[msg.AccountID]config.Receive{}, quote: map[msg.AccountID]config.Quote{}}
@@ -68,8 +70,11 @@ func buildOneBot(cfg config.OneBot, sent store.SentLog, log *slog.Logger) (*qq, 
 		if err != nil {
 			return nil, err
 		}
-		o.Sent = sent
+		o.Sent, o.Outbox = sent, out
 		a := onebot.NewAccount(o)
+		if out != nil {
+			out.Register(onebot.ChannelID, a.ID(), a)
+		}
 		accounts = append(accounts, a)
 		q.receive[a.ID()] = c.Receive
 		q.quote[a.ID()] = c.Quote
