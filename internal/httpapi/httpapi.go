@@ -4,8 +4,8 @@
 package httpapi
 
 import (
+	"context"
 	"crypto/subtle"
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -33,8 +33,13 @@ type Options struct {
 	// platforms that call in (a OneBot reverse WebSocket, event POSTs)
 	// authenticate with their own secrets.
 	Endpoints map[string]http.Handler
-	// Ready reports readiness for /healthz; nil means always ready.
+	// Ready reports readiness for /healthz; nil means always ready. While
+	// not ready, /healthz answers 503 with the status "unavailable".
 	Ready func() bool
+	// Health reports the health of pincer's parts for /healthz once it is
+	// ready; nil means all is ok. Its context ends with the request or
+	// after HealthTimeout.
+	Health func(ctx context.Context) Health
 	// Started gives the uptime /healthz shows to requests with the token
 	// (to all when there is no token).
 	Started time.Time
@@ -56,35 +61,13 @@ func New(o Options) http.Handler {
 	}
 	outer := http.NewServeMux()
 	// Health probes (Kubernetes, Docker, load balancers) carry no token:
-	// they learn whether pincer is ready and nothing else.
+	// they learn how pincer is and nothing else.
 	outer.Handle("GET /healthz", health(o, g))
 	for path, e := range o.Endpoints {
 		outer.Handle(path, e)
 	}
 	outer.Handle("/", h)
 	return outer
-}
-
-// health answers /healthz: {"status":"ok"} (503 and "unavailable" while
-// not ready) to anyone, plus the uptime to requests that carry the token.
-func health(o Options, g gate) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ready := o.Ready == nil || o.Ready()
-		body := map[string]any{"status": "ok"}
-		if !ready {
-			body["status"] = "unavailable"
-		}
-		if o.Token == "" || g.carried(r) {
-			body["ok"] = ready
-			body["uptimeSeconds"] = int(time.Since(o.Started).Seconds())
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-store")
-		if !ready {
-			w.WriteHeader(http.StatusServiceUnavailable)
-		}
-		_ = json.NewEncoder(w).Encode(body)
-	})
 }
 
 // gate checks the gateway token.
