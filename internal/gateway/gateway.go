@@ -252,7 +252,10 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	}
 	started := time.Now()
 	srv := &http.Server{
-		Handler:           httpapi.New(httpapi.Options{Token: cfg.Gateway.Token.Value(), Gatherer: reg, App: app, Endpoints: endpoints, Started: started}),
+		Handler: httpapi.New(httpapi.Options{
+			Token: cfg.Gateway.Token.Value(), Loopback: cfg.Gateway.Loopback(), AllowedHosts: cfg.Gateway.AllowedHosts,
+			Gatherer: reg, App: app, Endpoints: endpoints, Started: started,
+		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),

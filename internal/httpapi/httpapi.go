@@ -1,6 +1,7 @@
 // Package httpapi assembles pincer's HTTP surface: health, Prometheus
 // metrics and the channels that serve over HTTP (the web chat), behind the
-// gateway token when one is configured.
+// gateway token when one is configured, and on a loopback listener only
+// for the host names pincer serves.
 package httpapi
 
 import (
@@ -25,6 +26,18 @@ type Options struct {
 	// and Endpoints, as "Authorization: Bearer <token>", ?token=<token> or
 	// the token cookie.
 	Token string
+	// Loopback says the listener binds only loopback addresses. Every
+	// request must then name a loopback host in its Host header
+	// (localhost, *.localhost, 127.0.0.1, [::1] or another loopback
+	// address, any port) or one of AllowedHosts, so a web page that
+	// rebinds its own name to 127.0.0.1 cannot reach pincer. Others get
+	// 421 Misdirected Request.
+	Loopback bool
+	// AllowedHosts are more host names (or IP addresses) requests may
+	// name, without a port, compared case-insensitively. On a listener
+	// that is not Loopback they apply only when set, and then the loopback
+	// names and these are the only ones served.
+	AllowedHosts []string
 	// Gatherer is the metrics registry served on /metrics.
 	Gatherer prometheus.Gatherer
 	// App serves everything else (the web chat); nil serves 404.
@@ -67,6 +80,9 @@ func New(o Options) http.Handler {
 		outer.Handle(path, e)
 	}
 	outer.Handle("/", h)
+	if o.Loopback || len(o.AllowedHosts) > 0 {
+		return newHosts(o.AllowedHosts).require(outer)
+	}
 	return outer
 }
 
