@@ -47,6 +47,10 @@ type Options struct {
 	Ready io.Writer
 	// Listener, when set, is used instead of listening on gateway.listen.
 	Listener net.Listener
+	// StoreProbeInterval spaces the store's write probes (/healthz, and an
+	// error in the log when it stops being writable);
+	// DefaultStoreProbeInterval when zero.
+	StoreProbeInterval time.Duration
 }
 
 // Providers builds the configured model providers, plus the preview
@@ -250,11 +254,13 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	} else if n > 0 {
 		log.Info("turns admitted before the restart are being answered", "count", n)
 	}
+	watch := &storeWatch{st: st, log: log}
 	started := time.Now()
 	srv := &http.Server{
 		Handler: httpapi.New(httpapi.Options{
 			Token: cfg.Gateway.Token.Value(), Loopback: cfg.Gateway.Loopback(), AllowedHosts: cfg.Gateway.AllowedHosts,
 			Gatherer: reg, App: app, Endpoints: endpoints, Started: started,
+			Health: healthReport(watch, qqs.accounts()),
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
@@ -275,6 +281,13 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		return nil
 	})
 	g.Go(func() error { return eng.Run(gctx) })
+	g.Go(func() error {
+		every := o.StoreProbeInterval
+		if every <= 0 {
+			every = DefaultStoreProbeInterval
+		}
+		return watch.run(gctx, every)
+	})
 	g.Go(func() error {
 		return eng.RunHeartbeat(gctx, func(ch msg.ChannelID) (channel.Adapter, bool) {
 			if ch == webchat.ID && wc != nil {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pincerbot/pincer/internal/channel/webchat"
 	"github.com/pincerbot/pincer/internal/channel/webchat/webchattest"
@@ -18,23 +19,27 @@ import (
 
 // started is a gateway running in-process on a loopback port.
 type started struct {
-	url    string
-	stop   context.CancelFunc
-	result chan error
+	url     string
+	dataDir string
+	stop    context.CancelFunc
+	result  chan error
 }
 
 func startGateway(t *testing.T, cfg config.Config) *started {
 	t.Helper()
-	cfg.Store.Path = filepath.Join(t.TempDir(), "pincer.db")
+	dataDir := filepath.Join(t.TempDir(), "data")
+	cfg.Store.Path = filepath.Join(dataDir, "pincer.db")
 	cfg.Agents.Defaults.Workspace = t.TempDir()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &started{url: "http://" + ln.Addr().String(), stop: cancel, result: make(chan error, 1)}
+	s := &started{url: "http://" + ln.Addr().String(), dataDir: dataDir, stop: cancel, result: make(chan error, 1)}
 	ready := make(chan struct{})
-	go func() { s.result <- Run(ctx, cfg, Options{Listener: ln, Ready: readyWriter(ready)}) }()
+	go func() {
+		s.result <- Run(ctx, cfg, Options{Listener: ln, Ready: readyWriter(ready), StoreProbeInterval: 200 * time.Millisecond})
+	}()
 	select {
 	case <-ready:
 	case err := <-s.result:

@@ -103,6 +103,20 @@ func buildOneBot(cfg config.OneBot, sent store.SentLog, out *outbox.Outbox, log 
 }
 
 // addTools registers the QQ agent tools for the accounts that enable them.
+// accounts lists the running accounts by id; none when q is nil.
+func (q *qq) accounts() map[msg.AccountID]*onebot.Account {
+	out := map[msg.AccountID]*onebot.Account{}
+	if q == nil {
+		return out
+	}
+	for id := range q.receive {
+		if a, ok := q.channel.Account(id); ok {
+			out[id] = a
+		}
+	}
+	return out
+}
+
 func (q *qq) addTools(tools *agent.Tools, loc *time.Location) error {
 	if len(q.tools) == 0 {
 		return nil

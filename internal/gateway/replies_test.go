@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -447,5 +448,49 @@ func TestQQSummaryWithoutHistoryActionUsesWhatPincerSaw(t *testing.T) {
 	}
 	if strings.Contains(body, "/summary") {
 		t.Errorf("the command itself is left out:\n%s", body)
+	}
+}
+
+// TestHealthzReportsTheStoreAndAccounts: /healthz says which part is not
+// working and why: a QQ account that cannot reach its implementation is
+// degraded, a store whose directory was removed is down (503).
+func TestHealthzReportsTheStoreAndAccounts(t *testing.T) {
+	cfg := config.Default()
+	cfg.Channels.OneBot.WSURL = "ws://127.0.0.1:1" // nothing listens there
+	g := startGateway(t, cfg)
+	get := func() (int, map[string]any) {
+		t.Helper()
+		res, err := http.Get(g.url + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var body map[string]any
+		if err := json.NewDecoder(res.Body).Decode(&body); err != nil {
+			t.Fatal(err)
+		}
+		return res.StatusCode, body
+	}
+	code, body := get()
+	if code != http.StatusOK || body["status"] != "degraded" {
+		t.Errorf("an account that cannot connect: %d %v", code, body)
+	}
+	parts := fmt.Sprint(body["components"])
+	if !strings.Contains(parts, "onebot/default") || !strings.Contains(parts, "127.0.0.1:1") {
+		t.Errorf("the account and why it is degraded: %s", parts)
+	}
+	if err := os.RemoveAll(g.dataDir); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, body = get()
+		if code == http.StatusServiceUnavailable || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if code != http.StatusServiceUnavailable || body["status"] != "down" || !strings.Contains(fmt.Sprint(body["components"]), "gone") {
+		t.Errorf("a removed data directory: %d %v", code, body)
 	}
 }

@@ -92,6 +92,8 @@ type Account struct {
 	reverse *Conn   // the one reverse connection
 	self    ID
 	state   State
+	// stateErr is why the account is in its state, if an error put it there.
+	stateErr error
 	// intake exists from the start, so an implementation that dials in
 	// before Run begins waits rather than being refused.
 	intake  *intake
@@ -181,7 +183,7 @@ func (a *Account) State() State {
 
 func (a *Account) setState(s State, err error) {
 	a.mu.Lock()
-	a.state = s
+	a.state, a.stateErr = s, err
 	a.mu.Unlock()
 	switch {
 	case s == StateFailed:
@@ -191,6 +193,14 @@ func (a *Account) setState(s State, err error) {
 	default:
 		a.log.Info("connection", "state", string(s))
 	}
+}
+
+// Health reports the account's connection: its state, whether a
+// connection is live to act on, and the error that put it there, if any.
+func (a *Account) Health() (state State, live bool, err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.state, len(a.live) > 0 || a.http != nil, a.stateErr
 }
 
 // Self is the bot's QQ number, 0 while unknown.

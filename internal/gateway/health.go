@@ -1,0 +1,112 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/pincerbot/pincer/internal/channel/onebot"
+	"github.com/pincerbot/pincer/internal/httpapi"
+	"github.com/pincerbot/pincer/internal/msg"
+)
+
+// storeHealth is what /healthz asks of the store.
+type storeHealth interface {
+	// Health is the outcome of the latest write: nil when it succeeded.
+	Health() error
+	// Probe writes once and reports whether it could.
+	Probe(ctx context.Context) error
+}
+
+// DefaultStoreProbeInterval spaces the store's write probes: a store
+// nobody wrote to lately (a quiet night) is still checked.
+const DefaultStoreProbeInterval = 10 * time.Second
+
+// storeWatch probes the store now and then, logs when it stops (or starts
+// again) being writable, and remembers the outcome for /healthz.
+type storeWatch struct {
+	st  storeHealth
+	log *slog.Logger
+
+	mu  sync.Mutex
+	err error
+}
+
+// run probes every interval until ctx ends.
+func (w *storeWatch) run(ctx context.Context, every time.Duration) error {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		err := w.st.Probe(ctx)
+		w.mu.Lock()
+		was := w.err
+		w.err = err
+		w.mu.Unlock()
+		switch {
+		case err != nil && was == nil:
+			w.log.Error("the store cannot be written: messages cannot be accepted until this is fixed", "err", err)
+		case err == nil && was != nil:
+			w.log.Info("the store can be written again")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// last is the latest problem: the last probe's, else the last write's.
+func (w *storeWatch) last() error {
+	w.mu.Lock()
+	err := w.err
+	w.mu.Unlock()
+	if err == nil {
+		err = w.st.Health()
+	}
+	return err
+}
+
+// healthReport builds /healthz's report: the store (down when it cannot
+// write) and each QQ account (ok when connected, degraded while it
+// connects or waits to reconnect, down when it gave up).
+func healthReport(w *storeWatch, accounts map[msg.AccountID]*onebot.Account) func(context.Context) httpapi.Health {
+	return func(ctx context.Context) httpapi.Health {
+		err := w.last()
+		var h httpapi.Health
+		store := httpapi.Component{Name: "store", Status: httpapi.StatusOK}
+		if err != nil {
+			store.Status, store.Reason = httpapi.StatusDown, err.Error()
+		}
+		h.Components = append(h.Components, store)
+		for _, id := range slices.Sorted(maps.Keys(accounts)) {
+			h.Components = append(h.Components, accountHealth(id, accounts[id]))
+		}
+		return h
+	}
+}
+
+func accountHealth(id msg.AccountID, a *onebot.Account) httpapi.Component {
+	c := httpapi.Component{Name: string(onebot.ChannelID) + "/" + string(id), Status: httpapi.StatusOK}
+	state, live, err := a.Health()
+	reason := string(state)
+	if err != nil {
+		reason = fmt.Sprintf("%s: %v", state, err)
+	}
+	switch state {
+	case onebot.StateConnected:
+	case onebot.StateListening:
+		if !live {
+			c.Status, c.Reason = httpapi.StatusDegraded, "listening: no implementation has connected"
+		}
+	case onebot.StateFailed:
+		c.Status, c.Reason = httpapi.StatusDown, reason
+	default:
+		c.Status, c.Reason = httpapi.StatusDegraded, reason
+	}
+	return c
+}
