@@ -494,3 +494,38 @@ func TestHealthzReportsTheStoreAndAccounts(t *testing.T) {
 		t.Errorf("a removed data directory: %d %v", code, body)
 	}
 }
+
+// TestQQHungModelCallsDoNotStarveOtherGroups: eight groups' model calls
+// hang (the provider accepted them and sends nothing) and fill every
+// concurrency slot; a mention in a ninth group is still answered within
+// seconds, not after the hung calls give up.
+func TestQQHungModelCallsDoNotStarveOtherGroups(t *testing.T) {
+	r := newQQRig(t, func(c *config.Config) {
+		c.Agents.Defaults.MaxConcurrent = 8
+		c.Agents.Defaults.FirstTokenTimeoutMs = 20000
+		c.Gateway.ShutdownTimeoutMs = 1000 // the hung calls are cut when the test ends
+		c.Channels.OneBot.Receive.History.Enabled = false
+	})
+	hung := make([]llmtest.Reply, 8)
+	for i := range hung {
+		hung[i] = llmtest.Reply{Stall: true}
+	}
+	r.model.Script(append(hung, llmtest.Reply{Text: []string{"马上到"}})...)
+	for g := int64(1); g <= 8; g++ {
+		ev := groupFrom(g, 10001, "张三", atBot(), text(" 在吗"))
+		ev["group_id"] = 700000100 + g
+		r.push(t, ev)
+	}
+	for len(r.model.Requests()) < 8 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	start := time.Now()
+	r.push(t, groupFrom(9, 10002, "李四", atBot(), text(" 几点？")))
+	s := waitSend(t, r.peer, r.ctx)
+	if got := sentText(s); got != "马上到" {
+		t.Errorf("sent %q", got)
+	}
+	if took := time.Since(start); took > 15*time.Second {
+		t.Errorf("the ninth group waited %v, as long as the hung calls' first-token timeout", took)
+	}
+}
