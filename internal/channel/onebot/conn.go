@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -52,17 +53,34 @@ type Conn struct {
 	closed  bool
 }
 
+// Announced heartbeat intervals are clamped to this range: an
+// implementation that claims heartbeats every millisecond, or every few
+// million years, is held to something a connection can live with.
+const (
+	MinHeartbeat = time.Second
+	MaxHeartbeat = 10 * time.Minute
+)
+
 // ExpectHeartbeat tells the connection that the implementation sends a
 // heartbeat every interval; from then on, a silence of two intervals plus
-// five seconds closes it with ErrHeartbeatMissed.
+// five seconds closes it with ErrHeartbeatMissed. The interval is clamped
+// to [MinHeartbeat, MaxHeartbeat]; one that is not positive is ignored.
+// Run calls it for every heartbeat event it reads.
 func (c *Conn) ExpectHeartbeat(interval time.Duration) {
 	if interval > 0 {
-		c.heartbeat.Store(int64(interval))
+		c.heartbeat.Store(int64(min(max(interval, MinHeartbeat), MaxHeartbeat)))
 	}
 }
 
-// liveness is how long a connection with heartbeats may stay silent.
-func liveness(interval time.Duration) time.Duration { return 2*interval + 5*time.Second }
+// liveness is how long a connection with heartbeats may stay silent. It
+// saturates instead of overflowing, whatever the interval.
+func liveness(interval time.Duration) time.Duration {
+	const grace = 5 * time.Second
+	if interval > (math.MaxInt64-grace)/2 {
+		return math.MaxInt64
+	}
+	return 2*interval + grace
+}
 
 // NewConn wraps a WebSocket. timeout is the default per-call timeout.
 func NewConn(ws *websocket.Conn, timeout time.Duration, log *slog.Logger) *Conn {
@@ -165,6 +183,11 @@ func (c *Conn) Run(ctx context.Context, onEvent func(frame []byte, ev *Event)) e
 		ev, isResp := classify(data)
 		if !isResp {
 			onEvent(data, ev)
+			if ev != nil {
+				if interval, ok := ev.HeartbeatInterval(); ok {
+					c.ExpectHeartbeat(interval)
+				}
+			}
 			if hb := c.heartbeat.Load(); hb > 0 {
 				watchdog.Reset(liveness(time.Duration(hb)))
 			}

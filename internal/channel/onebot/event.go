@@ -45,6 +45,19 @@ type Event struct {
 	Interval int64 `json:"interval"`
 }
 
+// HeartbeatInterval is the interval a heartbeat event announces, converted
+// without overflow (at most MaxHeartbeat); false when ev is not a heartbeat
+// or announces no positive interval.
+func (ev Event) HeartbeatInterval() (time.Duration, bool) {
+	if ev.PostType != "meta_event" || ev.MetaEventType != "heartbeat" || ev.Interval <= 0 {
+		return 0, false
+	}
+	if ev.Interval > MaxHeartbeat.Milliseconds() {
+		return MaxHeartbeat, true
+	}
+	return time.Duration(ev.Interval) * time.Millisecond, true
+}
+
 // Reasons a message event does not become a message.
 var (
 	// ErrNotMessage: the event is a notice, request or meta event.
