@@ -240,20 +240,21 @@ func (c *Conn) Close() error { return c.ws.Close(websocket.StatusNormalClosure, 
 
 // classify decodes a frame once: an action answer (it has an echo, status
 // or retcode and no post_type), or an event, returned decoded (nil when the
-// frame is not a JSON object).
+// frame is not a JSON object). The message of an event from a large frame
+// is not copied: it stays a sub-slice of frame (see DecodeEvent).
 func classify(frame []byte) (ev *Event, response bool) {
-	var probe struct {
-		Event
-		Echo    json.RawMessage `json:"echo"`
-		Status  json.RawMessage `json:"status"`
-		Retcode json.RawMessage `json:"retcode"`
-	}
-	// The fast decoder trusts its input; it only ever sees valid JSON.
-	if !json.Valid(frame) || fastjson.Unmarshal(frame, &probe) != nil {
+	var p probe
+	if len(frame) >= largeFrame {
+		var err error
+		if p, err = decodeLarge(frame); err != nil {
+			return nil, false
+		}
+	} else if !json.Valid(frame) || fastjson.Unmarshal(frame, &p) != nil {
+		// The fast decoder trusts its input; it only ever sees valid JSON.
 		return nil, false
 	}
-	if probe.PostType == "" && (probe.Echo != nil || probe.Status != nil || probe.Retcode != nil) {
+	if p.PostType == "" && (p.Echo != nil || p.Status != nil || p.Retcode != nil) {
 		return nil, true
 	}
-	return &probe.Event, false
+	return &p.Event, false
 }
