@@ -2,6 +2,7 @@ package quote
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -14,6 +15,8 @@ import (
 func Cached(f Fetcher, ttl time.Duration, max int) Fetcher {
 	return &cache{f: f, messages: newTTL[msg.MessageID, msg.Message](ttl, max), forwards: newTTL[msg.ForwardID, []msg.Message](ttl, max)}
 }
+
+var _ LimitedForwardFetcher = (*cache)(nil)
 
 type cache struct {
 	f        Fetcher
@@ -33,15 +36,33 @@ func (c *cache) FetchMessage(ctx context.Context, id msg.MessageID) (msg.Message
 }
 
 func (c *cache) FetchForward(ctx context.Context, id msg.ForwardID) ([]msg.Message, error) {
+	return c.FetchForwardLimited(ctx, id, nil)
+}
+
+// FetchForwardLimited passes take on to a LimitedForwardFetcher; a plain
+// one's fetch takes one call. An answer from the cache takes none.
+func (c *cache) FetchForwardLimited(ctx context.Context, id msg.ForwardID, take func() bool) ([]msg.Message, error) {
 	if ms, ok := c.forwards.get(id); ok {
 		return ms, nil
 	}
-	ms, err := c.f.FetchForward(ctx, id)
+	var ms []msg.Message
+	var err error
+	switch lf, ok := c.f.(LimitedForwardFetcher); {
+	case ok:
+		ms, err = lf.FetchForwardLimited(ctx, id, take)
+	case take != nil && !take():
+		return nil, errNoCalls
+	default:
+		ms, err = c.f.FetchForward(ctx, id)
+	}
 	if err == nil {
 		c.forwards.put(id, ms)
 	}
 	return ms, err
 }
+
+// errNoCalls: the resolution had no platform call left for a fetch.
+var errNoCalls = errors.New("quote: no calls left for this fetch")
 
 // ttlMap is a small map whose entries expire, bounded in size.
 type ttlMap[K comparable, V any] struct {

@@ -27,6 +27,17 @@ const (
 // Fetcher gets what a message refers to; channel adapters provide it.
 type Fetcher = channel.Fetcher
 
+// LimitedForwardFetcher is a Fetcher whose forward fetch may take more
+// than one platform call (OneBot's get_forward_msg is asked again with
+// another parameter when it fails): it asks take before each call and
+// makes none once take says no. A resolution gives its forward fetches at
+// most 2 x MaxNodes calls in all, counted this way; a plain Fetcher's
+// fetch counts as one.
+type LimitedForwardFetcher interface {
+	Fetcher
+	FetchForwardLimited(ctx context.Context, id msg.ForwardID, take func() bool) ([]msg.Message, error)
+}
+
 // Settings bound a resolution.
 type Settings struct {
 	Enabled        bool
@@ -35,7 +46,10 @@ type Settings struct {
 	// expands only the top level.
 	MaxDepth int
 	// MaxNodes is how many forward nodes may be rendered, failures
-	// included, across the whole resolution.
+	// included, across the whole resolution. It bounds the fetches too:
+	// no more are started than the nodes left can render (each fetched
+	// forward renders at least one), and at most 2 x MaxNodes platform
+	// calls are made (see LimitedForwardFetcher).
 	MaxNodes int
 	// MaxChars bounds the quote text and the node texts together.
 	MaxChars int
@@ -129,9 +143,13 @@ func (r *Resolver) Resolve(ctx context.Context, src msg.Message) Result {
 		}
 	}
 	if r.settings.ResolveForward && len(forwards) > 0 {
-		st := &state{r: r, remaining: r.settings.MaxNodes, visited: map[msg.ForwardID]bool{}, futures: map[msg.ForwardID]*future{}, sem: make(chan struct{}, r.parallel)}
+		st := newState(r)
+		ctx, cancel := context.WithCancel(ctx)
+		// Fetches started ahead that the budgets left unused are called
+		// off, and none outlives the resolution.
 		defer st.wait()
-		st.prefetch(ctx, forwards, inline)
+		defer cancel()
+		st.prefetch(ctx, forwards, inline, st.remaining)
 		for _, id := range forwards {
 			res.Nodes = append(res.Nodes, st.expand(ctx, id, inline[id], 0)...)
 		}

@@ -2,6 +2,7 @@ package onebot
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -14,6 +15,9 @@ var _ channel.Fetcher = (*Account)(nil)
 
 // ErrUnreadable: an answer had nothing that could be read as a message.
 var ErrUnreadable = errors.New("onebot: unreadable answer")
+
+// ErrCallLimit: the caller's budget of calls ran out before the call.
+var ErrCallLimit = errors.New("onebot: no calls left")
 
 // ErrInlineForward: the forward id was made up for inline content (see
 // InlineForwardPrefix); its messages came with the message that carried
@@ -47,18 +51,32 @@ func (a *Account) FetchMessage(ctx context.Context, id msg.MessageID) (msg.Messa
 // with "message_id" (go-cqhttp), and reads any of the three answer shapes.
 // Ids made up for inline content are refused without a call.
 func (a *Account) FetchForward(ctx context.Context, id msg.ForwardID) ([]msg.Message, error) {
+	return a.FetchForwardLimited(ctx, id, nil)
+}
+
+// FetchForwardLimited is FetchForward asking take, when it is not nil,
+// before each get_forward_msg: the retry with "message_id" counts, and
+// once take says no, no more calls are made and the fetch fails with
+// ErrCallLimit (or with the first call's error, if there was one).
+func (a *Account) FetchForwardLimited(ctx context.Context, id msg.ForwardID, take func() bool) ([]msg.Message, error) {
 	if IsInlineForward(id) {
 		// Made up for content that came inline; no implementation knows it.
 		return nil, fmt.Errorf("onebot: get_forward_msg %s: %w", id, ErrInlineForward)
 	}
-	data, err := a.Call(ctx, "get_forward_msg", map[string]any{"id": string(id)}, 0)
+	call := func(params map[string]any) (json.RawMessage, error) {
+		if take != nil && !take() {
+			return nil, fmt.Errorf("onebot: get_forward_msg %s: %w", id, ErrCallLimit)
+		}
+		return a.Call(ctx, "get_forward_msg", params, 0)
+	}
+	data, err := call(map[string]any{"id": string(id)})
 	if err != nil {
 		var ae *ActionError
 		if !errors.As(err, &ae) {
 			return nil, err
 		}
 		var again error
-		if data, again = a.Call(ctx, "get_forward_msg", map[string]any{"message_id": string(id)}, 0); again != nil {
+		if data, again = call(map[string]any{"message_id": string(id)}); again != nil {
 			return nil, err
 		}
 	}
