@@ -26,6 +26,7 @@ import (
 
 	"github.com/pincerbot/pincer/internal/config"
 	"github.com/pincerbot/pincer/internal/gateway"
+	"github.com/pincerbot/pincer/internal/logthrottle"
 )
 
 // version is set at build time with -ldflags "-X main.version=v1.2.3".
@@ -178,7 +179,9 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		}
 		return 1
 	}
-	log := newLogger(cfg.Log, stderr)
+	logs := logHandler(cfg.Log, stderr)
+	defer logs.Flush(context.Background()) // what the throttle held back
+	log := slog.New(logs)
 	if p == "" {
 		log.Info("no config file: running on built-in defaults")
 	} else {
@@ -197,12 +200,18 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func newLogger(c config.Log, w io.Writer) *slog.Logger {
+func newLogger(c config.Log, w io.Writer) *slog.Logger { return slog.New(logHandler(c, w)) }
+
+// logHandler is the binary's log handler: text or JSON at the configured
+// level, with repeated records throttled (a few of each kind a minute,
+// then one line counting the rest).
+func logHandler(c config.Log, w io.Writer) *logthrottle.Handler {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(c.Level)) // validated by config
 	opts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler = slog.NewTextHandler(w, opts)
 	if c.Format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		h = slog.NewJSONHandler(w, opts)
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return logthrottle.New(h, logthrottle.Options{})
 }
