@@ -58,8 +58,8 @@ func (q Queue) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Inbound merges a sender's burst of text messages into one turn, and
-// drops messages delivered again.
+// Inbound merges a sender's burst of text messages into one turn, drops
+// messages delivered again, and bounds how much of one message is read.
 type Inbound struct {
 	// DebounceMs is the quiet window; 0 turns merging off.
 	DebounceMs int `json:"debounceMs"`
@@ -70,10 +70,25 @@ type Inbound struct {
 	// DedupTTLMs is how long an inbound message id is remembered, so that
 	// a message delivered again is not answered twice. At least 1.
 	DedupTTLMs int `json:"dedupTtlMs"`
+	// MaxChars is the most characters of one inbound message that reach
+	// the agent; the rest is cut and （已截断） appended. At least 1.
+	MaxChars int `json:"maxChars"`
 }
 
 // defaultDedupTTLMs is the default of Inbound.DedupTTLMs: 20 minutes.
 const defaultDedupTTLMs = 1200000
+
+// defaultInboundMaxChars is the default of Inbound.MaxChars.
+const defaultInboundMaxChars = 20000
+
+// MaxCharsOrDefault returns MaxChars, the default of 20000 when it is
+// unset.
+func (in Inbound) MaxCharsOrDefault() int {
+	if in.MaxChars == 0 {
+		return defaultInboundMaxChars
+	}
+	return in.MaxChars
+}
 
 // DedupTTL returns DedupTTLMs as a duration, the default of 20 minutes
 // when it is unset.
@@ -117,6 +132,9 @@ func (in Inbound) Validate() error {
 	}
 	if in.DedupTTLMs < 1 {
 		errs = append(errs, problem("dedupTtlMs", "must be at least 1, got %d", in.DedupTTLMs))
+	}
+	if in.MaxChars < 1 {
+		errs = append(errs, problem("maxChars", "must be at least 1, got %d", in.MaxChars))
 	}
 	for ch, v := range in.ByChannel {
 		if v < 0 {
