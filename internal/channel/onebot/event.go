@@ -1,7 +1,6 @@
 package onebot
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -92,60 +91,6 @@ func DecodeEvent(frame []byte) (Event, error) {
 	return ev, nil
 }
 
-// largeFrame is the size from which a frame is decoded without copying
-// its message (decodeLarge); smaller ones take the fast decoder.
-const largeFrame = 64 << 10
-
-// probe is what a frame is decoded into: an event, or the fields that
-// make it an action's answer.
-type probe struct {
-	Event
-	Echo    json.RawMessage `json:"echo"`
-	Status  json.RawMessage `json:"status"`
-	Retcode json.RawMessage `json:"retcode"`
-}
-
-// decodeLarge decodes a frame with encoding/json, which copies no more of
-// it than the fields it fills, and leaves message and raw_message encoded
-// where they are: an event's Message is a sub-slice of frame, and its
-// raw_message is kept for ToMessage to read if it must.
-func decodeLarge(frame []byte) (probe, error) {
-	var p struct {
-		probe
-		// These shadow the event's fields of the same names.
-		Message    skipped       `json:"message"`
-		RawMessage skippedString `json:"raw_message"`
-	}
-	if err := json.Unmarshal(frame, &p); err != nil {
-		return probe{}, fmt.Errorf("onebot: event: %w", err)
-	}
-	if p.PostType != "" {
-		p.Event.Message = member(frame, "message")
-		if raw := member(frame, "raw_message"); !bytes.Equal(raw, []byte("null")) {
-			p.Event.rawMessage = raw
-		}
-	}
-	return p.probe, nil
-}
-
-// skipped takes any JSON value and keeps none of it.
-type skipped struct{}
-
-func (skipped) UnmarshalJSON([]byte) error { return nil }
-
-// skippedString takes a JSON string (or null) and keeps none of it;
-// anything else is an error, as it is for a string field.
-type skippedString struct{}
-
-func (skippedString) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && (b[0] == '"' || b[0] == 'n') {
-		return nil
-	}
-	return errRawMessage
-}
-
-var errRawMessage = errors.New("onebot: raw_message is not a string")
-
 // DisplayName is the sender's name as shown to the agent: the group card,
 // else the nickname, else the QQ number; sanitized.
 func (s Sender) DisplayName(fallback ID) string {
@@ -158,29 +103,6 @@ func (s Sender) DisplayName(fallback ID) string {
 		return s.UserID.String()
 	}
 	return fallback.String()
-}
-
-// Inbound bounds what one inbound message brings to the agent. The zero
-// value is the defaults.
-type Inbound struct {
-	// MaxChars is the most characters of one message's text that reach the
-	// agent; the rest is cut and TruncatedMarker appended. DefaultMaxChars
-	// when 0.
-	MaxChars int
-}
-
-// DefaultMaxChars is Inbound.MaxChars when unset; it also bounds the
-// messages read back from history, quotes and forwards.
-const DefaultMaxChars = 20000
-
-// TruncatedMarker ends the text of a message that was cut.
-const TruncatedMarker = "（已截断）"
-
-func (in Inbound) maxChars() int {
-	if in.MaxChars <= 0 {
-		return DefaultMaxChars
-	}
-	return in.MaxChars
 }
 
 // ToMessage is Normalize with the default Inbound limits.
@@ -244,111 +166,6 @@ func (ev Event) raw() string {
 	var s string
 	_ = json.Unmarshal(ev.rawMessage, &s)
 	return s
-}
-
-// segments are a message's segments, read one at a time: from a list, or
-// from an encoded segment array (streamSegments).
-type segments struct {
-	list  []Segment
-	array elements
-}
-
-// next returns the next segment, false when there is none.
-func (s *segments) next() (Segment, bool) {
-	if len(s.list) > 0 {
-		seg := s.list[0]
-		s.list = s.list[1:]
-		return seg, true
-	}
-	for {
-		elem, ok := s.array.next()
-		if !ok {
-			return Segment{}, false
-		}
-		if seg, ok := segmentOf(elem); ok {
-			return seg, true
-		}
-	}
-}
-
-// segmentsOf reads a message field as ParseMessage does (a segment array,
-// one segment, or a CQ-code string). A large one is read one segment at a
-// time (streamSegments), so that the reader may stop early and no text is
-// copied whole. A CQ-code string is cut to about limit characters first
-// (cut reports that it was).
-func segmentsOf(raw json.RawMessage, limit int) (segs segments, cut bool, err error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) > 0 && raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return segments{}, false, fmt.Errorf("onebot: message string: %w", err)
-		}
-		s, cut = cutCQ(s, limit)
-		return segments{list: ParseCQ(s)}, cut, nil
-	}
-	if len(raw) >= largeFrame {
-		segs, err := streamSegments(raw)
-		return segs, false, err
-	}
-	all, err := ParseMessage(raw)
-	return segments{list: all}, false, err
-}
-
-// streamSegments reads a segment array, or one segment, as ParseMessage
-// does (but with encoding/json throughout), one segment at a time; a text
-// segment's text is left encoded where it is, for textPrefix.
-func streamSegments(raw json.RawMessage) (segments, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return segments{}, nil
-	}
-	if !json.Valid(raw) {
-		return segments{}, fmt.Errorf("onebot: message: %w", ErrBadMessage)
-	}
-	switch raw[0] {
-	case '[':
-		return segments{array: newElements(raw)}, nil
-	case '{':
-		if seg, ok := segmentOf(raw); ok {
-			return segments{list: []Segment{seg}}, nil
-		}
-	}
-	return segments{}, ErrBadMessage
-}
-
-// segmentOf decodes one element of a segment array (valid JSON) as
-// encoding/json would, false when it is not a segment. A text segment
-// keeps its text encoded: a sub-slice of elem.
-func segmentOf(elem []byte) (Segment, bool) {
-	var typ, data []byte
-	fields := 0
-	for key, value := range members(elem) {
-		switch {
-		case keyIs(key, "type", true):
-			typ, fields = value, fields+1
-		case keyIs(key, "data", true):
-			data, fields = value, fields+1
-		}
-	}
-	// A repeated field is left to encoding/json, which merges data objects.
-	if fields == 2 && string(typ) == `"text"` && len(data) > 0 && data[0] == '{' {
-		var text []byte
-		for key, value := range members(data) {
-			if keyIs(key, "text", false) {
-				text = value
-			}
-		}
-		seg := Segment{Type: "text", Data: map[string]json.RawMessage{}}
-		if text != nil {
-			seg.Data["text"] = text
-		}
-		return seg, true
-	}
-	var seg Segment
-	if json.Unmarshal(elem, &seg) != nil || seg.Type == "" {
-		return Segment{}, false
-	}
-	return seg, true
 }
 
 // Fill converts segments into m's segments, rendered text, mentions,
@@ -426,121 +243,6 @@ func fillFrom(m *msg.Message, segs *segments, depth int, self ID, limit int, sho
 	return n
 }
 
-// textPrefix is the text of a text segment cut to limit characters, and
-// whether it was cut. Only the part kept is decoded.
-func textPrefix(s Segment, limit int) (string, bool) {
-	raw := bytes.TrimSpace(s.Data["text"])
-	if len(raw) > 0 && raw[0] == '"' {
-		end := stringPrefix(raw, limit)
-		if end < 0 {
-			return s.Str("text"), false // it fits
-		}
-		prefix := append(raw[:end:end], '"') // a copy of the part kept
-		return Segment{Data: map[string]json.RawMessage{"text": prefix}}.Str("text"), true
-	}
-	text := s.Str("text") // a number or boolean: short
-	if utf8.RuneCountInString(text) > limit {
-		return cutChars(text, limit), true
-	}
-	return text, false
-}
-
-// stringPrefix returns where, in the encoded JSON string raw, its first
-// limit characters end (each escape sequence, surrogate pairs included, and
-// each byte that is not UTF-8, decode to one character); -1 when the string
-// has no more than limit characters, or does not end.
-func stringPrefix(raw []byte, limit int) int {
-	i, n := 1, 0
-	for i < len(raw) {
-		c := raw[i]
-		if c == '"' {
-			return -1
-		}
-		if n == limit {
-			return i
-		}
-		switch {
-		case c == '\\' && i+1 < len(raw) && raw[i+1] == 'u':
-			if i+12 <= len(raw) && isHighSurrogate(raw[i+2:i+6]) && raw[i+6] == '\\' && raw[i+7] == 'u' && isLowSurrogate(raw[i+8:i+12]) {
-				i += 12
-			} else {
-				i += 6
-			}
-		case c == '\\':
-			i += 2
-		default:
-			_, size := utf8.DecodeRune(raw[i:])
-			i += size
-		}
-		n++
-	}
-	return -1
-}
-
-// isHighSurrogate and isLowSurrogate read four hex digits of a \u escape.
-func isHighSurrogate(hex []byte) bool { return surrogate(hex, 'd', "89ab") }
-func isLowSurrogate(hex []byte) bool  { return surrogate(hex, 'd', "cdef") }
-
-func surrogate(hex []byte, first byte, second string) bool {
-	return len(hex) == 4 && hex[0]|0x20 == first && strings.IndexByte(second, hex[1]|0x20) >= 0 && isHex(hex[2]) && isHex(hex[3])
-}
-
-func isHex(c byte) bool {
-	c |= 0x20
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f'
-}
-
-// cutChars returns the first n characters of s.
-func cutChars(s string, n int) string {
-	i := 0
-	for range n {
-		if i >= len(s) {
-			break
-		}
-		_, size := utf8.DecodeRuneInString(s[i:])
-		i += size
-	}
-	return s[:i]
-}
-
-// cutCQ cuts a CQ-code string once it holds more than limit characters,
-// each code counting as one and each entity (&#91; …) as one, and says
-// whether it did; what is kept renders to at least limit+1 characters
-// unless codes render to nothing.
-func cutCQ(s string, limit int) (string, bool) {
-	n := 0
-	for i := 0; i < len(s); n++ {
-		if n > limit {
-			return s[:i], true
-		}
-		if strings.HasPrefix(s[i:], "[CQ:") {
-			if end := strings.IndexByte(s[i:], ']'); end >= 0 {
-				i += end + 1
-				continue
-			}
-		}
-		if s[i] == '&' {
-			if entity := entityLen(s[i:]); entity > 0 {
-				i += entity
-				continue
-			}
-		}
-		_, size := utf8.DecodeRuneInString(s[i:])
-		i += size
-	}
-	return s, false
-}
-
-// entityLen is the length of the CQ entity s starts with, 0 if none.
-func entityLen(s string) int {
-	for _, e := range []string{"&amp;", "&#91;", "&#93;", "&#44;"} {
-		if strings.HasPrefix(s, e) {
-			return len(e)
-		}
-	}
-	return 0
-}
-
 // convert converts a segment other than text.
 func convert(s Segment, depth int, self ID) msg.Segment {
 	switch s.Type {
@@ -578,7 +280,8 @@ func convert(s Segment, depth int, self ID) msg.Segment {
 	return msg.Segment{Kind: msg.SegOther, Type: strings.Clone(s.Type)}
 }
 
-// Placeholders of non-text segments in rendered text.
+// Placeholders of non-text segments in rendered text, and the marker that
+// ends a text that was cut.
 const (
 	PlaceholderImage   = "[图片]"
 	PlaceholderVoice   = "[语音]"
@@ -587,6 +290,8 @@ const (
 	PlaceholderFile    = "[文件]"
 	PlaceholderForward = "[合并转发]"
 	AtAllText          = "@全体成员"
+	// TruncatedMarker ends the text of a message that was cut.
+	TruncatedMarker = "（已截断）"
 )
 
 // Render is a segment's text as the agent reads it. Reply segments render

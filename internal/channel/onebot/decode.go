@@ -1,0 +1,167 @@
+package onebot
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// largeFrame is the size from which a frame is decoded without copying
+// its message (decodeLarge); smaller ones take the fast decoder.
+const largeFrame = 64 << 10
+
+// probe is what a frame is decoded into: an event, or the fields that
+// make it an action's answer.
+type probe struct {
+	Event
+	Echo    json.RawMessage `json:"echo"`
+	Status  json.RawMessage `json:"status"`
+	Retcode json.RawMessage `json:"retcode"`
+}
+
+// decodeLarge decodes a frame with encoding/json, which copies no more of
+// it than the fields it fills, and leaves message and raw_message encoded
+// where they are: an event's Message is a sub-slice of frame, and its
+// raw_message is kept for ToMessage to read if it must.
+func decodeLarge(frame []byte) (probe, error) {
+	var p struct {
+		probe
+		// These shadow the event's fields of the same names.
+		Message    skipped       `json:"message"`
+		RawMessage skippedString `json:"raw_message"`
+	}
+	if err := json.Unmarshal(frame, &p); err != nil {
+		return probe{}, fmt.Errorf("onebot: event: %w", err)
+	}
+	if p.PostType != "" {
+		p.Event.Message = member(frame, "message")
+		if raw := member(frame, "raw_message"); !bytes.Equal(raw, []byte("null")) {
+			p.Event.rawMessage = raw
+		}
+	}
+	return p.probe, nil
+}
+
+// skipped takes any JSON value and keeps none of it.
+type skipped struct{}
+
+func (skipped) UnmarshalJSON([]byte) error { return nil }
+
+// skippedString takes a JSON string (or null) and keeps none of it;
+// anything else is an error, as it is for a string field.
+type skippedString struct{}
+
+func (skippedString) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && (b[0] == '"' || b[0] == 'n') {
+		return nil
+	}
+	return errRawMessage
+}
+
+var errRawMessage = errors.New("onebot: raw_message is not a string")
+
+// segments are a message's segments, read one at a time: from a list, or
+// from an encoded segment array (streamSegments).
+type segments struct {
+	list  []Segment
+	array elements
+}
+
+// next returns the next segment, false when there is none.
+func (s *segments) next() (Segment, bool) {
+	if len(s.list) > 0 {
+		seg := s.list[0]
+		s.list = s.list[1:]
+		return seg, true
+	}
+	for {
+		elem, ok := s.array.next()
+		if !ok {
+			return Segment{}, false
+		}
+		if seg, ok := segmentOf(elem); ok {
+			return seg, true
+		}
+	}
+}
+
+// segmentsOf reads a message field as ParseMessage does (a segment array,
+// one segment, or a CQ-code string). A large one is read one segment at a
+// time (streamSegments), so that the reader may stop early and no text is
+// copied whole. A CQ-code string is cut to about limit characters first
+// (cut reports that it was).
+func segmentsOf(raw json.RawMessage, limit int) (segs segments, cut bool, err error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 0 && raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return segments{}, false, fmt.Errorf("onebot: message string: %w", err)
+		}
+		s, cut = cutCQ(s, limit)
+		return segments{list: ParseCQ(s)}, cut, nil
+	}
+	if len(raw) >= largeFrame {
+		segs, err := streamSegments(raw)
+		return segs, false, err
+	}
+	all, err := ParseMessage(raw)
+	return segments{list: all}, false, err
+}
+
+// streamSegments reads a segment array, or one segment, as ParseMessage
+// does (but with encoding/json throughout), one segment at a time; a text
+// segment's text is left encoded where it is, for textPrefix.
+func streamSegments(raw json.RawMessage) (segments, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return segments{}, nil
+	}
+	if !json.Valid(raw) {
+		return segments{}, fmt.Errorf("onebot: message: %w", ErrBadMessage)
+	}
+	switch raw[0] {
+	case '[':
+		return segments{array: newElements(raw)}, nil
+	case '{':
+		if seg, ok := segmentOf(raw); ok {
+			return segments{list: []Segment{seg}}, nil
+		}
+	}
+	return segments{}, ErrBadMessage
+}
+
+// segmentOf decodes one element of a segment array (valid JSON) as
+// encoding/json would, false when it is not a segment. A text segment
+// keeps its text encoded: a sub-slice of elem.
+func segmentOf(elem []byte) (Segment, bool) {
+	var typ, data []byte
+	fields := 0
+	for key, value := range members(elem) {
+		switch {
+		case keyIs(key, "type", true):
+			typ, fields = value, fields+1
+		case keyIs(key, "data", true):
+			data, fields = value, fields+1
+		}
+	}
+	// A repeated field is left to encoding/json, which merges data objects.
+	if fields == 2 && string(typ) == `"text"` && len(data) > 0 && data[0] == '{' {
+		var text []byte
+		for key, value := range members(data) {
+			if keyIs(key, "text", false) {
+				text = value
+			}
+		}
+		seg := Segment{Type: "text", Data: map[string]json.RawMessage{}}
+		if text != nil {
+			seg.Data["text"] = text
+		}
+		return seg, true
+	}
+	var seg Segment
+	if json.Unmarshal(elem, &seg) != nil || seg.Type == "" {
+		return Segment{}, false
+	}
+	return seg, true
+}
