@@ -63,7 +63,7 @@ func send(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pincer send: %v\n", err)
 		return 2
 	}
-	opts, err := gateway.OneBotOptions(*account, acct, newLogger(cfg.Log, stderr))
+	opts, err := gateway.OneBotOptions(*account, acct, cfg.Messages.Inbound, newLogger(cfg.Log, stderr))
 	if err != nil {
 		fmt.Fprintf(stderr, "pincer send: %v\n", err)
 		return 1

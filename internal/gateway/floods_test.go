@@ -92,3 +92,20 @@ func TestQQHugeMessageIsCutEndToEnd(t *testing.T) {
 		t.Errorf("the model did not get the start of the message, marked as cut: %.200q … %.200q", last, last[max(0, len(last)-200):])
 	}
 }
+
+// TestQQMaxCharsIsConfigurable: messages.inbound.maxChars sets the cut.
+func TestQQMaxCharsIsConfigurable(t *testing.T) {
+	r := newQQRig(t, func(c *config.Config) {
+		c.Channels.OneBot.Receive.History.Enabled = false
+		c.Messages.Inbound.MaxChars = 100
+	})
+	r.model.Script(llmtest.Reply{Text: []string{"好"}})
+	r.push(t, groupFrom(63, 10001, "张三", atBot(), text(" "+strings.Repeat("长", 500))))
+	waitSend(t, r.peer, r.ctx)
+	users := userMessages(r.model.Requests()[0])
+	last := users[len(users)-1]
+	body := last[strings.Index(last, "] ")+2:]
+	if n := strings.Count(body, "长"); n > 100 || n < 80 || !strings.HasSuffix(body, onebot.TruncatedMarker) {
+		t.Errorf("cut to %d characters: %q", n, body)
+	}
+}

@@ -168,7 +168,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	if err := tools.Add(agent.CurrentTime(loc)); err != nil {
 		return err
 	}
-	qqs, err := buildOneBot(cfg.Channels.OneBot, st, out, log)
+	qqs, err := buildOneBot(cfg.Channels.OneBot, cfg.Messages.Inbound, st, out, log)
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ import (
 )
 
 // OneBotOptions turns one account's settings into adapter options.
-func OneBotOptions(id string, a config.OneBotAccount, log *slog.Logger) (onebot.AccountOptions, error) {
+func OneBotOptions(id string, a config.OneBotAccount, in config.Inbound, log *slog.Logger) (onebot.AccountOptions, error) {
 	filter, err := onebot.NewPeerFilter(a.AllowFrom, a.DenyFrom)
 	if err != nil {
 		return onebot.AccountOptions{}, fmt.Errorf("config: channels.onebot account %s: %w", id, err)
@@ -41,7 +41,8 @@ func OneBotOptions(id string, a config.OneBotAccount, log *slog.Logger) (onebot.
 			Enabled: r.Enabled, Retries: r.Retries,
 			MinDelay: time.Duration(r.MinDelayMs) * time.Millisecond, MaxDelay: time.Duration(r.MaxDelayMs) * time.Millisecond,
 		},
-		Debug: a.Debug, Logger: log,
+		Inbound: onebot.Inbound{MaxChars: in.MaxCharsOrDefault()},
+		Debug:   a.Debug, Logger: log,
 	}, nil
 }
 
@@ -55,9 +56,9 @@ type qq struct {
 }
 
 // buildOneBot builds the active QQ accounts; nil when there are none.
-// sent keeps the ids of the bot's messages across restarts; the accounts
-// deliver through out and are its senders.
-func buildOneBot(cfg config.OneBot, sent store.SentLog, out *outbox.Outbox, log *slog.Logger) (*qq, error) {
+// in bounds inbound messages; sent keeps the ids of the bot's messages
+// across restarts; the accounts deliver through out and are its senders.
+func buildOneBot(cfg config.OneBot, in config.Inbound, sent store.SentLog, out *outbox.Outbox, log *slog.Logger) (*qq, error) {
 	all := cfg.All()
 	var accounts []*onebot.Account
 	q := &qq{endpoints: map[string]http.Handler{}, tools: map[msg.AccountID]*onebot.Account{}, receive: map[msg.AccountID]config.Receive{}, quote: map[msg.AccountID]config.Quote{}}
@@ -66,7 +67,7 @@ func buildOneBot(cfg config.OneBot, sent store.SentLog, out *outbox.Outbox, log 
 		if !c.Active() {
 			continue
 		}
-		o, err := OneBotOptions(id, c, log)
+		o, err := OneBotOptions(id, c, in, log)
 		if err != nil {
 			return nil, err
 		}

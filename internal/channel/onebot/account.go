@@ -54,6 +54,8 @@ type AccountOptions struct {
 	// Sent keeps the ids of the bot's messages across restarts, so a
 	// reply to one of them still counts; nil keeps them in memory only.
 	Sent store.SentLog
+	// Inbound bounds what one message may carry to the agent.
+	Inbound Inbound
 	// Outbox, when set, delivers every payload durably (Send and the
 	// repliers go through it); the account is its sender and wakes it on
 	// every new connection.
@@ -387,10 +389,7 @@ func (a *Account) onEvent(ctx context.Context, c *Conn, header string, frame []b
 		return
 	}
 	if ev.PostType == "meta_event" {
-		if ev.MetaEventType == "heartbeat" && c != nil && ev.Interval > 0 {
-			c.ExpectHeartbeat(time.Duration(ev.Interval) * time.Millisecond)
-		}
-		return
+		return // a connection learns heartbeat intervals itself (Conn.Run)
 	}
 	self := a.Self()
 	if self == 0 {
@@ -409,7 +408,7 @@ func (a *Account) onEvent(ctx context.Context, c *Conn, header string, frame []b
 			a.mu.Unlock()
 		}
 	}
-	m, err := ev.ToMessage(a.opts.ID, self)
+	m, err := ev.Normalize(a.opts.ID, self, a.opts.Inbound)
 	if err != nil {
 		if !errors.Is(err, ErrNotMessage) && !errors.Is(err, ErrSelf) {
 			a.log.Debug("event dropped", "reason", err)
