@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"unicode/utf8"
 
 	fastjson "github.com/goccy/go-json"
@@ -57,7 +56,16 @@ func NewSegment(typ string, kv ...string) Segment {
 	return s
 }
 
-func quote(s string) json.RawMessage { return json.RawMessage(strconv.Quote(s)) }
+// quote encodes s as a JSON string: every control character and rune is
+// escaped the way JSON allows (strconv.Quote's \x and \U escapes are not
+// JSON), and <, > and & stay as they are.
+func quote(s string) json.RawMessage {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a string always encodes
+	return json.RawMessage(bytes.TrimSuffix(b.Bytes(), []byte("\n")))
+}
 
 // ErrBadMessage reports a message field that is neither a segment array,
 // a single segment nor a string.

@@ -109,3 +109,21 @@ func TestSendDirectAndNotices(t *testing.T) {
 		}
 	}
 }
+
+// TestSegmentsEncodeAnyText: text with control characters or runes beyond
+// the basic plane (the tag characters of a flag emoji) encodes as valid
+// JSON and reads back the same; the send request can be encoded.
+func TestSegmentsEncodeAnyText(t *testing.T) {
+	for _, text := range []string{"🏴󠁧󠁢󠁥󠁮󠁧󠁿 flag", "bell\a tab\t nul\x00 end", "<b>&amp;</b>", "\u2028line"} {
+		seg := NewSegment("text", "text", text)
+		if !json.Valid(seg.Data["text"]) {
+			t.Errorf("%q encodes as invalid JSON: %s", text, seg.Data["text"])
+		}
+		if got := seg.Str("text"); got != text {
+			t.Errorf("read back %q, want %q", got, text)
+		}
+		if _, err := json.Marshal(map[string]any{"message": []Segment{seg}}); err != nil {
+			t.Errorf("a send with %q cannot be encoded: %v", text, err)
+		}
+	}
+}
