@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -110,8 +111,11 @@ type Account struct {
 	// sentPruned is when the store's old sent ids were last pruned.
 	sentPruned time.Time
 
-	// reverseFrom is the remote address of reverse (under mu).
+	// reverseFrom is the remote address of reverse and reverseSeq its
+	// handshake's number (under mu); handshakes counts them.
 	reverseFrom string
+	reverseSeq  uint64
+	handshakes  atomic.Uint64
 }
 
 // intake hands reverse connections and POSTed events from HTTP handlers
@@ -126,6 +130,9 @@ type reverseConn struct {
 	ws     *websocket.Conn
 	header string
 	remote string
+	// seq orders handshakes: the connection that completed its handshake
+	// last is the live one, whatever order the hand-offs to Run take.
+	seq uint64
 }
 
 type post struct {

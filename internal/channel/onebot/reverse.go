@@ -51,13 +51,18 @@ func (a *Account) ServeReverse(w http.ResponseWriter, r *http.Request) {
 	if in == nil {
 		return
 	}
+	// Numbered before the handshake is answered: an implementation that
+	// reconnects only after its earlier handshake was answered always gets
+	// the higher number, however the two hand-offs to Run interleave.
+	seq := a.handshakes.Add(1)
 	ws, err := websocket.Accept(w, r, nil)
 	if err != nil {
 		a.log.Warn("reverse WebSocket handshake", "err", err, "remote", r.RemoteAddr)
 		return
 	}
+	rc := reverseConn{ws: ws, header: header, remote: r.RemoteAddr, seq: seq}
 	select {
-	case in.conns <- reverseConn{ws: ws, header: header, remote: r.RemoteAddr}:
+	case in.conns <- rc:
 	case <-in.stopped:
 		_ = ws.Close(websocket.StatusGoingAway, "shutting down")
 	case <-r.Context().Done():
@@ -69,8 +74,16 @@ func (a *Account) ServeReverse(w http.ResponseWriter, r *http.Request) {
 func (a *Account) serveReverse(ctx context.Context, rc reverseConn, sink channel.Sink, wg *sync.WaitGroup) {
 	c := NewConn(rc.ws, a.opts.RequestTimeout, a.log)
 	a.mu.Lock()
+	if a.reverse != nil && a.reverseSeq > rc.seq {
+		// A connection whose handshake finished later is live already:
+		// this one is stale.
+		a.mu.Unlock()
+		a.log.Info("a reverse WebSocket older than the live one was closed", "remote", rc.remote, "live_remote", a.reverseFrom)
+		_ = rc.ws.Close(websocket.StatusPolicyViolation, "a newer connection is live")
+		return
+	}
 	old, oldFrom := a.reverse, a.reverseFrom
-	a.reverse, a.reverseFrom = c, rc.remote
+	a.reverse, a.reverseFrom, a.reverseSeq = c, rc.remote, rc.seq
 	a.state = StateConnected
 	a.mu.Unlock()
 	if old != nil {
