@@ -47,12 +47,6 @@ func (p *hangingProvider) Stream(ctx context.Context, req llm.Request) iter.Seq2
 	}
 }
 
-func (p *hangingProvider) count() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.calls)
-}
-
 func engineOn(t *testing.T, st store.Store, p llm.Provider, o Options) *Engine {
 	t.Helper()
 	o.Store = st
