@@ -72,26 +72,22 @@ func (d *DB) unbuffer(ctx context.Context, tx *sql.Tx, ids []int64) error {
 
 // BufferedEntries implements store.Buffers.
 func (d *DB) BufferedEntries(ctx context.Context, scope string) ([]store.Buffered, error) {
-	rows, err := d.query(ctx, `SELECT id, kind, key, trigger, at, body FROM buffered WHERE scope = ? ORDER BY id`, scope)
-	if err != nil {
-		return nil, fmt.Errorf("buffered entries of %s: %w", scope, err)
-	}
-	defer rows.Close()
 	var out []store.Buffered
-	for rows.Next() {
+	err := d.each(ctx, `SELECT id, kind, key, trigger, at, body FROM buffered WHERE scope = ? ORDER BY id`, []any{scope}, func(rows *sql.Rows) error {
 		e := store.Buffered{Scope: scope}
 		var at int64
 		var trigger, body string
 		if err := rows.Scan(&e.ID, &e.Kind, &e.Key, &trigger, &at, &body); err != nil {
-			return nil, fmt.Errorf("buffered entries of %s: %w", scope, err)
+			return err
 		}
 		if err := json.Unmarshal([]byte(body), &e.Message); err != nil {
-			return nil, fmt.Errorf("buffered entries of %s: entry %d: %w", scope, e.ID, err)
+			return fmt.Errorf("entry %d: %w", e.ID, err)
 		}
 		e.Trigger, e.At = msg.TriggerReason(trigger), fromMillis(at)
 		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("buffered entries of %s: %w", scope, err)
 	}
 	return out, nil

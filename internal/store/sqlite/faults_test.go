@@ -56,9 +56,11 @@ func TestFullDiskIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	big := msg.Message{ID: "1", Channel: "onebot", Account: "default", Peer: msg.Peer{Kind: msg.Group, ID: "1"}, Text: strings.Repeat("x", 1<<20), Time: time.Now()}
-	if _, err := d.LogInbound(ctx, big); err == nil {
+	_, werr := d.LogInbound(ctx, big)
+	if werr == nil {
 		t.Fatal("a write beyond the limit succeeded")
 	}
+	t.Logf("write error: %T %v", werr, werr)
 	if err := d.Health(); err == nil || !strings.Contains(err.Error(), "full") {
 		t.Errorf("health after a failed write: %v", err)
 	}

@@ -81,30 +81,26 @@ func (d *DB) LogInbound(ctx context.Context, m msg.Message) (bool, error) {
 
 // RecentInbound implements store.InboundLog.
 func (d *DB) RecentInbound(ctx context.Context, ch msg.ChannelID, acct msg.AccountID, peer msg.Peer, limit int) ([]store.LoggedMessage, error) {
-	rows, err := d.query(ctx, `
+	var out []store.LoggedMessage
+	err := d.each(ctx, `
 		SELECT body, enriched, logged_at FROM inbound
 		WHERE channel = ? AND account = ? AND peer = ?
 		ORDER BY sent_at DESC, rowid DESC LIMIT ?`,
-		string(ch), string(acct), peer.String(), limit)
+		[]any{string(ch), string(acct), peer.String(), limit}, func(rows *sql.Rows) error {
+			var body string
+			var lm store.LoggedMessage
+			var logged int64
+			if err := rows.Scan(&body, &lm.Enriched, &logged); err != nil {
+				return err
+			}
+			if err := json.Unmarshal([]byte(body), &lm.Message); err != nil {
+				return fmt.Errorf("decode: %w", err)
+			}
+			lm.LoggedAt = fromMillis(logged)
+			out = append(out, lm)
+			return nil
+		})
 	if err != nil {
-		return nil, fmt.Errorf("recent inbound of %s: %w", peer, err)
-	}
-	defer rows.Close()
-	var out []store.LoggedMessage
-	for rows.Next() {
-		var body string
-		var lm store.LoggedMessage
-		var logged int64
-		if err := rows.Scan(&body, &lm.Enriched, &logged); err != nil {
-			return nil, fmt.Errorf("recent inbound of %s: %w", peer, err)
-		}
-		if err := json.Unmarshal([]byte(body), &lm.Message); err != nil {
-			return nil, fmt.Errorf("recent inbound of %s: decode: %w", peer, err)
-		}
-		lm.LoggedAt = fromMillis(logged)
-		out = append(out, lm)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("recent inbound of %s: %w", peer, err)
 	}
 	slices.Reverse(out)

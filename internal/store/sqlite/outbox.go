@@ -26,22 +26,18 @@ const (
 
 // PendingTurns implements store.Journal.
 func (d *DB) PendingTurns(ctx context.Context) ([]store.PendingTurn, error) {
-	rows, err := d.query(ctx, `SELECT key, body, attempts, at FROM pending_turns ORDER BY at, rowid`)
-	if err != nil {
-		return nil, fmt.Errorf("pending turns: %w", err)
-	}
-	defer rows.Close()
 	var out []store.PendingTurn
-	for rows.Next() {
+	err := d.each(ctx, `SELECT key, body, attempts, at FROM pending_turns ORDER BY at, rowid`, nil, func(rows *sql.Rows) error {
 		var p store.PendingTurn
 		var at int64
 		if err := rows.Scan(&p.Key, &p.Turn, &p.Attempts, &at); err != nil {
-			return nil, fmt.Errorf("pending turns: %w", err)
+			return err
 		}
 		p.At = fromMillis(at)
 		out = append(out, p)
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("pending turns: %w", err)
 	}
 	return out, nil
@@ -50,7 +46,7 @@ func (d *DB) PendingTurns(ctx context.Context) ([]store.PendingTurn, error) {
 // ResumeTurn implements store.Journal.
 func (d *DB) ResumeTurn(ctx context.Context, key string) (int, error) {
 	var n int
-	err := d.queryRow(ctx, nil, `UPDATE pending_turns SET attempts = attempts + 1 WHERE key = ? RETURNING attempts`, key).Scan(&n)
+	err := d.row(ctx, `UPDATE pending_turns SET attempts = attempts + 1 WHERE key = ? RETURNING attempts`, []any{key}, &n)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return 0, nil
@@ -79,19 +75,25 @@ func (d *DB) FinishTurn(ctx context.Context, keys ...string) error {
 	return nil
 }
 
-// AddOutbox implements store.Outbox.
+// AddOutbox implements store.Outbox. It returns once the entry, and
+// everything written before it (the turn's admission), is committed: a
+// reply is never sent before the record that it is on its way.
 func (d *DB) AddOutbox(ctx context.Context, e store.OutboxEntry) (bool, error) {
 	body, err := json.Marshal(e.Out)
 	if err != nil {
 		return false, fmt.Errorf("outbox %s: %w", e.ID, err)
 	}
-	t := millis(now())
-	res, err := d.exec(ctx, nil, qAddOutbox, e.ID, string(e.Channel), string(e.Out.Account), e.Out.Peer.String(),
-		string(body), string(store.OutboxPending), t, t)
-	if err != nil {
-		return false, fmt.Errorf("outbox %s: %w", e.ID, err)
-	}
-	n, err := res.RowsAffected()
+	var n int64
+	err = d.durableTx(ctx, func(tx *sql.Tx) error {
+		t := millis(now())
+		res, err := d.exec(ctx, tx, qAddOutbox, e.ID, string(e.Channel), string(e.Out.Account), e.Out.Peer.String(),
+			string(body), string(store.OutboxPending), t, t)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
 	if err != nil {
 		return false, fmt.Errorf("outbox %s: %w", e.ID, err)
 	}
@@ -108,27 +110,23 @@ func (d *DB) UpdateOutbox(ctx context.Context, id string, sent, attempts int, st
 
 // PendingOutbox implements store.Outbox.
 func (d *DB) PendingOutbox(ctx context.Context, ch msg.ChannelID, acct msg.AccountID) ([]store.OutboxEntry, error) {
-	rows, err := d.query(ctx, qPendingOutbox, string(ch), string(acct), string(store.OutboxPending))
-	if err != nil {
-		return nil, fmt.Errorf("pending outbox: %w", err)
-	}
-	defer rows.Close()
 	var out []store.OutboxEntry
-	for rows.Next() {
+	err := d.each(ctx, qPendingOutbox, []any{string(ch), string(acct), string(store.OutboxPending)}, func(rows *sql.Rows) error {
 		var e store.OutboxEntry
 		var channel, body, state string
 		var created, updated int64
 		if err := rows.Scan(&e.ID, &channel, &body, &e.Sent, &e.Attempts, &state, &e.LastError, &created, &updated); err != nil {
-			return nil, fmt.Errorf("pending outbox: %w", err)
+			return err
 		}
 		if err := json.Unmarshal([]byte(body), &e.Out); err != nil {
-			return nil, fmt.Errorf("pending outbox %s: %w", e.ID, err)
+			return fmt.Errorf("%s: %w", e.ID, err)
 		}
 		e.Channel, e.State = msg.ChannelID(channel), store.OutboxState(state)
 		e.Created, e.Updated = fromMillis(created), fromMillis(updated)
 		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("pending outbox: %w", err)
 	}
 	return out, nil
@@ -139,7 +137,7 @@ func (d *DB) HasOutbox(ctx context.Context, prefix string) (bool, error) {
 	var one int
 	// The id range [prefix, prefix+U+10FFFF) holds every id starting with
 	// prefix and uses the primary key's index, unlike LIKE.
-	err := d.queryRow(ctx, nil, `SELECT 1 FROM outbox WHERE id >= ? AND id < ? LIMIT 1`, prefix, prefix+"\U0010FFFF").Scan(&one)
+	err := d.row(ctx, `SELECT 1 FROM outbox WHERE id >= ? AND id < ? LIMIT 1`, []any{prefix, prefix + "\U0010FFFF"}, &one)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return false, nil

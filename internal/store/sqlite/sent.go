@@ -37,8 +37,8 @@ func (d *DB) RecordSent(ctx context.Context, ch msg.ChannelID, acct msg.AccountI
 // WasSent implements store.SentLog.
 func (d *DB) WasSent(ctx context.Context, ch msg.ChannelID, acct msg.AccountID, id msg.MessageID) (bool, error) {
 	var one int
-	err := d.queryRow(ctx, nil, `SELECT 1 FROM sent WHERE channel = ? AND account = ? AND message_id = ?`,
-		string(ch), string(acct), string(id)).Scan(&one)
+	err := d.row(ctx, `SELECT 1 FROM sent WHERE channel = ? AND account = ? AND message_id = ?`,
+		[]any{string(ch), string(acct), string(id)}, &one)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return false, nil

@@ -16,6 +16,7 @@ const (
 	qSession        = `SELECT key, agent_id, model_override, generation, created_at, updated_at, options FROM sessions WHERE key = ?`
 	qBumpGeneration = `UPDATE sessions SET generation = generation + 1, updated_at = ? WHERE key = ?`
 	qInsertReset    = `INSERT INTO session_resets (session_key, generation, at, reason) VALUES (?, ?, ?, ?)`
+	qInsertSession  = `INSERT INTO sessions (key, agent_id, created_at, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (key) DO NOTHING`
 )
 
 func scanSession(row interface{ Scan(...any) error }) (store.Session, error) {
@@ -39,32 +40,44 @@ func scanSession(row interface{ Scan(...any) error }) (store.Session, error) {
 	return s, nil
 }
 
-// OpenSession implements store.Sessions.
+// OpenSession implements store.Sessions: the look-up and, when the
+// session is new, its insertion are one job.
 func (d *DB) OpenSession(ctx context.Context, key, agentID string) (store.Session, bool, error) {
-	// Most calls find the session, so look before inserting.
-	if s, err := scanSession(d.queryRow(ctx, nil, qSession, key)); err == nil {
-		return s, false, nil
-	} else if !errors.Is(err, store.ErrNotFound) {
-		return store.Session{}, false, fmt.Errorf("open session %s: %w", key, err)
-	}
-	t := millis(now())
-	res, err := d.exec(ctx, nil,
-		`INSERT INTO sessions (key, agent_id, created_at, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (key) DO NOTHING`,
-		key, agentID, t, t)
+	var s store.Session
+	created := false
+	err := d.tx(ctx, func(tx *sql.Tx) error {
+		// Most calls find the session, so look before inserting.
+		var err error
+		if s, err = scanSession(d.queryRow(ctx, tx, qSession, key)); !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		t := millis(now())
+		res, err := d.exec(ctx, tx, qInsertSession, key, agentID, t, t)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		created = n == 1
+		s, err = scanSession(d.queryRow(ctx, tx, qSession, key))
+		return err
+	})
 	if err != nil {
 		return store.Session{}, false, fmt.Errorf("open session %s: %w", key, err)
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return store.Session{}, false, fmt.Errorf("open session %s: %w", key, err)
-	}
-	s, err := d.Session(ctx, key)
-	return s, n == 1, err
+	return s, created, nil
 }
 
 // Session implements store.Sessions.
 func (d *DB) Session(ctx context.Context, key string) (store.Session, error) {
-	s, err := scanSession(d.queryRow(ctx, nil, qSession, key))
+	var s store.Session
+	err := d.w.do(func(tx *sql.Tx) error {
+		var err error
+		s, err = scanSession(d.queryRow(ctx, tx, qSession, key))
+		return err
+	}, false, false)
 	if err != nil {
 		return s, fmt.Errorf("session %s: %w", key, err)
 	}
@@ -154,22 +167,21 @@ func (d *DB) reset(ctx context.Context, tx *sql.Tx, key, reason string) (store.S
 
 // Resets implements store.Sessions.
 func (d *DB) Resets(ctx context.Context, key string) ([]store.Reset, error) {
-	rows, err := d.query(ctx, `SELECT generation, at, reason FROM session_resets WHERE session_key = ? ORDER BY generation`, key)
-	if err != nil {
-		return nil, fmt.Errorf("resets of %s: %w", key, err)
-	}
-	defer rows.Close()
 	var out []store.Reset
-	for rows.Next() {
+	err := d.each(ctx, `SELECT generation, at, reason FROM session_resets WHERE session_key = ? ORDER BY generation`, []any{key}, func(rows *sql.Rows) error {
 		var r store.Reset
 		var at int64
 		if err := rows.Scan(&r.Generation, &at, &r.Reason); err != nil {
-			return nil, fmt.Errorf("resets of %s: %w", key, err)
+			return err
 		}
 		r.At = fromMillis(at)
 		out = append(out, r)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("resets of %s: %w", key, err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 func mustAffect(res sql.Result, what string) error {

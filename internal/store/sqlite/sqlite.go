@@ -37,6 +37,8 @@ type DB struct {
 	// largest cost of a message's path through the store.
 	stmts sync.Map // string -> *sql.Stmt
 	path  string
+	// w runs every statement (see writer.go).
+	w *writer
 	// health is the outcome of the latest write.
 	health dbHealth
 }
@@ -75,10 +77,11 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	d := &DB{db: db, path: path}
 	for _, q := range txQueries {
 		if _, err := d.stmt(ctx, q); err != nil {
-			d.Close()
+			db.Close()
 			return nil, fmt.Errorf("sqlite: prepare: %w", err)
 		}
 	}
+	d.w = newWriter(db, d.note, func(q string) { _, _ = d.stmt(context.Background(), q) })
 	// A database that opens but cannot be written would drop messages
 	// later, silently: refuse it now.
 	if err := d.Probe(ctx); err != nil {
@@ -105,8 +108,10 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	return err
 }
 
-// Close closes the database.
+// Close lets the work handed in finish and commit, and closes the
+// database.
 func (d *DB) Close() error {
+	d.w.close()
 	var errs []error
 	d.stmts.Range(func(_, v any) bool {
 		errs = append(errs, v.(*sql.Stmt).Close())
@@ -121,7 +126,9 @@ func (d *DB) Close() error {
 // calls; a turn cut short still records what it did.
 func quick(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
 
-// stmt returns the prepared statement for query, preparing it once.
+// stmt returns the prepared statement for query, preparing it once. It
+// must not run while the writer holds the connection in a transaction
+// (Open, or the writer between batches).
 func (d *DB) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	if s, ok := d.stmts.Load(query); ok {
 		return s.(*sql.Stmt), nil
@@ -137,59 +144,76 @@ func (d *DB) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	return s, nil
 }
 
-// exec runs a cached statement, inside tx when it is not nil.
-func (d *DB) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (res sql.Result, err error) {
-	defer func() {
-		if tx == nil {
-			d.note(err)
-		}
-	}()
-	ctx = quick(ctx)
-	if tx != nil {
-		if s, ok := d.stmts.Load(query); ok {
-			return tx.StmtContext(ctx, s.(*sql.Stmt)).ExecContext(ctx, args...)
-		}
-		return tx.ExecContext(ctx, query, args...)
+// cached returns query's prepared statement inside tx, or nil when it is
+// not prepared yet: then the writer prepares it after the batch.
+func (d *DB) cached(ctx context.Context, tx *sql.Tx, query string) *sql.Stmt {
+	if s, ok := d.stmts.Load(query); ok {
+		return tx.StmtContext(ctx, s.(*sql.Stmt))
 	}
-	s, err := d.stmt(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	return s.ExecContext(ctx, args...)
+	d.w.prepareLater(query)
+	return nil
 }
 
-// queryRow runs a cached single-row query, inside tx when it is not nil.
+// exec runs a statement: inside tx when it is not nil (the caller is a
+// job), else as a job of its own.
+func (d *DB) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (res sql.Result, err error) {
+	if tx == nil {
+		err = d.w.do(func(tx *sql.Tx) error {
+			res, err = d.exec(ctx, tx, query, args...)
+			return err
+		}, false, false)
+		return res, err
+	}
+	ctx = quick(ctx)
+	if s := d.cached(ctx, tx, query); s != nil {
+		return s.ExecContext(ctx, args...)
+	}
+	return tx.ExecContext(ctx, query, args...)
+}
+
+// queryRow runs a single-row query inside tx (the caller is a job).
 func (d *DB) queryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
 	ctx = quick(ctx)
-	if tx != nil {
-		if s, ok := d.stmts.Load(query); ok {
-			return tx.StmtContext(ctx, s.(*sql.Stmt)).QueryRowContext(ctx, args...)
-		}
-		return tx.QueryRowContext(ctx, query, args...)
+	if s := d.cached(ctx, tx, query); s != nil {
+		return s.QueryRowContext(ctx, args...)
 	}
-	s, err := d.stmt(ctx, query)
-	if err != nil {
-		// Let Scan report the error: run the query unprepared.
-		return d.db.QueryRowContext(ctx, query, args...)
-	}
-	return s.QueryRowContext(ctx, args...)
+	return tx.QueryRowContext(ctx, query, args...)
 }
 
-// query runs a cached multi-row query.
-func (d *DB) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	ctx = quick(ctx)
-	s, err := d.stmt(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	return s.QueryContext(ctx, args...)
+// row runs a single-row query as a job and scans it into dest.
+func (d *DB) row(ctx context.Context, query string, args []any, dest ...any) error {
+	return d.w.do(func(tx *sql.Tx) error { return d.queryRow(ctx, tx, query, args...).Scan(dest...) }, false, false)
+}
+
+// each runs a query as a job and calls fn for every row.
+func (d *DB) each(ctx context.Context, query string, args []any, fn func(*sql.Rows) error) error {
+	return d.w.do(func(tx *sql.Tx) error {
+		ctx := quick(ctx)
+		var rows *sql.Rows
+		var err error
+		if s := d.cached(ctx, tx, query); s != nil {
+			rows, err = s.QueryContext(ctx, args...)
+		} else {
+			rows, err = tx.QueryContext(ctx, query, args...)
+		}
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			if err := fn(rows); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	}, false, false)
 }
 
 // Check runs SQLite's integrity check and returns an error unless it
 // reports "ok".
 func (d *DB) Check(ctx context.Context) error {
 	var res string
-	if err := d.db.QueryRowContext(ctx, "PRAGMA integrity_check").Scan(&res); err != nil {
+	if err := d.row(ctx, "PRAGMA integrity_check", nil, &res); err != nil {
 		return fmt.Errorf("sqlite: integrity check: %w", err)
 	}
 	if res != "ok" {
@@ -198,16 +222,14 @@ func (d *DB) Check(ctx context.Context) error {
 	return nil
 }
 
-func (d *DB) tx(ctx context.Context, fn func(*sql.Tx) error) (err error) {
-	defer func() { d.note(err) }()
-	tx, err := d.db.BeginTx(quick(ctx), nil)
-	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		return errors.Join(err, tx.Rollback())
-	}
-	return tx.Commit()
+// tx runs fn as one job: its statements apply together or not at all.
+func (d *DB) tx(_ context.Context, fn func(*sql.Tx) error) error {
+	return d.w.do(fn, true, false)
+}
+
+// durableTx is tx that returns only once fn's writes are committed.
+func (d *DB) durableTx(_ context.Context, fn func(*sql.Tx) error) error {
+	return d.w.do(fn, true, true)
 }
 
 // note records the outcome of a write for Health.

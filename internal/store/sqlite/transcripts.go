@@ -75,31 +75,27 @@ func (d *DB) insertTurn(ctx context.Context, tx *sql.Tx, key string, gen int, se
 
 // Transcript implements store.Transcripts.
 func (d *DB) Transcript(ctx context.Context, key string) ([]store.Turn, error) {
-	rows, err := d.query(ctx, `
+	var out []store.Turn
+	err := d.each(ctx, `
 		SELECT t.seq, t.role, t.text, t.tool_calls, t.tool_call_id, t.partial, t.at
 		FROM turns t JOIN sessions s ON s.key = t.session_key AND s.generation = t.generation
-		WHERE t.session_key = ? ORDER BY t.seq`, key)
-	if err != nil {
-		return nil, fmt.Errorf("transcript of %s: %w", key, err)
-	}
-	defer rows.Close()
-	var out []store.Turn
-	for rows.Next() {
+		WHERE t.session_key = ? ORDER BY t.seq`, []any{key}, func(rows *sql.Rows) error {
 		var t store.Turn
 		var role, calls string
 		var at int64
 		if err := rows.Scan(&t.Seq, &role, &t.Text, &calls, &t.ToolCallID, &t.Partial, &at); err != nil {
-			return nil, fmt.Errorf("transcript of %s: %w", key, err)
+			return err
 		}
 		t.Role, t.At = store.Role(role), fromMillis(at)
 		if calls != "" {
 			if err := json.Unmarshal([]byte(calls), &t.ToolCalls); err != nil {
-				return nil, fmt.Errorf("transcript of %s: turn %d tool calls: %w", key, t.Seq, err)
+				return fmt.Errorf("turn %d tool calls: %w", t.Seq, err)
 			}
 		}
 		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("transcript of %s: %w", key, err)
 	}
 	return out, nil
