@@ -1,0 +1,130 @@
+package lanes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// TestOrderPerKeyAndParallelAcrossKeys: the items of one key run one after
+// the other in submission order; different keys run side by side, on at
+// most Workers goroutines.
+func TestOrderPerKeyAndParallelAcrossKeys(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New(Options{Workers: 3, Capacity: 1000})
+		var mu sync.Mutex
+		got := map[string][]int{}
+		running, peak := 0, 0
+		for i := range 100 {
+			for _, key := range []string{"a", "b", "c", "d", "e"} {
+				if err := l.Submit(context.Background(), key, func() {
+					mu.Lock()
+					running++
+					peak = max(peak, running)
+					got[key] = append(got[key], i)
+					mu.Unlock()
+					time.Sleep(time.Millisecond) // work takes time
+					mu.Lock()
+					running--
+					mu.Unlock()
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		l.Close()
+		for key, seq := range got {
+			if len(seq) != 100 || !slices.IsSorted(seq) {
+				t.Errorf("%s ran out of order or not all: %v", key, seq)
+			}
+		}
+		if peak != 3 {
+			t.Errorf("%d items ran at once; want the 3 workers busy", peak)
+		}
+	})
+}
+
+// TestOneKeyNeverRunsTwiceAtOnce: a lane's items never overlap, even with
+// idle workers.
+func TestOneKeyNeverRunsTwiceAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New(Options{Workers: 8})
+		var mu sync.Mutex
+		running, peak := 0, 0
+		for range 50 {
+			_ = l.Submit(context.Background(), "chat", func() {
+				mu.Lock()
+				running++
+				peak = max(peak, running)
+				mu.Unlock()
+				time.Sleep(time.Millisecond)
+				mu.Lock()
+				running--
+				mu.Unlock()
+			})
+		}
+		l.Close()
+		if peak != 1 {
+			t.Errorf("one chat ran %d items at once", peak)
+		}
+	})
+}
+
+// TestFullQueueHoldsSubmittersBack: Submit blocks at Capacity until an
+// item ends; TrySubmit gives up after its wait.
+func TestFullQueueHoldsSubmittersBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New(Options{Workers: 1, Capacity: 2})
+		release := make(chan struct{})
+		for range 2 {
+			if err := l.Submit(context.Background(), "k", func() { <-release }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		submitted := make(chan error, 1)
+		go func() { submitted <- l.Submit(context.Background(), "other", func() {}) }()
+		synctest.Wait()
+		select {
+		case err := <-submitted:
+			t.Fatalf("a third item was taken at capacity 2: %v", err)
+		default:
+		}
+		start := time.Now()
+		if err := l.TrySubmit(context.Background(), "x", time.Second, func() {}); !errors.Is(err, ErrFull) || time.Since(start) != time.Second {
+			t.Errorf("TrySubmit: %v after %v", err, time.Since(start))
+		}
+		release <- struct{}{}
+		if err := <-submitted; err != nil {
+			t.Fatal(err)
+		}
+		close(release)
+		l.Close()
+		if n := l.Len(); n != 0 {
+			t.Errorf("%d left", n)
+		}
+		if err := l.Submit(context.Background(), "k", func() {}); !errors.Is(err, ErrClosed) {
+			t.Errorf("after Close: %v", err)
+		}
+	})
+}
+
+// TestPanicStaysInItsItem: a panicking item is reported and the lane goes
+// on.
+func TestPanicStaysInItsItem(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var reported []string
+		l := New(Options{OnPanic: func(v any) { reported = append(reported, fmt.Sprint(v)) }})
+		ran := false
+		_ = l.Submit(context.Background(), "k", func() { panic("boom") })
+		_ = l.Submit(context.Background(), "k", func() { ran = true })
+		l.Close()
+		if !ran || len(reported) != 1 || reported[0] != "boom" {
+			t.Errorf("ran %v, reported %v", ran, reported)
+		}
+	})
+}
