@@ -75,11 +75,12 @@ type Sink interface {
 // Taker is a Sink that takes a message in at once and reports its outcome
 // later. An adapter that calls Take for the messages of one chat one after
 // the other, as they arrive, keeps them in order without waiting for any
-// reply. The channel, nil when there is nothing to wait for, receives what
-// Dispatch would have returned.
+// reply. done, when not nil, is called once with what Dispatch would have
+// returned: at once for a message that waits for nothing, later for one
+// whose batch is answered later. It must not block.
 type Taker interface {
 	Sink
-	Take(ctx context.Context, m msg.Message, r Replier) <-chan error
+	Take(ctx context.Context, m msg.Message, r Replier, done func(error))
 }
 
 // Adapter is one chat channel.

@@ -67,9 +67,9 @@ func answer(entries []aggregate.Entry[held], err error) {
 			continue
 		}
 		if i == 0 {
-			e.Tag.done <- err
+			e.Tag.done(err)
 		} else {
-			e.Tag.done <- channel.ErrMerged
+			e.Tag.done(channel.ErrMerged)
 		}
 	}
 }

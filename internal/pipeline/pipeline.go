@@ -116,7 +116,7 @@ type held struct {
 	r   channel.Replier
 	ref int64
 	// done, when set, learns the outcome of the entry's batch.
-	done chan<- error
+	done func(error)
 }
 
 // Pipeline is one account's inbound path. It implements channel.Sink.
@@ -192,10 +192,13 @@ func New(o Options) (*Pipeline, []string) {
 // the batch's first message, channel.ErrMerged for the rest); any other
 // message once buffered. It is Take followed by waiting.
 func (p *Pipeline) Dispatch(ctx context.Context, m msg.Message, r channel.Replier) error {
-	answered := p.Take(ctx, m, r)
-	if answered == nil {
-		return nil
-	}
+	answered := make(chan error, 1)
+	p.Take(ctx, m, r, func(err error) {
+		select {
+		case answered <- err:
+		default: // told once already
+		}
+	})
 	select {
 	case err := <-answered:
 		return err
@@ -206,15 +209,19 @@ func (p *Pipeline) Dispatch(ctx context.Context, m msg.Message, r channel.Replie
 
 // Take takes m in: it is buffered (and its /summary or batch started)
 // before Take returns, so a caller that calls Take for the messages of a
-// chat one after the other keeps their order. The returned channel, nil
-// when there is nothing to wait for, receives the outcome once m has been
-// answered (see Dispatch).
-func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier) <-chan error {
+// chat one after the other keeps their order. done (when not nil) learns
+// the outcome (see Dispatch): at once for a message that waits for
+// nothing, when its batch or summary is answered otherwise.
+func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier, done func(error)) {
+	if done == nil {
+		done = func(error) {}
+	}
 	p.mu.Lock()
 	closed := p.closed
 	p.mu.Unlock()
 	if closed {
-		return fail(channel.ErrClosed)
+		done(channel.ErrClosed)
+		return
 	}
 	bot := trigger.Bot{Self: p.opts.Bot.Self(), SentByBot: func(id msg.MessageID) bool { return p.opts.Bot.SentByBot(ctx, id) }}
 	// What the user typed, without the leading mention of the bot: the
@@ -228,16 +235,15 @@ func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier) <
 	}
 	if count, ok := p.summaryCount(m, typed); ok {
 		// The command enters no buffer; its summary runs on its own.
-		done := make(chan error, 1)
 		if m.Peer.Kind == msg.Group {
 			p.ack(m)
 		}
 		p.spawn(func(ctx context.Context) {
 			err := errPanicked // until the summary returns
-			defer func() { done <- err }()
+			defer func() { done(err) }()
 			err = p.summary(ctx, m, count, r)
 		})
-		return done
+		return
 	}
 	d := p.eval.Evaluate(m, bot)
 	if d.Triggered && m.Peer.Kind == msg.Group {
@@ -262,25 +268,22 @@ func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier) <
 			p.unbuffer(p.history.Add(peer, m, refs.history)...)
 		}
 	})
-	var answered chan error
+	waiting := false // for its batch to be answered
 	if want.realtime {
 		p.isolate("realtime", func() {
-			done := make(chan error, 1)
 			e := aggregate.Entry[held]{Message: m, Tag: held{r: r, ref: refs.realtime, done: done}}
 			if command {
 				// A command acts on its own, now: the burst before it is
 				// answered without it, or dropped when the user says stop.
 				p.endWindowFor(rtKey, p.opts.IsAbort(typed))
-				p.realtime.Accept(rtKey, e, true, d.Reason)
+				waiting = p.realtime.Accept(rtKey, e, true, d.Reason)
 				p.realtime.FlushNow(rtKey, msg.FlushImmediate)
-				answered = done
 				return
 			}
-			if !p.realtime.Accept(rtKey, e, d.Triggered, d.Reason) {
+			// Accepted, it learns its outcome when its batch is answered.
+			if waiting = p.realtime.Accept(rtKey, e, d.Triggered, d.Reason); !waiting {
 				p.unbuffer(refs.realtime) // the window it was to join had just ended
-				return
 			}
-			answered = done
 		})
 	}
 	p.isolate("digest", func() {
@@ -292,19 +295,14 @@ func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier) <
 		}
 	})
 	// Like a message sent to a person, a message in a window is done when
-	// its batch is answered.
-	return answered
+	// its batch is answered; any other once it is buffered.
+	if !waiting {
+		done(nil)
+	}
 }
 
 // errPanicked is the outcome of a turn whose dispatch panicked.
 var errPanicked = errors.New("pipeline: the turn panicked")
-
-// fail is an outcome known at once.
-func fail(err error) <-chan error {
-	c := make(chan error, 1)
-	c <- err
-	return c
-}
 
 // endWindowFor ends the realtime window a command arrives in: flushed as a
 // batch of its own, or, for a stop word, dropped (its messages stay in the
@@ -318,7 +316,7 @@ func (p *Pipeline) endWindowFor(key string, stop bool) {
 	for _, e := range dropped {
 		p.unbuffer(e.Tag.ref)
 		if e.Tag.done != nil {
-			e.Tag.done <- channel.ErrStopped
+			e.Tag.done(channel.ErrStopped)
 		}
 	}
 	if len(dropped) > 0 {

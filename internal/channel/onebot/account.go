@@ -103,8 +103,6 @@ type Account struct {
 	started bool
 	// connectedBefore: a connection was up once, so the next one backfills.
 	connectedBefore bool
-	// lanes take each chat's messages in arrival order.
-	lanes chatLanes
 	// lastSeen is when each chat's newest message was sent, for backfill.
 	lastSeen   map[msg.Peer]time.Time
 	lastPruned time.Time
@@ -450,19 +448,8 @@ func (a *Account) admit(ctx context.Context, self ID, m msg.Message, sink channe
 		wg.Go(func() { report(sink.Dispatch(ctx, m, r)) })
 		return
 	}
-	// The messages of a chat are taken in as they came; waiting for the
-	// reply happens off the chat's lane.
-	a.lanes.run(m.Peer, wg, func() {
-		answered := taker.Take(ctx, m, r)
-		if answered == nil {
-			return
-		}
-		wg.Go(func() {
-			select {
-			case err := <-answered:
-				report(err)
-			case <-ctx.Done():
-			}
-		})
-	})
+	// Taken in here, on the reading goroutine, in arrival order: the sink
+	// queues it on its chat's lane (blocking, which stops the reading,
+	// while the lanes are full) and reports the outcome when there is one.
+	taker.Take(ctx, m, r, report)
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/coder/websocket"
 
@@ -148,14 +149,26 @@ func (a *Account) ServePost(w http.ResponseWriter, r *http.Request) {
 	if in == nil {
 		return
 	}
+	// While pincer is saturated the event waits a moment for room, then
+	// the implementation is asked to try again later: nothing is dropped.
+	full := time.NewTimer(PostWait)
+	defer full.Stop()
 	select {
 	case in.posts <- post{body: body, header: header}:
 		w.WriteHeader(http.StatusNoContent)
+	case <-full.C:
+		a.refused.warn(a.log, "event POST refused: pincer is saturated; the implementation should retry", "remote", r.RemoteAddr)
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "busy: retry later", http.StatusServiceUnavailable)
 	case <-in.stopped:
 		http.Error(w, "shutting down", http.StatusServiceUnavailable)
 	case <-r.Context().Done():
 	}
 }
+
+// PostWait is how long a POSTed event waits for room in a saturated
+// pincer before it is answered 503.
+const PostWait = 2 * time.Second
 
 // foreignSelf returns the QQ number a POSTed event is for when it is not
 // the account's (configured, or learnt from a connection): its X-Self-ID
