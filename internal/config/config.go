@@ -41,7 +41,7 @@ func Default() Config {
 			MaxConcurrent:  min(16, max(8, runtime.NumCPU())),
 		}},
 		Messages: Messages{
-			Inbound: Inbound{ByChannel: map[string]int{}, DedupTTLMs: defaultDedupTTLMs, MaxChars: defaultInboundMaxChars},
+			Inbound: Inbound{ByChannel: map[string]int{}, DedupTTLMs: defaultDedupTTLMs, MaxChars: defaultInboundMaxChars, Queue: defaultInboundQueue},
 			Queue:   Queue{Mode: "steer", Cap: 20, Drop: "summarize", DebounceMs: 500, ByChannel: map[string]string{}},
 			Outbox:  Outbox{MaxAgeMs: defaultOutboxMaxAgeMs},
 		},

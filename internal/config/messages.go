@@ -73,6 +73,22 @@ type Inbound struct {
 	// MaxChars is the most characters of one inbound message that reach
 	// the agent; the rest is cut and （已截断） appended. At least 1.
 	MaxChars int `json:"maxChars"`
+	// Queue bounds the inbound messages waiting to be taken in, all chats
+	// together. A full queue stops reading from the platform (which
+	// buffers) and answers event POSTs 503 (which are retried): nothing is
+	// dropped and memory stays flat. At least 16.
+	Queue int `json:"queue"`
+}
+
+// defaultInboundQueue is the default of Inbound.Queue.
+const defaultInboundQueue = 4096
+
+// QueueOrDefault returns Queue, the default of 4096 when it is unset.
+func (in Inbound) QueueOrDefault() int {
+	if in.Queue == 0 {
+		return defaultInboundQueue
+	}
+	return in.Queue
 }
 
 // defaultDedupTTLMs is the default of Inbound.DedupTTLMs: 20 minutes.
@@ -135,6 +151,9 @@ func (in Inbound) Validate() error {
 	}
 	if in.MaxChars < 1 {
 		errs = append(errs, problem("maxChars", "must be at least 1, got %d", in.MaxChars))
+	}
+	if in.Queue < 16 {
+		errs = append(errs, problem("queue", "must be at least 16, got %d", in.Queue))
 	}
 	for ch, v := range in.ByChannel {
 		if v < 0 {

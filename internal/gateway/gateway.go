@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"sync"
 	"time"
 
@@ -27,6 +28,7 @@ import (
 	"github.com/pincerbot/pincer/internal/config"
 	"github.com/pincerbot/pincer/internal/engine"
 	"github.com/pincerbot/pincer/internal/httpapi"
+	"github.com/pincerbot/pincer/internal/lanes"
 	"github.com/pincerbot/pincer/internal/llm"
 	"github.com/pincerbot/pincer/internal/llm/anthropic"
 	"github.com/pincerbot/pincer/internal/llm/openai"
@@ -140,6 +142,14 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	}
 	out := outbox.New(outbox.Options{Store: st, MaxAge: cfg.Messages.Outbox.MaxAge(), Metrics: outboxMetrics, Logger: log})
 	defer out.Close()
+	// Every inbound message is taken in on its chat's lane, in arrival
+	// order, by a bounded set of workers shared by all chats; a full queue
+	// holds the channels' readers back.
+	ingest := lanes.New(lanes.Options{
+		Workers: max(8, 4*runtime.GOMAXPROCS(0)), Capacity: cfg.Messages.Inbound.QueueOrDefault(),
+		OnPanic: func(v any) { log.Error("taking a message in panicked", "panic", fmt.Sprint(v)) },
+	})
+	defer ingest.Close()
 	d := cfg.Agents.Defaults
 	loc, err := d.Envelope.Location()
 	if err != nil {
@@ -232,10 +242,10 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 			return err
 		}
 		pipes = append(pipes, wp)
-		sink = wp
+		sink = lanes.Sink{Lanes: ingest, Next: wp}
 		// Bursts are merged before the pipeline when messages.inbound asks.
 		if in := cfg.Messages.Inbound; in.Enabled() {
-			deb = engine.NewDebouncer(wp, engine.DebounceOptions{
+			deb = engine.NewDebouncer(sink, engine.DebounceOptions{
 				Window:  func(ch msg.ChannelID) time.Duration { return in.Window(string(ch)) },
 				MaxWait: time.Duration(in.MaxWaitMs) * time.Millisecond,
 				Bypass:  func(m msg.Message) bool { return eng.Commands().IsControl(m.Text) },
@@ -307,7 +317,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	chCtx, closeChannels := context.WithCancel(context.WithoutCancel(ctx))
 	defer closeChannels()
 	if qqs != nil {
-		g.Go(func() error { return qqs.channel.Run(chCtx, router) })
+		g.Go(func() error { return qqs.channel.Run(chCtx, lanes.Sink{Lanes: ingest, Next: router}) })
 	}
 	g.Go(func() error {
 		select {

@@ -186,12 +186,13 @@ func (r accountRouter) Dispatch(ctx context.Context, m msg.Message, rep channel.
 	return s.Dispatch(ctx, m, rep)
 }
 
-func (r accountRouter) Take(ctx context.Context, m msg.Message, rep channel.Replier) <-chan error {
+func (r accountRouter) Take(ctx context.Context, m msg.Message, rep channel.Replier, done func(error)) {
 	s, ok := r[m.Account]
 	if !ok {
-		c := make(chan error, 1)
-		c <- fmt.Errorf("gateway: no pipeline for account %q", m.Account)
-		return c
+		if done != nil {
+			done(fmt.Errorf("gateway: no pipeline for account %q", m.Account))
+		}
+		return
 	}
-	return s.Take(ctx, m, rep)
+	s.Take(ctx, m, rep, done)
 }
