@@ -94,6 +94,9 @@ type Message struct {
 	AtAll bool
 	// ReplyTo is the id of the quoted message, if any.
 	ReplyTo MessageID
+	// ReplyToSender is the quoted message's author when the platform says
+	// so (QQ inserts an @ of them after the quote); empty when unknown.
+	ReplyToSender UserID `json:",omitempty"`
 	// ForwardIDs lists merged-forward containers carried by the message.
 	ForwardIDs []ForwardID
 }

@@ -107,7 +107,7 @@ func (e *Evaluator) Evaluate(m msg.Message, bot Bot) Decision {
 	if group && bot.Self != "" && m.Mentioned(bot.Self) {
 		return Decision{Triggered: true, Reason: msg.TriggerMention}
 	}
-	if group && r.TriggerOnReplyToSelf && m.ReplyTo != "" && bot.SentByBot != nil && bot.SentByBot(m.ReplyTo) {
+	if group && r.TriggerOnReplyToSelf && m.ReplyTo != "" && repliesToBot(m, bot) {
 		return Decision{Triggered: true, Reason: msg.TriggerReplyToSelf}
 	}
 	if k, ok := e.keyword(m.Text); ok {
@@ -178,4 +178,14 @@ func StripLeadingMention(m msg.Message, self msg.UserID) string {
 		}
 	}
 	return text
+}
+
+// repliesToBot reports whether m quotes one of the bot's messages: when the
+// platform named the quoted message's author that settles it, else the
+// bot is asked (which may take a look-up).
+func repliesToBot(m msg.Message, bot Bot) bool {
+	if m.ReplyToSender != "" {
+		return bot.Self != "" && m.ReplyToSender == bot.Self
+	}
+	return bot.SentByBot != nil && bot.SentByBot(m.ReplyTo)
 }

@@ -157,3 +157,23 @@ func TestStripLeadingMention(t *testing.T) {
 		t.Errorf("unknown self strips nothing: %q", got)
 	}
 }
+
+// TestQuotedAuthorSettlesReplyToSelf: when the platform names the quoted
+// message's author, the bot is not asked whose message it was.
+func TestQuotedAuthorSettlesReplyToSelf(t *testing.T) {
+	e, _ := New(Rules{Enabled: true, RequireMentionInGroup: true, TriggerOnReplyToSelf: true})
+	asked := 0
+	b := Bot{Self: self, SentByBot: func(msg.MessageID) bool { asked++; return true }}
+	m := msg.Message{Peer: msg.Peer{Kind: msg.Group, ID: "g"}, ReplyTo: "9", ReplyToSender: "someone-else", Text: "同意"}
+	if d := e.Evaluate(m, b); d.Triggered || asked != 0 {
+		t.Errorf("a reply to someone else: %+v, asked %d times", d, asked)
+	}
+	m.ReplyToSender = self
+	if d := e.Evaluate(m, b); !d.Triggered || d.Reason != msg.TriggerReplyToSelf || asked != 0 {
+		t.Errorf("a reply to the bot: %+v, asked %d times", d, asked)
+	}
+	m.ReplyToSender = ""
+	if d := e.Evaluate(m, b); !d.Triggered || asked != 1 {
+		t.Errorf("an unknown author: %+v, asked %d times", d, asked)
+	}
+}

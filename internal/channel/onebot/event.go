@@ -203,6 +203,11 @@ func fillFrom(m *msg.Message, segs *segments, depth int, self ID, limit int, sho
 		if afterReply {
 			afterReply = false
 			if seg.Kind == msg.SegAt && !seg.AtAll && (self == 0 || seg.Target != msg.UserID(self.String())) {
+				// QQ's @ of the quoted message's author: not a mention, but
+				// it says whose message is quoted.
+				if self != 0 {
+					m.ReplyToSender = seg.Target
+				}
 				continue
 			}
 		}

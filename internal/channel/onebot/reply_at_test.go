@@ -19,6 +19,7 @@ func TestAtAfterReply(t *testing.T) {
 		mentions []msg.UserID
 		text     string
 		typed    string // the text after the leading mention strip
+		quoted   msg.UserID
 	}{
 		"reply then the bot": {
 			message:  `[{"type":"reply","data":{"id":"50"}},{"type":"at","data":{"qq":"3300000001"}},{"type":"text","data":{"text":" 这是什么"}}]`,
@@ -30,11 +31,11 @@ func TestAtAfterReply(t *testing.T) {
 		},
 		"reply then the quoted author": {
 			message: `[{"type":"reply","data":{"id":"50"}},{"type":"at","data":{"qq":"10002"}},{"type":"text","data":{"text":" 八点，老地方"}}]`,
-			text:    "八点，老地方", typed: "八点，老地方",
+			text:    "八点，老地方", typed: "八点，老地方", quoted: "10002",
 		},
 		"reply, the quoted author, then the bot": {
 			message:  `[{"type":"reply","data":{"id":"50"}},{"type":"at","data":{"qq":"10002"}},{"type":"text","data":{"text":" "}},{"type":"at","data":{"qq":"3300000001"}},{"type":"text","data":{"text":" 这是什么"}}]`,
-			mentions: []msg.UserID{self}, text: "@3300000001 这是什么", typed: "这是什么",
+			mentions: []msg.UserID{self}, text: "@3300000001 这是什么", typed: "这是什么", quoted: "10002",
 		},
 		"CQ string: reply then the bot": {
 			message:  `"[CQ:reply,id=-5][CQ:at,qq=3300000001] 在吗"`,
@@ -60,6 +61,9 @@ func TestAtAfterReply(t *testing.T) {
 			}
 			if m.ReplyTo == "" {
 				t.Error("the reply is kept")
+			}
+			if m.ReplyToSender != tt.quoted {
+				t.Errorf("the quoted author %q, want %q (from QQ's @ after the quote)", m.ReplyToSender, tt.quoted)
 			}
 		})
 	}
