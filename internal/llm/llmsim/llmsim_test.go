@@ -1,0 +1,93 @@
+package llmsim
+
+import (
+	"context"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pincerbot/pincer/internal/llm"
+	"github.com/pincerbot/pincer/internal/llm/openai"
+)
+
+// TestServerStreamsToTheOpenAIProvider talks to the server through
+// pincer's own OpenAI provider: the answer arrives whole after the
+// latency, and the hooks see the request and the end of the answer.
+func TestServerStreamsToTheOpenAIProvider(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var seen []Request
+	var doneAt time.Time
+	const latency = 50 * time.Millisecond
+	s := Serve(ln, Options{
+		Latency: latency,
+		Chunks:  4,
+		Reply:   func(r Request) string { return "回答：" + r.LastUser() },
+		OnRequest: func(r Request) {
+			mu.Lock()
+			defer mu.Unlock()
+			seen = append(seen, r)
+		},
+		OnDone: func(_ Request, at time.Time) {
+			mu.Lock()
+			defer mu.Unlock()
+			doneAt = at
+		},
+	})
+	defer s.Close()
+	p := openai.New("sim", llm.Endpoint{BaseURL: s.URL + "/v1", APIKey: "k"})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	var text strings.Builder
+	var stop string
+	for ev, err := range p.Stream(ctx, llm.Request{Model: "bench", System: "sys", Messages: []llm.Message{
+		{Role: llm.RoleUser, Text: "早上好"}, {Role: llm.RoleAssistant, Text: "你好"}, {Role: llm.RoleUser, Text: "明天几点集合？"},
+	}}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch ev.Kind {
+		case llm.EventText:
+			text.WriteString(ev.Text)
+		case llm.EventDone:
+			stop = ev.StopReason
+		}
+	}
+	if elapsed := time.Since(start); elapsed < latency {
+		t.Errorf("answered after %s, before the latency of %s", elapsed, latency)
+	}
+	if text.String() != "回答：明天几点集合？" || stop != "stop" {
+		t.Errorf("streamed %q, stop %q", text.String(), stop)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 1 || seen[0].Model != "bench" || !seen[0].Stream || len(seen[0].Messages) != 4 || seen[0].Messages[0].Role != "system" {
+		t.Fatalf("requests seen: %+v", seen)
+	}
+	if doneAt.Sub(seen[0].At) < latency {
+		t.Errorf("done %s after the request, before the latency", doneAt.Sub(seen[0].At))
+	}
+}
+
+func TestPiecesKeepRunesWhole(t *testing.T) {
+	for _, tc := range []struct {
+		s string
+		n int
+	}{{"收到，这就回答你 (#123)", 3}, {"ok", 3}, {"", 2}, {"abcdefg", 7}, {"一二三", 5}} {
+		got := pieces(tc.s, tc.n)
+		if strings.Join(got, "") != tc.s || len(got) > max(tc.n, 1) {
+			t.Errorf("pieces(%q, %d) = %q", tc.s, tc.n, got)
+		}
+		for _, p := range got {
+			if !strings.ContainsRune(p, '\uFFFD') && strings.ToValidUTF8(p, "\uFFFD") != p {
+				t.Errorf("pieces(%q, %d) cut a rune: %q", tc.s, tc.n, got)
+			}
+		}
+	}
+}
