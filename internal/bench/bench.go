@@ -1,0 +1,468 @@
+// Package bench measures a whole pincer under load, end to end: it runs
+// pincer serve as a child process against a OneBot v11 simulator and a
+// fake OpenAI-compatible model that live in the calling process, drives a
+// burst of messages and a steady rate of them with @s of the bot, and
+// reports throughput, CPU, memory, goroutines, reply latencies and
+// whether every message and reply is accounted for. A baseline, a reader
+// that only decodes the same frames, runs beside it as a yardstick.
+// pincer bench is its command line. It does not import testing.
+package bench
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite" // reads pincer's store after a run
+
+	"github.com/pincerbot/pincer/internal/llm/llmsim"
+)
+
+// Defaults: the reference run.
+const (
+	DefaultMessages     = 100_000
+	DefaultBurstGroups  = 100
+	DefaultSteadyGroups = 2_000
+	DefaultSenders      = 1_000
+	DefaultRate         = 1_000
+	DefaultDuration     = 30 * time.Second
+	DefaultEvery        = 10
+	DefaultLatency      = 20 * time.Millisecond
+	DefaultTimeout      = 10 * time.Minute
+)
+
+// SelfID is the bot's QQ number in every run.
+const SelfID = 3300000001
+
+// Scenarios.
+const (
+	Burst  = "burst"
+	Steady = "steady"
+	Both   = "both"
+)
+
+// Config describes one invocation.
+type Config struct {
+	// Scenario is Burst, Steady or Both.
+	Scenario string
+	// Messages is the burst's size, before its final @.
+	Messages int
+	// Groups spreads the messages over this many groups; 0 means the
+	// scenario's default (DefaultBurstGroups, DefaultSteadyGroups).
+	Groups int
+	// Senders is how many people speak.
+	Senders int
+	// Rate is the steady scenario's events per second, for Duration;
+	// every Every-th of them @s the bot.
+	Rate     int
+	Duration time.Duration
+	Every    int
+	// Latency is the fake model's time to its first token.
+	Latency time.Duration
+	// Realtime and History switch pincer's receive modes.
+	Realtime, History bool
+	// Timeout bounds a burst, and the wait for the steady scenario's last
+	// replies (which is at most 30 s longer than the model's latency).
+	Timeout time.Duration
+
+	// Serve returns the command that runs pincer serve with a
+	// configuration file; Reader the one that runs the baseline's reader
+	// (Read) against url. Both are needed.
+	Serve  func(configPath string) *exec.Cmd
+	Reader func(url string, self int64) *exec.Cmd
+	// Version names the pincer measured.
+	Version string
+	// Dir holds the runs' files (os.TempDir when empty); they are removed
+	// afterwards unless Keep.
+	Dir  string
+	Keep bool
+	// Progress, when set, receives a line as each phase starts.
+	Progress io.Writer
+}
+
+func (c *Config) fill() error {
+	if c.Scenario == "" {
+		c.Scenario = Both
+	}
+	if c.Scenario != Burst && c.Scenario != Steady && c.Scenario != Both {
+		return fmt.Errorf("bench: scenario %q: want burst, steady or both", c.Scenario)
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.Serve == nil || c.Reader == nil {
+		return errors.New("bench: Config.Serve and Config.Reader are required")
+	}
+	for _, v := range []struct {
+		name string
+		n    int
+	}{{"messages", c.Messages}, {"senders", c.Senders}, {"rate", c.Rate}, {"every", c.Every}} {
+		if v.n < 1 {
+			return fmt.Errorf("bench: %s must be at least 1, got %d", v.name, v.n)
+		}
+	}
+	if c.Groups < 0 {
+		return fmt.Errorf("bench: groups must not be negative, got %d", c.Groups)
+	}
+	if c.Duration <= 0 && c.Scenario != Burst {
+		return fmt.Errorf("bench: duration must be positive, got %s", c.Duration)
+	}
+	if c.Latency < 0 {
+		return fmt.Errorf("bench: latency must not be negative, got %s", c.Latency)
+	}
+	return nil
+}
+
+func (c *Config) groups(def int) int {
+	if c.Groups > 0 {
+		return c.Groups
+	}
+	return def
+}
+
+func (c *Config) progress(format string, args ...any) {
+	if c.Progress != nil {
+		fmt.Fprintf(c.Progress, format+"\n", args...)
+	}
+}
+
+// Run runs the configured scenarios and reports them. An error means a
+// run could not be made (a process would not start, the context ended);
+// a run that lost or doubled messages or replies is reported with OK
+// false and its problems.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp(cfg.Dir, "pincer-bench-")
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	if cfg.Keep {
+		cfg.progress("bench: files kept in %s", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+	rep := &Report{Machine: machine(), Pincer: cfg.Version, Method: method}
+	unix := time.Now().Unix()
+	if cfg.Scenario != Steady {
+		b, err := runBurst(ctx, &cfg, filepath.Join(dir, "burst"), unix)
+		if err != nil {
+			return nil, err
+		}
+		rep.Burst = b
+		rep.Problems = append(rep.Problems, b.problems()...)
+	}
+	if cfg.Scenario != Burst {
+		s, err := runSteady(ctx, &cfg, filepath.Join(dir, "steady"), unix)
+		if err != nil {
+			return nil, err
+		}
+		rep.Steady = s
+		rep.Problems = append(rep.Problems, s.problems()...)
+	}
+	rep.OK = len(rep.Problems) == 0
+	return rep, nil
+}
+
+const method = "pincer runs as a child process (pincer serve), so its CPU time (/proc/<pid>/stat), " +
+	"peak RSS (VmHWM) and goroutines (its /metrics) are its own; the OneBot simulator, the fake model " +
+	"and the load generator run in the bench process"
+
+// model counts the fake model's requests and answers per @.
+type model struct {
+	mu        sync.Mutex
+	requests  int
+	firstReq  map[int64]time.Time
+	firstDone map[int64]time.Time
+}
+
+func newModel() *model {
+	return &model{firstReq: map[int64]time.Time{}, firstDone: map[int64]time.Time{}}
+}
+
+func (m *model) options(latency time.Duration) llmsim.Options {
+	return llmsim.Options{
+		Latency: latency,
+		Reply: func(r llmsim.Request) string {
+			if id, ok := tokenID(r.LastUser()); ok {
+				return "收到，这就回答你 " + Token(id)
+			}
+			return "ok"
+		},
+		OnRequest: func(r llmsim.Request) {
+			id, ok := tokenID(r.LastUser())
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			m.requests++
+			if _, seen := m.firstReq[id]; ok && !seen {
+				m.firstReq[id] = r.At
+			}
+		},
+		OnDone: func(r llmsim.Request, at time.Time) {
+			id, ok := tokenID(r.LastUser())
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			if _, seen := m.firstDone[id]; ok && !seen {
+				m.firstDone[id] = at
+			}
+		},
+	}
+}
+
+// rig is one pincer under test with its simulated QQ and model.
+type rig struct {
+	dir    string
+	db     string
+	qq     *qq
+	llm    *llmsim.Server
+	model  *model
+	pincer *child
+	base   string // pincer's HTTP root
+}
+
+var readyURL = regexp.MustCompile(`open (http://[^\s/]+)`)
+
+// startPincer starts the simulators and pincer serve on them, and waits
+// until pincer is connected and healthy.
+func startPincer(ctx context.Context, cfg *Config, dir string) (_ *rig, err error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	r := &rig{dir: dir, db: filepath.Join(dir, "pincer.db"), model: newModel()}
+	defer func() {
+		if err != nil {
+			r.close()
+		}
+	}()
+	if r.qq, err = startQQ(SelfID); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("bench: fake model: %w", err)
+	}
+	r.llm = llmsim.Serve(ln, r.model.options(cfg.Latency))
+	conf := map[string]any{
+		"gateway": map[string]any{"listen": "127.0.0.1:0", "shutdownTimeoutMs": 10000},
+		"log":     map[string]any{"level": "warn"},
+		"store":   map[string]any{"path": r.db},
+		"models": map[string]any{
+			"providers": map[string]any{"sim": map[string]any{"api": "openai", "baseUrl": r.llm.URL + "/v1", "apiKey": "bench"}},
+			"aliases":   map[string]any{},
+		},
+		"agents": map[string]any{"defaults": map[string]any{
+			"model":     map[string]any{"primary": "sim/bench"},
+			"workspace": filepath.Join(dir, "workspace"),
+		}},
+		"channels": map[string]any{
+			"webchat": map[string]any{"enabled": false},
+			"onebot": map[string]any{
+				"wsUrl": r.qq.peer.URL, "selfId": strconv.FormatInt(SelfID, 10), "accessToken": "",
+				"receive": map[string]any{
+					"realtime": map[string]any{"enabled": cfg.Realtime},
+					"history":  map[string]any{"enabled": cfg.History},
+				},
+			},
+		},
+	}
+	text, err := json.MarshalIndent(conf, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("bench: config: %w", err)
+	}
+	path := filepath.Join(dir, "pincer.json5")
+	if err := os.WriteFile(path, text, 0o600); err != nil {
+		return nil, fmt.Errorf("bench: config: %w", err)
+	}
+	if r.pincer, err = startChild("pincer", cfg.Serve(path), filepath.Join(dir, "pincer.log")); err != nil {
+		return nil, err
+	}
+	wait, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	line, err := r.pincer.line(wait, "pincer is ready")
+	if err != nil {
+		return nil, err
+	}
+	m := readyURL.FindStringSubmatch(line)
+	if m == nil {
+		return nil, fmt.Errorf("bench: no URL in pincer's ready line %q", line)
+	}
+	r.base = m[1]
+	if err := r.qq.peer.Connected(wait); err != nil {
+		return nil, fmt.Errorf("bench: pincer did not connect to the simulator: %w%s", err, r.pincer.logTail())
+	}
+	if err := r.qq.push(wait, r.qq.lifecycle()); err != nil {
+		return nil, err
+	}
+	if err := healthy(wait, r.base); err != nil {
+		return nil, fmt.Errorf("%w%s", err, r.pincer.logTail())
+	}
+	return r, nil
+}
+
+// healthy waits for pincer's /healthz to answer ok.
+func healthy(ctx context.Context, base string) error {
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/healthz", nil)
+		if err != nil {
+			return fmt.Errorf("bench: healthz: %w", err)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err == nil {
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			var h struct {
+				Status string `json:"status"`
+			}
+			if res.StatusCode == http.StatusOK && json.Unmarshal(body, &h) == nil && h.Status == "ok" {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("bench: pincer never reported healthy: %w", ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// stop ends pincer (SIGTERM, as an operator would) and waits for it.
+func (r *rig) stop() error {
+	return r.pincer.stop(30 * time.Second)
+}
+
+// close stops whatever still runs.
+func (r *rig) close() {
+	if r.pincer != nil {
+		_ = r.pincer.stop(30 * time.Second)
+	}
+	if r.qq != nil {
+		r.qq.close()
+	}
+	if r.llm != nil {
+		r.llm.Close()
+	}
+}
+
+// openStore opens pincer's database for reading.
+func openStore(path string) (*sql.DB, error) {
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(5000)")
+	if err != nil {
+		return nil, fmt.Errorf("bench: open %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	return db, nil
+}
+
+// logTable names the table of pincer's inbound log: messages since the
+// log holds the history and digest views, inbound before.
+func logTable(ctx context.Context, db *sql.DB) (string, error) {
+	rows, err := db.QueryContext(ctx, `SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('messages', 'inbound')`)
+	if err != nil {
+		return "", fmt.Errorf("bench: find the inbound log: %w", err)
+	}
+	defer rows.Close()
+	found := map[string]bool{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return "", fmt.Errorf("bench: find the inbound log: %w", err)
+		}
+		found[name] = true
+	}
+	if err := rows.Err(); err != nil {
+		return "", fmt.Errorf("bench: find the inbound log: %w", err)
+	}
+	for _, name := range []string{"messages", "inbound"} {
+		if found[name] {
+			return name, nil
+		}
+	}
+	return "", errors.New("bench: pincer's database has no inbound log (table messages or inbound)")
+}
+
+// logCounter counts the rows of pincer's inbound log as they are added,
+// reading only the new ones each time (the log is never trimmed).
+type logCounter struct {
+	db    *sql.DB
+	table string
+	rows  int
+	upto  int64 // the highest rowid counted
+}
+
+func newLogCounter(ctx context.Context, db *sql.DB) (*logCounter, error) {
+	table, err := logTable(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	c := &logCounter{db: db, table: table}
+	_, err = c.count(ctx)
+	return c, err
+}
+
+// count returns the rows logged so far.
+func (c *logCounter) count(ctx context.Context) (int, error) {
+	var n int
+	var upto sql.NullInt64
+	q := `SELECT COUNT(*), MAX(rowid) FROM ` + c.table + ` WHERE rowid > ?`
+	if err := c.db.QueryRowContext(ctx, q, c.upto).Scan(&n, &upto); err != nil {
+		return c.rows, fmt.Errorf("bench: count the inbound log: %w", err)
+	}
+	c.rows += n
+	if upto.Valid {
+		c.upto = upto.Int64
+	}
+	return c.rows, nil
+}
+
+// account checks which of the load's messages pincer's inbound log holds.
+func account(ctx context.Context, path string, load Load) (Accounting, error) {
+	a := Accounting{Sent: len(load.Frames)}
+	db, err := openStore(path)
+	if err != nil {
+		return a, err
+	}
+	defer db.Close()
+	table, err := logTable(ctx, db)
+	if err != nil {
+		return a, err
+	}
+	a.Source = "pincer's inbound log (SQLite table " + table + "), read after pincer stopped"
+	rows, err := db.QueryContext(ctx, `SELECT message_id FROM `+table)
+	if err != nil {
+		return a, fmt.Errorf("bench: read the inbound log: %w", err)
+	}
+	defer rows.Close()
+	logged := make(map[int64]bool, len(load.Frames))
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return a, fmt.Errorf("bench: read the inbound log: %w", err)
+		}
+		if id, err := strconv.ParseInt(s, 10, 64); err == nil {
+			logged[id] = true
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return a, fmt.Errorf("bench: read the inbound log: %w", err)
+	}
+	for _, f := range load.Frames {
+		if logged[f.ID] {
+			a.Logged++
+		}
+	}
+	a.Missing = a.Sent - a.Logged
+	return a, nil
+}

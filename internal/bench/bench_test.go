@@ -1,0 +1,153 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"testing"
+	"time"
+)
+
+func TestGenerateShapesTheLoad(t *testing.T) {
+	s := shape{self: SelfID, count: 1000, groups: 40, senders: 25, every: 10, firstID: 500, unixTime: 1760000000, seed: 7}
+	load := generate(s)
+	if len(load.Frames) != 1000 || load.Mentions != 100 {
+		t.Fatalf("%d frames, %d mentions; want 1000 and 100", len(load.Frames), load.Mentions)
+	}
+	ids := map[int64]bool{}
+	lastAt := map[int64]int{} // group -> index of its last @
+	me := strconv.FormatInt(SelfID, 10)
+	for i, f := range load.Frames {
+		if ids[f.ID] {
+			t.Fatalf("message_id %d twice", f.ID)
+		}
+		ids[f.ID] = true
+		var ev baselineEvent
+		if err := json.Unmarshal(f.Data, &ev); err != nil {
+			t.Fatalf("frame %d: %v\n%s", i, err, f.Data)
+		}
+		if ev.PostType != "message" || ev.MessageType != "group" || ev.MessageID != f.ID || ev.GroupID != f.Group || ev.Sender.UserID != ev.UserID {
+			t.Fatalf("frame %d decodes as %+v", i, ev)
+		}
+		if f.Group < firstGroup || f.Group >= firstGroup+40 || ev.UserID < firstSender || ev.UserID >= firstSender+25 {
+			t.Fatalf("frame %d: group %d, sender %d out of range", i, f.Group, ev.UserID)
+		}
+		if got := mentions(ev, me); got != f.Mention || f.Mention != (i%10 == 9) {
+			t.Fatalf("frame %d: @ of the bot %v, marked %v", i, got, f.Mention)
+		}
+		if f.Mention {
+			var text string
+			_ = json.Unmarshal(ev.Message[1].Data["text"], &text)
+			if id, ok := tokenID(text); !ok || id != f.ID {
+				t.Fatalf("frame %d: the @'s text %q does not carry its id", i, text)
+			}
+			// The @s go round the groups: a group's next @ is 40 @s later.
+			if prev, ok := lastAt[f.Group]; ok && i-prev != 400 {
+				t.Fatalf("group %d heard @s at frames %d and %d", f.Group, prev, i)
+			}
+			lastAt[f.Group] = i
+		}
+	}
+	if again := generate(s); string(again.Frames[123].Data) != string(load.Frames[123].Data) {
+		t.Error("the same shape generated different frames")
+	}
+
+	burst := generate(shape{self: SelfID, count: 50, groups: 3, senders: 5, finalAt: true, firstID: 1, seed: 1})
+	if len(burst.Frames) != 51 || burst.Mentions != 1 || !burst.Frames[50].Mention || burst.Frames[50].Group != firstGroup {
+		t.Errorf("burst: %d frames, %d mentions, last %+v", len(burst.Frames), burst.Mentions, burst.Frames[50])
+	}
+}
+
+func TestQuotedFindsTheReplySegment(t *testing.T) {
+	for _, tc := range []struct {
+		message string
+		id      int64
+		ok      bool
+	}{
+		{`[{"type":"reply","data":{"id":"1000000123"}},{"type":"text","data":{"text":"好"}}]`, 1000000123, true},
+		{`[{"type":"reply","data":{"id":-42}}]`, -42, true},
+		{`[{"type":"text","data":{"text":"no quote"}}]`, 0, false},
+		{`"[CQ:reply,id=77]好的"`, 77, true},
+		{`"plain"`, 0, false},
+	} {
+		id, ok := quoted(json.RawMessage(tc.message))
+		if id != tc.id || ok != tc.ok {
+			t.Errorf("quoted(%s) = %d, %v; want %d, %v", tc.message, id, ok, tc.id, tc.ok)
+		}
+	}
+}
+
+func TestLatencyPercentiles(t *testing.T) {
+	var d []time.Duration
+	for i := 100; i >= 1; i-- {
+		d = append(d, time.Duration(i)*time.Millisecond)
+	}
+	if got, want := latency(d), (Latency{N: 100, P50Ms: 50, P99Ms: 99, MaxMs: 100}); got != want {
+		t.Errorf("latency = %+v, want %+v", got, want)
+	}
+	if got := latency(nil); got != (Latency{}) {
+		t.Errorf("latency(nil) = %+v", got)
+	}
+}
+
+func TestProblemsNameLostAndDoubledReplies(t *testing.T) {
+	s := &SteadyReport{Replies: Replies{Expected: 10, Delivered: 8, Duplicated: 1}, Accounted: Accounting{Sent: 100, Logged: 99, Missing: 1}}
+	if got := s.problems(); len(got) != 3 {
+		t.Errorf("problems %q, want lost, doubled and missing", got)
+	}
+	ok := &BurstReport{Replies: Replies{Expected: 1, Delivered: 1}, BaselineReplies: Replies{Expected: 1, Delivered: 1}, Accounted: Accounting{Sent: 5, Logged: 5}}
+	if got := ok.problems(); len(got) != 0 {
+		t.Errorf("problems of a clean run: %q", got)
+	}
+}
+
+// TestReadAnswersTheMention runs the baseline reader in-process against
+// the simulator: it decodes every frame and answers the @ once.
+func TestReadAnswersTheMention(t *testing.T) {
+	q, err := startQQ(SelfID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.close()
+	load := generate(shape{self: SelfID, count: 200, groups: 4, senders: 9, finalAt: true, firstID: 10, seed: 3})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result, 1)
+	readCtx, stopReading := context.WithCancel(ctx)
+	go func() {
+		n, err := Read(readCtx, q.peer.URL, SelfID)
+		done <- result{n, err}
+	}()
+	if err := q.peer.Connected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	last := load.Frames[len(load.Frames)-1]
+	replied := q.expect(last.ID)
+	if err := push(ctx, q, load.Frames); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-replied:
+	case <-ctx.Done():
+		t.Fatal("no reply to the @")
+	}
+	stopReading()
+	if r := <-done; r.err != nil || r.n != 201 {
+		t.Errorf("Read = %d, %v; want 201 events", r.n, r.err)
+	}
+	if d, dup, stray := q.tally(map[int64]bool{last.ID: true}); d != 1 || dup != 0 || stray != 0 {
+		t.Errorf("tally %d delivered, %d doubled, %d stray", d, dup, stray)
+	}
+}
+
+func TestCountSeparatesThousands(t *testing.T) {
+	for n, want := range map[int]string{0: "0", 999: "999", 1000: "1,000", 100001: "100,001", -12345: "-12,345"} {
+		if got := count(n); got != want {
+			t.Errorf("count(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

@@ -1,0 +1,87 @@
+//go:build linux
+
+package bench
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// dieWithParent has the kernel end a child the bench started when the
+// bench itself dies, so no pincer is left running after a kill -9.
+func dieWithParent(cmd *exec.Cmd) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+}
+
+// clockTick is USER_HZ, the unit of /proc/<pid>/stat's times: 100 on
+// every Linux port Go runs on.
+const clockTick = 100
+
+// procUsage reads /proc/<pid>/stat and /proc/<pid>/status.
+func procUsage(pid int) (usage, error) {
+	var u usage
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return u, fmt.Errorf("bench: process %d: %w", pid, err)
+	}
+	// The command name may hold spaces; the fields after it are plain.
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return u, fmt.Errorf("bench: process %d: unreadable stat", pid)
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 13 {
+		return u, fmt.Errorf("bench: process %d: short stat", pid)
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return u, fmt.Errorf("bench: process %d stat: %w", pid, err)
+	}
+	u.cpu = time.Duration(utime+stime) * time.Second / clockTick
+	status, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return u, fmt.Errorf("bench: process %d: %w", pid, err)
+	}
+	for line := range strings.Lines(string(status)) {
+		key, val, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		var dst *int64
+		switch key {
+		case "VmHWM":
+			dst = &u.hwm
+		case "VmRSS":
+			dst = &u.rss
+		case "RssAnon":
+			dst = &u.anon
+		default:
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(val), " kB"), 10, 64)
+		if err == nil {
+			*dst = kb << 10
+		}
+	}
+	return u, nil
+}
+
+// selfCPU is this process's CPU time (getrusage), user + system.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

@@ -1,0 +1,169 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pincerbot/pincer/internal/channel/onebot/onebotsim"
+)
+
+// qq is the simulated QQ side of a run: a OneBot v11 implementation on
+// loopback that pushes the load's frames and records the replies, by the
+// message they quote.
+type qq struct {
+	peer *onebotsim.Peer
+	self int64
+
+	nextID atomic.Int64
+
+	mu       sync.Mutex
+	replies  map[int64][]time.Time // quoted message_id -> when each send arrived
+	unquoted int                   // sends that quote nothing
+	actions  map[string]int
+	waiters  map[int64]chan time.Time
+}
+
+// startQQ serves a simulated implementation on a loopback port.
+func startQQ(self int64) (*qq, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("bench: OneBot simulator: %w", err)
+	}
+	q := &qq{self: self, replies: map[int64][]time.Time{}, actions: map[string]int{}, waiters: map[int64]chan time.Time{}}
+	q.peer = onebotsim.Serve(ln, q.answer)
+	return q, nil
+}
+
+func (q *qq) close() { q.peer.Close() }
+
+// expect returns a channel that receives the time the first reply quoting
+// id arrives.
+func (q *qq) expect(id int64) <-chan time.Time {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	c := make(chan time.Time, 1)
+	if at := q.replies[id]; len(at) > 0 {
+		c <- at[0]
+		return c
+	}
+	q.waiters[id] = c
+	return c
+}
+
+// sent returns when each reply quoting id arrived.
+func (q *qq) sent(id int64) []time.Time {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.replies[id]
+}
+
+// tally counts the replies to the given @s: how many were answered, how
+// many answers came more than once, and sends to anything else.
+func (q *qq) tally(mentions map[int64]bool) (delivered, duplicated, stray int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for id, at := range q.replies {
+		if !mentions[id] {
+			stray += len(at)
+			continue
+		}
+		delivered++
+		duplicated += len(at) - 1
+	}
+	return delivered, duplicated, stray + q.unquoted
+}
+
+// push writes one frame to every connection.
+func (q *qq) push(ctx context.Context, frame []byte) error { return q.peer.PushRaw(ctx, frame) }
+
+// lifecycle is the meta event an implementation sends first on a forward
+// WebSocket.
+func (q *qq) lifecycle() []byte {
+	return fmt.Appendf(nil, `{"time":%d,"self_id":%d,"post_type":"meta_event","meta_event_type":"lifecycle","sub_type":"connect"}`, time.Now().Unix(), q.self)
+}
+
+// answer plays the implementation's side of each action; sends are
+// recorded before they are answered.
+func (q *qq) answer(action string, params json.RawMessage) (any, int, string) {
+	at := time.Now()
+	q.mu.Lock()
+	q.actions[action]++
+	q.mu.Unlock()
+	switch action {
+	case "get_login_info":
+		return map[string]any{"user_id": q.self, "nickname": "pincer"}, 0, ""
+	case "get_version_info":
+		return map[string]any{"app_name": "NapCat.Onebot", "app_version": "4.8.0", "protocol_version": "v11"}, 0, ""
+	case "send_group_msg", "send_private_msg", "send_msg":
+		q.record(at, params)
+		return map[string]any{"message_id": 900000000 + q.nextID.Add(1)}, 0, ""
+	case "set_msg_emoji_like":
+		return nil, 0, ""
+	case "get_group_member_list":
+		return []any{}, 0, ""
+	case "get_group_msg_history", "get_friend_msg_history":
+		return map[string]any{"messages": []any{}}, 0, ""
+	}
+	return nil, 1404, "the bench simulator does not implement " + action
+}
+
+// record notes a send by the message its reply segment quotes.
+func (q *qq) record(at time.Time, params json.RawMessage) {
+	var p struct {
+		Message json.RawMessage `json:"message"`
+	}
+	_ = json.Unmarshal(params, &p)
+	id, ok := quoted(p.Message)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !ok {
+		q.unquoted++
+		return
+	}
+	q.replies[id] = append(q.replies[id], at)
+	if c := q.waiters[id]; c != nil {
+		c <- at
+		delete(q.waiters, id)
+	}
+}
+
+// quoted finds the id of a send's reply segment, in the array or the CQ
+// string form.
+func quoted(message json.RawMessage) (int64, bool) {
+	var segs []struct {
+		Type string `json:"type"`
+		Data struct {
+			ID json.RawMessage `json:"id"`
+		} `json:"data"`
+	}
+	if json.Unmarshal(message, &segs) == nil {
+		for _, s := range segs {
+			if s.Type == "reply" {
+				id, err := strconv.ParseInt(strings.Trim(string(s.Data.ID), `"`), 10, 64)
+				return id, err == nil
+			}
+		}
+		return 0, false
+	}
+	var cq string
+	if json.Unmarshal(message, &cq) != nil {
+		return 0, false
+	}
+	_, rest, found := strings.Cut(cq, "[CQ:reply,id=")
+	if !found {
+		return 0, false
+	}
+	end := strings.IndexAny(rest, ",]")
+	if end < 0 {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(rest[:end], 10, 64)
+	return id, err == nil
+}

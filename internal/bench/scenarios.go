@@ -1,0 +1,395 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// runBurst sends the burst to the baseline, then to pincer.
+func runBurst(ctx context.Context, cfg *Config, dir string, unix int64) (*BurstReport, error) {
+	groups := cfg.groups(DefaultBurstGroups)
+	load := generate(shape{
+		self: SelfID, count: cfg.Messages, groups: groups, senders: cfg.Senders, finalAt: true,
+		firstID: 1_000_000_000, unixTime: unix, seed: 1,
+	})
+	b := &BurstReport{
+		Messages: cfg.Messages, Groups: groups, Senders: cfg.Senders, Realtime: cfg.Realtime, History: cfg.History,
+		ModelLatencyMs: ms(cfg.Latency), FrameBytes: load.Bytes,
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	cfg.progress("burst: %d messages over %d groups from %d senders, then one @ of the bot (%.1f MiB of frames)",
+		cfg.Messages, groups, cfg.Senders, float64(load.Bytes)/(1<<20))
+	cfg.progress("burst: baseline reader…")
+	if err := burstBaseline(ctx, cfg, dir, load, b); err != nil {
+		return nil, err
+	}
+	cfg.progress("burst: pincer…")
+	if err := burstPincer(ctx, cfg, filepath.Join(dir, "pincer"), load, b); err != nil {
+		return nil, err
+	}
+	if b.Baseline.EventsPerSecond > 0 {
+		b.Ratio = b.Pincer.EventsPerSecond / b.Baseline.EventsPerSecond
+	}
+	return b, nil
+}
+
+// push writes frames one after the other as fast as the connection takes
+// them; it returns when the last was written.
+func push(ctx context.Context, q *qq, frames []Frame) error {
+	for _, f := range frames {
+		if err := q.push(ctx, f.Data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var readerEvents = regexp.MustCompile(`events (\d+)`)
+
+// burstBaseline runs the baseline's reader on the burst.
+func burstBaseline(ctx context.Context, cfg *Config, dir string, load Load, b *BurstReport) error {
+	q, err := startQQ(SelfID)
+	if err != nil {
+		return err
+	}
+	defer q.close()
+	reader, err := startChild("baseline reader", cfg.Reader(q.peer.URL, SelfID), filepath.Join(dir, "baseline.log"))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = reader.stop(5 * time.Second) }() // stopped below unless a step fails
+	wait, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := q.peer.Connected(wait); err != nil {
+		return fmt.Errorf("bench: the baseline reader did not connect: %w%s", err, reader.logTail())
+	}
+	last := load.Frames[len(load.Frames)-1]
+	replied := q.expect(last.ID)
+	pid := reader.cmd.Process.Pid
+	samples := startSampler(ctx, pid, "")
+	u0, err := procUsage(pid)
+	if err != nil {
+		return err
+	}
+	run, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	start := time.Now()
+	if err := push(run, q, load.Frames); err != nil {
+		return fmt.Errorf("bench: baseline: %w", err)
+	}
+	written := time.Since(start)
+	var end time.Time
+	select {
+	case end = <-replied:
+	case <-run.Done():
+		return fmt.Errorf("bench: the baseline reader did not answer the @ within %s: %w", cfg.Timeout, run.Err())
+	}
+	u1, err := procUsage(pid)
+	if err != nil {
+		return err
+	}
+	seen := samples.finish(ctx)
+	if err := reader.stop(10 * time.Second); err != nil {
+		return err
+	}
+	b.BaselineWriteSeconds = written.Seconds()
+	b.Baseline = processReport(len(load.Frames), end.Sub(start), u0, u1, u1.hwm, seen)
+	delivered, duplicated, stray := q.tally(map[int64]bool{last.ID: true})
+	b.BaselineReplies = Replies{Expected: 1, Delivered: delivered, Duplicated: duplicated, Stray: stray}
+	// The reader says how many events it decoded when it stops.
+	b.BaselineDecoded = -1
+	for line := range reader.lines {
+		if m := readerEvents.FindStringSubmatch(line); m != nil {
+			b.BaselineDecoded, _ = strconv.Atoi(m[1])
+		}
+	}
+	return nil
+}
+
+// burstPincer runs pincer on the burst.
+func burstPincer(ctx context.Context, cfg *Config, dir string, load Load, b *BurstReport) error {
+	r, err := startPincer(ctx, cfg, dir)
+	if err != nil {
+		return err
+	}
+	defer r.close()
+	db, err := openStore(r.db)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	logged, err := newLogCounter(ctx, db)
+	if err != nil {
+		return err
+	}
+	before := logged.rows
+	pid := r.pincer.cmd.Process.Pid
+	last := load.Frames[len(load.Frames)-1]
+	replied := r.qq.expect(last.ID)
+	samples := startSampler(ctx, pid, r.base)
+	u0, err := procUsage(pid)
+	if err != nil {
+		return err
+	}
+	self0 := selfCPU()
+	run, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	start := time.Now()
+	writeErr := make(chan error, 1)
+	var written time.Duration
+	go func() {
+		err := push(run, r.qq, load.Frames)
+		written = time.Since(start)
+		writeErr <- err
+	}()
+	var repliedAt time.Time
+	writing := writeErr
+wait:
+	for repliedAt.IsZero() {
+		select {
+		case repliedAt = <-replied:
+		case err := <-writing:
+			if err != nil {
+				return fmt.Errorf("bench: burst: %w%s", err, r.pincer.logTail())
+			}
+			writing = nil
+		case <-run.Done():
+			break wait
+		}
+	}
+	if writing != nil {
+		// The @ is the last frame, so the writer is done or failing.
+		if err := <-writing; err != nil && run.Err() == nil {
+			return fmt.Errorf("bench: burst: %w%s", err, r.pincer.logTail())
+		}
+	}
+	if repliedAt.IsZero() {
+		b.Problems = append(b.Problems, fmt.Sprintf("burst: pincer did not answer the final @ within %s", cfg.Timeout))
+	}
+	// The @'s chat may be done before the others: wait until every
+	// message is in the inbound log too.
+	var loggedAt time.Time
+	for {
+		n, err := logged.count(run)
+		if err == nil && n-before >= len(load.Frames) {
+			loggedAt = time.Now()
+			break
+		}
+		if run.Err() != nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	end := repliedAt
+	if loggedAt.After(end) {
+		end = loggedAt
+	}
+	if end.IsZero() {
+		end = time.Now()
+	}
+	u1, err := procUsage(pid)
+	if err != nil {
+		return err
+	}
+	self1 := selfCPU()
+	seen := samples.finish(ctx)
+	b.Pincer = processReport(len(load.Frames), end.Sub(start), u0, u1, u1.hwm, seen)
+	b.DriverCPUSeconds = (self1 - self0).Seconds()
+	b.WriteSeconds = written.Seconds()
+	if !repliedAt.IsZero() {
+		b.ReplySeconds = repliedAt.Sub(start).Seconds()
+	}
+	if !loggedAt.IsZero() {
+		b.LoggedSeconds = loggedAt.Sub(start).Seconds()
+	}
+	b.ModelRequests = r.model.count()
+	b.TurnsReplied = int(seen.metrics.sum("pincer_turns_total", `outcome="replied"`))
+	db.Close()
+	if err := r.stop(); err != nil {
+		b.Problems = append(b.Problems, fmt.Sprintf("burst: pincer did not stop cleanly: %v", err))
+	}
+	delivered, duplicated, stray := r.qq.tally(map[int64]bool{last.ID: true})
+	b.Replies = Replies{Expected: 1, Delivered: delivered, Duplicated: duplicated, Stray: stray}
+	if b.Accounted, err = account(ctx, r.db, load); err != nil {
+		return err
+	}
+	return nil
+}
+
+// runSteady sends the steady rate to pincer.
+func runSteady(ctx context.Context, cfg *Config, dir string, unix int64) (*SteadyReport, error) {
+	groups := cfg.groups(DefaultSteadyGroups)
+	count := int(int64(cfg.Rate) * int64(cfg.Duration) / int64(time.Second))
+	if count < 1 {
+		count = 1
+	}
+	load := generate(shape{
+		self: SelfID, count: count, groups: groups, senders: cfg.Senders, every: cfg.Every,
+		firstID: 2_000_000_000, unixTime: unix, seed: 2,
+	})
+	s := &SteadyReport{
+		Rate: cfg.Rate, Seconds: cfg.Duration.Seconds(), Every: cfg.Every, Groups: groups, Senders: cfg.Senders,
+		Realtime: cfg.Realtime, History: cfg.History, ModelLatencyMs: ms(cfg.Latency),
+	}
+	cfg.progress("steady: %d events/s for %s over %d groups, every %d%s an @ of the bot…",
+		cfg.Rate, cfg.Duration, groups, cfg.Every, ordinal(cfg.Every))
+	// The @s go round the groups: one group hears one every spacing.
+	spacing := time.Duration(int64(groups) * int64(cfg.Every) * int64(time.Second) / int64(cfg.Rate))
+	if spacing < 2*time.Second && len(load.Frames) > groups*cfg.Every {
+		cfg.progress("steady: warning: each group gets an @ every %s; pincer sends to one chat at most about once a second "+
+			"and merges an @ that comes while the previous reply in its chat is still on its way (messages.queue.mode steer), "+
+			"so some @s will get no reply of their own; use more -groups", spacing)
+	}
+	if perSecond := float64(cfg.Rate) / float64(cfg.Every); perSecond*cfg.Latency.Seconds() > 8 {
+		cfg.progress("steady: warning: %.0f @s a second at %s each need more model calls at once than pincer's default "+
+			"agents.defaults.maxConcurrent (8); the @s will queue", perSecond, cfg.Latency)
+	}
+	r, err := startPincer(ctx, cfg, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
+	pid := r.pincer.cmd.Process.Pid
+	mentions := map[int64]bool{}
+	for _, f := range load.Frames {
+		if f.Mention {
+			mentions[f.ID] = true
+		}
+	}
+	writtenAt := make(map[int64]time.Time, len(mentions))
+	samples := startSampler(ctx, pid, r.base)
+	u0, err := procUsage(pid)
+	if err != nil {
+		return nil, err
+	}
+	self0 := selfCPU()
+	start := time.Now()
+	var lag time.Duration
+	for i, f := range load.Frames {
+		due := start.Add(time.Duration(int64(i) * int64(time.Second) / int64(cfg.Rate)))
+		if d := time.Until(due); d > 0 {
+			time.Sleep(d)
+		}
+		lag = max(lag, time.Since(due))
+		if err := r.qq.push(ctx, f.Data); err != nil {
+			return nil, fmt.Errorf("bench: steady: %w%s", err, r.pincer.logTail())
+		}
+		if f.Mention {
+			writtenAt[f.ID] = time.Now()
+		}
+	}
+	elapsed := time.Since(start)
+	u1, err := procUsage(pid)
+	if err != nil {
+		return nil, err
+	}
+	self1 := selfCPU()
+	// The last @s get their answers.
+	drain, cancel := context.WithTimeout(ctx, min(cfg.Timeout, 30*time.Second+2*cfg.Latency))
+	defer cancel()
+	for {
+		if delivered, _, _ := r.qq.tally(mentions); delivered >= len(mentions) || drain.Err() != nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// A moment for doubled replies to show.
+	time.Sleep(200 * time.Millisecond)
+	u2, err := procUsage(pid)
+	if err != nil {
+		return nil, err
+	}
+	seen := samples.finish(ctx)
+	s.Pincer = processReport(len(load.Frames), elapsed, u0, u1, u2.hwm, seen)
+	s.WriterLagMaxMs = ms(lag)
+	s.DriverCPUSeconds = (self1 - self0).Seconds()
+	s.ModelRequests = r.model.count()
+	s.TurnsReplied = int(seen.metrics.sum("pincer_turns_total", `outcome="replied"`))
+	if err := r.stop(); err != nil {
+		s.Problems = append(s.Problems, fmt.Sprintf("steady: pincer did not stop cleanly: %v", err))
+	}
+	delivered, duplicated, stray := r.qq.tally(mentions)
+	s.Replies = Replies{Expected: len(mentions), Delivered: delivered, Duplicated: duplicated, Stray: stray}
+	var toRequest, toSend []time.Duration
+	for id, w := range writtenAt {
+		req, done := r.model.times(id)
+		if !req.IsZero() {
+			toRequest = append(toRequest, req.Sub(w))
+		}
+		if sent := r.qq.sent(id); !done.IsZero() && len(sent) > 0 {
+			toSend = append(toSend, sent[0].Sub(done))
+		}
+	}
+	s.MentionToRequest, s.DoneToSend = latency(toRequest), latency(toSend)
+	if s.Accounted, err = account(ctx, r.db, load); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (m *model) count() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.requests
+}
+
+func (m *model) times(id int64) (req, done time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.firstReq[id], m.firstDone[id]
+}
+
+// latency summarizes durations: nearest-rank percentiles.
+func latency(d []time.Duration) Latency {
+	if len(d) == 0 {
+		return Latency{}
+	}
+	slices.Sort(d)
+	rank := func(p float64) time.Duration {
+		i := int(p*float64(len(d))+0.999999) - 1
+		return d[min(max(i, 0), len(d)-1)]
+	}
+	return Latency{N: len(d), P50Ms: ms(rank(0.50)), P99Ms: ms(rank(0.99)), MaxMs: ms(d[len(d)-1])}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// processReport is what a process did between two readings of its usage
+// and a sampler's view of the same window; hwm is its peak RSS.
+func processReport(events int, wall time.Duration, before, after usage, hwm int64, seen sampled) Process {
+	cpu := after.cpu - before.cpu
+	p := Process{
+		Events: events, Seconds: wall.Seconds(), CPUSeconds: cpu.Seconds(),
+		RSSBeforeBytes: before.rss, PeakRSSBytes: hwm, PeakAnonBytes: seen.peakAnon,
+		GoroutinesPeak: seen.goroutinesPeak, GoroutinesEnd: seen.goroutinesEnd,
+	}
+	if wall > 0 {
+		p.EventsPerSecond = float64(events) / wall.Seconds()
+	}
+	if cpu > 0 {
+		p.EventsPerCPUSecond = float64(events) / cpu.Seconds()
+	}
+	return p
+}
+
+func ordinal(n int) string {
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+		return "th"
+	case n%10 == 1:
+		return "st"
+	case n%10 == 2:
+		return "nd"
+	case n%10 == 3:
+		return "rd"
+	}
+	return "th"
+}
