@@ -217,7 +217,7 @@ func machine() Machine {
 func (r *Report) WriteText(w io.Writer) error {
 	ew := &errWriter{w: w}
 	m := r.Machine
-	ew.printf("pincer bench: pincer %s, %s %s/%s, %d CPUs", r.Pincer, m.Go, m.OS, m.Arch, m.CPUs)
+	ew.printf("pincer bench: pincer %s; %d CPUs", r.Pincer, m.CPUs)
 	if m.CPU != "" {
 		ew.printf(" (%s)", m.CPU)
 	}
@@ -242,7 +242,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		row("events/s", count(int(bl.EventsPerSecond)), count(int(p.EventsPerSecond)))
 		row("pincer ÷ baseline", "", fmt.Sprintf("%.2f", b.Ratio))
 		row("CPU seconds", secs(bl.CPUSeconds), secs(p.CPUSeconds))
-		row("events per CPU-second", count(int(bl.EventsPerCPUSecond)), count(int(p.EventsPerCPUSecond)))
+		row("events per CPU-second", perCPU(bl), perCPU(p))
 		row("RSS before the load (MiB)", mib(bl.RSSBeforeBytes), mib(p.RSSBeforeBytes))
 		row("peak RSS (MiB)", mib(bl.PeakRSSBytes), mib(p.PeakRSSBytes))
 		row("peak anonymous RSS (MiB)", mib(bl.PeakAnonBytes), mib(p.PeakAnonBytes))
@@ -271,7 +271,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		row("events", count(p.Events), "", "")
 		row("events/s", count(int(p.EventsPerSecond)), "", "")
 		row("CPU seconds", fmt.Sprintf("%s (%.0f%% of a core)", secs(p.CPUSeconds), 100*p.CPUSeconds/max(p.Seconds, 1e-9)), "", "")
-		row("events per CPU-second", count(int(p.EventsPerCPUSecond)), "", "")
+		row("events per CPU-second", perCPU(p), "", "")
 		row("RSS before the load (MiB)", mib(p.RSSBeforeBytes), "", "")
 		row("peak RSS (MiB)", mib(p.PeakRSSBytes), "", "")
 		row("peak anonymous RSS (MiB)", mib(p.PeakAnonBytes), "", "")
@@ -359,6 +359,15 @@ func num(v float64) string {
 		return strconv.FormatFloat(v, 'f', 1, 64)
 	}
 	return strconv.FormatFloat(v, 'f', 2, 64)
+}
+
+// perCPU is events per CPU-second, "–" when the CPU time was below the
+// kernel's 10 ms tick.
+func perCPU(p Process) string {
+	if p.CPUSeconds <= 0 {
+		return "–"
+	}
+	return count(int(p.EventsPerCPUSecond))
 }
 
 func replies(r Replies) string {
