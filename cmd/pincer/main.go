@@ -8,6 +8,7 @@
 //	pincer config example                 print a commented example configuration
 //	pincer send --target T TEXT           send a QQ message as the bot
 //	pincer dev onebot-sim                 a simulated QQ implementation to try pincer with
+//	pincer bench [flags]                  measure pincer end to end under load
 //	pincer version                        print the version
 package main
 
@@ -42,6 +43,8 @@ Usage:
                                         send a QQ message as the bot (T: group:<id>, private:<qq>)
   pincer dev onebot-sim [--listen ADDR] a simulated QQ (OneBot v11) implementation to chat
                                         with pincer from the terminal, no account needed
+  pincer bench [flags]                  measure pincer end to end under a burst and a steady
+                                        load of QQ messages (pincer bench -h for the flags)
   pincer version                        print the version
 
 Without --config, pincer reads $PINCER_CONFIG, else ./pincer.json5, else
@@ -83,6 +86,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		return onebotSim(rest[1:], os.Stdin, stdout, stderr)
+	case "bench":
+		return benchCmd(rest, stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintf(stdout, "pincer %s (%s %s/%s)\n", versionString(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		return 0
