@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -62,8 +63,8 @@ Flags:
 		fmt.Fprintf(stderr, "pincer bench: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
-	bin := *binary
-	if bin == "" {
+	bin, self := *binary, *binary == ""
+	if self {
 		var err error
 		if bin, err = os.Executable(); err != nil {
 			fmt.Fprintf(stderr, "pincer bench: cannot find this binary (pass --pincer): %v\n", err)
@@ -84,7 +85,7 @@ Flags:
 		Reader: func(url string, self int64) *exec.Cmd {
 			return exec.Command(bin, "bench", "baseline-reader", "--url", url, "--self", strconv.FormatInt(self, 10))
 		},
-		Version: describe(bin), Keep: *keep, Progress: stderr,
+		Version: describe(bin, self), Keep: *keep, Progress: stderr,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "pincer bench: %v\n", err)
@@ -107,17 +108,19 @@ Flags:
 	return 0
 }
 
-// describe names the pincer measured: what its version command says,
-// and, for this binary, the commit it was built from.
-func describe(bin string) string {
-	out, err := exec.Command(bin, "version").Output()
-	desc := strings.TrimPrefix(strings.TrimSpace(string(out)), "pincer ")
-	if err != nil || desc == "" {
-		desc = bin
+// describe names the pincer measured: this binary's version and the
+// commit it was built from, or what another binary's version command
+// says. This binary is never run for it: under go test it is the test
+// binary, which would run the tests again.
+func describe(bin string, self bool) string {
+	if !self {
+		out, err := exec.Command(bin, "version").Output()
+		if desc := strings.TrimPrefix(strings.TrimSpace(string(out)), "pincer "); err == nil && desc != "" {
+			return desc
+		}
+		return bin
 	}
-	if self, err := os.Executable(); err != nil || self != bin {
-		return desc
-	}
+	desc := fmt.Sprintf("%s (%s %s/%s)", versionString(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		var rev, modified string
 		for _, s := range bi.Settings {

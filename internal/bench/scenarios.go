@@ -211,7 +211,7 @@ wait:
 		b.LoggedSeconds = loggedAt.Sub(start).Seconds()
 	}
 	b.ModelRequests = r.model.count()
-	b.TurnsReplied = int(seen.metrics.sum("pincer_turns_total", `outcome="replied"`))
+	b.TurnsReplied = turnsReplied(ctx, r.base, seen.metrics, 1)
 	db.Close()
 	if err := r.stop(); err != nil {
 		b.Problems = append(b.Problems, fmt.Sprintf("burst: pincer did not stop cleanly: %v", err))
@@ -312,7 +312,7 @@ func runSteady(ctx context.Context, cfg *Config, dir string, unix int64) (*Stead
 	s.WriterLagMaxMs = ms(lag)
 	s.DriverCPUSeconds = (self1 - self0).Seconds()
 	s.ModelRequests = r.model.count()
-	s.TurnsReplied = int(seen.metrics.sum("pincer_turns_total", `outcome="replied"`))
+	s.TurnsReplied = turnsReplied(ctx, r.base, seen.metrics, len(mentions))
 	if err := r.stop(); err != nil {
 		s.Problems = append(s.Problems, fmt.Sprintf("steady: pincer did not stop cleanly: %v", err))
 	}
@@ -333,6 +333,22 @@ func runSteady(ctx context.Context, cfg *Config, dir string, unix int64) (*Stead
 		return nil, err
 	}
 	return s, nil
+}
+
+// turnsReplied is pincer's count of turns that replied
+// (pincer_turns_total{outcome="replied"}). A turn is counted once its
+// reply is confirmed, a moment after the simulator saw the send, so it
+// is read again for up to 2 s until it reaches want.
+func turnsReplied(ctx context.Context, base string, last metrics, want int) int {
+	n := int(last.sum("pincer_turns_total", `outcome="replied"`))
+	deadline := time.Now().Add(2 * time.Second)
+	for n < want && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(50 * time.Millisecond)
+		if m, err := scrape(ctx, base); err == nil {
+			n = int(m.sum("pincer_turns_total", `outcome="replied"`))
+		}
+	}
+	return n
 }
 
 func (m *model) count() int {
