@@ -32,9 +32,12 @@ type Machine struct {
 	CPU         string `json:"cpu,omitempty"`
 	MemoryBytes int64  `json:"memory_bytes,omitempty"`
 	Kernel      string `json:"kernel,omitempty"`
-	OS          string `json:"os"`
-	Arch        string `json:"arch"`
-	Go          string `json:"go"`
+	// LoadAverage is the 1-minute load average as the bench started:
+	// other work on the machine shares its CPUs with the runs.
+	LoadAverage float64 `json:"load_average"`
+	OS          string  `json:"os"`
+	Arch        string  `json:"arch"`
+	Go          string  `json:"go"`
 }
 
 // Process is what one process did in a measured window.
@@ -210,6 +213,11 @@ func machine() Machine {
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.Kernel = strings.TrimSpace(string(b))
 	}
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			m.LoadAverage, _ = strconv.ParseFloat(f[0], 64)
+		}
+	}
 	return m
 }
 
@@ -227,6 +235,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	if m.Kernel != "" {
 		ew.printf(", Linux %s", m.Kernel)
 	}
+	ew.printf("; load average %.2f at the start", m.LoadAverage)
 	ew.printf("\n%s.\n", r.Method)
 	if b := r.Burst; b != nil {
 		ew.printf("\nburst: %s messages over %s groups from %s senders, then one @ of the bot\n",
