@@ -70,11 +70,13 @@ func ParsePeer(s string) (Peer, error) {
 // gave it; renderers sanitize it before an agent sees it.
 type Sender struct {
 	ID    UserID
-	Name  string
-	IsBot bool
+	Name  string `json:",omitzero"`
+	IsBot bool   `json:",omitzero"`
 }
 
 // Message is one inbound chat message, normalized by its channel adapter.
+// Its JSON (the log, buffers and journal keep it so) leaves out the fields
+// it does not use.
 type Message struct {
 	ID      MessageID
 	Channel ChannelID
@@ -83,22 +85,22 @@ type Message struct {
 	Sender  Sender
 	Time    time.Time
 	// Segments is the structured content, in order.
-	Segments []Segment
+	Segments []Segment `json:",omitzero"`
 	// Text is the rendered text of Segments with the channel's placeholders
 	// (for example "[图片]"); it is what buffers measure and agents read.
-	Text string
+	Text string `json:",omitzero"`
 	// Mentions lists the users mentioned with a real mention (never @all).
-	Mentions []UserID
+	Mentions []UserID `json:",omitzero"`
 	// AtAll reports an @all / @全体成员 mention. It never counts as a mention
 	// of the bot.
-	AtAll bool
+	AtAll bool `json:",omitzero"`
 	// ReplyTo is the id of the quoted message, if any.
-	ReplyTo MessageID
+	ReplyTo MessageID `json:",omitzero"`
 	// ReplyToSender is the quoted message's author when the platform says
 	// so (QQ inserts an @ of them after the quote); empty when unknown.
-	ReplyToSender UserID `json:",omitempty"`
+	ReplyToSender UserID `json:",omitzero"`
 	// ForwardIDs lists merged-forward containers carried by the message.
-	ForwardIDs []ForwardID
+	ForwardIDs []ForwardID `json:",omitzero"`
 }
 
 // Mentioned reports whether user is among the real mentions of m.
