@@ -100,9 +100,15 @@ func (d *DB) AddOutbox(ctx context.Context, e store.OutboxEntry) (bool, error) {
 	return n == 1, nil
 }
 
-// UpdateOutbox implements store.Outbox.
+// UpdateOutbox implements store.Outbox. It returns once the update is
+// committed: the platform took a chunk the moment before, and only a
+// crash within that moment can send it again.
 func (d *DB) UpdateOutbox(ctx context.Context, id string, sent, attempts int, state store.OutboxState, lastErr string) error {
-	if _, err := d.exec(ctx, nil, qUpdateOutbox, sent, attempts, string(state), lastErr, millis(now()), id); err != nil {
+	err := d.durableTx(ctx, func(tx *sql.Tx) error {
+		_, err := d.exec(ctx, tx, qUpdateOutbox, sent, attempts, string(state), lastErr, millis(now()), id)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("outbox %s: %w", id, err)
 	}
 	return nil
