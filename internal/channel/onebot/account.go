@@ -438,18 +438,28 @@ func (a *Account) admit(ctx context.Context, self ID, m msg.Message, sink channe
 	}
 	a.noteSeen(m)
 	r := &replier{a: a, trigger: m}
-	report := func(err error) {
-		if err != nil && !errors.Is(err, channel.ErrDuplicate) && !errors.Is(err, channel.ErrMerged) && !errors.Is(err, channel.ErrStopped) {
-			a.log.Warn("dispatch", "err", err, "msg_id", string(m.ID))
-		}
-	}
+	report := a.reporter(m.ID)
 	taker, ordered := sink.(channel.Taker)
 	if !ordered {
-		wg.Go(func() { report(sink.Dispatch(ctx, m, r)) })
+		dispatch(ctx, sink, m, r, report, wg)
 		return
 	}
 	// Taken in here, on the reading goroutine, in arrival order: the sink
 	// queues it on its chat's lane (blocking, which stops the reading,
 	// while the lanes are full) and reports the outcome when there is one.
 	taker.Take(ctx, m, r, report)
+}
+
+// reporter logs the outcome of message id, when it is a failure.
+func (a *Account) reporter(id msg.MessageID) func(error) {
+	return func(err error) {
+		if err != nil && !errors.Is(err, channel.ErrDuplicate) && !errors.Is(err, channel.ErrMerged) && !errors.Is(err, channel.ErrStopped) {
+			a.log.Warn("dispatch", "err", err, "msg_id", string(id))
+		}
+	}
+}
+
+// dispatch hands m to a sink that takes messages one at a time.
+func dispatch(ctx context.Context, sink channel.Sink, m msg.Message, r channel.Replier, report func(error), wg *sync.WaitGroup) {
+	wg.Go(func() { report(sink.Dispatch(ctx, m, r)) })
 }

@@ -105,7 +105,7 @@ func segmentsOf(raw json.RawMessage, limit int) (segs segments, cut bool, err er
 		segs, err := streamSegments(raw)
 		return segs, false, err
 	}
-	all, err := ParseMessage(raw)
+	all, err := parseMessage(raw, true) // an event's Message is valid JSON
 	return segments{list: all}, false, err
 }
 

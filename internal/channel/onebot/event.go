@@ -29,17 +29,19 @@ type Sender struct {
 
 // Event is a OneBot event, with the fields of message events.
 type Event struct {
-	Time        ID              `json:"time"`
-	SelfID      ID              `json:"self_id"`
-	PostType    string          `json:"post_type"`
-	MessageType string          `json:"message_type"`
-	SubType     string          `json:"sub_type"`
-	MessageID   ID              `json:"message_id"`
-	UserID      ID              `json:"user_id"`
-	GroupID     ID              `json:"group_id"`
-	Message     json.RawMessage `json:"message"`
-	RawMessage  string          `json:"raw_message"`
-	Sender      Sender          `json:"sender"`
+	Time        ID     `json:"time"`
+	SelfID      ID     `json:"self_id"`
+	PostType    string `json:"post_type"`
+	MessageType string `json:"message_type"`
+	SubType     string `json:"sub_type"`
+	MessageID   ID     `json:"message_id"`
+	UserID      ID     `json:"user_id"`
+	GroupID     ID     `json:"group_id"`
+	// Message is the message field, valid JSON: it is only ever set by
+	// decoding a frame that was checked whole.
+	Message    json.RawMessage `json:"message"`
+	RawMessage string          `json:"raw_message"`
+	Sender     Sender          `json:"sender"`
 	// MetaEventType is set on meta events (lifecycle, heartbeat).
 	MetaEventType string `json:"meta_event_type"`
 	// Interval is a heartbeat's announced interval in milliseconds.

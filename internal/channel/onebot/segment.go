@@ -75,6 +75,12 @@ var ErrBadMessage = errors.New("onebot: message is not a segment array, segment 
 // array, a single segment object, or a CQ-code string. Elements that are not
 // segments are skipped.
 func ParseMessage(raw json.RawMessage) ([]Segment, error) {
+	return parseMessage(raw, false)
+}
+
+// parseMessage is ParseMessage; valid says raw is known to be valid JSON
+// (a part of a frame already checked whole), which spares a second check.
+func parseMessage(raw json.RawMessage, valid bool) ([]Segment, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return nil, nil
@@ -96,7 +102,7 @@ func ParseMessage(raw json.RawMessage) ([]Segment, error) {
 		// One pass when every element is a segment object, the usual case.
 		// The fast decoder trusts its input; it only ever sees valid JSON.
 		var all []Segment
-		if json.Valid(raw) && fastjson.Unmarshal(raw, &all) == nil {
+		if (valid || json.Valid(raw)) && fastjson.Unmarshal(raw, &all) == nil {
 			segs := all[:0]
 			for _, seg := range all {
 				if seg.Type != "" {
