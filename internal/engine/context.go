@@ -6,6 +6,7 @@ import (
 
 	"github.com/pincerbot/pincer/internal/command"
 	"github.com/pincerbot/pincer/internal/msg"
+	"github.com/pincerbot/pincer/internal/store"
 )
 
 // MsgContext is everything the engine knows about one inbound turn.
@@ -39,9 +40,9 @@ type MsgContext struct {
 	// turn, and takes no steered messages itself. Heartbeats are
 	// standalone too.
 	Standalone bool
-	// Consume lists the receive-buffer entries this turn hands on; they
-	// are removed when the turn is admitted, in the same step.
-	Consume []int64
+	// Consume is what this turn takes out of the receive buffers; it is
+	// taken when the turn is admitted, in the same step.
+	Consume store.Consumed
 	// Delivery, when set, describes the reply path so it can be rebuilt
 	// after a restart (see Engine.Resume): the turn is then journaled from
 	// its admission until it is over, and a crash cannot lose it. Its

@@ -252,7 +252,7 @@ func (e *Engine) DispatchContext(ctx context.Context, mc MsgContext, r channel.R
 			return fmt.Errorf("dispatch %s: %w", m.ID, err)
 		}
 	}
-	admitted, err := e.opts.Store.AdmitTurn(turnCtx, m, key, e.opts.DedupTTL, journal, mc.Consume...)
+	admitted, err := e.opts.Store.AdmitTurn(turnCtx, key, e.opts.DedupTTL, journal, mc.Consume)
 	if err != nil {
 		e.storageFailed(ctx, log, m, r, err)
 		return fmt.Errorf("dispatch %s: %w", m.ID, err)

@@ -197,7 +197,7 @@ func TestCrashedTurnIsResumedOnce(t *testing.T) {
 		mc2 := NewMsgContext(m2)
 		mc2.Delivery = delivery
 		third := engineOn(t, st, &hangingProvider{}, Options{})
-		if _, err := st.AdmitTurn(context.Background(), m2, TurnKey(m2), time.Hour, mustEncode(t, mc2)); err != nil {
+		if _, err := st.AdmitTurn(context.Background(), TurnKey(m2), time.Hour, mustEncode(t, mc2), store.Consumed{}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := st.AddOutbox(context.Background(), store.OutboxEntry{ID: TurnKey(m2) + "#1", Channel: "webchat", Out: msg.Outbound{Account: "default", Peer: m2.Peer, Text: "the reply"}}); err != nil {
@@ -211,7 +211,7 @@ func TestCrashedTurnIsResumedOnce(t *testing.T) {
 		m3 := message("3", "b1", "hang forever", t0)
 		mc3 := NewMsgContext(m3)
 		mc3.Delivery = delivery
-		if _, err := st.AdmitTurn(context.Background(), m3, TurnKey(m3), time.Hour, mustEncode(t, mc3)); err != nil {
+		if _, err := st.AdmitTurn(context.Background(), TurnKey(m3), time.Hour, mustEncode(t, mc3), store.Consumed{}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := st.ResumeTurn(context.Background(), TurnKey(m3)); err != nil {
@@ -238,7 +238,7 @@ func mustEncode(t *testing.T, mc MsgContext) []byte {
 // failingStore fails every admission, as a full disk would.
 type failingStore struct{ store.Store }
 
-func (failingStore) AdmitTurn(context.Context, msg.Message, string, time.Duration, []byte, ...int64) (bool, error) {
+func (failingStore) AdmitTurn(context.Context, string, time.Duration, []byte, store.Consumed) (bool, error) {
 	return false, errors.New("database or disk is full")
 }
 

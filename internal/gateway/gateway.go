@@ -114,7 +114,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		return err
 	}
 
-	st, err := sqlite.Open(ctx, cfg.Store.Path, sqlite.Options{BusyTimeout: time.Duration(cfg.Store.BusyTimeoutMs) * time.Millisecond})
+	st, err := sqlite.Open(ctx, cfg.Store.Path, sqlite.Options{BusyTimeout: time.Duration(cfg.Store.BusyTimeoutMs) * time.Millisecond, Logger: log})
 	if err != nil {
 		return err
 	}

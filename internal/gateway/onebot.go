@@ -148,9 +148,9 @@ func (q *qq) pipelines(ctx context.Context, eng *engine.Engine, st store.Store, 
 		p, err := startPipeline(ctx, pipeline.Options{
 			Quote:   resolver.Block,
 			Receive: ReceiveSettings(r), Bot: qqBot{a}, Engine: engineTurns{eng}, Send: a.Send, History: a, Ack: a,
-			LocalHistory: pipeline.LocalHistory{Log: st, Channel: onebot.ChannelID, Account: id}, Log: st,
-			IsCommand: eng.Commands().IsControl, IsAbort: command.IsAbort, PlainText: true, Location: loc, Logger: plog,
-			Store: st, Scope: string(onebot.ChannelID) + "/" + string(id), ReplierFor: a.ReplierFor,
+			LocalHistory: pipeline.LocalHistory{Log: st, Channel: onebot.ChannelID, Account: id},
+			IsCommand:    eng.Commands().IsControl, IsAbort: command.IsAbort, PlainText: true, Location: loc, Logger: plog,
+			Store: st, Channel: onebot.ChannelID, Account: id, ReplierFor: a.ReplierFor,
 		}, "channels.onebot")
 		if err != nil {
 			return nil, nil, err

@@ -74,9 +74,9 @@ func webchatPipeline(ctx context.Context, c config.Webchat, wc *webchat.Channel,
 	plog := log.With("channel", string(webchat.ID))
 	return startPipeline(ctx, pipeline.Options{
 		Receive: ReceiveSettings(c.Receive), Bot: noBot{}, Engine: engineTurns{eng}, Send: wc.Send,
-		History: pipeline.LocalHistory{Log: st, Channel: webchat.ID, Account: msg.DefaultAccount}, Log: st,
+		History:   pipeline.LocalHistory{Log: st, Channel: webchat.ID, Account: msg.DefaultAccount},
 		IsCommand: eng.Commands().IsControl, IsAbort: command.IsAbort, Location: loc, Logger: plog,
-		Store: st, Scope: string(webchat.ID) + "/" + string(msg.DefaultAccount),
+		Store: st, Channel: webchat.ID, Account: msg.DefaultAccount,
 		ReplierFor: func(msg.Message) channel.Replier { return channel.SenderReplier{Adapter: wc} },
 	}, "channels.webchat")
 }

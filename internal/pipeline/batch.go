@@ -12,6 +12,7 @@ import (
 	"github.com/pincerbot/pincer/internal/channel"
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/prompt"
+	"github.com/pincerbot/pincer/internal/store"
 	"github.com/pincerbot/pincer/internal/trigger"
 )
 
@@ -27,7 +28,7 @@ func (p *Pipeline) runRealtime(ctx context.Context, f aggregate.Flushed[held]) {
 	}
 	first := msgs[0]
 	text := RealtimeText(msgs, p.opts.Bot.Self())
-	consume := refsOf(f.Entries)
+	consume := store.Consumed{Entries: refsOf(f.Entries)}
 	// A command is a batch of its own; it neither takes the history meant
 	// for the next reply nor needs quotes.
 	command := len(msgs) == 1 && p.isCommand(text)
@@ -35,7 +36,7 @@ func (p *Pipeline) runRealtime(ctx context.Context, f aggregate.Flushed[held]) {
 	if p.opts.Receive.History.Enabled && !command {
 		var refs []int64
 		history, refs = p.history.Take(first.Peer.String(), msgs, time.Now())
-		consume = append(consume, refs...)
+		consume.Marks = p.mark(first, store.ViewHistory, refs)
 	}
 	batch := msg.Batch{Kind: msg.Realtime, Messages: msgs, History: history, Trigger: f.Trigger, Flush: f.Reason}
 	quote := ""
@@ -45,7 +46,7 @@ func (p *Pipeline) runRealtime(ctx context.Context, f aggregate.Flushed[held]) {
 	hasImage := slices.ContainsFunc(msgs, func(m msg.Message) bool { return m.HasImage() })
 	if strings.TrimSpace(text) == "" && quote == "" && len(history) == 0 && !hasImage {
 		p.log.Debug("empty realtime batch skipped", "peer", first.Peer.String(), "reason", string(f.Reason))
-		p.unbuffer(consume...)
+		p.release(consume)
 		return
 	}
 	body := RealtimeBody(first, text, quote, history, p.opts.Location, p.opts.Receive.History.MaxChars)
@@ -155,7 +156,7 @@ func (p *Pipeline) runDigest(ctx context.Context, f aggregate.Flushed[held]) {
 		Channel: first.Channel, Account: first.Account, Peer: first.Peer, Time: time.Now(),
 	}
 	r := &peerReplier{send: p.opts.Send, account: first.Account, peer: first.Peer, flatten: p.opts.PlainText, skip: true}
-	t := Turn{Message: m, Body: body, BodyForAgent: body, NoCommands: true, Standalone: true, Consume: refsOf(f.Entries), Delivery: chatDelivery(r)}
+	t := Turn{Message: m, Body: body, BodyForAgent: body, NoCommands: true, Standalone: true, Consume: store.Consumed{Marks: p.mark(first, store.ViewDigest, refsOf(f.Entries))}, Delivery: chatDelivery(r)}
 	p.log.Debug("digest batch", "peer", first.Peer.String(), "messages", len(msgs), "flush", string(f.Reason))
 	if err := p.opts.Engine.Turn(ctx, t, r); err != nil {
 		p.log.Warn("digest batch", "peer", first.Peer.String(), "err", err)

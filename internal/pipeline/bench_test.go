@@ -112,7 +112,7 @@ func BenchmarkReceiveDurable(b *testing.B) {
 	defer st.Close()
 	s := defaults()
 	s.Digest.Enabled = true
-	p, _ := New(Options{Receive: s, Bot: fakeBot{}, Engine: &admitEngine{st: st}, Location: time.UTC, Store: st, Scope: "bench"})
+	p, _ := New(Options{Receive: s, Bot: fakeBot{}, Engine: &admitEngine{st: st}, Location: time.UTC, Store: st, Channel: "onebot", Account: "default"})
 	defer p.Close(ctx)
 	msgs := make([]msg.Message, 4096)
 	for i := range msgs {

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/pincerbot/pincer/internal/aggregate"
 	"github.com/pincerbot/pincer/internal/msg"
@@ -10,73 +11,86 @@ import (
 	"github.com/pincerbot/pincer/internal/trigger"
 )
 
-// BufferStore keeps buffered messages across restarts; store.Store is one.
+// BufferStore logs the messages the pipeline takes and keeps what its
+// buffers hold across restarts; store.Store is one. The history and digest
+// buffers are views of the log (a message costs one log entry, however
+// many buffers hold it); realtime windows keep entries of their own.
 type BufferStore interface {
+	LogInbound(ctx context.Context, m msg.Message, views store.Views) (int64, error)
+	HeldInbound(ctx context.Context, ch msg.ChannelID, acct msg.AccountID, view store.Views, limit int) ([]store.LoggedMessage, error)
+	Advance(ctx context.Context, marks ...store.Mark) error
 	Buffer(ctx context.Context, entries []store.Buffered) ([]int64, error)
 	Unbuffer(ctx context.Context, ids []int64) error
 	BufferedEntries(ctx context.Context, scope string) ([]store.Buffered, error)
 }
 
 // Kinds of stored buffer entries.
-const (
-	kindHistory  = "history"
-	kindRealtime = "realtime"
-	kindDigest   = "digest"
-)
+const kindRealtime = "realtime"
 
-// takers says which buffers take a message.
-type takers struct{ history, realtime, digest bool }
+// scope names the pipeline's buffered entries in the store.
+func (p *Pipeline) scope() string { return string(p.opts.Channel) + "/" + string(p.opts.Account) }
 
-// refs are a message's stored entries per buffer, 0 when not stored.
-type refs struct{ history, realtime, digest int64 }
-
-// persist stores the message once for each buffer that takes it, before
-// any buffer holds it. A store failure is logged and the message is held
-// in memory only.
-func (p *Pipeline) persist(ctx context.Context, m msg.Message, peer, rtKey string, d trigger.Decision, want takers) refs {
-	var out refs
-	if p.opts.Store == nil || !(want.history || want.realtime || want.digest) {
-		return out
+// logMessage logs m into views before any buffer holds it and returns its
+// number in the log, 0 when it is not logged. The write is not waited for
+// (see store.InboundLog); a failure to hand it in is logged and the
+// message held in memory only.
+func (p *Pipeline) logMessage(ctx context.Context, m msg.Message, views store.Views) int64 {
+	if p.opts.Store == nil {
+		return 0
 	}
-	entries := make([]store.Buffered, 0, 3)
-	slots := make([]*int64, 0, 3)
-	if want.history {
-		entries = append(entries, store.Buffered{Scope: p.opts.Scope, Kind: kindHistory, Key: peer, Message: m})
-		slots = append(slots, &out.history)
-	}
-	if want.realtime {
-		entries = append(entries, store.Buffered{Scope: p.opts.Scope, Kind: kindRealtime, Key: rtKey, Message: m, Trigger: d.Reason})
-		slots = append(slots, &out.realtime)
-	}
-	if want.digest {
-		entries = append(entries, store.Buffered{Scope: p.opts.Scope, Kind: kindDigest, Key: peer, Message: m})
-		slots = append(slots, &out.digest)
-	}
-	ids, err := p.opts.Store.Buffer(context.WithoutCancel(ctx), entries)
+	seq, err := p.opts.Store.LogInbound(context.WithoutCancel(ctx), m, views)
 	if err != nil {
-		p.log.Error("buffered message not stored; a restart would lose it", "msg_id", string(m.ID), "err", err)
-		return refs{}
+		p.log.Error("message not logged; a restart would lose it", "msg_id", string(m.ID), "err", err)
+		return 0
 	}
-	for i, slot := range slots {
-		*slot = ids[i]
-	}
-	return out
+	return seq
 }
 
-// unbuffer forgets stored entries that no buffer holds any more.
-func (p *Pipeline) unbuffer(refs ...int64) {
-	var ids []int64
-	for _, r := range refs {
-		if r != 0 {
-			ids = append(ids, r)
-		}
+// bufferRealtime stores m's entry in its realtime window, before the
+// window holds it; 0 when it is not stored.
+func (p *Pipeline) bufferRealtime(ctx context.Context, m msg.Message, rtKey string, d trigger.Decision) int64 {
+	if p.opts.Store == nil {
+		return 0
 	}
-	if len(ids) == 0 || p.opts.Store == nil {
+	ids, err := p.opts.Store.Buffer(context.WithoutCancel(ctx), []store.Buffered{{Scope: p.scope(), Kind: kindRealtime, Key: rtKey, Message: m, Trigger: d.Reason}})
+	if err != nil {
+		p.log.Error("buffered message not stored; a restart would lose it", "msg_id", string(m.ID), "err", err)
+		return 0
+	}
+	return ids[0]
+}
+
+// unbuffer forgets stored realtime entries no window holds any more.
+func (p *Pipeline) unbuffer(refs ...int64) {
+	p.release(store.Consumed{Entries: refs})
+}
+
+// release forgets what no buffer holds any more, outside a turn.
+func (p *Pipeline) release(c store.Consumed) {
+	c.Entries = slices.DeleteFunc(c.Entries, func(r int64) bool { return r == 0 })
+	if p.opts.Store == nil || c.Empty() {
 		return
 	}
-	if err := p.opts.Store.Unbuffer(context.Background(), ids); err != nil {
+	ctx := context.Background()
+	if err := p.opts.Store.Unbuffer(ctx, c.Entries); err != nil {
 		p.log.Warn("stale buffered entries not removed", "err", err)
 	}
+	if err := p.opts.Store.Advance(ctx, c.Marks...); err != nil {
+		p.log.Warn("buffer views not advanced", "err", err)
+	}
+}
+
+// mark is the mark that takes view of m's chat past the log entries refs
+// (the ones a buffer drained); none when none was logged.
+func (p *Pipeline) mark(m msg.Message, view store.Views, refs []int64) []store.Mark {
+	upto := int64(0)
+	for _, r := range refs {
+		upto = max(upto, r)
+	}
+	if upto == 0 {
+		return nil
+	}
+	return []store.Mark{{Channel: p.opts.Channel, Account: p.opts.Account, Peer: m.Peer, View: view, Seq: upto}}
 }
 
 // Restore refills the buffers from the store after a restart: history and
@@ -87,35 +101,49 @@ func (p *Pipeline) Restore(ctx context.Context) error {
 	if p.opts.Store == nil {
 		return nil
 	}
-	entries, err := p.opts.Store.BufferedEntries(ctx, p.opts.Scope)
+	r := p.opts.Receive
+	counts := map[string]int{}
+	if r.History.Enabled {
+		logged, err := p.opts.Store.HeldInbound(ctx, p.opts.Channel, p.opts.Account, store.ViewHistory, r.History.MaxMessages)
+		if err != nil {
+			return fmt.Errorf("pipeline %s: restore history: %w", p.scope(), err)
+		}
+		for _, lm := range logged {
+			p.history.Add(lm.Message.Peer.String(), lm.Message, lm.Seq)
+		}
+		counts["history"] = len(logged)
+	}
+	if r.Digest.Enabled {
+		logged, err := p.opts.Store.HeldInbound(ctx, p.opts.Channel, p.opts.Account, store.ViewDigest, r.Digest.MaxMessages)
+		if err != nil {
+			return fmt.Errorf("pipeline %s: restore digests: %w", p.scope(), err)
+		}
+		for _, lm := range logged {
+			p.digest.Accept(lm.Message.Peer.String(), aggregate.Entry[held]{Message: lm.Message, Tag: held{ref: lm.Seq}})
+		}
+		counts["digest"] = len(logged)
+	}
+	entries, err := p.opts.Store.BufferedEntries(ctx, p.scope())
 	if err != nil {
-		return fmt.Errorf("pipeline %s: restore: %w", p.opts.Scope, err)
+		return fmt.Errorf("pipeline %s: restore: %w", p.scope(), err)
 	}
 	opened := map[string]bool{}
-	counts := map[string]int{}
 	for _, e := range entries {
-		switch {
-		case e.Kind == kindHistory && p.opts.Receive.History.Enabled:
-			p.unbuffer(p.history.Add(e.Key, e.Message, e.ID)...)
-		case e.Kind == kindDigest && p.opts.Receive.Digest.Enabled:
-			for _, x := range p.digest.Accept(e.Key, aggregate.Entry[held]{Message: e.Message, Tag: held{ref: e.ID}}) {
-				p.unbuffer(x.Tag.ref)
-			}
-		case e.Kind == kindRealtime && p.opts.ReplierFor != nil:
-			h := held{r: p.opts.ReplierFor(e.Message), ref: e.ID}
-			first := !opened[e.Key]
-			opened[e.Key] = true
-			if !p.realtime.Accept(e.Key, aggregate.Entry[held]{Message: e.Message, Tag: h}, first, e.Trigger) {
-				p.unbuffer(e.ID)
-			}
-		default:
+		if e.Kind != kindRealtime || p.opts.ReplierFor == nil {
 			p.unbuffer(e.ID) // that buffer is off now
 			continue
 		}
-		counts[e.Kind]++
+		h := held{r: p.opts.ReplierFor(e.Message), ref: e.ID}
+		first := !opened[e.Key]
+		opened[e.Key] = true
+		if !p.realtime.Accept(e.Key, aggregate.Entry[held]{Message: e.Message, Tag: h}, first, e.Trigger) {
+			p.unbuffer(e.ID)
+			continue
+		}
+		counts[kindRealtime]++
 	}
-	if len(entries) > 0 {
-		p.log.Info("buffered messages restored", "history", counts[kindHistory], "realtime", counts[kindRealtime], "digest", counts[kindDigest])
+	if counts["history"]+counts["digest"]+counts[kindRealtime] > 0 {
+		p.log.Info("buffered messages restored", "history", counts["history"], "realtime", counts[kindRealtime], "digest", counts["digest"])
 	}
 	return nil
 }

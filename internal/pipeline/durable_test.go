@@ -17,8 +17,8 @@ import (
 )
 
 // admitEngine admits each turn in the store the way the engine does (the
-// dedup claim, the log entry and the consumed buffer entries in one step)
-// and records the turns it admitted.
+// dedup claim and what the turn consumes in one step) and records the
+// turns it admitted.
 type admitEngine struct {
 	st store.Store
 	mu sync.Mutex
@@ -27,7 +27,7 @@ type admitEngine struct {
 
 func (e *admitEngine) Turn(ctx context.Context, t Turn, _ channel.Replier) error {
 	m := t.Message
-	ok, err := e.st.Admit(ctx, m, "in:"+string(m.Channel)+":"+string(m.Account)+":"+m.Peer.String()+":"+string(m.ID), time.Hour, t.Consume...)
+	ok, err := e.st.AdmitTurn(ctx, "in:"+string(m.Channel)+":"+string(m.Account)+":"+m.Peer.String()+":"+string(m.ID), time.Hour, nil, t.Consume)
 	if err != nil || !ok {
 		return err
 	}
@@ -48,7 +48,7 @@ func durable(t *testing.T, st store.Store, eng Engine) *Pipeline {
 	s := defaults()
 	s.Digest.Enabled, s.Digest.Interval, s.Digest.MinMessages = true, 10*time.Minute, 3
 	p, _ := New(Options{
-		Receive: s, Bot: fakeBot{}, Engine: eng, Location: cst, Store: st, Scope: "onebot/default",
+		Receive: s, Bot: fakeBot{}, Engine: eng, Location: cst, Store: st, Channel: "onebot", Account: "default",
 		ReplierFor: func(m msg.Message) channel.Replier { return &replier{trigger: m, s: &sent{}} },
 		Send:       func(context.Context, msg.Outbound) (msg.MessageID, error) { return "", nil },
 	})
@@ -141,6 +141,11 @@ func TestRestartLosesNothingAndDeliversNothingTwice(t *testing.T) {
 		if err != nil || len(left) != 0 {
 			t.Errorf("left buffered: %+v %v", left, err)
 		}
+		for _, view := range []store.Views{store.ViewHistory, store.ViewDigest} {
+			if held, err := st2.HeldInbound(ctx, "onebot", "default", view, 100); err != nil || len(held) != 0 {
+				t.Errorf("left in view %d: %+v %v", view, held, err)
+			}
+		}
 		ids := []msg.MessageID{}
 		for _, tr := range append(eng1.turns(), eng2.turns()...) {
 			ids = append(ids, tr.Message.ID)
@@ -181,12 +186,10 @@ func TestGracefulRestartKeepsDigestAndHistory(t *testing.T) {
 		}
 		defer st2.Close()
 		left, _ := st2.BufferedEntries(ctx, "onebot/default")
-		kinds := map[string]int{}
-		for _, e := range left {
-			kinds[e.Kind]++
-		}
-		if kinds[kindDigest] != 3 || kinds[kindHistory] != 0 || kinds[kindRealtime] != 0 {
-			t.Errorf("kept after a graceful stop: %v (digest waits; history went into the answer)", kinds)
+		digest, _ := st2.HeldInbound(ctx, "onebot", "default", store.ViewDigest, 50)
+		history, _ := st2.HeldInbound(ctx, "onebot", "default", store.ViewHistory, 20)
+		if len(digest) != 3 || len(history) != 0 || len(left) != 0 {
+			t.Errorf("kept after a graceful stop: %d digest, %d history, %d realtime (digest waits; history went into the answer)", len(digest), len(history), len(left))
 		}
 	})
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/pincerbot/pincer/internal/aggregate"
 	"github.com/pincerbot/pincer/internal/channel"
 	"github.com/pincerbot/pincer/internal/msg"
+	"github.com/pincerbot/pincer/internal/store"
 	"github.com/pincerbot/pincer/internal/trigger"
 )
 
@@ -47,9 +48,9 @@ type Turn struct {
 	// Standalone: the turn is never merged with another or steered into
 	// one (digests, summaries): each flush is its own turn.
 	Standalone bool
-	// Consume lists the stored buffer entries the turn hands on; the
-	// engine removes them when it admits the turn.
-	Consume []int64
+	// Consume is what the turn takes out of the stored buffers; the engine
+	// takes it when it admits the turn.
+	Consume store.Consumed
 	// Delivery describes the reply path, so a turn resumed after a
 	// restart answers the same way (see ReplierFrom).
 	Delivery json.RawMessage
@@ -93,15 +94,14 @@ type Options struct {
 	PlainText bool
 	// Location is the timezone of transcript times.
 	Location *time.Location
-	// Store keeps what the buffers hold, so a restart loses nothing that
-	// was accepted; nil keeps it in memory only. Scope names this
-	// pipeline's entries ("onebot/default").
-	Store BufferStore
-	Scope string
-	// Log, when set, records every message the pipeline takes, so /summary
-	// can fall back to what pincer saw itself when the platform cannot
-	// read a chat's history.
-	Log MessageLog
+	// Store logs every message the pipeline takes (so /summary can fall
+	// back to what pincer saw itself) and keeps what the buffers hold, so
+	// a restart loses nothing that was accepted; nil keeps it in memory
+	// only. Channel and Account are those of the messages the pipeline
+	// takes: they name its chats in the store.
+	Store   BufferStore
+	Channel msg.ChannelID
+	Account msg.AccountID
 	// AckTimeout bounds an acknowledgement; 10s when zero.
 	AckTimeout time.Duration
 	// ReplierFor rebuilds the replier of a message restored into a
@@ -134,11 +134,6 @@ type Pipeline struct {
 	acks   sync.WaitGroup
 	mu     sync.Mutex
 	closed bool
-}
-
-// MessageLog records inbound messages; store.Store is one.
-type MessageLog interface {
-	LogInbound(ctx context.Context, m msg.Message) (inserted bool, err error)
 }
 
 var _ channel.Sink = (*Pipeline)(nil)
@@ -227,22 +222,11 @@ func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier, d
 	// What the user typed, without the leading mention of the bot: the
 	// text /summary and commands are matched against.
 	typed := trigger.StripLeadingMention(m, bot.Self)
-	p.log.Debug("message", "peer", m.Peer.String(), "msg_id", string(m.ID), "sender", string(m.Sender.ID))
-	if p.opts.Log != nil {
-		if _, err := p.opts.Log.LogInbound(context.WithoutCancel(ctx), m); err != nil {
-			p.log.Warn("inbound message not logged", "msg_id", string(m.ID), "err", err)
-		}
+	if p.log.Enabled(ctx, slog.LevelDebug) {
+		p.log.Debug("message", "peer", m.Peer.String(), "msg_id", string(m.ID), "sender", string(m.Sender.ID))
 	}
 	if count, ok := p.summaryCount(m, typed); ok {
-		// The command enters no buffer; its summary runs on its own.
-		if m.Peer.Kind == msg.Group {
-			p.ack(m)
-		}
-		p.spawn(func(ctx context.Context) {
-			err := errPanicked // until the summary returns
-			defer func() { done(err) }()
-			err = p.summary(ctx, m, count, r)
-		})
+		p.takeSummary(ctx, m, count, r, done)
 		return
 	}
 	d := p.eval.Evaluate(m, bot)
@@ -252,7 +236,7 @@ func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier, d
 	peer := m.Peer.String()
 	rtKey := peer + "::" + string(m.Sender.ID)
 	dg := p.opts.Receive.Digest
-	want := takers{
+	want := struct{ history, realtime, digest bool }{
 		realtime: p.realtime.Takes(rtKey, d.Triggered),
 		digest:   dg.Enabled && p.digestScope.covers(m.Peer),
 	}
@@ -260,18 +244,32 @@ func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier, d
 	// said to the bot, not to the chat: it is no context for later replies.
 	command := want.realtime && p.isCommand(typed)
 	want.history = p.opts.Receive.History.Enabled && !command
-	refs := p.persist(ctx, m, peer, rtKey, d, want)
+	// The message is logged, into the views of the buffers that take it,
+	// before any of them holds it; its realtime entry is stored too.
+	var views store.Views
+	if want.history {
+		views |= store.ViewHistory
+	}
+	if want.digest {
+		views |= store.ViewDigest
+	}
+	seq := p.logMessage(ctx, m, views)
+	var rtRef int64
+	if want.realtime {
+		rtRef = p.bufferRealtime(ctx, m, rtKey, d)
+	}
 	// History first: a batch that flushes at once must find its own
-	// messages in the buffer to leave them out of its history.
+	// messages in the buffer to leave them out of its history. What the
+	// buffer drops from its old end leaves its view with no write.
 	p.isolate("history", func() {
 		if want.history {
-			p.unbuffer(p.history.Add(peer, m, refs.history)...)
+			p.history.Add(peer, m, seq)
 		}
 	})
 	waiting := false // for its batch to be answered
 	if want.realtime {
 		p.isolate("realtime", func() {
-			e := aggregate.Entry[held]{Message: m, Tag: held{r: r, ref: refs.realtime, done: done}}
+			e := aggregate.Entry[held]{Message: m, Tag: held{r: r, ref: rtRef, done: done}}
 			if command {
 				// A command acts on its own, now: the burst before it is
 				// answered without it, or dropped when the user says stop.
@@ -282,16 +280,13 @@ func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier, d
 			}
 			// Accepted, it learns its outcome when its batch is answered.
 			if waiting = p.realtime.Accept(rtKey, e, d.Triggered, d.Reason); !waiting {
-				p.unbuffer(refs.realtime) // the window it was to join had just ended
+				p.unbuffer(rtRef) // the window it was to join had just ended
 			}
 		})
 	}
 	p.isolate("digest", func() {
 		if want.digest {
-			e := aggregate.Entry[held]{Message: m, Tag: held{r: r, ref: refs.digest}}
-			for _, x := range p.digest.Accept(peer, e) {
-				p.unbuffer(x.Tag.ref)
-			}
+			p.digest.Accept(peer, aggregate.Entry[held]{Message: m, Tag: held{r: r, ref: seq}})
 		}
 	})
 	// Like a message sent to a person, a message in a window is done when
@@ -299,6 +294,20 @@ func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier, d
 	if !waiting {
 		done(nil)
 	}
+}
+
+// takeSummary starts the summary a /summary command asks for. The
+// command enters no buffer; its summary runs on its own.
+func (p *Pipeline) takeSummary(ctx context.Context, m msg.Message, count int, r channel.Replier, done func(error)) {
+	p.logMessage(ctx, m, 0)
+	if m.Peer.Kind == msg.Group {
+		p.ack(m)
+	}
+	p.spawn(func(ctx context.Context) {
+		err := errPanicked // until the summary returns
+		defer func() { done(err) }()
+		err = p.summary(ctx, m, count, r)
+	})
 }
 
 // errPanicked is the outcome of a turn whose dispatch panicked.

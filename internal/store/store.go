@@ -1,7 +1,8 @@
 // Package store defines pincer's persistence: sessions and their reset
-// history, transcripts, the inbound message log, dedup keys, buffered
-// messages and the ids of the messages the bot sent. Implementations
-// live in subpackages and must pass the storetest conformance suite.
+// history, transcripts, the inbound message log and its views, dedup
+// keys, buffered messages, the turn journal, the outbox and the ids of
+// the messages the bot sent. Implementations live in subpackages and must
+// pass the storetest conformance suite.
 package store
 
 import (
@@ -26,15 +27,13 @@ type Store interface {
 	SentLog
 	Journal
 	Outbox
-	// Admit claims key for ttl and, when the claim succeeds, logs m, in one
-	// step: admitted is false for a message already claimed. The buffered
-	// entries listed in consume are removed in the same step, admitted or
+	// AdmitTurn claims key for ttl and, when the claim succeeds, records
+	// the turn in the journal under key (when turn is not nil), in one
+	// step: admitted is false for a key already claimed, and an admitted
+	// turn is either finished or resumable, never lost. What consume names
+	// is taken out of the receive buffers in the same step, admitted or
 	// not, so a batch is either handed on or still buffered, never both.
-	Admit(ctx context.Context, m msg.Message, key string, ttl time.Duration, consume ...int64) (admitted bool, err error)
-	// AdmitTurn is Admit that also, when the claim succeeds, records the
-	// turn in the journal under key, in the same step: an admitted turn is
-	// either finished or resumable, never lost.
-	AdmitTurn(ctx context.Context, m msg.Message, key string, ttl time.Duration, turn []byte, consume ...int64) (admitted bool, err error)
+	AdmitTurn(ctx context.Context, key string, ttl time.Duration, turn []byte, consume Consumed) (admitted bool, err error)
 	// Probe writes to the store and reports whether it could: a read-only
 	// file, a full disk or a removed directory fail here.
 	Probe(ctx context.Context) error
@@ -135,24 +134,65 @@ type Transcripts interface {
 
 // LoggedMessage is an inbound message as kept in the log.
 type LoggedMessage struct {
+	// Seq numbers the log's messages in the order they were logged.
+	Seq     int64
 	Message msg.Message
-	// Enriched reports that a channel completed the message after it was
-	// first logged (resolved names, expanded content).
-	Enriched bool
+	// Views are the views of the log that took the message.
+	Views    Views
 	LoggedAt time.Time
 }
 
-// InboundLog keeps every accepted inbound message per channel, account and
-// peer.
+// Views is a set of views of the inbound log. A view holds the messages
+// logged into it after its chat's mark (see Mark): the history and digest
+// buffers are views, so a message they hold costs one log entry, and what
+// they drop from their old end needs no write at all.
+type Views uint8
+
+// Views of the inbound log.
+const (
+	ViewHistory Views = 1 << iota
+	ViewDigest
+)
+
+// Mark moves the view of one chat past a message: the view no longer
+// holds it, nor anything logged before it.
+type Mark struct {
+	Channel msg.ChannelID
+	Account msg.AccountID
+	Peer    msg.Peer
+	View    Views
+	Seq     int64
+}
+
+// Consumed is what a turn takes out of the receive buffers.
+type Consumed struct {
+	// Entries are buffered entries (see Buffers), removed.
+	Entries []int64
+	// Marks move the log's views past the messages taken.
+	Marks []Mark
+}
+
+// Empty reports whether c takes nothing.
+func (c Consumed) Empty() bool { return len(c.Entries) == 0 && len(c.Marks) == 0 }
+
+// InboundLog keeps every accepted inbound message, numbered in the order
+// it was logged.
 type InboundLog interface {
-	// LogInbound records m; inserted is false when the same message id was
-	// already logged for its channel, account and peer.
-	LogInbound(ctx context.Context, m msg.Message) (inserted bool, err error)
+	// LogInbound appends m to the log, into views, and returns its number.
+	// It may return before the entry is written: reads see it, and it is
+	// committed within the store's durability bound; a failure to write
+	// it is reported by the store's health. A message logged twice is
+	// logged twice (readers see it once).
+	LogInbound(ctx context.Context, m msg.Message, views Views) (seq int64, err error)
 	// RecentInbound returns up to limit most recent messages of a peer,
-	// oldest first.
+	// oldest first, each message id once.
 	RecentInbound(ctx context.Context, ch msg.ChannelID, acct msg.AccountID, peer msg.Peer, limit int) ([]LoggedMessage, error)
-	// MarkEnriched replaces a logged message with its enriched form.
-	MarkEnriched(ctx context.Context, m msg.Message) error
+	// HeldInbound returns what view holds in each chat of channel ch and
+	// account acct: the last limit messages logged into it after the
+	// chat's mark, by chat and then in log order.
+	HeldInbound(ctx context.Context, ch msg.ChannelID, acct msg.AccountID, view Views, limit int) ([]LoggedMessage, error)
+	// Advance applies marks (a mark never moves a view back).
+	Advance(ctx context.Context, marks ...Mark) error
 }
 
 // Dedup claims keys for a time, so one event is processed once even across
@@ -165,13 +205,14 @@ type Dedup interface {
 	PruneDedup(ctx context.Context) (int64, error)
 }
 
-// Buffered is a message held by a receive buffer (history, realtime window,
-// digest window), kept so a restart loses nothing that was accepted.
+// Buffered is a message held by a realtime window, kept so a restart
+// loses nothing that was accepted. (The history and digest buffers are
+// views of the inbound log, see Views.)
 type Buffered struct {
 	// ID identifies the entry; assigned by Buffer.
 	ID int64
 	// Scope names the pipeline ("onebot/default"), Kind the buffer
-	// ("history", "realtime", "digest"), Key the buffer within it.
+	// ("realtime"), Key the buffer within it.
 	Scope, Kind, Key string
 	Message          msg.Message
 	// Trigger is why a realtime entry opened its window, if it did.
@@ -182,9 +223,11 @@ type Buffered struct {
 // Buffers keeps the receive buffers' entries.
 type Buffers interface {
 	// Buffer records entries in one step and returns their ids in order.
+	// Like LogInbound, it may return before they are written.
 	Buffer(ctx context.Context, entries []Buffered) ([]int64, error)
 	// Unbuffer removes entries (trimmed out of their buffer); unknown ids
-	// are ignored.
+	// are ignored. Like LogInbound, it may return before the removal is
+	// written.
 	Unbuffer(ctx context.Context, ids []int64) error
 	// BufferedEntries returns the entries of scope in the order they were
 	// buffered.

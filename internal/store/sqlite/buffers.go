@@ -11,11 +11,12 @@ import (
 )
 
 const (
-	qBuffer   = `INSERT INTO buffered (scope, kind, key, trigger, at, body) VALUES (?, ?, ?, ?, ?, ?)`
+	qBuffer   = `INSERT INTO buffered (id, scope, kind, key, trigger, at, body) VALUES (?, ?, ?, ?, ?, ?, ?)`
 	qUnbuffer = `DELETE FROM buffered WHERE id = ?`
 )
 
-// Buffer implements store.Buffers.
+// Buffer implements store.Buffers: the entries are numbered now and
+// written by the writer's next batch, without waiting for it.
 func (d *DB) Buffer(ctx context.Context, entries []store.Buffered) ([]int64, error) {
 	bodies := make([]string, len(entries))
 	for i, e := range entries {
@@ -30,32 +31,30 @@ func (d *DB) Buffer(ctx context.Context, entries []store.Buffered) ([]int64, err
 		bodies[i] = string(b)
 	}
 	ids := make([]int64, len(entries))
-	err := d.tx(ctx, func(tx *sql.Tx) error {
-		at := millis(now())
+	for i := range ids {
+		ids[i] = d.bufferID.Add(1)
+	}
+	at := millis(now())
+	err := d.w.post(func(tx *sql.Tx) error {
 		for i, e := range entries {
-			res, err := d.exec(ctx, tx, qBuffer, e.Scope, e.Kind, e.Key, string(e.Trigger), at, bodies[i])
-			if err != nil {
-				return err
-			}
-			if ids[i], err = res.LastInsertId(); err != nil {
+			if _, err := d.exec(ctx, tx, qBuffer, ids[i], e.Scope, e.Kind, e.Key, string(e.Trigger), at, bodies[i]); err != nil {
 				return err
 			}
 		}
 		return nil
-	})
+	}, len(entries) > 1)
 	if err != nil {
 		return nil, fmt.Errorf("buffer: %w", err)
 	}
 	return ids, nil
 }
 
-// Unbuffer implements store.Buffers.
+// Unbuffer implements store.Buffers, without waiting for the removal.
 func (d *DB) Unbuffer(ctx context.Context, ids []int64) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	err := d.tx(ctx, func(tx *sql.Tx) error { return d.unbuffer(ctx, tx, ids) })
-	if err != nil {
+	if err := d.w.post(func(tx *sql.Tx) error { return d.unbuffer(ctx, tx, ids) }, false); err != nil {
 		return fmt.Errorf("unbuffer: %w", err)
 	}
 	return nil

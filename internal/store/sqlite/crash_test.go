@@ -43,7 +43,7 @@ func TestCrashChild(t *testing.T) {
 			fmt.Println("error", err)
 			os.Exit(2)
 		}
-		if _, err := db.LogInbound(ctx, inboundFor(i)); err != nil {
+		if _, err := db.LogInbound(ctx, inboundFor(i), store.ViewHistory); err != nil {
 			fmt.Println("error", err)
 			os.Exit(2)
 		}
@@ -130,6 +130,19 @@ func TestKill9LeavesReadableDatabase(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d turns survived (durable up to %d)", survived, last, durable)
+	// The log entries handed in before a durable write were committed
+	// with it, and the numbering goes on after the last one that survived.
+	logged, err := db.RecentInbound(ctx, "webchat", msg.DefaultAccount, inboundFor(0).Peer, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(logged)) < durable {
+		t.Errorf("%d log entries survived, but entry %d was handed in before a durable write", len(logged), durable)
+	}
+	seq, err := db.LogInbound(ctx, inboundFor(100000), 0)
+	if n := len(logged); err != nil || (n > 0 && seq <= logged[n-1].Seq) {
+		t.Errorf("log entry after the crash numbered %d (%v); %d entries survived", seq, err, n)
+	}
 	for i, turn := range tr {
 		if turn.Seq != int64(i+1) {
 			t.Fatalf("turn %d has seq %d after recovery", i, turn.Seq)

@@ -1,7 +1,9 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pincerbot/pincer/internal/msg"
+	"github.com/pincerbot/pincer/internal/store"
 )
 
 // TestOpenRefusesAReadOnlyDatabase: a database that opens but cannot be
@@ -39,15 +42,20 @@ func TestOpenRefusesAReadOnlyDatabase(t *testing.T) {
 }
 
 // TestFullDiskIsReported: once writes fail (here: the database may not
-// grow), Probe and Health say so; when writes succeed again, the fault
-// clears.
+// grow), the caller that waits hears of it, a write nobody waits for (the
+// inbound log) is logged, Probe and Health say so; when writes succeed
+// again, the fault clears.
 func TestFullDiskIsReported(t *testing.T) {
 	ctx := context.Background()
-	d, err := Open(ctx, filepath.Join(t.TempDir(), "p.db"), Options{})
+	var logged bytes.Buffer
+	d, err := Open(ctx, filepath.Join(t.TempDir(), "p.db"), Options{Logger: slog.New(slog.NewTextHandler(&logged, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
+	if _, _, err := d.OpenSession(ctx, "k", "main"); err != nil {
+		t.Fatal(err)
+	}
 	var pages int
 	if err := d.db.QueryRowContext(ctx, "PRAGMA page_count").Scan(&pages); err != nil {
 		t.Fatal(err)
@@ -55,14 +63,25 @@ func TestFullDiskIsReported(t *testing.T) {
 	if _, err := d.db.ExecContext(ctx, "PRAGMA max_page_count = "+strconv.Itoa(pages)); err != nil {
 		t.Fatal(err)
 	}
-	big := msg.Message{ID: "1", Channel: "onebot", Account: "default", Peer: msg.Peer{Kind: msg.Group, ID: "1"}, Text: strings.Repeat("x", 1<<20), Time: time.Now()}
-	_, werr := d.LogInbound(ctx, big)
+	big := strings.Repeat("x", 1<<20)
+	_, werr := d.AppendTurn(ctx, "k", store.Turn{Role: store.RoleUser, Text: big})
 	if werr == nil {
 		t.Fatal("a write beyond the limit succeeded")
 	}
 	t.Logf("write error: %T %v", werr, werr)
 	if err := d.Health(); err == nil || !strings.Contains(err.Error(), "full") {
 		t.Errorf("health after a failed write: %v", err)
+	}
+	m := msg.Message{ID: "1", Channel: "onebot", Account: "default", Peer: msg.Peer{Kind: msg.Group, ID: "1"}, Text: big, Time: time.Now()}
+	if _, err := d.LogInbound(ctx, m, store.ViewHistory); err != nil {
+		t.Fatalf("the log does not wait for its write: %v", err)
+	}
+	// A read runs after the writes handed in before it.
+	if got, err := d.RecentInbound(ctx, m.Channel, m.Account, m.Peer, 1); err != nil || len(got) != 0 {
+		t.Fatalf("read after the failed log entry: %v %v", got, err)
+	}
+	if !strings.Contains(logged.String(), "store write failed") || !strings.Contains(logged.String(), "full") {
+		t.Errorf("the failed log entry was not logged: %q", logged.String())
 	}
 	if _, err := d.db.ExecContext(ctx, "PRAGMA max_page_count = 1000000"); err != nil {
 		t.Fatal(err)

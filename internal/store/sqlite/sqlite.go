@@ -9,10 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pressly/goose/v3"
@@ -28,6 +30,9 @@ var migrations embed.FS
 type Options struct {
 	// BusyTimeout is how long a writer waits for a lock; 5s when zero.
 	BusyTimeout time.Duration
+	// Logger receives the failures of writes nobody waits for (the
+	// inbound log, buffered entries); they also show in Health.
+	Logger *slog.Logger
 }
 
 // DB is a store.Store backed by one SQLite file.
@@ -41,6 +46,13 @@ type DB struct {
 	w *writer
 	// health is the outcome of the latest write.
 	health dbHealth
+	// seq and bufferID number log entries and buffered entries as they
+	// are handed in, so their writers need not wait for the database.
+	seq, bufferID atomic.Int64
+	// rowArgs is insertRows' argument list, used again (only the writer
+	// touches it).
+	rowArgs []any
+	log     *slog.Logger
 }
 
 var _ store.Store = (*DB)(nil)
@@ -74,14 +86,21 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: migrate %s: %w", path, err)
 	}
-	d := &DB{db: db, path: path}
+	d := &DB{db: db, path: path, log: opts.Logger}
+	if d.log == nil {
+		d.log = slog.New(slog.DiscardHandler)
+	}
+	if err := d.loadCounters(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
+	}
 	for _, q := range txQueries {
 		if _, err := d.stmt(ctx, q); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("sqlite: prepare: %w", err)
 		}
 	}
-	d.w = newWriter(db, d.note, func(q string) { _, _ = d.stmt(context.Background(), q) })
+	d.w = newWriter(db, d.note, d.writeFailed, func(q string) { _, _ = d.stmt(context.Background(), q) }, d.insertRows)
 	// A database that opens but cannot be written would drop messages
 	// later, silently: refuse it now.
 	if err := d.Probe(ctx); err != nil {
@@ -91,9 +110,29 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	return d, nil
 }
 
+// loadCounters continues the numbering of log and buffered entries.
+func (d *DB) loadCounters(ctx context.Context) error {
+	var seq, id int64
+	err := d.db.QueryRowContext(ctx, `SELECT
+		(SELECT coalesce(max(seq), 0) FROM messages),
+		max((SELECT coalesce(max(id), 0) FROM buffered),
+		    coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'buffered'), 0))`).Scan(&seq, &id)
+	if err != nil {
+		return fmt.Errorf("read counters: %w", err)
+	}
+	d.seq.Store(seq)
+	d.bufferID.Store(id)
+	return nil
+}
+
+// writeFailed reports a write nobody waited for.
+func (d *DB) writeFailed(err error) {
+	d.log.Error("store write failed; what it carried may be lost at the next restart", "component", "store", "err", err)
+}
+
 // txQueries run inside transactions; they are prepared at open, because
 // preparing needs the connection a transaction holds.
-var txQueries = []string{qSession, qBumpGeneration, qInsertReset, qInsertTurn, qAppendTurn, qTouchSession, qClaim, qLogInbound, qBuffer, qUnbuffer, qRecordSent, qJournal}
+var txQueries = []string{qSession, qBumpGeneration, qInsertReset, qInsertTurn, qAppendTurn, qTouchSession, qClaim, qLogInbound, qLogInboundRows, qMark, qBuffer, qUnbuffer, qRecordSent, qJournal}
 
 func migrate(ctx context.Context, db *sql.DB) error {
 	sub, err := fs.Sub(migrations, "migrations")
@@ -148,7 +187,7 @@ func (d *DB) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 // not prepared yet: then the writer prepares it after the batch.
 func (d *DB) cached(ctx context.Context, tx *sql.Tx, query string) *sql.Stmt {
 	if s, ok := d.stmts.Load(query); ok {
-		return tx.StmtContext(ctx, s.(*sql.Stmt))
+		return d.w.bound(ctx, tx, s.(*sql.Stmt))
 	}
 	d.w.prepareLater(query)
 	return nil

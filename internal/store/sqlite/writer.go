@@ -14,9 +14,11 @@ import (
 // maxBatchAge, whichever comes first. A burst of writes thus shares a few
 // commits instead of paying one each, a lone write is committed at once,
 // and reads see every write handed in before them. Callers wait for their
-// job to run, not for the commit, unless they ask for it (see durable):
-// after a crash, at most the jobs of the last batch — maxBatchAge of work
-// — can be missing.
+// job to run, not for the commit, unless they ask for it (see durable),
+// and the writes of the ingest path (the log, buffered entries) do not
+// wait at all (see post): after a crash, at most the jobs of the last
+// batch — maxBatchAge of work, plus what was queued behind it — can be
+// missing.
 const (
 	maxBatch    = 2000
 	maxBatchAge = 10 * time.Millisecond
@@ -38,17 +40,31 @@ type job struct {
 	// atomic runs fn under a savepoint, so its statements apply together
 	// or not at all without aborting the rest of the batch.
 	atomic bool
-	done   chan error
+	// async: nobody waits; a failure goes to the writer's fail.
+	async bool
+	// row, when set, is an entry of the inbound log (fn is nil): the
+	// writer inserts runs of them with one statement (see flushRows).
+	row  *logRow
+	done chan error
 }
 
 // writer runs jobs on the database's one connection.
 type writer struct {
-	db      *sql.DB
-	note    func(error)
+	db   *sql.DB
+	note func(error)
+	// fail learns the failures of jobs nobody waits for.
+	fail    func(error)
 	prepare func(query string)
 	// unprepared are queries jobs ran unprepared, to prepare between
 	// batches (only the writer touches it).
 	unprepared map[string]bool
+	// inTx holds the statements bound to the open batch's transaction,
+	// by their prepared statement (only the writer touches it).
+	inTx map[*sql.Stmt]*sql.Stmt
+	// rows are log entries handed in and not yet inserted; insertRows
+	// inserts them (only the writer touches them).
+	rows       []*logRow
+	insertRows func(tx *sql.Tx, rows []*logRow) error
 
 	mu      sync.RWMutex
 	closed  bool
@@ -59,8 +75,12 @@ type writer struct {
 	pool sync.Pool
 }
 
-func newWriter(db *sql.DB, note func(error), prepare func(string)) *writer {
-	w := &writer{db: db, note: note, prepare: prepare, unprepared: map[string]bool{}, jobs: make(chan *job, 1024), stopped: make(chan struct{})}
+func newWriter(db *sql.DB, note, fail func(error), prepare func(string), insertRows func(*sql.Tx, []*logRow) error) *writer {
+	w := &writer{
+		db: db, note: note, fail: fail, prepare: prepare, insertRows: insertRows,
+		unprepared: map[string]bool{}, inTx: map[*sql.Stmt]*sql.Stmt{},
+		jobs: make(chan *job, 1024), stopped: make(chan struct{}),
+	}
 	w.pool.New = func() any { return &job{done: make(chan error, 1)} }
 	go w.run()
 	return w
@@ -70,7 +90,7 @@ func newWriter(db *sql.DB, note func(error), prepare func(string)) *writer {
 // batch was committed).
 func (w *writer) do(fn func(tx *sql.Tx) error, atomic, durable bool) error {
 	j := w.pool.Get().(*job)
-	j.fn, j.atomic, j.durable = fn, atomic, durable
+	j.fn, j.atomic, j.durable, j.async, j.row = fn, atomic, durable, false, nil
 	w.mu.RLock()
 	if w.closed {
 		w.mu.RUnlock()
@@ -83,6 +103,34 @@ func (w *writer) do(fn func(tx *sql.Tx) error, atomic, durable bool) error {
 	j.fn = nil
 	w.pool.Put(j)
 	return err
+}
+
+// post hands fn to the writer without waiting for it: the caller goes on
+// as soon as the job is queued (or, when the queue is full, once there is
+// room: a writer that falls behind slows its callers down). Jobs posted
+// and done by one goroutine run in the order it handed them in.
+func (w *writer) post(fn func(tx *sql.Tx) error, atomic bool) error {
+	j := w.pool.Get().(*job)
+	j.fn, j.atomic, j.durable, j.async, j.row = fn, atomic, false, true, nil
+	return w.queue(j)
+}
+
+// postRow hands in an entry of the inbound log, as post does.
+func (w *writer) postRow(r *logRow) error {
+	j := w.pool.Get().(*job)
+	j.fn, j.atomic, j.durable, j.async, j.row = nil, false, false, true, r
+	return w.queue(j)
+}
+
+func (w *writer) queue(j *job) error {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.closed {
+		w.pool.Put(j)
+		return ErrClosed
+	}
+	w.jobs <- j
+	return nil
 }
 
 func (w *writer) run() {
@@ -110,16 +158,36 @@ func (w *writer) batch(first *job) {
 			idle.Stop()
 		}
 	}()
-	j := first
-	for n := 0; ; n++ {
-		err := w.exec(tx, j)
+	failed := func(err error) {
 		if dbErr == nil && isSQLiteError(err) {
 			dbErr = err
 			w.note(err) // before the caller hears of it
 		}
-		if j.durable {
-			waiting, waitErrs = append(waiting, j), append(waitErrs, err)
+	}
+	j := first
+	for n := 0; ; n++ {
+		var err error
+		if j.row != nil {
+			// Inserted with the entries next to it, before any other job.
+			w.rows = append(w.rows, j.row)
+			if len(w.rows) == rowsPerInsert {
+				failed(w.flushRows(tx))
+			}
 		} else {
+			failed(w.flushRows(tx))
+			err = w.exec(tx, j)
+			failed(err)
+		}
+		switch {
+		case j.async:
+			if err != nil {
+				w.fail(err)
+			}
+			j.fn, j.row = nil, nil
+			w.pool.Put(j)
+		case j.durable:
+			waiting, waitErrs = append(waiting, j), append(waitErrs, err)
+		default:
 			j.done <- err
 		}
 		if n+1 >= maxBatch || time.Since(start) >= maxBatchAge {
@@ -153,8 +221,13 @@ func (w *writer) batch(first *job) {
 			break
 		}
 	}
+	failed(w.flushRows(tx))
 	err = tx.Commit()
+	clear(w.inTx)
 	w.note(errors.Join(err, dbErr))
+	if err != nil {
+		w.fail(err)
+	}
 	for i, d := range waiting {
 		d.done <- errors.Join(waitErrs[i], err)
 	}
@@ -165,9 +238,38 @@ func (w *writer) batch(first *job) {
 	}
 }
 
+// rowsPerInsert is the most log entries one statement inserts.
+const rowsPerInsert = 32
+
+// flushRows inserts the log entries handed in so far; a failure goes to
+// fail, as nobody waits for them.
+func (w *writer) flushRows(tx *sql.Tx) error {
+	if len(w.rows) == 0 {
+		return nil
+	}
+	err := w.insertRows(tx, w.rows)
+	clear(w.rows)
+	w.rows = w.rows[:0]
+	if err != nil {
+		w.fail(err)
+	}
+	return err
+}
+
 // prepareLater notes a query a job ran unprepared; the writer prepares it
 // after the batch. Only jobs call it, on the writer's goroutine.
 func (w *writer) prepareLater(q string) { w.unprepared[q] = true }
+
+// bound returns s bound to tx, the open batch's transaction, binding it
+// once a batch. Only jobs call it, on the writer's goroutine.
+func (w *writer) bound(ctx context.Context, tx *sql.Tx, s *sql.Stmt) *sql.Stmt {
+	if b, ok := w.inTx[s]; ok {
+		return b
+	}
+	b := tx.StmtContext(ctx, s)
+	w.inTx[s] = b
+	return b
+}
 
 // exec runs one job inside tx.
 func (w *writer) exec(tx *sql.Tx, j *job) error {

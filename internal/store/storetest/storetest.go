@@ -36,7 +36,8 @@ func Run(t *testing.T, open Open) {
 		{"TranscriptOrder", testTranscriptOrder},
 		{"TranscriptConcurrentAppends", testTranscriptConcurrentAppends},
 		{"InboundLog", testInboundLog},
-		{"InboundEnrich", testInboundEnrich},
+		{"InboundViews", testInboundViews},
+		{"InboundLogBurst", testInboundLogBurst},
 		{"DedupClaim", testDedupClaim},
 		{"Admit", testAdmit},
 		{"Buffers", testBuffers},
@@ -291,76 +292,174 @@ func testInboundLog(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	g := msg.Peer{Kind: msg.Group, ID: "123"}
 	base := time.Date(2026, 3, 25, 14, 30, 0, 0, time.UTC)
+	var last int64
 	for i := range 5 {
-		ok, err := s.LogInbound(ctx, inbound(fmt.Sprint(i), g, base.Add(time.Duration(i)*time.Second), fmt.Sprint("m", i)))
-		if err != nil || !ok {
-			t.Fatalf("log %d: inserted=%v err=%v", i, ok, err)
+		seq, err := s.LogInbound(ctx, inbound(fmt.Sprint(i), g, base.Add(time.Duration(i)*time.Second), fmt.Sprint("m", i)), 0)
+		if err != nil || seq <= last {
+			t.Fatalf("log %d: seq=%d (after %d) err=%v", i, seq, last, err)
 		}
+		last = seq
 	}
-	if ok, err := s.LogInbound(ctx, inbound("3", g, base, "dup")); err != nil || ok {
-		t.Errorf("duplicate log: inserted=%v err=%v", ok, err)
+	// Delivered again: logged again, read once.
+	if _, err := s.LogInbound(ctx, inbound("3", g, base, "again"), 0); err != nil {
+		t.Fatal(err)
 	}
 	other := msg.Peer{Kind: msg.Group, ID: "456"}
-	if ok, err := s.LogInbound(ctx, inbound("3", other, base, "same id, other peer")); err != nil || !ok {
-		t.Errorf("same id in another peer: inserted=%v err=%v", ok, err)
+	if _, err := s.LogInbound(ctx, inbound("3", other, base, "same id, other peer"), 0); err != nil {
+		t.Fatal(err)
 	}
 	got, err := s.RecentInbound(ctx, "onebot", msg.DefaultAccount, g, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ids []msg.MessageID
+	var texts []string
 	for _, lm := range got {
-		ids = append(ids, lm.Message.ID)
+		texts = append(texts, lm.Message.Text)
 	}
-	if diff := cmp.Diff([]msg.MessageID{"2", "3", "4"}, ids); diff != "" {
-		t.Errorf("recent ids, oldest first (-want +got):\n%s", diff)
+	if diff := cmp.Diff([]string{"m2", "m4", "again"}, texts); diff != "" {
+		t.Fatalf("recent messages, oldest first, each id once (-want +got):\n%s", diff)
 	}
 	want := inbound("4", g, base.Add(4*time.Second), "m4")
-	if diff := cmp.Diff(want, got[2].Message, cmpopts.EquateApproxTime(time.Millisecond)); diff != "" {
+	if diff := cmp.Diff(want, got[1].Message, cmpopts.EquateApproxTime(time.Millisecond)); diff != "" {
 		t.Errorf("message round trip (-want +got):\n%s", diff)
 	}
-	if got[2].Enriched {
-		t.Error("a new message is not enriched")
+	if got[1].Seq != last || got[1].LoggedAt.IsZero() {
+		t.Errorf("entry %+v: want seq %d and a log time", got[1], last)
+	}
+	if got, _ := s.RecentInbound(ctx, "onebot", "other account", g, 3); len(got) != 0 {
+		t.Errorf("another account's chat: %+v", got)
 	}
 }
 
-func testInboundEnrich(t *testing.T, s store.Store) {
+// testInboundLogBurst: thousands of entries logged at once from several
+// goroutines are all kept, numbered in the order each goroutine logged
+// them, and read back per chat in that order.
+func testInboundLogBurst(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	g := msg.Peer{Kind: msg.Group, ID: "1"}
-	m := inbound("a", g, time.Now(), "[合并转发]")
-	if _, err := s.LogInbound(ctx, m); err != nil {
+	const chats, each = 4, 700
+	var wg sync.WaitGroup
+	for c := range chats {
+		wg.Go(func() {
+			peer := msg.Peer{Kind: msg.Group, ID: fmt.Sprint(c)}
+			last := int64(0)
+			for i := range each {
+				seq, err := s.LogInbound(ctx, inbound(fmt.Sprint(i), peer, time.Now(), fmt.Sprint(i)), store.ViewHistory)
+				if err != nil || seq <= last {
+					t.Errorf("chat %d entry %d: seq %d after %d, %v", c, i, seq, last, err)
+					return
+				}
+				last = seq
+			}
+		})
+	}
+	wg.Wait()
+	for c := range chats {
+		peer := msg.Peer{Kind: msg.Group, ID: fmt.Sprint(c)}
+		got, err := s.RecentInbound(ctx, "onebot", msg.DefaultAccount, peer, 2*each)
+		if err != nil || len(got) != each {
+			t.Fatalf("chat %d: %d entries, %v", c, len(got), err)
+		}
+		for i, lm := range got {
+			if lm.Message.Text != fmt.Sprint(i) || (i > 0 && lm.Seq <= got[i-1].Seq) {
+				t.Fatalf("chat %d entry %d: %q seq %d", c, i, lm.Message.Text, lm.Seq)
+			}
+		}
+	}
+	held, err := s.HeldInbound(ctx, "onebot", msg.DefaultAccount, store.ViewHistory, 10)
+	if err != nil || len(held) != chats*10 {
+		t.Errorf("history views: %d entries, %v", len(held), err)
+	}
+}
+
+// testInboundViews: a view holds what was logged into it after its mark,
+// the newest limit of it, per chat of one account.
+func testInboundViews(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	g1, g2 := msg.Peer{Kind: msg.Group, ID: "1"}, msg.Peer{Kind: msg.Group, ID: "2"}
+	seqs := map[string]int64{}
+	log := func(acct msg.AccountID, peer msg.Peer, id string, views store.Views) {
+		t.Helper()
+		m := inbound(id, peer, time.Now(), id)
+		m.Account = acct
+		seq, err := s.LogInbound(ctx, m, views)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs[id] = seq
+	}
+	both := store.ViewHistory | store.ViewDigest
+	log("a", g1, "h1", store.ViewHistory)
+	log("a", g1, "x", 0)
+	log("a", g1, "b2", both)
+	log("a", g2, "h3", store.ViewHistory)
+	log("a", g1, "d4", store.ViewDigest)
+	log("a", g1, "h5", store.ViewHistory)
+	log("a2", g1, "other account", both) // "a2" must not be read as "a"
+	held := func(acct msg.AccountID, view store.Views, limit int) []string {
+		t.Helper()
+		got, err := s.HeldInbound(ctx, "onebot", acct, view, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, lm := range got {
+			if lm.Seq != seqs[string(lm.Message.ID)] {
+				t.Errorf("%s: seq %d, logged as %d", lm.Message.ID, lm.Seq, seqs[string(lm.Message.ID)])
+			}
+			ids = append(ids, lm.Message.Peer.ID+":"+string(lm.Message.ID))
+		}
+		return ids
+	}
+	check := func(what string, got []string, want ...string) {
+		t.Helper()
+		if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", what, diff)
+		}
+	}
+	check("history", held("a", store.ViewHistory, 10), "1:h1", "1:b2", "1:h5", "2:h3")
+	check("digest", held("a", store.ViewDigest, 10), "1:b2", "1:d4")
+	check("history, the newest 2 a chat", held("a", store.ViewHistory, 2), "1:b2", "1:h5", "2:h3")
+	check("another account", held("a2", store.ViewHistory, 10), "1:other account")
+
+	// A mark takes the view past a message; the other view keeps it; a
+	// mark never moves back.
+	mark := func(peer msg.Peer, view store.Views, seq int64) store.Mark {
+		return store.Mark{Channel: "onebot", Account: "a", Peer: peer, View: view, Seq: seq}
+	}
+	if err := s.Advance(ctx, mark(g1, store.ViewHistory, seqs["b2"])); err != nil {
 		t.Fatal(err)
 	}
-	m.Text = "expanded"
-	if err := s.MarkEnriched(ctx, m); err != nil {
+	check("history after the mark", held("a", store.ViewHistory, 10), "1:h5", "2:h3")
+	check("digest untouched", held("a", store.ViewDigest, 10), "1:b2", "1:d4")
+	if err := s.Advance(ctx, mark(g1, store.ViewHistory, seqs["h1"])); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.RecentInbound(ctx, m.Channel, m.Account, g, 10)
-	if err != nil || len(got) != 1 || !got[0].Enriched || got[0].Message.Text != "expanded" {
-		t.Fatalf("after enrich: %+v, %v", got, err)
+	check("an older mark does not move the view back", held("a", store.ViewHistory, 10), "1:h5", "2:h3")
+
+	// AdmitTurn applies marks with the claim, admitted or not.
+	c := store.Consumed{Marks: []store.Mark{mark(g1, store.ViewDigest, seqs["d4"]), mark(g2, store.ViewHistory, seqs["h3"])}}
+	if ok, err := s.AdmitTurn(ctx, "in:v1", time.Hour, nil, c); !ok || err != nil {
+		t.Fatalf("admit: %v %v", ok, err)
 	}
-	m.ID = "missing"
-	if err := s.MarkEnriched(ctx, m); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("enrich of an unknown message: want ErrNotFound, got %v", err)
+	check("history after the turn", held("a", store.ViewHistory, 10), "1:h5")
+	check("digest after the turn", held("a", store.ViewDigest, 10))
+	log("a", g2, "h6", store.ViewHistory)
+	if ok, err := s.AdmitTurn(ctx, "in:v1", time.Hour, nil, store.Consumed{Marks: []store.Mark{mark(g2, store.ViewHistory, seqs["h6"])}}); ok || err != nil {
+		t.Fatalf("duplicate admit: %v %v", ok, err)
 	}
+	check("a duplicate's marks apply too", held("a", store.ViewHistory, 10), "1:h5")
 }
 
 func testAdmit(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	g := msg.Peer{Kind: msg.Group, ID: "1"}
-	m := inbound("m1", g, time.Now(), "hello")
-	if ok, err := s.Admit(ctx, m, "k1", time.Hour); !ok || err != nil {
+	if ok, err := s.AdmitTurn(ctx, "k1", time.Hour, nil, store.Consumed{}); !ok || err != nil {
 		t.Fatalf("first admit: %v %v", ok, err)
 	}
-	if ok, err := s.Admit(ctx, m, "k1", time.Hour); ok || err != nil {
+	if ok, err := s.AdmitTurn(ctx, "k1", time.Hour, nil, store.Consumed{}); ok || err != nil {
 		t.Fatalf("second admit: %v %v", ok, err)
 	}
-	got, err := s.RecentInbound(ctx, m.Channel, m.Account, g, 10)
-	if err != nil || len(got) != 1 || got[0].Message.Text != "hello" {
-		t.Errorf("logged %+v %v", got, err)
-	}
 	if ok, _ := s.ClaimDedup(ctx, "k1", time.Hour); ok {
-		t.Error("Admit must hold the dedup claim")
+		t.Error("AdmitTurn must hold the dedup claim")
 	}
 }
 
@@ -441,9 +540,9 @@ func testBuffers(t *testing.T, s store.Store) {
 	g := msg.Peer{Kind: msg.Group, ID: "1"}
 	at := time.Now().Truncate(time.Millisecond)
 	entries := []store.Buffered{
-		{Scope: "onebot/default", Kind: "history", Key: "group:1", Message: inbound("a", g, at, "one")},
+		{Scope: "onebot/default", Kind: "realtime", Key: "group:1::v", Message: inbound("a", g, at, "one")},
 		{Scope: "onebot/default", Kind: "realtime", Key: "group:1::u", Message: inbound("b", g, at, "two"), Trigger: msg.TriggerMention},
-		{Scope: "onebot/other", Kind: "digest", Key: "group:1", Message: inbound("c", g, at, "three")},
+		{Scope: "onebot/other", Kind: "realtime", Key: "group:1::u", Message: inbound("c", g, at, "three")},
 	}
 	ids, err := s.Buffer(ctx, entries)
 	if err != nil || len(ids) != 3 || ids[0] == ids[1] || ids[1] == ids[2] {
@@ -453,7 +552,7 @@ func testBuffers(t *testing.T, s store.Store) {
 	if err != nil || len(got) != 2 {
 		t.Fatalf("entries %+v err %v", got, err)
 	}
-	if got[0].ID != ids[0] || got[0].Kind != "history" || got[0].Key != "group:1" || got[0].Message.Text != "one" || !got[0].Message.Time.Equal(at) {
+	if got[0].ID != ids[0] || got[0].Kind != "realtime" || got[0].Key != "group:1::v" || got[0].Message.Text != "one" || !got[0].Message.Time.Equal(at) {
 		t.Errorf("first entry %+v", got[0])
 	}
 	if got[1].Trigger != msg.TriggerMention || got[1].Message.ID != "b" || got[1].At.IsZero() {
@@ -476,22 +575,22 @@ func testAdmitConsumes(t *testing.T, s store.Store) {
 	m := inbound("m1", g, time.Now(), "hello")
 	ids, err := s.Buffer(ctx, []store.Buffered{
 		{Scope: "x", Kind: "realtime", Key: "k", Message: m},
-		{Scope: "x", Kind: "history", Key: "k", Message: inbound("m0", g, time.Now(), "before")},
-		{Scope: "x", Kind: "digest", Key: "k", Message: m},
+		{Scope: "x", Kind: "realtime", Key: "k", Message: inbound("m0", g, time.Now(), "before")},
+		{Scope: "x", Kind: "realtime", Key: "k2", Message: m},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := s.Admit(ctx, m, "in:m1", time.Hour, ids[0], ids[1]); !ok || err != nil {
+	if ok, err := s.AdmitTurn(ctx, "in:m1", time.Hour, nil, store.Consumed{Entries: ids[:2]}); !ok || err != nil {
 		t.Fatalf("admit: %v %v", ok, err)
 	}
 	if got, _ := s.BufferedEntries(ctx, "x"); len(got) != 1 || got[0].ID != ids[2] {
-		t.Errorf("the consumed entries must be gone, the digest entry kept: %+v", got)
+		t.Errorf("the consumed entries must be gone, the other window's kept: %+v", got)
 	}
 	// A duplicate still consumes what it names: a restored copy of a batch
 	// already handed on must not stay buffered.
 	more, _ := s.Buffer(ctx, []store.Buffered{{Scope: "x", Kind: "realtime", Key: "k", Message: m}})
-	if ok, err := s.Admit(ctx, m, "in:m1", time.Hour, more...); ok || err != nil {
+	if ok, err := s.AdmitTurn(ctx, "in:m1", time.Hour, nil, store.Consumed{Entries: more}); ok || err != nil {
 		t.Fatalf("duplicate admit: %v %v", ok, err)
 	}
 	if got, _ := s.BufferedEntries(ctx, "x"); len(got) != 1 {
@@ -581,16 +680,13 @@ func testSentPrune(t *testing.T, s store.Store) {
 
 func testJournal(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	m := msg.Message{ID: "j1", Channel: "onebot", Account: "default", Peer: msg.Peer{Kind: msg.Group, ID: "1"}, Text: "hi", Time: time.Now()}
-	if ok, err := s.AdmitTurn(ctx, m, "in:j1", time.Hour, []byte(`{"turn":1}`)); !ok || err != nil {
+	if ok, err := s.AdmitTurn(ctx, "in:j1", time.Hour, []byte(`{"turn":1}`), store.Consumed{}); !ok || err != nil {
 		t.Fatalf("admit: %v %v", ok, err)
 	}
-	if ok, err := s.AdmitTurn(ctx, m, "in:j1", time.Hour, []byte(`{"turn":2}`)); ok || err != nil {
+	if ok, err := s.AdmitTurn(ctx, "in:j1", time.Hour, []byte(`{"turn":2}`), store.Consumed{}); ok || err != nil {
 		t.Fatalf("a duplicate is not admitted nor journaled: %v %v", ok, err)
 	}
-	m2 := m
-	m2.ID = "j2"
-	if ok, err := s.Admit(ctx, m2, "in:j2", time.Hour); !ok || err != nil {
+	if ok, err := s.AdmitTurn(ctx, "in:j2", time.Hour, nil, store.Consumed{}); !ok || err != nil {
 		t.Fatalf("admit without a journal entry: %v %v", ok, err)
 	}
 	pending, err := s.PendingTurns(ctx)
