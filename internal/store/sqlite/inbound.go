@@ -116,25 +116,12 @@ type logRow struct {
 	body      []byte // the message's JSON
 }
 
-// qLogInboundRows inserts rowsPerInsert entries at once.
-var qLogInboundRows = `INSERT INTO messages (seq, chat, message_id, views, logged_at, body) VALUES ` +
-	strings.Repeat("(?, ?, ?, ?, ?, ?), ", rowsPerInsert-1) + "(?, ?, ?, ?, ?, ?)"
-
-// insertRows inserts log entries inside tx: runs of rowsPerInsert with
-// one statement, the rest one by one. The writer calls it.
+// insertRows inserts log entries inside tx, one statement each: a
+// statement of many rows would make SQLite keep a statement journal (a
+// temporary file written page by page), which costs more than it saves.
+// The writer calls it.
 func (d *DB) insertRows(tx *sql.Tx, rows []*logRow) error {
 	ctx := context.Background()
-	args := d.rowArgs[:0]
-	defer func() { clear(args); d.rowArgs = args[:0] }()
-	for len(rows) >= rowsPerInsert {
-		for _, r := range rows[:rowsPerInsert] {
-			args = append(args, r.seq, r.chat, r.id, r.views, r.at, r.body)
-		}
-		if _, err := d.exec(ctx, tx, qLogInboundRows, args...); err != nil {
-			return fmt.Errorf("log inbound: %w", err)
-		}
-		args, rows = args[:0], rows[rowsPerInsert:]
-	}
 	for _, r := range rows {
 		if _, err := d.exec(ctx, tx, qLogInbound, r.seq, r.chat, r.id, r.views, r.at, r.body); err != nil {
 			return fmt.Errorf("log inbound %s: %w", r.id, err)

@@ -49,10 +49,7 @@ type DB struct {
 	// seq and bufferID number log entries and buffered entries as they
 	// are handed in, so their writers need not wait for the database.
 	seq, bufferID atomic.Int64
-	// rowArgs is insertRows' argument list, used again (only the writer
-	// touches it).
-	rowArgs []any
-	log     *slog.Logger
+	log           *slog.Logger
 }
 
 var _ store.Store = (*DB)(nil)
@@ -132,7 +129,7 @@ func (d *DB) writeFailed(err error) {
 
 // txQueries run inside transactions; they are prepared at open, because
 // preparing needs the connection a transaction holds.
-var txQueries = []string{qSession, qBumpGeneration, qInsertReset, qInsertTurn, qAppendTurn, qTouchSession, qClaim, qLogInbound, qLogInboundRows, qMark, qBuffer, qUnbuffer, qRecordSent, qJournal}
+var txQueries = []string{qSession, qBumpGeneration, qInsertReset, qInsertTurn, qAppendTurn, qTouchSession, qClaim, qLogInbound, qMark, qBuffer, qUnbuffer, qRecordSent, qJournal}
 
 func migrate(ctx context.Context, db *sql.DB) error {
 	sub, err := fs.Sub(migrations, "migrations")

@@ -42,8 +42,8 @@ type job struct {
 	atomic bool
 	// async: nobody waits; a failure goes to the writer's fail.
 	async bool
-	// row, when set, is an entry of the inbound log (fn is nil): the
-	// writer inserts runs of them with one statement (see flushRows).
+	// row, when set, is an entry of the inbound log (fn is nil), inserted
+	// with the entries next to it (see flushRows).
 	row  *logRow
 	done chan error
 }
@@ -238,8 +238,8 @@ func (w *writer) batch(first *job) {
 	}
 }
 
-// rowsPerInsert is the most log entries one statement inserts.
-const rowsPerInsert = 32
+// rowsPerInsert is the most log entries kept before they are inserted.
+const rowsPerInsert = 64
 
 // flushRows inserts the log entries handed in so far; a failure goes to
 // fail, as nobody waits for them.
