@@ -169,8 +169,12 @@ func (c *Conn) Run(ctx context.Context, onEvent func(frame []byte, ev *Event)) e
 	})
 	watchdog.Stop()
 	defer watchdog.Stop()
+	// Reads do not watch ctx themselves (the WebSocket library would arm
+	// a watcher for every frame): the socket is closed once ctx ends.
+	stop := context.AfterFunc(ctx, func() { _ = c.ws.CloseNow() })
+	defer stop()
 	for {
-		_, data, err := c.ws.Read(ctx)
+		_, data, err := c.ws.Read(context.Background())
 		if err != nil {
 			switch {
 			case ctx.Err() != nil:
