@@ -42,8 +42,9 @@ type DB struct {
 	// largest cost of a message's path through the store.
 	stmts sync.Map // string -> *sql.Stmt
 	path  string
-	// w runs every statement (see writer.go).
-	w *writer
+	// w runs every statement (see writer.go), cp the checkpoints.
+	w  *writer
+	cp *checkpointer
 	// health is the outcome of the latest write.
 	health dbHealth
 	// seq and bufferID number log entries and buffered entries as they
@@ -70,6 +71,8 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Add("_pragma", "foreign_keys(ON)")
+	// Checkpoints run in the background (see checkpoint.go).
+	q.Add("_pragma", "wal_autocheckpoint(0)")
 	q.Set("_txlock", "immediate")
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
 	db, err := sql.Open("sqlite", dsn)
@@ -98,6 +101,10 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		}
 	}
 	d.w = newWriter(db, d.note, d.writeFailed, func(q string) { _, _ = d.stmt(context.Background(), q) }, d.insertRows)
+	if d.cp, err = startCheckpointer(dsn, func(err error) { d.log.Warn("store checkpoint failed", "component", "store", "err", err) }); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
+	}
 	// A database that opens but cannot be written would drop messages
 	// later, silently: refuse it now.
 	if err := d.Probe(ctx); err != nil {
@@ -147,8 +154,11 @@ func migrate(ctx context.Context, db *sql.DB) error {
 // Close lets the work handed in finish and commit, and closes the
 // database.
 func (d *DB) Close() error {
-	d.w.close()
 	var errs []error
+	if d.cp != nil {
+		errs = append(errs, d.cp.close())
+	}
+	d.w.close()
 	d.stmts.Range(func(_, v any) bool {
 		errs = append(errs, v.(*sql.Stmt).Close())
 		return true
