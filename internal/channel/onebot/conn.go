@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	fastjson "github.com/goccy/go-json"
 )
 
 // Errors of calls on a connection.
@@ -253,8 +252,9 @@ func classify(frame []byte) (ev *Event, response bool) {
 		if p, err = decodeLarge(frame); err != nil {
 			return nil, false
 		}
-	} else if !json.Valid(frame) || fastjson.Unmarshal(frame, &p) != nil {
-		// The fast decoder trusts its input; it only ever sees valid JSON.
+	} else if fast, ok := decodeFast(frame); ok {
+		p = fast
+	} else if json.Unmarshal(frame, &p) != nil {
 		return nil, false
 	}
 	if p.PostType == "" && (p.Echo != nil || p.Status != nil || p.Retcode != nil) {

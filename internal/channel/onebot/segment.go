@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"unicode/utf8"
 
-	fastjson "github.com/goccy/go-json"
+	"github.com/valyala/fastjson"
 )
 
 // Segment is one OneBot message segment. Data values are kept raw: the
@@ -99,17 +99,11 @@ func parseMessage(raw json.RawMessage, valid bool) ([]Segment, error) {
 		}
 		return []Segment{seg}, nil
 	case '[':
-		// One pass when every element is a segment object, the usual case.
-		// The fast decoder trusts its input; it only ever sees valid JSON.
-		var all []Segment
-		if (valid || json.Valid(raw)) && fastjson.Unmarshal(raw, &all) == nil {
-			segs := all[:0]
-			for _, seg := range all {
-				if seg.Type != "" {
-					segs = append(segs, seg)
-				}
+		// One pass when every element is a usual segment object.
+		if valid || fastjson.ValidateBytes(raw) == nil {
+			if segs, ok := segmentsFast(raw); ok {
+				return segs, nil
 			}
-			return segs, nil
 		}
 		var elems []json.RawMessage
 		if err := json.Unmarshal(raw, &elems); err != nil {

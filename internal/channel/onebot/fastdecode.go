@@ -1,0 +1,327 @@
+package onebot
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/valyala/fastjson"
+)
+
+// The usual frame is decoded by a parser that needs no reflection and
+// keeps no type cache (fastjson), after a strict syntax check. A frame is
+// usual when its strings are valid UTF-8 without unpaired surrogate
+// escapes (which encoding/json replaces with U+FFFD), and every field the
+// decoding reads appears once, spelled as the protocol spells it (which
+// encoding/json would match case-insensitively, the last one winning).
+// Any other frame is left to encoding/json, which decides what it means:
+// the fast path is only ever a faster way to the same result (a
+// differential fuzz test holds it to that).
+
+// parsers are shared by every goroutine that decodes.
+var parsers fastjson.ParserPool
+
+// decodeFast decodes a frame as classify does; ok is false when the frame
+// is not usual or not valid JSON, for encoding/json to decide.
+func decodeFast(frame []byte) (p probe, ok bool) {
+	if !usual(frame) || fastjson.ValidateBytes(frame) != nil {
+		return probe{}, false
+	}
+	parser := parsers.Get()
+	defer parsers.Put(parser)
+	v, err := parser.ParseBytes(frame)
+	if err != nil {
+		return probe{}, false
+	}
+	obj, err := v.Object()
+	if err != nil {
+		return probe{}, false
+	}
+	ok = true
+	var seen uint32
+	obj.Visit(func(key []byte, v *fastjson.Value) {
+		if !ok {
+			return
+		}
+		f := probeField(key)
+		if f < 0 {
+			ok = plainKey(key)
+			return
+		}
+		if seen&(1<<f) != 0 {
+			ok = false
+			return
+		}
+		seen |= 1 << f
+		ok = p.set(f, v)
+	})
+	if !ok {
+		return probe{}, false
+	}
+	return p, true
+}
+
+// The fields a probe reads, by index.
+var probeFields = [...]string{
+	"time", "self_id", "post_type", "message_type", "sub_type", "message_id",
+	"user_id", "group_id", "message", "raw_message", "sender",
+	"meta_event_type", "interval", "echo", "status", "retcode",
+}
+
+func probeField(key []byte) int {
+	for i, name := range probeFields {
+		if string(key) == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// plainKey reports a key no field name can match case-insensitively: one
+// of lower-case ASCII letters, digits and punctuation.
+func plainKey(key []byte) bool {
+	for _, c := range key {
+		if c >= utf8.RuneSelf || ('A' <= c && c <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// set fills field f (an index into probeFields) from v, as encoding/json
+// would; false when that is not certain.
+func (p *probe) set(f int, v *fastjson.Value) bool {
+	ev := &p.Event
+	switch probeFields[f] {
+	case "time":
+		return setID(&ev.Time, v)
+	case "self_id":
+		return setID(&ev.SelfID, v)
+	case "message_id":
+		return setID(&ev.MessageID, v)
+	case "user_id":
+		return setID(&ev.UserID, v)
+	case "group_id":
+		return setID(&ev.GroupID, v)
+	case "post_type":
+		return setString(&ev.PostType, v)
+	case "message_type":
+		return setString(&ev.MessageType, v)
+	case "sub_type":
+		return setString(&ev.SubType, v)
+	case "raw_message":
+		return setString(&ev.RawMessage, v)
+	case "meta_event_type":
+		return setString(&ev.MetaEventType, v)
+	case "interval":
+		switch v.Type() {
+		case fastjson.TypeNull:
+			return true
+		case fastjson.TypeNumber:
+			n, err := strconv.ParseInt(string(v.MarshalTo(nil)), 10, 64)
+			ev.Interval = n
+			return err == nil
+		}
+		return false
+	case "sender":
+		return setSender(&ev.Sender, v)
+	case "message":
+		ev.Message = v.MarshalTo(nil)
+	case "echo":
+		p.Echo = v.MarshalTo(nil)
+	case "status":
+		p.Status = v.MarshalTo(nil)
+	case "retcode":
+		p.Retcode = v.MarshalTo(nil)
+	}
+	return true
+}
+
+// setID decodes an id as ID.UnmarshalJSON does; false on an error.
+func setID(id *ID, v *fastjson.Value) bool {
+	switch v.Type() {
+	case fastjson.TypeNumber, fastjson.TypeString, fastjson.TypeNull:
+		var buf [32]byte
+		return id.UnmarshalJSON(v.MarshalTo(buf[:0])) == nil
+	}
+	return false
+}
+
+// setString decodes a string field: a JSON string, or null for none.
+func setString(s *string, v *fastjson.Value) bool {
+	switch v.Type() {
+	case fastjson.TypeString:
+		*s = string(v.GetStringBytes())
+		return true
+	case fastjson.TypeNull:
+		return true
+	}
+	return false
+}
+
+// setSender decodes a sender object (or null, for none).
+func setSender(s *Sender, v *fastjson.Value) bool {
+	switch v.Type() {
+	case fastjson.TypeNull:
+		return true
+	case fastjson.TypeObject:
+	default:
+		return false
+	}
+	ok := true
+	var seen [4]bool
+	v.GetObject().Visit(func(key []byte, v *fastjson.Value) {
+		if !ok {
+			return
+		}
+		f := -1
+		switch string(key) {
+		case "user_id":
+			f = 0
+		case "nickname":
+			f = 1
+		case "card":
+			f = 2
+		case "role":
+			f = 3
+		default:
+			ok = plainKey(key)
+			return
+		}
+		if seen[f] {
+			ok = false
+			return
+		}
+		seen[f] = true
+		switch f {
+		case 0:
+			ok = setID(&s.UserID, v)
+		case 1:
+			ok = setString(&s.Nickname, v)
+		case 2:
+			ok = setString(&s.Card, v)
+		case 3:
+			ok = setString(&s.Role, v)
+		}
+	})
+	return ok
+}
+
+// segmentsFast decodes a segment array as the usual frame is decoded;
+// ok is false when any element is not a usual segment object, for
+// encoding/json to decide. raw must be valid JSON.
+func segmentsFast(raw []byte) (segs []Segment, ok bool) {
+	if !usual(raw) {
+		return nil, false
+	}
+	parser := parsers.Get()
+	defer parsers.Put(parser)
+	v, err := parser.ParseBytes(raw)
+	if err != nil {
+		return nil, false
+	}
+	elems, err := v.Array()
+	if err != nil {
+		return nil, false
+	}
+	segs = make([]Segment, 0, len(elems))
+	for _, e := range elems {
+		seg, ok := segmentFast(e)
+		if !ok {
+			return nil, false
+		}
+		if seg.Type != "" {
+			segs = append(segs, seg)
+		}
+	}
+	return segs, true
+}
+
+func segmentFast(e *fastjson.Value) (seg Segment, ok bool) {
+	obj, err := e.Object()
+	if err != nil {
+		return seg, false
+	}
+	ok = true
+	var seenType, seenData bool
+	obj.Visit(func(key []byte, v *fastjson.Value) {
+		if !ok {
+			return
+		}
+		switch string(key) {
+		case "type":
+			ok = !seenType && setString(&seg.Type, v)
+			seenType = true
+		case "data":
+			ok = !seenData && setData(&seg, v)
+			seenData = true
+		default:
+			ok = plainKey(key)
+		}
+	})
+	return seg, ok
+}
+
+// setData decodes a segment's data object into its map (null for none).
+func setData(seg *Segment, v *fastjson.Value) bool {
+	switch v.Type() {
+	case fastjson.TypeNull:
+		return true
+	case fastjson.TypeObject:
+	default:
+		return false
+	}
+	obj := v.GetObject()
+	seg.Data = make(map[string]json.RawMessage, obj.Len())
+	obj.Visit(func(key []byte, v *fastjson.Value) {
+		seg.Data[string(key)] = v.MarshalTo(nil)
+	})
+	return true
+}
+
+// usual reports JSON text whose strings decode the same with any decoder:
+// valid UTF-8, and every \u escape of a surrogate half part of a pair.
+func usual(b []byte) bool {
+	if !utf8.Valid(b) {
+		return false
+	}
+	for {
+		i := bytes.IndexByte(b, '\\')
+		if i < 0 || i+1 >= len(b) {
+			return true
+		}
+		if b[i+1] != 'u' {
+			b = b[i+2:] // an escaped character, perhaps a backslash
+			continue
+		}
+		r, ok := hex4(b[i+2:])
+		switch {
+		case !ok:
+			return false // not valid JSON: let the strict decoder say so
+		case 0xD800 <= r && r < 0xDC00:
+			// A high half must be followed by a low half.
+			rest := b[i+6:]
+			if len(rest) < 6 || rest[0] != '\\' || rest[1] != 'u' {
+				return false
+			}
+			if lo, ok := hex4(rest[2:]); !ok || lo < 0xDC00 || lo >= 0xE000 {
+				return false
+			}
+			b = rest[6:]
+		case 0xDC00 <= r && r < 0xE000:
+			return false // a low half alone
+		default:
+			b = b[i+6:]
+		}
+	}
+}
+
+// hex4 reads four hex digits.
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(b[:4]), 16, 16)
+	return rune(n), err == nil
+}
