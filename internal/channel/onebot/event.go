@@ -51,6 +51,10 @@ type Event struct {
 	// frame whose RawMessage was left undecoded: it is read only when the
 	// segments are unusable.
 	rawMessage json.RawMessage
+	// decoded: the message field was a segment array the frame's decoding
+	// decoded already, into segs (and Message is empty).
+	segs    []Segment
+	decoded bool
 }
 
 // HeartbeatInterval is the interval a heartbeat event announces, converted
@@ -149,7 +153,7 @@ func (ev Event) Normalize(account msg.AccountID, self ID, in Inbound) (msg.Messa
 		return msg.Message{}, fmt.Errorf("onebot: unknown message_type %q", ev.MessageType)
 	}
 	limit := in.maxChars()
-	segs, cut, err := segmentsOf(ev.Message, limit)
+	segs, cut, err := ev.segments(limit)
 	if err != nil || fillFrom(&m, &segs, 0, self, limit, cut) == 0 {
 		if raw := ev.raw(); raw != "" {
 			m.Segments, m.Mentions, m.ForwardIDs, m.ReplyTo, m.AtAll = nil, nil, nil, "", false
@@ -158,6 +162,14 @@ func (ev Event) Normalize(account msg.AccountID, self ID, in Inbound) (msg.Messa
 		}
 	}
 	return m, nil
+}
+
+// segments returns the event's message segments (see segmentsOf).
+func (ev Event) segments(limit int) (segments, bool, error) {
+	if ev.decoded {
+		return segments{list: ev.segs}, false, nil
+	}
+	return segmentsOf(ev.Message, limit)
 }
 
 // raw is the event's raw_message, decoded now if the frame was large.

@@ -62,18 +62,61 @@ func decodeFast(frame []byte) (p probe, ok bool) {
 	return p, true
 }
 
-// The fields a probe reads, by index.
-var probeFields = [...]string{
-	"time", "self_id", "post_type", "message_type", "sub_type", "message_id",
-	"user_id", "group_id", "message", "raw_message", "sender",
-	"meta_event_type", "interval", "echo", "status", "retcode",
-}
+// The fields a probe reads.
+const (
+	fTime = iota
+	fSelfID
+	fPostType
+	fMessageType
+	fSubType
+	fMessageID
+	fUserID
+	fGroupID
+	fMessage
+	fRawMessage
+	fSender
+	fMetaEventType
+	fInterval
+	fEcho
+	fStatus
+	fRetcode
+)
 
+// probeField returns the field key names, -1 for another key.
 func probeField(key []byte) int {
-	for i, name := range probeFields {
-		if string(key) == name {
-			return i
-		}
+	switch string(key) {
+	case "time":
+		return fTime
+	case "self_id":
+		return fSelfID
+	case "post_type":
+		return fPostType
+	case "message_type":
+		return fMessageType
+	case "sub_type":
+		return fSubType
+	case "message_id":
+		return fMessageID
+	case "user_id":
+		return fUserID
+	case "group_id":
+		return fGroupID
+	case "message":
+		return fMessage
+	case "raw_message":
+		return fRawMessage
+	case "sender":
+		return fSender
+	case "meta_event_type":
+		return fMetaEventType
+	case "interval":
+		return fInterval
+	case "echo":
+		return fEcho
+	case "status":
+		return fStatus
+	case "retcode":
+		return fRetcode
 	}
 	return -1
 }
@@ -89,32 +132,32 @@ func plainKey(key []byte) bool {
 	return true
 }
 
-// set fills field f (an index into probeFields) from v, as encoding/json
-// would; false when that is not certain.
+// set fills field f from v, as encoding/json would; false when that is
+// not certain.
 func (p *probe) set(f int, v *fastjson.Value) bool {
 	ev := &p.Event
-	switch probeFields[f] {
-	case "time":
+	switch f {
+	case fTime:
 		return setID(&ev.Time, v)
-	case "self_id":
+	case fSelfID:
 		return setID(&ev.SelfID, v)
-	case "message_id":
+	case fMessageID:
 		return setID(&ev.MessageID, v)
-	case "user_id":
+	case fUserID:
 		return setID(&ev.UserID, v)
-	case "group_id":
+	case fGroupID:
 		return setID(&ev.GroupID, v)
-	case "post_type":
+	case fPostType:
 		return setString(&ev.PostType, v)
-	case "message_type":
+	case fMessageType:
 		return setString(&ev.MessageType, v)
-	case "sub_type":
+	case fSubType:
 		return setString(&ev.SubType, v)
-	case "raw_message":
+	case fRawMessage:
 		return setString(&ev.RawMessage, v)
-	case "meta_event_type":
+	case fMetaEventType:
 		return setString(&ev.MetaEventType, v)
-	case "interval":
+	case fInterval:
 		switch v.Type() {
 		case fastjson.TypeNull:
 			return true
@@ -124,15 +167,21 @@ func (p *probe) set(f int, v *fastjson.Value) bool {
 			return err == nil
 		}
 		return false
-	case "sender":
+	case fSender:
 		return setSender(&ev.Sender, v)
-	case "message":
+	case fMessage:
+		// A segment array is decoded now, from the parsed frame; anything
+		// else is kept encoded for segmentsOf.
+		if segs, ok := segmentsOfValue(v); ok {
+			ev.segs, ev.decoded = segs, true
+			return true
+		}
 		ev.Message = v.MarshalTo(nil)
-	case "echo":
+	case fEcho:
 		p.Echo = v.MarshalTo(nil)
-	case "status":
+	case fStatus:
 		p.Status = v.MarshalTo(nil)
-	case "retcode":
+	case fRetcode:
 		p.Retcode = v.MarshalTo(nil)
 	}
 	return true
@@ -221,6 +270,12 @@ func segmentsFast(raw []byte) (segs []Segment, ok bool) {
 	if err != nil {
 		return nil, false
 	}
+	return segmentsOfValue(v)
+}
+
+// segmentsOfValue decodes a parsed segment array; ok is false when v is
+// not an array of usual segment objects.
+func segmentsOfValue(v *fastjson.Value) (segs []Segment, ok bool) {
 	elems, err := v.Array()
 	if err != nil {
 		return nil, false

@@ -67,6 +67,14 @@ func FuzzFastDecode(f *testing.F) {
 		if err := json.Unmarshal([]byte(frame), &want); err != nil {
 			t.Fatalf("decoded %q, which encoding/json refuses: %v", frame, err)
 		}
+		if got.decoded {
+			// The message was decoded with the frame: as encoding/json
+			// decodes it.
+			if !sameSegments(t, got.segs, want.Message) {
+				t.Fatalf("%q: segments %+v, encoding/json's differ", frame, got.segs)
+			}
+			got.segs, got.decoded, got.Message = nil, false, want.Message
+		}
 		raws := func(p *probe) []*json.RawMessage {
 			return []*json.RawMessage{&p.Message, &p.Echo, &p.Status, &p.Retcode}
 		}
@@ -103,33 +111,41 @@ func FuzzFastSegments(f *testing.F) {
 			return
 		}
 		got, ok := segmentsFast([]byte(raw))
-		if !ok {
-			return
-		}
-		var all []Segment
-		if err := json.Unmarshal([]byte(raw), &all); err != nil {
-			t.Fatalf("decoded %q, which encoding/json refuses: %v", raw, err)
-		}
-		want := all[:0]
-		for _, s := range all {
-			if s.Type != "" {
-				want = append(want, s)
-			}
-		}
-		if len(got) != len(want) {
-			t.Fatalf("%q: %d segments, encoding/json %d", raw, len(got), len(want))
-		}
-		for i := range got {
-			if got[i].Type != want[i].Type || len(got[i].Data) != len(want[i].Data) || (got[i].Data == nil) != (want[i].Data == nil) {
-				t.Fatalf("%q: segment %d: %+v, encoding/json %+v", raw, i, got[i], want[i])
-			}
-			for k, v := range want[i].Data {
-				if !sameJSON(t, got[i].Data[k], v) {
-					t.Fatalf("%q: segment %d data %q: %q, encoding/json %q", raw, i, k, got[i].Data[k], v)
-				}
-			}
+		if ok && !sameSegments(t, got, json.RawMessage(raw)) {
+			t.Fatalf("%q: segments %+v, encoding/json's differ", raw, got)
 		}
 	})
+}
+
+// sameSegments reports whether segs are the segments encoding/json
+// decodes from raw (all of them segment objects), those without a type
+// left out.
+func sameSegments(t *testing.T, got []Segment, raw json.RawMessage) bool {
+	t.Helper()
+	var all []Segment
+	if err := json.Unmarshal(raw, &all); err != nil {
+		t.Fatalf("decoded %q, which encoding/json refuses: %v", raw, err)
+	}
+	want := all[:0]
+	for _, s := range all {
+		if s.Type != "" {
+			want = append(want, s)
+		}
+	}
+	if len(got) != len(want) {
+		return false
+	}
+	for i := range got {
+		if got[i].Type != want[i].Type || len(got[i].Data) != len(want[i].Data) || (got[i].Data == nil) != (want[i].Data == nil) {
+			return false
+		}
+		for k, v := range want[i].Data {
+			if !sameJSON(t, got[i].Data[k], v) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // TestFastDecodeTakesTheUsualFrame: the frames implementations send take

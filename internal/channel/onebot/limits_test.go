@@ -141,6 +141,9 @@ func reference(ev Event, self ID) (msg.Message, error) {
 	}
 	m.Segments, m.Mentions, m.ForwardIDs, m.ReplyTo, m.AtAll, m.Text = nil, nil, nil, "", false, ""
 	segs, err := ParseMessage(ev.Message)
+	if ev.decoded {
+		segs, err = ev.segs, nil
+	}
 	if err != nil || (len(segs) == 0 && ev.raw() != "") {
 		segs = ParseCQ(ev.raw())
 	}
