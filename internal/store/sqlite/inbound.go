@@ -14,8 +14,12 @@ import (
 )
 
 const (
-	qLogInbound = `INSERT INTO messages (seq, chat, message_id, views, logged_at, body) VALUES (?, ?, ?, ?, ?, ?)`
-	qClaim      = `INSERT INTO dedup (key, expires_at) VALUES (?, ?)
+	qLogInbound = `INSERT INTO messages (seq, chat, message_id, views, logged_at, body, prev) VALUES (?, ?, ?, ?, ?, ?, ?)`
+	qLogEntry   = `SELECT prev, views, logged_at, body FROM messages WHERE seq = ?`
+	qSaveChain  = `INSERT INTO chats (chat, last, views) VALUES (?, ?, ?)
+		ON CONFLICT (chat) DO UPDATE SET last = max(last, excluded.last), views = views | excluded.views`
+	qViewMark = `SELECT upto FROM view_marks WHERE chat = ? AND view = ?`
+	qClaim    = `INSERT INTO dedup (key, expires_at) VALUES (?, ?)
 		ON CONFLICT (key) DO UPDATE SET expires_at = excluded.expires_at WHERE dedup.expires_at <= ?`
 	qMark = `INSERT INTO view_marks (chat, view, upto) VALUES (?, ?, ?)
 		ON CONFLICT (chat, view) DO UPDATE SET upto = excluded.upto WHERE excluded.upto > view_marks.upto`
@@ -91,41 +95,125 @@ func (d *DB) Advance(ctx context.Context, marks ...store.Mark) error {
 	return nil
 }
 
-// LogInbound implements store.InboundLog: the entry is numbered now and
-// written by the writer's next batch, without waiting for it.
+// LogInbound implements store.InboundLog: the entry is numbered and
+// linked to its chat's previous entry now, and written by the writer's
+// next batch, without waiting for it.
 func (d *DB) LogInbound(ctx context.Context, m msg.Message, views store.Views) (int64, error) {
 	body, err := json.Marshal(m)
 	if err != nil {
 		return 0, fmt.Errorf("log inbound %s: %w", m.ID, err)
 	}
-	r := &logRow{
-		seq: d.seq.Add(1), chat: chatKey(m.Channel, m.Account, m.Peer), id: string(m.ID),
-		views: int64(views), at: millis(now()), body: body,
+	r := &logRow{chat: chatKey(m.Channel, m.Account, m.Peer), id: string(m.ID), views: views, at: millis(now()), body: body}
+	d.chainsMu.Lock()
+	defer d.chainsMu.Unlock()
+	h := d.chains[r.chat]
+	if h == nil {
+		h = &chain{}
+		d.chains[r.chat] = h
 	}
+	r.seq, r.prev = d.seq.Add(1), h.last
+	// Handed in under the lock, so a chat's entries reach the writer in
+	// the order they link.
 	if err := d.w.postRow(r); err != nil {
 		return 0, fmt.Errorf("log inbound %s: %w", m.ID, err)
 	}
+	h.last, h.views = r.seq, h.views|views
 	return r.seq, nil
+}
+
+// chain is where a chat's entries end: its last entry, and every view
+// an entry of it was logged into.
+type chain struct {
+	last  int64
+	views store.Views
 }
 
 // logRow is one entry of the inbound log on its way to the database.
 type logRow struct {
-	seq       int64
+	seq, prev int64
 	chat, id  string
-	views, at int64
+	views     store.Views
+	at        int64
 	body      []byte // the message's JSON
 }
 
-// insertRows inserts log entries inside tx, one statement each: a
-// statement of many rows would make SQLite keep a statement journal (a
-// temporary file written page by page), which costs more than it saves.
-// The writer calls it.
+// insertRows inserts log entries inside tx, one statement each (a
+// statement of many rows would make SQLite keep a statement journal, a
+// temporary file written page by page), and notes the chats' new last
+// entries for saveChains. The writer calls it.
 func (d *DB) insertRows(tx *sql.Tx, rows []*logRow) error {
 	ctx := context.Background()
 	for _, r := range rows {
-		if _, err := d.exec(ctx, tx, qLogInbound, r.seq, r.chat, r.id, r.views, r.at, r.body); err != nil {
+		if _, err := d.exec(ctx, tx, qLogInbound, r.seq, r.chat, r.id, int64(r.views), r.at, r.body, r.prev); err != nil {
 			return fmt.Errorf("log inbound %s: %w", r.id, err)
 		}
+		h := d.written[r.chat]
+		if h == nil {
+			h = &chain{}
+			d.written[r.chat] = h
+		}
+		h.last, h.views = max(h.last, r.seq), h.views|r.views
+		d.unsaved[r.chat] = true
+	}
+	return nil
+}
+
+// saveChains writes the chats whose last entry changed in this batch,
+// before it commits. The writer calls it.
+func (d *DB) saveChains(tx *sql.Tx) error {
+	ctx := context.Background()
+	for chat := range d.unsaved {
+		h := d.written[chat]
+		if _, err := d.exec(ctx, tx, qSaveChain, chat, h.last, int64(h.views)); err != nil {
+			return fmt.Errorf("chat %q: %w", chat, err)
+		}
+	}
+	clear(d.unsaved)
+	return nil
+}
+
+// loadChains reads where each chat's entries end.
+func (d *DB) loadChains(ctx context.Context) error {
+	rows, err := d.db.QueryContext(ctx, `SELECT chat, last, views FROM chats`)
+	if err != nil {
+		return fmt.Errorf("read chats: %w", err)
+	}
+	defer rows.Close()
+	d.chains, d.written, d.unsaved = map[string]*chain{}, map[string]*chain{}, map[string]bool{}
+	for rows.Next() {
+		var chat string
+		var last, views int64
+		if err := rows.Scan(&chat, &last, &views); err != nil {
+			return fmt.Errorf("read chats: %w", err)
+		}
+		d.chains[chat] = &chain{last: last, views: store.Views(views)}
+		d.written[chat] = &chain{last: last, views: store.Views(views)}
+	}
+	return rows.Err()
+}
+
+// walk visits a chat's entries from last back, newest first, until visit
+// returns false, the chain ends, or an entry is missing (one whose batch
+// was lost). It runs inside a job.
+func (d *DB) walk(ctx context.Context, tx *sql.Tx, last int64, visit func(store.LoggedMessage) bool) error {
+	for seq := last; seq > 0; {
+		var prev, views, logged int64
+		var body []byte
+		err := d.queryRow(ctx, tx, qLogEntry, seq).Scan(&prev, &views, &logged, &body)
+		if err == sql.ErrNoRows {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		lm := store.LoggedMessage{Seq: seq, Views: store.Views(views), LoggedAt: fromMillis(logged)}
+		if err := json.Unmarshal(body, &lm.Message); err != nil {
+			return fmt.Errorf("entry %d: %w", seq, err)
+		}
+		if !visit(lm) {
+			return nil
+		}
+		seq = prev
 	}
 	return nil
 }
@@ -133,20 +221,22 @@ func (d *DB) insertRows(tx *sql.Tx, rows []*logRow) error {
 // RecentInbound implements store.InboundLog.
 func (d *DB) RecentInbound(ctx context.Context, ch msg.ChannelID, acct msg.AccountID, peer msg.Peer, limit int) ([]store.LoggedMessage, error) {
 	var out []store.LoggedMessage
-	seen := map[msg.MessageID]bool{}
-	// A message logged twice (an implementation that delivered it again)
-	// counts once: read a little more than asked.
-	err := d.each(ctx, `
-		SELECT seq, views, logged_at, body FROM messages WHERE chat = ? ORDER BY seq DESC LIMIT ?`,
-		[]any{chatKey(ch, acct, peer), limit + limit/4 + 4}, func(rows *sql.Rows) error {
-			lm, err := scanLogged(rows)
-			if err != nil || len(out) == limit || seen[lm.Message.ID] {
-				return err
-			}
-			seen[lm.Message.ID] = true
-			out = append(out, lm)
+	err := d.w.do(func(tx *sql.Tx) error {
+		h := d.written[chatKey(ch, acct, peer)]
+		if h == nil || limit <= 0 {
 			return nil
+		}
+		// A message logged twice (an implementation that delivered it
+		// again) counts once.
+		seen := map[msg.MessageID]bool{}
+		return d.walk(quick(ctx), tx, h.last, func(lm store.LoggedMessage) bool {
+			if !seen[lm.Message.ID] {
+				seen[lm.Message.ID] = true
+				out = append(out, lm)
+			}
+			return len(out) < limit
 		})
+	}, false, false)
 	if err != nil {
 		return nil, fmt.Errorf("recent inbound of %s: %w", peer, err)
 	}
@@ -154,59 +244,54 @@ func (d *DB) RecentInbound(ctx context.Context, ch msg.ChannelID, acct msg.Accou
 	return out, nil
 }
 
-// HeldInbound implements store.InboundLog. It visits the account's chats
-// through the log's index, one seek each, and reads each chat's newest
-// entries after its mark.
+// maxWalk bounds how far back HeldInbound looks for a view's entries in
+// one chat: entries of other views (commands, say) in between count too.
+func maxWalk(limit int) int { return 8*limit + 64 }
+
+// HeldInbound implements store.InboundLog: it walks back the chats that
+// ever had an entry in view, each from its last entry to its mark.
 func (d *DB) HeldInbound(ctx context.Context, ch msg.ChannelID, acct msg.AccountID, view store.Views, limit int) ([]store.LoggedMessage, error) {
 	prefix := chatPrefix(ch, acct)
 	var out []store.LoggedMessage
 	err := d.w.do(func(tx *sql.Tx) error {
 		ctx := quick(ctx)
-		chat := prefix
-		for {
-			var next string
-			err := tx.QueryRowContext(ctx, `SELECT chat FROM messages WHERE chat > ? ORDER BY chat LIMIT 1`, chat).Scan(&next)
-			if err == sql.ErrNoRows || (err == nil && !strings.HasPrefix(next, prefix)) {
-				return nil
+		var chats []string
+		for chat, h := range d.written {
+			if strings.HasPrefix(chat, prefix) && h.views&view != 0 {
+				chats = append(chats, chat)
 			}
-			if err != nil {
-				return err
+		}
+		slices.Sort(chats)
+		for _, chat := range chats {
+			var mark int64
+			err := d.queryRow(ctx, tx, qViewMark, chat, int64(view)).Scan(&mark)
+			if err != nil && err != sql.ErrNoRows {
+				return fmt.Errorf("chat %q: %w", chat, err)
 			}
-			chat = next
-			held, err := d.held(ctx, tx, chat, view, limit)
+			var held []store.LoggedMessage
+			steps := 0
+			err = d.walk(ctx, tx, d.written[chat].last, func(lm store.LoggedMessage) bool {
+				if lm.Seq <= mark {
+					return false
+				}
+				if lm.Views&view != 0 {
+					held = append(held, lm)
+				}
+				steps++
+				return len(held) < limit && steps < maxWalk(limit)
+			})
 			if err != nil {
 				return fmt.Errorf("chat %q: %w", chat, err)
 			}
+			slices.Reverse(held)
 			out = append(out, held...)
 		}
+		return nil
 	}, false, false)
 	if err != nil {
 		return nil, fmt.Errorf("held inbound of %s/%s: %w", ch, acct, err)
 	}
 	return out, nil
-}
-
-// held reads what view holds of one chat, oldest first.
-func (d *DB) held(ctx context.Context, tx *sql.Tx, chat string, view store.Views, limit int) ([]store.LoggedMessage, error) {
-	rows, err := tx.QueryContext(ctx, `
-		SELECT seq, views, logged_at, body FROM messages
-		WHERE chat = ? AND views & ? != 0
-		  AND seq > coalesce((SELECT upto FROM view_marks WHERE chat = ? AND view = ?), 0)
-		ORDER BY seq DESC LIMIT ?`, chat, int64(view), chat, int64(view), limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []store.LoggedMessage
-	for rows.Next() {
-		lm, err := scanLogged(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, lm)
-	}
-	slices.Reverse(out)
-	return out, rows.Err()
 }
 
 func scanLogged(rows *sql.Rows) (store.LoggedMessage, error) {

@@ -50,7 +50,15 @@ type DB struct {
 	// seq and bufferID number log entries and buffered entries as they
 	// are handed in, so their writers need not wait for the database.
 	seq, bufferID atomic.Int64
-	log           *slog.Logger
+	// chains is where each chat's entries end as they are handed in
+	// (under chainsMu); written is where they end in the database as the
+	// writer has it, and unsaved the chats whose end changed in the open
+	// batch (only the writer touches those two).
+	chainsMu sync.Mutex
+	chains   map[string]*chain
+	written  map[string]*chain
+	unsaved  map[string]bool
+	log      *slog.Logger
 }
 
 var _ store.Store = (*DB)(nil)
@@ -90,6 +98,10 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}
+	if err := d.loadChains(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
+	}
 	if err := d.loadCounters(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
@@ -100,7 +112,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 			return nil, fmt.Errorf("sqlite: prepare: %w", err)
 		}
 	}
-	d.w = newWriter(db, d.note, d.writeFailed, func(q string) { _, _ = d.stmt(context.Background(), q) }, d.insertRows)
+	d.w = newWriter(db, d.note, d.writeFailed, func(q string) { _, _ = d.stmt(context.Background(), q) }, d.insertRows, d.saveChains)
 	if d.cp, err = startCheckpointer(dsn, func(err error) { d.log.Warn("store checkpoint failed", "component", "store", "err", err) }); err != nil {
 		d.Close()
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
@@ -136,7 +148,7 @@ func (d *DB) writeFailed(err error) {
 
 // txQueries run inside transactions; they are prepared at open, because
 // preparing needs the connection a transaction holds.
-var txQueries = []string{qSession, qBumpGeneration, qInsertReset, qInsertTurn, qAppendTurn, qTouchSession, qClaim, qLogInbound, qMark, qBuffer, qUnbuffer, qRecordSent, qJournal}
+var txQueries = []string{qSession, qBumpGeneration, qInsertReset, qInsertTurn, qAppendTurn, qTouchSession, qClaim, qLogInbound, qLogEntry, qSaveChain, qViewMark, qMark, qBuffer, qUnbuffer, qRecordSent, qJournal}
 
 func migrate(ctx context.Context, db *sql.DB) error {
 	sub, err := fs.Sub(migrations, "migrations")

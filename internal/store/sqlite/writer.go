@@ -65,6 +65,8 @@ type writer struct {
 	// inserts them (only the writer touches them).
 	rows       []*logRow
 	insertRows func(tx *sql.Tx, rows []*logRow) error
+	// beforeCommit runs last in every batch.
+	beforeCommit func(tx *sql.Tx) error
 
 	mu      sync.RWMutex
 	closed  bool
@@ -75,9 +77,9 @@ type writer struct {
 	pool sync.Pool
 }
 
-func newWriter(db *sql.DB, note, fail func(error), prepare func(string), insertRows func(*sql.Tx, []*logRow) error) *writer {
+func newWriter(db *sql.DB, note, fail func(error), prepare func(string), insertRows func(*sql.Tx, []*logRow) error, beforeCommit func(*sql.Tx) error) *writer {
 	w := &writer{
-		db: db, note: note, fail: fail, prepare: prepare, insertRows: insertRows,
+		db: db, note: note, fail: fail, prepare: prepare, insertRows: insertRows, beforeCommit: beforeCommit,
 		unprepared: map[string]bool{}, inTx: map[*sql.Stmt]*sql.Stmt{},
 		jobs: make(chan *job, 1024), stopped: make(chan struct{}),
 	}
@@ -222,6 +224,10 @@ func (w *writer) batch(first *job) {
 		}
 	}
 	failed(w.flushRows(tx))
+	if err := w.beforeCommit(tx); err != nil {
+		w.fail(err)
+		failed(err)
+	}
 	err = tx.Commit()
 	clear(w.inTx)
 	w.note(errors.Join(err, dbErr))
