@@ -10,22 +10,27 @@ import (
 // over two transports (or a go-cqhttp POST retry) is handled once. It is
 // bounded by size as well as age, and keeps a 64-bit hash of each key
 // rather than the key (two keys of one process share a hash with odds
-// far below those of the machine failing), so a burst of tens of
-// thousands of messages costs a few bytes each.
+// far below those of the machine failing): a burst of tens of thousands
+// of messages costs a few dozen bytes each.
 type seen struct {
 	mu   sync.Mutex
 	ttl  time.Duration
 	max  int
 	seed maphash.Seed
-	// at holds the time each hash was claimed; ring holds the hashes in
-	// claim order, from head, len(at) of them.
-	at   map[uint64]int64
-	ring []uint64
+	// set holds the hashes; ring holds them with their claim times, in
+	// claim order from head, len(set) of them.
+	set  map[uint64]struct{}
+	ring []claim
 	head int
 }
 
+type claim struct {
+	hash uint64
+	at   int64 // unix nanoseconds
+}
+
 func newSeen(ttl time.Duration, max int) *seen {
-	return &seen{ttl: ttl, max: max, seed: maphash.MakeSeed(), at: map[uint64]int64{}}
+	return &seen{ttl: ttl, max: max, seed: maphash.MakeSeed(), set: map[uint64]struct{}{}}
 }
 
 // claim reports whether key is new, recording it.
@@ -34,33 +39,33 @@ func (s *seen) claim(key string) bool {
 	now := time.Now().UnixNano()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for len(s.at) > 0 && now-s.at[s.ring[s.head]] >= int64(s.ttl) {
+	for len(s.set) > 0 && now-s.ring[s.head].at >= int64(s.ttl) {
 		s.forgetOldest()
 	}
-	if _, dup := s.at[h]; dup {
+	if _, dup := s.set[h]; dup {
 		return false
 	}
-	if len(s.at) >= s.max {
+	if len(s.set) >= s.max {
 		s.forgetOldest()
 	}
-	s.push(h)
-	s.at[h] = now
+	s.push(claim{hash: h, at: now})
+	s.set[h] = struct{}{}
 	return true
 }
 
 func (s *seen) forgetOldest() {
-	delete(s.at, s.ring[s.head])
+	delete(s.set, s.ring[s.head].hash)
 	s.head = (s.head + 1) % len(s.ring)
 }
 
-// push appends h to the ring, growing it (in claim order) when full.
-func (s *seen) push(h uint64) {
-	n := len(s.at)
+// push appends c to the ring, growing it (in claim order) when full.
+func (s *seen) push(c claim) {
+	n := len(s.set)
 	if n == len(s.ring) {
-		grown := make([]uint64, max(16, min(2*n, s.max)))
+		grown := make([]claim, max(16, min(2*n, s.max)))
 		copy(grown, s.ring[s.head:])
 		copy(grown[len(s.ring)-s.head:], s.ring[:s.head])
 		s.ring, s.head = grown, 0
 	}
-	s.ring[(s.head+n)%len(s.ring)] = h
+	s.ring[(s.head+n)%len(s.ring)] = c
 }

@@ -43,12 +43,12 @@ func TestSeenIsBoundedAndKeepsOrderWhileGrowing(t *testing.T) {
 			if !s.claim(key(i)) {
 				t.Fatalf("key %d is new", i)
 			}
-			if i == 40 && len(s.at) != 1 {
-				t.Fatalf("expired keys kept: %d", len(s.at))
+			if i == 40 && len(s.set) != 1 {
+				t.Fatalf("expired keys kept: %d", len(s.set))
 			}
 		}
-		if len(s.at) > max {
-			t.Fatalf("%d keys kept, at most %d", len(s.at), max)
+		if len(s.set) > max {
+			t.Fatalf("%d keys kept, at most %d", len(s.set), max)
 		}
 		for i := 150; i < 250; i++ {
 			if s.claim(key(i)) {
