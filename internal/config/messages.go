@@ -81,9 +81,9 @@ type Inbound struct {
 }
 
 // defaultInboundQueue is the default of Inbound.Queue.
-const defaultInboundQueue = 4096
+const defaultInboundQueue = 1024
 
-// QueueOrDefault returns Queue, the default of 4096 when it is unset.
+// QueueOrDefault returns Queue, the default of 1024 when it is unset.
 func (in Inbound) QueueOrDefault() int {
 	if in.Queue == 0 {
 		return defaultInboundQueue

@@ -23,7 +23,7 @@ var ErrClosed = errors.New("lanes: closed")
 type Options struct {
 	// Workers bounds the goroutines running work; 8 when zero.
 	Workers int
-	// Capacity bounds the items queued or running; 4096 when zero.
+	// Capacity bounds the items queued or running; 1024 when zero.
 	Capacity int
 	// OnPanic, when set, learns of a panic in a work item; the worker goes
 	// on with the next item either way.
@@ -57,7 +57,7 @@ func New(o Options) *Lanes {
 		o.Workers = 8
 	}
 	if o.Capacity <= 0 {
-		o.Capacity = 4096
+		o.Capacity = 1024
 	}
 	l := &Lanes{opts: o, slots: make(chan struct{}, o.Capacity), lanes: map[string]*lane{}}
 	l.idle = sync.NewCond(&l.mu)
