@@ -294,20 +294,6 @@ func (d *DB) HeldInbound(ctx context.Context, ch msg.ChannelID, acct msg.Account
 	return out, nil
 }
 
-func scanLogged(rows *sql.Rows) (store.LoggedMessage, error) {
-	var lm store.LoggedMessage
-	var views, logged int64
-	var body []byte
-	if err := rows.Scan(&lm.Seq, &views, &logged, &body); err != nil {
-		return lm, err
-	}
-	if err := json.Unmarshal(body, &lm.Message); err != nil {
-		return lm, fmt.Errorf("entry %d: %w", lm.Seq, err)
-	}
-	lm.Views, lm.LoggedAt = store.Views(views), fromMillis(logged)
-	return lm, nil
-}
-
 // ClaimDedup implements store.Dedup.
 func (d *DB) ClaimDedup(ctx context.Context, key string, ttl time.Duration) (bool, error) {
 	t := now()
