@@ -50,7 +50,7 @@ func Default() Config {
 		// the harmless ones.
 		Commands: Commands{AllowFrom: []string{"*"}, OwnerAllowFrom: []string{"webchat:*"}},
 		Session:  Session{AutoCompact: true, DMScope: "per-peer", GroupScope: "per-group"},
-		Channels: Channels{Webchat: DefaultWebchat(), OneBot: DefaultOneBot()},
+		Channels: Channels{Webchat: DefaultWebchat(), OneBot: DefaultOneBot(), Feishu: DefaultFeishu()},
 	}
 }
 

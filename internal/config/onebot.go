@@ -370,5 +370,6 @@ func (c Channels) Warnings() []string {
 	for _, w := range c.Webchat.Receive.Warnings() {
 		out = append(out, "channels.webchat."+w)
 	}
-	return append(out, c.OneBot.Warnings()...)
+	out = append(out, c.OneBot.Warnings()...)
+	return append(out, c.Feishu.Warnings()...)
 }

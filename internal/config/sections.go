@@ -233,11 +233,12 @@ func (p Provider) Validate() error {
 type Channels struct {
 	Webchat Webchat `json:"webchat"`
 	OneBot  OneBot  `json:"onebot"`
+	Feishu  Feishu  `json:"feishu"`
 }
 
 // Validate checks every channel.
 func (c Channels) Validate() error {
-	return errors.Join(nest("webchat", c.Webchat.Validate()), nest("onebot", c.OneBot.Validate()))
+	return errors.Join(nest("webchat", c.Webchat.Validate()), nest("onebot", c.OneBot.Validate()), nest("feishu", c.Feishu.Validate()))
 }
 
 // Webchat configures the built-in web chat served on gateway.listen.

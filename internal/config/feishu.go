@@ -1,0 +1,282 @@
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// Feishu configures the Feishu / Lark channel. Its top-level keys are the
+// default app; accounts.<id> adds more. A named account starts from the
+// default app's settings, except its credentials (appId, appSecret,
+// verificationToken, encryptKey) and its webhook path, which it sets
+// itself.
+type Feishu struct {
+	FeishuAccount
+	Accounts map[string]FeishuAccount `json:"accounts"`
+}
+
+// FeishuAccount is one self-built Feishu or Lark app acting as a bot.
+type FeishuAccount struct {
+	// Enabled, when false, keeps the account down whatever else it sets.
+	Enabled bool   `json:"enabled"`
+	Name    string `json:"name"`
+	// AppID and AppSecret are the app's credentials from the developer
+	// console; the account runs once AppID is set.
+	AppID     string `json:"appId"`
+	AppSecret Secret `json:"appSecret"`
+	// Domain is "feishu", "lark" or a base URL such as
+	// "https://open.example.com" (private deployments, simulators).
+	Domain string `json:"domain"`
+	// Mode is how events arrive: "websocket" (the long connection pincer
+	// opens) or "webhook" (Feishu POSTs them to Webhook.Path on
+	// gateway.listen).
+	Mode    string        `json:"mode"`
+	Webhook FeishuWebhook `json:"webhook"`
+	// VerificationToken is checked on every webhook event; EncryptKey, when
+	// set, decrypts them and checks their signature.
+	VerificationToken Secret `json:"verificationToken"`
+	EncryptKey        Secret `json:"encryptKey"`
+	// AllowFrom and DenyFrom list 'chat:oc_…', 'user:ou_…' or '*'.
+	AllowFrom []string `json:"allowFrom"`
+	DenyFrom  []string `json:"denyFrom"`
+	// TextChunkLimit bounds one sent message, in characters.
+	TextChunkLimit int `json:"textChunkLimit"`
+	// TypingReaction puts a "Typing" reaction on the message being
+	// answered while the agent works.
+	TypingReaction bool `json:"typingReaction"`
+	// Receive decides which messages are answered and with what context.
+	Receive Receive `json:"receive"`
+	// Quote resolves the message a reply quotes.
+	Quote FeishuQuote `json:"quote"`
+	// MergeForward expands merged forwards into an excerpt of their
+	// messages.
+	MergeForward FeishuMergeForward `json:"mergeForward"`
+}
+
+// FeishuWebhook is where Feishu posts events in webhook mode.
+type FeishuWebhook struct {
+	Path string `json:"path"`
+}
+
+// FeishuQuote resolves quoted messages.
+type FeishuQuote struct {
+	Enabled   bool `json:"enabled"`
+	TimeoutMs int  `json:"timeoutMs"`
+}
+
+// FeishuMergeForward bounds the expansion of a merged forward: nesting
+// depth, lines and characters shown inline (the rest goes to a file in the
+// chat's workspace).
+type FeishuMergeForward struct {
+	Enabled  bool `json:"enabled"`
+	MaxDepth int  `json:"maxDepth"`
+	MaxLines int  `json:"maxLines"`
+	MaxChars int  `json:"maxChars"`
+}
+
+// Feishu modes and domains.
+const (
+	FeishuWebSocket   = "websocket"
+	FeishuWebhookMode = "webhook"
+	// DefaultFeishuWebhookPath is the default account's webhook path; a
+	// named account appends "/<id>".
+	DefaultFeishuWebhookPath = "/feishu/events"
+)
+
+// DefaultFeishu is the Feishu channel with one unconfigured default app.
+func DefaultFeishu() Feishu {
+	return Feishu{FeishuAccount: FeishuAccount{
+		Enabled:        true,
+		Domain:         "feishu",
+		Mode:           FeishuWebSocket,
+		Webhook:        FeishuWebhook{Path: DefaultFeishuWebhookPath},
+		TextChunkLimit: 4000,
+		TypingReaction: true,
+		Receive:        DefaultReceive(),
+		Quote:          FeishuQuote{Enabled: true, TimeoutMs: 10000},
+		MergeForward:   FeishuMergeForward{Enabled: true, MaxDepth: 3, MaxLines: 100, MaxChars: 4000},
+	}}
+}
+
+// UnmarshalJSON decodes the default app, then each named account over the
+// default app's settings.
+func (f *Feishu) UnmarshalJSON(b []byte) error {
+	var top struct {
+		Accounts map[string]json.RawMessage `json:"accounts"`
+	}
+	if err := json.Unmarshal(b, &top); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, &f.FeishuAccount); err != nil {
+		return err
+	}
+	if f.Accounts == nil {
+		f.Accounts = map[string]FeishuAccount{}
+	}
+	for id, raw := range top.Accounts {
+		a := f.inherited(id)
+		if err := json.Unmarshal(raw, &a); err != nil {
+			return fmt.Errorf("accounts.%s: %w", id, err)
+		}
+		f.Accounts[id] = a
+	}
+	return nil
+}
+
+// inherited is what a named account starts from: the default app's
+// settings without its credentials and with a webhook path of its own.
+func (f *Feishu) inherited(id string) FeishuAccount {
+	a := f.FeishuAccount
+	a.Name, a.AppID, a.AppSecret, a.VerificationToken, a.EncryptKey = "", "", "", "", ""
+	a.AllowFrom = slices.Clone(a.AllowFrom)
+	a.DenyFrom = slices.Clone(a.DenyFrom)
+	a.Receive.Mention.Keywords = slices.Clone(a.Receive.Mention.Keywords)
+	a.Receive.Digest.Peers = slices.Clone(a.Receive.Digest.Peers)
+	a.Receive.Summary.Commands = slices.Clone(a.Receive.Summary.Commands)
+	a.Receive.Summary.Peers = slices.Clone(a.Receive.Summary.Peers)
+	a.Webhook = FeishuWebhook{Path: DefaultFeishuWebhookPath + "/" + id}
+	return a
+}
+
+// All returns every account by id, the top-level one as "default".
+func (f Feishu) All() map[string]FeishuAccount {
+	out := maps.Clone(f.Accounts)
+	if out == nil {
+		out = map[string]FeishuAccount{}
+	}
+	out["default"] = f.FeishuAccount
+	return out
+}
+
+// Active reports whether the account should run: it is enabled and has an
+// app id.
+func (a FeishuAccount) Active() bool { return a.Enabled && a.AppID != "" }
+
+// BaseURL is the open platform's base URL for Domain.
+func (a FeishuAccount) BaseURL() string {
+	switch strings.ToLower(a.Domain) {
+	case "", "feishu":
+		return "https://open.feishu.cn"
+	case "lark":
+		return "https://open.larksuite.com"
+	}
+	return strings.TrimRight(a.Domain, "/")
+}
+
+// Validate checks the default app and every named one, and that no two
+// webhook accounts share a path.
+func (f Feishu) Validate() error {
+	errs := []error{f.FeishuAccount.Validate()}
+	if _, clash := f.Accounts["default"]; clash {
+		errs = append(errs, problem("accounts.default", "the top-level keys are the default account; name this one differently"))
+	}
+	paths := map[string]string{}
+	all := f.All()
+	for _, id := range slices.Sorted(maps.Keys(all)) {
+		a := all[id]
+		prefix := ""
+		if id != "default" {
+			prefix = "accounts." + id + "."
+			errs = append(errs, nest("accounts."+id, a.Validate()))
+			if a.Enabled && a.AppID == "" {
+				errs = append(errs, crossProblem("accounts."+id, []string{"enabled", "accounts." + id + ".enabled", "accounts." + id + ".appId"}, "needs appId"))
+			}
+		}
+		if !a.Active() || a.Mode != FeishuWebhookMode {
+			continue
+		}
+		if prev, dup := paths[a.Webhook.Path]; dup {
+			errs = append(errs, crossProblem(prefix+"webhook.path", []string{prev}, "path %q is already used by %s", a.Webhook.Path, prev))
+			continue
+		}
+		paths[a.Webhook.Path] = prefix + "webhook.path"
+	}
+	return errors.Join(errs...)
+}
+
+// Validate checks one account.
+func (a FeishuAccount) Validate() error {
+	var errs []error
+	if a.AppID != "" && a.AppSecret == "" {
+		errs = append(errs, crossProblem("appSecret", []string{"appId"}, "required with appId"))
+	}
+	switch strings.ToLower(a.Domain) {
+	case "feishu", "lark":
+	default:
+		if u, err := url.Parse(a.Domain); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, problem("domain", "want feishu, lark or a base URL such as 'https://open.example.com', got %q", a.Domain))
+		}
+	}
+	switch a.Mode {
+	case FeishuWebSocket:
+	case FeishuWebhookMode:
+		if a.AppID != "" && a.VerificationToken == "" && a.EncryptKey == "" {
+			errs = append(errs, crossProblem("verificationToken", []string{"mode", "appId", "encryptKey"},
+				"webhook mode needs verificationToken or encryptKey (from the app's Events and Callbacks page), or anyone could post events"))
+		}
+	default:
+		errs = append(errs, problem("mode", "want websocket or webhook, got %q", a.Mode))
+	}
+	if p := a.Webhook.Path; !strings.HasPrefix(p, "/") || strings.ContainsAny(p, " ?#") {
+		errs = append(errs, problem("webhook.path", "want a path such as %q, got %q", DefaultFeishuWebhookPath, p))
+	}
+	for _, list := range []struct {
+		key     string
+		entries []string
+	}{{"allowFrom", a.AllowFrom}, {"denyFrom", a.DenyFrom}} {
+		for i, e := range list.entries {
+			if !validFeishuPeerPattern(e) {
+				errs = append(errs, problem(fmt.Sprintf("%s[%d]", list.key, i), "want *, chat:<oc_…> or user:<ou_…>, got %q", e))
+			}
+		}
+	}
+	if a.TextChunkLimit < 1 {
+		errs = append(errs, problem("textChunkLimit", "must be at least 1"))
+	}
+	if a.Quote.TimeoutMs < 1 {
+		errs = append(errs, problem("quote.timeoutMs", "must be at least 1"))
+	}
+	mf := a.MergeForward
+	for _, f := range []struct {
+		key string
+		v   int
+	}{{"mergeForward.maxDepth", mf.MaxDepth}, {"mergeForward.maxLines", mf.MaxLines}, {"mergeForward.maxChars", mf.MaxChars}} {
+		if f.v < 1 {
+			errs = append(errs, problem(f.key, "must be at least 1"))
+		}
+	}
+	errs = append(errs, nest("receive", a.Receive.Validate()))
+	return errors.Join(errs...)
+}
+
+func validFeishuPeerPattern(e string) bool {
+	e = strings.TrimSpace(e)
+	if e == "*" {
+		return true
+	}
+	kind, id, ok := strings.Cut(e, ":")
+	return ok && strings.TrimSpace(id) != "" && !strings.ContainsAny(id, " \t") &&
+		(strings.EqualFold(kind, "chat") || strings.EqualFold(kind, "user"))
+}
+
+// Warnings lists settings of every account that are skipped rather than
+// refused, with their key paths.
+func (f Feishu) Warnings() []string {
+	var out []string
+	all := f.All()
+	for _, id := range slices.Sorted(maps.Keys(all)) {
+		prefix := "channels.feishu."
+		if id != "default" {
+			prefix += "accounts." + id + "."
+		}
+		for _, w := range all[id].Receive.Warnings() {
+			out = append(out, prefix+w)
+		}
+	}
+	return out
+}
