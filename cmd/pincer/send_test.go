@@ -15,6 +15,7 @@ import (
 
 	"github.com/pincerbot/pincer/internal/channel/onebot"
 	"github.com/pincerbot/pincer/internal/channel/onebot/onebottest"
+	"github.com/pincerbot/pincer/internal/channel/onebot/wire"
 )
 
 func writeConfig(t *testing.T, doc string) string {
@@ -125,7 +126,7 @@ func TestOneBotSimulator(t *testing.T) {
 	}
 	conn := onebot.NewConn(ws, 5*time.Second, nil)
 	events := make(chan []byte, 4)
-	go func() { _ = conn.Run(ctx, func(f []byte, _ *onebot.Event) { events <- f }) }()
+	go func() { _ = conn.Run(ctx, func(f []byte, _ *wire.Event) { events <- f }) }()
 
 	if _, err := conn.Call(ctx, "send_group_msg", map[string]any{"group_id": 700000001, "message": []any{map[string]any{"type": "text", "data": map[string]any{"text": "hi there"}}}}, 0); err != nil {
 		t.Fatal(err)
@@ -135,7 +136,7 @@ func TestOneBotSimulator(t *testing.T) {
 	if _, err := io.WriteString(typing, "@你好\n"); err != nil {
 		t.Fatal(err)
 	}
-	ev, err := onebot.DecodeEvent(<-events)
+	ev, err := wire.DecodeEvent(<-events)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pincerbot/pincer/internal/channel/onebot"
 	"github.com/pincerbot/pincer/internal/channel/onebot/onebottest"
+	"github.com/pincerbot/pincer/internal/channel/onebot/wire"
 	"github.com/pincerbot/pincer/internal/config"
 	"github.com/pincerbot/pincer/internal/llm/llmtest"
 	"github.com/pincerbot/pincer/internal/quote"
@@ -88,7 +89,7 @@ func TestQQHugeMessageIsCutEndToEnd(t *testing.T) {
 	if n := utf8.RuneCountInString(last); n > limit+1000 {
 		t.Errorf("the model was sent %d characters of a %d-byte message; the cap is %d", n, len(huge), limit)
 	}
-	if !strings.Contains(last, "这是一条很长很长的消息。") || !strings.Contains(last, onebot.TruncatedMarker) {
+	if !strings.Contains(last, "这是一条很长很长的消息。") || !strings.Contains(last, wire.TruncatedMarker) {
 		t.Errorf("the model did not get the start of the message, marked as cut: %.200q … %.200q", last, last[max(0, len(last)-200):])
 	}
 }
@@ -105,7 +106,7 @@ func TestQQMaxCharsIsConfigurable(t *testing.T) {
 	users := userMessages(r.model.Requests()[0])
 	last := users[len(users)-1]
 	body := last[strings.Index(last, "] ")+2:]
-	if n := strings.Count(body, "长"); n > 100 || n < 80 || !strings.HasSuffix(body, onebot.TruncatedMarker) {
+	if n := strings.Count(body, "长"); n > 100 || n < 80 || !strings.HasSuffix(body, wire.TruncatedMarker) {
 		t.Errorf("cut to %d characters: %q", n, body)
 	}
 }

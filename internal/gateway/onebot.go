@@ -13,6 +13,7 @@ import (
 	"github.com/pincerbot/pincer/internal/agent"
 	"github.com/pincerbot/pincer/internal/channel"
 	"github.com/pincerbot/pincer/internal/channel/onebot"
+	"github.com/pincerbot/pincer/internal/channel/onebot/wire"
 	"github.com/pincerbot/pincer/internal/command"
 	"github.com/pincerbot/pincer/internal/config"
 	"github.com/pincerbot/pincer/internal/engine"
@@ -32,7 +33,7 @@ func OneBotOptions(id string, a config.OneBotAccount, in config.Inbound, log *sl
 	r := a.Reconnect
 	return onebot.AccountOptions{
 		ID: msg.AccountID(id), WSURL: a.WSURL, HTTPURL: a.HTTPURL, Token: a.AccessToken.Value(),
-		SelfID: onebot.ID(a.SelfQQ()), Filter: filter,
+		SelfID: wire.ID(a.SelfQQ()), Filter: filter,
 		Reverse: a.ReverseWS.Enabled, Post: a.HTTPPost.Enabled, PostSecret: a.PostSecret(),
 		ReplyToTrigger: a.ReplyToTrigger, AutoReact: a.GroupAutoReact, ReactEmoji: strconv.Itoa(a.GroupAutoReactEmojiID),
 		ChunkLimit: a.TextChunkLimit, ChunkGap: time.Second, Pace: &onebot.Pacer{Gap: time.Second},

@@ -15,6 +15,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/pincerbot/pincer/internal/channel"
+	"github.com/pincerbot/pincer/internal/channel/onebot/wire"
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/outbox"
 	"github.com/pincerbot/pincer/internal/store"
@@ -30,7 +31,7 @@ type AccountOptions struct {
 	// WebSocket is connected; empty for none.
 	HTTPURL string
 	Token   string
-	SelfID  ID
+	SelfID  wire.ID
 	Filter  PeerFilter
 	// Reverse accepts reverse WebSocket connections (ServeReverse).
 	Reverse bool
@@ -74,6 +75,15 @@ type AccountOptions struct {
 	Logger *slog.Logger
 }
 
+// Inbound bounds what one inbound message brings to the agent. The zero
+// value is the defaults.
+type Inbound struct {
+	// MaxChars is the most characters of one message's text that reach the
+	// agent; the rest is cut and wire.TruncatedMarker appended.
+	// wire.DefaultMaxChars when 0.
+	MaxChars int
+}
+
 // Account is one QQ account: it keeps its transports up, turns message
 // events into messages for the sink, and delivers replies over whichever
 // connection is live.
@@ -93,7 +103,7 @@ type Account struct {
 	mu      sync.Mutex
 	live    []*Conn // connected WebSockets, newest last
 	reverse *Conn   // the one reverse connection
-	self    ID
+	self    wire.ID
 	state   State
 	// stateErr is why the account is in its state, if an error put it there.
 	stateErr error
@@ -211,7 +221,7 @@ func (a *Account) Health() (state State, live bool, err error) {
 }
 
 // Self is the bot's QQ number, 0 while unknown.
-func (a *Account) Self() ID {
+func (a *Account) Self() wire.ID {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.self
@@ -324,11 +334,11 @@ func (a *Account) serveConn(ctx context.Context, c *Conn, header string, sink ch
 	again := a.connectedBefore
 	a.connectedBefore = true
 	a.mu.Unlock()
-	first := make(chan *Event, 1)
+	first := make(chan *wire.Event, 1)
 	_, headerErr := strconv.ParseInt(header, 10, 64)
 	known := a.opts.SelfID > 0 || headerErr == nil
 	wg.Go(func() {
-		var ev *Event
+		var ev *wire.Event
 		if !known {
 			select {
 			case ev = <-first:
@@ -344,7 +354,7 @@ func (a *Account) serveConn(ctx context.Context, c *Conn, header string, sink ch
 		}
 	})
 	once := sync.Once{}
-	return c.Run(ctx, func(frame []byte, ev *Event) {
+	return c.Run(ctx, func(frame []byte, ev *wire.Event) {
 		a.onEvent(ctx, c, header, frame, ev, sink, wg)
 		once.Do(func() {
 			if ev != nil {
@@ -354,7 +364,7 @@ func (a *Account) serveConn(ctx context.Context, c *Conn, header string, sink ch
 	})
 }
 
-func (a *Account) resolveSelf(ctx context.Context, c Caller, header string, first *Event) {
+func (a *Account) resolveSelf(ctx context.Context, c Caller, header string, first *wire.Event) {
 	self, src, err := ResolveSelf(ctx, c, a.opts.SelfID, header, first)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -376,7 +386,7 @@ func (a *Account) resolveSelf(ctx context.Context, c Caller, header string, firs
 
 // onFrame decodes and handles one event frame (an HTTP POST).
 func (a *Account) onFrame(ctx context.Context, header string, frame []byte, sink channel.Sink, wg *sync.WaitGroup) {
-	ev, err := DecodeEvent(frame)
+	ev, err := wire.DecodeEvent(frame)
 	if err != nil {
 		a.log.Warn("undecodable event", "err", err)
 		return
@@ -387,9 +397,9 @@ func (a *Account) onFrame(ctx context.Context, header string, frame []byte, sink
 // onEvent handles one event from any transport: ev is decoded from frame,
 // nil when that failed. c is the connection it came on (nil for HTTP
 // POST).
-func (a *Account) onEvent(ctx context.Context, c *Conn, header string, frame []byte, ev *Event, sink channel.Sink, wg *sync.WaitGroup) {
+func (a *Account) onEvent(ctx context.Context, c *Conn, header string, frame []byte, ev *wire.Event, sink channel.Sink, wg *sync.WaitGroup) {
 	if ev == nil {
-		_, err := DecodeEvent(frame)
+		_, err := wire.DecodeEvent(frame)
 		a.log.Warn("undecodable event", "err", err)
 		return
 	}
@@ -401,7 +411,7 @@ func (a *Account) onEvent(ctx context.Context, c *Conn, header string, frame []b
 		// Every event names the bot; learning it here, before the message
 		// is dispatched, means a mention in the very first message counts.
 		if n, err := strconv.ParseInt(header, 10, 64); err == nil && n > 0 {
-			self = ID(n)
+			self = wire.ID(n)
 		} else {
 			self = ev.SelfID
 		}
@@ -413,9 +423,9 @@ func (a *Account) onEvent(ctx context.Context, c *Conn, header string, frame []b
 			a.mu.Unlock()
 		}
 	}
-	m, err := ev.Normalize(a.opts.ID, self, a.opts.Inbound)
+	m, err := ev.Normalize(a.opts.ID, self, a.opts.Inbound.MaxChars)
 	if err != nil {
-		if !errors.Is(err, ErrNotMessage) && !errors.Is(err, ErrSelf) {
+		if !errors.Is(err, wire.ErrNotMessage) && !errors.Is(err, wire.ErrSelf) {
 			a.log.Debug("event dropped", "reason", err)
 		}
 		return
@@ -426,7 +436,7 @@ func (a *Account) onEvent(ctx context.Context, c *Conn, header string, frame []b
 // admit hands m to the sink unless it was seen already (two transports,
 // two reverse connections, a POST retry or a backfill deliver the same
 // message more than once) or its peer is not allowed.
-func (a *Account) admit(ctx context.Context, self ID, m msg.Message, sink channel.Sink, wg *sync.WaitGroup) {
+func (a *Account) admit(ctx context.Context, self wire.ID, m msg.Message, sink channel.Sink, wg *sync.WaitGroup) {
 	key := self.String() + "/" + m.Peer.String() + "/" + string(m.ID)
 	if !a.seen.claim(key) {
 		a.log.Debug("duplicate event dropped", "msg_id", string(m.ID), "peer", m.Peer.String())

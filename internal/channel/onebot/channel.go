@@ -7,8 +7,12 @@ import (
 	"sync"
 
 	"github.com/pincerbot/pincer/internal/channel"
+	"github.com/pincerbot/pincer/internal/channel/onebot/wire"
 	"github.com/pincerbot/pincer/internal/msg"
 )
+
+// ChannelID is the QQ channel's id.
+const ChannelID = wire.ChannelID
 
 // Channel is the QQ channel: every configured account, each with its own
 // connections. Outbound payloads go to the account they name.
@@ -95,7 +99,7 @@ func SendOnce(ctx context.Context, o AccountOptions, out msg.Outbound) (msg.Mess
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			_ = conn.Run(ctx, func([]byte, *Event) {}) // events are not ours to handle here
+			_ = conn.Run(ctx, func([]byte, *wire.Event) {}) // events are not ours to handle here
 		}()
 		defer func() {
 			_ = conn.Close()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/pincerbot/pincer/internal/channel/onebot/wire"
 )
 
 // Errors of calls on a connection.
@@ -48,7 +49,7 @@ type Conn struct {
 	missed    atomic.Bool
 
 	mu      sync.Mutex
-	pending map[string]chan Response
+	pending map[string]chan wire.Response
 	closed  bool
 }
 
@@ -81,6 +82,19 @@ func liveness(interval time.Duration) time.Duration {
 	return 2*interval + grace
 }
 
+// heartbeatInterval is the interval a heartbeat event announces, converted
+// without overflow (at most MaxHeartbeat); false when ev is not a
+// heartbeat or announces no positive interval.
+func heartbeatInterval(ev *wire.Event) (time.Duration, bool) {
+	if ev.PostType != "meta_event" || ev.MetaEventType != "heartbeat" || ev.Interval <= 0 {
+		return 0, false
+	}
+	if ev.Interval > MaxHeartbeat.Milliseconds() {
+		return MaxHeartbeat, true
+	}
+	return time.Duration(ev.Interval) * time.Millisecond, true
+}
+
 // NewConn wraps a WebSocket. timeout is the default per-call timeout.
 func NewConn(ws *websocket.Conn, timeout time.Duration, log *slog.Logger) *Conn {
 	if timeout <= 0 {
@@ -93,13 +107,13 @@ func NewConn(ws *websocket.Conn, timeout time.Duration, log *slog.Logger) *Conn 
 	return &Conn{
 		ws: ws, timeout: timeout, log: log,
 		prefix:  strconv.FormatUint(generation.Add(1), 10) + ":",
-		pending: map[string]chan Response{},
+		pending: map[string]chan wire.Response{},
 	}
 }
 
 // Call runs an action and returns its data. It fails at once when the
 // connection is lost, with ErrTimeout after the timeout (the call's own if
-// positive, else the connection's), and with an *ActionError when the
+// positive, else the connection's), and with a *wire.ActionError when the
 // implementation reports a failure.
 func (c *Conn) Call(ctx context.Context, action string, params any, timeout time.Duration) (json.RawMessage, error) {
 	if timeout <= 0 {
@@ -109,11 +123,11 @@ func (c *Conn) Call(ctx context.Context, action string, params any, timeout time
 	if params == nil {
 		params = struct{}{}
 	}
-	frame, err := json.Marshal(map[string]any{"action": action, "params": params, "echo": echo})
+	frame, err := json.Marshal(wire.Request{Action: action, Echo: echo, Params: params})
 	if err != nil {
 		return nil, fmt.Errorf("onebot: %s: %w", action, err)
 	}
-	ch := make(chan Response, 1)
+	ch := make(chan wire.Response, 1)
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -140,7 +154,7 @@ func (c *Conn) Call(ctx context.Context, action string, params any, timeout time
 		if !ok {
 			return nil, fmt.Errorf("%s: %w", action, ErrDisconnected)
 		}
-		return resp.result(action)
+		return resp.Result(action)
 	case <-ctx.Done():
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return nil, fmt.Errorf("%s: %w after %s", action, ErrTimeout, timeout)
@@ -160,7 +174,7 @@ func (c *Conn) Pending() int {
 // answers to their calls and handing every other frame to onEvent, with
 // the event decoded from it (nil when it is not a valid event object). When it
 // returns, pending calls fail with ErrDisconnected and the socket is closed.
-func (c *Conn) Run(ctx context.Context, onEvent func(frame []byte, ev *Event)) error {
+func (c *Conn) Run(ctx context.Context, onEvent func(frame []byte, ev *wire.Event)) error {
 	defer c.shutdown()
 	watchdog := time.AfterFunc(time.Hour, func() {
 		c.missed.Store(true)
@@ -183,11 +197,11 @@ func (c *Conn) Run(ctx context.Context, onEvent func(frame []byte, ev *Event)) e
 			}
 			return fmt.Errorf("onebot: read: %w", err)
 		}
-		ev, isResp := classify(data)
+		ev, isResp := wire.Classify(data)
 		if !isResp {
 			onEvent(data, ev)
 			if ev != nil {
-				if interval, ok := ev.HeartbeatInterval(); ok {
+				if interval, ok := heartbeatInterval(ev); ok {
 					c.ExpectHeartbeat(interval)
 				}
 			}
@@ -199,7 +213,7 @@ func (c *Conn) Run(ctx context.Context, onEvent func(frame []byte, ev *Event)) e
 		if hb := c.heartbeat.Load(); hb > 0 {
 			watchdog.Reset(liveness(time.Duration(hb)))
 		}
-		var resp Response
+		var resp wire.Response
 		if err := json.Unmarshal(data, &resp); err != nil {
 			c.log.Warn("dropping a malformed action response", "err", err)
 			continue
@@ -240,25 +254,3 @@ func (c *Conn) shutdown() {
 
 // Close closes the connection normally.
 func (c *Conn) Close() error { return c.ws.Close(websocket.StatusNormalClosure, "") }
-
-// classify decodes a frame once: an action answer (it has an echo, status
-// or retcode and no post_type), or an event, returned decoded (nil when the
-// frame is not a JSON object). The message of an event from a large frame
-// is not copied: it stays a sub-slice of frame (see DecodeEvent).
-func classify(frame []byte) (ev *Event, response bool) {
-	var p probe
-	if len(frame) >= largeFrame {
-		var err error
-		if p, err = decodeLarge(frame); err != nil {
-			return nil, false
-		}
-	} else if fast, ok := decodeFast(frame); ok {
-		p = fast
-	} else if json.Unmarshal(frame, &p) != nil {
-		return nil, false
-	}
-	if p.PostType == "" && (p.Echo != nil || p.Status != nil || p.Retcode != nil) {
-		return nil, true
-	}
-	return &p.Event, false
-}

@@ -12,6 +12,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/pincerbot/pincer/internal/channel/onebot/onebottest"
+	"github.com/pincerbot/pincer/internal/channel/onebot/wire"
 )
 
 func echoHandler(action string, params json.RawMessage) (any, int, string) {
@@ -44,7 +45,7 @@ func dial(t *testing.T, p *onebottest.Peer, events chan<- []byte) (*Conn, func()
 	runCtx, cancel := context.WithCancel(ctx)
 	go func() {
 		defer close(finished)
-		runErr = c.Run(runCtx, func(frame []byte, _ *Event) {
+		runErr = c.Run(runCtx, func(frame []byte, _ *wire.Event) {
 			if events != nil {
 				events <- frame
 			}
@@ -62,17 +63,17 @@ func TestCallAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	var info struct {
-		UserID   ID     `json:"user_id"`
-		Nickname string `json:"nickname"`
+		UserID   wire.ID `json:"user_id"`
+		Nickname string  `json:"nickname"`
 	}
 	if err := json.Unmarshal(data, &info); err != nil || info.UserID != 3300000001 {
 		t.Errorf("%s %v", data, err)
 	}
-	var ae *ActionError
-	if _, err := c.Call(context.Background(), "get_msg", map[string]any{"message_id": 1}, 0); !errors.As(err, &ae) || ae.Retcode != 100 || errors.Is(err, ErrRiskControl) {
+	var ae *wire.ActionError
+	if _, err := c.Call(context.Background(), "get_msg", map[string]any{"message_id": 1}, 0); !errors.As(err, &ae) || ae.Retcode != 100 || errors.Is(err, wire.ErrRiskControl) {
 		t.Errorf("retcode 100: %v", err)
 	}
-	if _, err := c.Call(context.Background(), "send_private_msg", nil, 0); !errors.Is(err, ErrRiskControl) {
+	if _, err := c.Call(context.Background(), "send_private_msg", nil, 0); !errors.Is(err, wire.ErrRiskControl) {
 		t.Errorf("retcode 1200 must read as risk control: %v", err)
 	}
 	if c.Pending() != 0 {
@@ -152,7 +153,7 @@ func TestEventsAndStrayResponses(t *testing.T) {
 	if err := p.Push(ctx, map[string]any{"post_type": "meta_event", "meta_event_type": "lifecycle", "sub_type": "connect", "self_id": 1}); err != nil {
 		t.Fatal(err)
 	}
-	ev, err := DecodeEvent(<-events)
+	ev, err := wire.DecodeEvent(<-events)
 	if err != nil || ev.MetaEventType != "lifecycle" {
 		t.Errorf("event %+v %v", ev, err)
 	}

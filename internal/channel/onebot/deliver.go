@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pincerbot/pincer/internal/channel"
+	"github.com/pincerbot/pincer/internal/channel/onebot/wire"
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/outbox"
 )
@@ -51,9 +52,9 @@ func (a *Account) SendParts(ctx context.Context, out msg.Outbound, from int, con
 	}
 	ob := &ChunkSender{Caller: c, ChunkLimit: a.opts.ChunkLimit, OnSent: a.recordSent, ChunkGap: a.opts.ChunkGap}
 	err = ob.SendFrom(ctx, out, outboundOptions(out), from, confirmed)
-	var ae *ActionError
+	var ae *wire.ActionError
 	switch {
-	case errors.Is(err, ErrRiskControl):
+	case errors.Is(err, wire.ErrRiskControl):
 		wait := a.opts.Backoff.fail(out.Peer)
 		a.log.Error("QQ probably blocked this send (risk control); sends to this chat are paused", "peer", out.Peer.String(), "pause", wait.Round(time.Second).String(), "err", err)
 		return retryAfter{err, wait}
@@ -109,8 +110,8 @@ func (r *replier) Deliver(ctx context.Context, out msg.Outbound) (msg.MessageID,
 	return r.a.Send(ctx, out)
 }
 
-func parseID(s string) (ID, error) {
-	var id ID
+func parseID(s string) (wire.ID, error) {
+	var id wire.ID
 	err := id.UnmarshalJSON([]byte(s))
 	return id, err
 }

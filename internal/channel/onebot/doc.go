@@ -1,5 +1,6 @@
 // Package onebot is pincer's QQ channel over OneBot v11 (SnowLuma, NapCat,
-// LLOneBot, Lagrange, go-cqhttp). This part decodes what implementations
-// send: lenient ids, segment arrays, CQ-code strings and message events,
-// into pincer's msg model.
+// LLOneBot, Lagrange, go-cqhttp): accounts and their transports (forward
+// and reverse WebSocket, HTTP API, HTTP POST), the ingest of events into
+// messages, and delivery of replies. The wire format itself is package
+// onebot/wire.
 package onebot

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/pincerbot/pincer/internal/channel"
+	"github.com/pincerbot/pincer/internal/channel/onebot/wire"
 	"github.com/pincerbot/pincer/internal/msg"
 )
 
@@ -20,7 +21,7 @@ var ErrUnreadable = errors.New("onebot: unreadable answer")
 var ErrCallLimit = errors.New("onebot: no calls left")
 
 // ErrInlineForward: the forward id was made up for inline content (see
-// InlineForwardPrefix); its messages came with the message that carried
+// wire.InlineForwardPrefix); its messages came with the message that carried
 // it and cannot be fetched.
 var ErrInlineForward = errors.New("onebot: inline forward, nothing to fetch")
 
@@ -35,7 +36,7 @@ func (a *Account) FetchMessage(ctx context.Context, id msg.MessageID) (msg.Messa
 	if err != nil {
 		return msg.Message{}, err
 	}
-	m, ok := forwardNode(data, 0, a.Self())
+	m, ok := wire.ForwardNode(data, a.Self())
 	if !ok {
 		return msg.Message{}, fmt.Errorf("get_msg %s: %w", id, ErrUnreadable)
 	}
@@ -59,7 +60,7 @@ func (a *Account) FetchForward(ctx context.Context, id msg.ForwardID) ([]msg.Mes
 // once take says no, no more calls are made and the fetch fails with
 // ErrCallLimit (or with the first call's error, if there was one).
 func (a *Account) FetchForwardLimited(ctx context.Context, id msg.ForwardID, take func() bool) ([]msg.Message, error) {
-	if IsInlineForward(id) {
+	if wire.IsInlineForward(id) {
 		// Made up for content that came inline; no implementation knows it.
 		return nil, fmt.Errorf("onebot: get_forward_msg %s: %w", id, ErrInlineForward)
 	}
@@ -71,7 +72,7 @@ func (a *Account) FetchForwardLimited(ctx context.Context, id msg.ForwardID, tak
 	}
 	data, err := call(map[string]any{"id": string(id)})
 	if err != nil {
-		var ae *ActionError
+		var ae *wire.ActionError
 		if !errors.As(err, &ae) {
 			return nil, err
 		}
@@ -80,7 +81,7 @@ func (a *Account) FetchForwardLimited(ctx context.Context, id msg.ForwardID, tak
 			return nil, err
 		}
 	}
-	msgs := ForwardMessages(data, a.Self())
+	msgs := wire.ForwardMessages(data, a.Self())
 	for i := range msgs {
 		msgs[i].Account = a.opts.ID
 	}

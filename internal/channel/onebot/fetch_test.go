@@ -8,6 +8,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/pincerbot/pincer/internal/channel/onebot/wire"
 	"github.com/pincerbot/pincer/internal/msg"
 )
 
@@ -42,7 +43,7 @@ func TestFetchMessageAndForward(t *testing.T) {
 		if err != nil || m.Text != "看这个[合并转发]" || m.Sender.Name != "张三" || len(m.ForwardIDs) != 1 || m.ForwardIDs[0] != "F1" || m.Time.Unix() != 1774420200 {
 			t.Errorf("get_msg: %+v %v", m, err)
 		}
-		var ae *ActionError
+		var ae *wire.ActionError
 		if _, err := r.acct.FetchMessage(ctx, "404"); !errors.As(err, &ae) {
 			t.Errorf("a failed get_msg is an error: %v", err)
 		}
@@ -65,6 +66,29 @@ func TestFetchMessageAndForward(t *testing.T) {
 		want := []string{`{"id":"F1"}`, `{"id":"gocq"}`, `{"message_id":"gocq"}`}
 		if strings.Join(forwardCalls, " ") != strings.Join(want, " ") {
 			t.Errorf("forward calls %v, want %v", forwardCalls, want)
+		}
+	})
+}
+
+// TestInlineForwardIDIsNeverFetched: get_forward_msg never sees a
+// synthetic id.
+func TestInlineForwardIDIsNeverFetched(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, AccountOptions{WSURL: "ws://onebot.test/", SelfID: 3300000001}, answerSends)
+		defer r.close()
+		if err := r.peer.Connected(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		// go-cqhttp inlines a nested forward as the node list of its
+		// node's content.
+		nested := `{"messages":[{"sender":{"user_id":10006,"nickname":"Frank"},"time":1759990060,
+		  "content":[{"sender":{"user_id":10007,"nickname":"Gina"},"time":1759900000,"content":"上次的装备清单"}]}]}`
+		id := wire.ForwardMessages(json.RawMessage(nested), 0)[0].ForwardIDs[0]
+		if _, err := r.acct.FetchForward(context.Background(), id); err == nil {
+			t.Error("want an error")
+		}
+		if calls := r.calls("get_forward_msg"); len(calls) != 0 {
+			t.Errorf("calls %v", calls)
 		}
 	})
 }

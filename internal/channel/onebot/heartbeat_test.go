@@ -7,6 +7,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/pincerbot/pincer/internal/channel/onebot/wire"
 )
 
 // reconnected reports whether the account dialed the peer again (or for
@@ -71,11 +73,11 @@ func TestAbsurdHeartbeatIntervalsAreClamped(t *testing.T) {
 }
 
 func TestHeartbeatInterval(t *testing.T) {
-	hb := func(ms int64) Event {
-		return Event{PostType: "meta_event", MetaEventType: "heartbeat", Interval: ms}
+	hb := func(ms int64) wire.Event {
+		return wire.Event{PostType: "meta_event", MetaEventType: "heartbeat", Interval: ms}
 	}
 	tests := []struct {
-		ev   Event
+		ev   wire.Event
 		want time.Duration
 		ok   bool
 	}{
@@ -83,10 +85,10 @@ func TestHeartbeatInterval(t *testing.T) {
 		{hb(math.MaxInt64), MaxHeartbeat, true},
 		{hb(0), 0, false},
 		{hb(-1), 0, false},
-		{Event{PostType: "meta_event", MetaEventType: "lifecycle", Interval: 5000}, 0, false},
+		{wire.Event{PostType: "meta_event", MetaEventType: "lifecycle", Interval: 5000}, 0, false},
 	}
 	for _, tt := range tests {
-		if got, ok := tt.ev.HeartbeatInterval(); got != tt.want || ok != tt.ok {
+		if got, ok := heartbeatInterval(&tt.ev); got != tt.want || ok != tt.ok {
 			t.Errorf("%+v: %v %v, want %v %v", tt.ev, got, ok, tt.want, tt.ok)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pincerbot/pincer/internal/channel"
+	"github.com/pincerbot/pincer/internal/channel/onebot/wire"
 	"github.com/pincerbot/pincer/internal/msg"
 )
 
@@ -52,7 +53,7 @@ type HistoryReader struct {
 	Caller  Caller
 	Account msg.AccountID
 	// Self is the bot's QQ number, for reading mentions; 0 when unknown.
-	Self ID
+	Self wire.ID
 	// Gap is the pause between pages; DefaultHistoryGap when zero.
 	Gap time.Duration
 	// MaxPages bounds the calls; when zero, enough for q.Count in pages
@@ -95,7 +96,7 @@ func (h HistoryReader) Read(ctx context.Context, peer msg.Peer, q channel.Histor
 		if err != nil {
 			return nil, fmt.Errorf("onebot: history anchor %q is not a message id", q.Before)
 		}
-		anchor = &historyEntry{id: ID(n)}
+		anchor = &historyEntry{id: wire.ID(n)}
 		seen[q.Before] = true // some include the anchor; it is left out
 	}
 	pages := h.MaxPages
@@ -163,12 +164,12 @@ func (h HistoryReader) Read(ctx context.Context, peer msg.Peer, q channel.Histor
 // with (0 when none).
 type historyEntry struct {
 	m   msg.Message
-	id  ID
-	seq ID
+	id  wire.ID
+	seq wire.ID
 }
 
 // anchorSeq is what goes out as message_seq for a page before e.
-func (e historyEntry) anchorSeq() ID {
+func (e historyEntry) anchorSeq() wire.ID {
 	if e.seq != 0 {
 		return e.seq
 	}
@@ -182,7 +183,7 @@ func historyAction(peer msg.Peer) (string, map[string]any, error) {
 	}
 	switch peer.Kind {
 	case msg.Group:
-		if ID(id) == PlaceholderGroup {
+		if wire.ID(id) == wire.PlaceholderGroup {
 			return "", nil, fmt.Errorf("onebot: history of %s: a placeholder, not a group", peer)
 		}
 		return "get_group_msg_history", map[string]any{"group_id": id}, nil
@@ -196,14 +197,14 @@ func historyAction(peer msg.Peer) (string, map[string]any, error) {
 // as "消息X不存在" (nothing to read, not an error), and an implementation
 // without the action answers retcode 1404 (or HTTP 404).
 func historyError(action string, err error) error {
-	var ae *ActionError
+	var ae *wire.ActionError
 	if !errors.As(err, &ae) {
 		return err
 	}
 	switch {
 	case strings.Contains(ae.Message, "不存在"):
 		return nil
-	case ae.Retcode == RetcodeUnsupported:
+	case ae.Retcode == wire.RetcodeUnsupported:
 		return fmt.Errorf("onebot: %s: %w: %w", action, channel.ErrHistoryUnsupported, err)
 	}
 	return err
@@ -239,7 +240,7 @@ func (h HistoryReader) decode(data json.RawMessage, peer msg.Peer, seen map[msg.
 		// The lenient reader of forward nodes and get_msg: SnowLuma's
 		// entries lack post_type and self_id, and the bot's own messages
 		// are kept, since a summary needs both sides.
-		m, ok := forwardNode(raw, 0, h.Self)
+		m, ok := wire.ForwardNode(raw, h.Self)
 		if !ok || m.ID == "" || seen[m.ID] {
 			continue
 		}
@@ -251,7 +252,7 @@ func (h HistoryReader) decode(data json.RawMessage, peer msg.Peer, seen map[msg.
 			MessageSeq json.RawMessage `json:"message_seq"`
 		}
 		if json.Unmarshal(raw, &ids) == nil {
-			e.id, e.seq = lenientID(ids.MessageID), lenientID(ids.MessageSeq)
+			e.id, e.seq = wire.LenientID(ids.MessageID), wire.LenientID(ids.MessageSeq)
 		}
 		out = append(out, e)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pincerbot/pincer/internal/channel"
+	"github.com/pincerbot/pincer/internal/channel/onebot/wire"
 	"github.com/pincerbot/pincer/internal/msg"
 )
 
@@ -85,7 +86,7 @@ func (f *fakeHistory) Call(_ context.Context, action string, params any, _ time.
 	f.calls = append(f.calls, p)
 	f.at = append(f.at, time.Now())
 	if action != "get_group_msg_history" {
-		return nil, &ActionError{Action: action, Retcode: 1404}
+		return nil, &wire.ActionError{Action: action, Retcode: 1404}
 	}
 	count := int(num(p["count"]))
 	if count <= 0 {
@@ -114,7 +115,7 @@ func (f *fakeHistory) Call(_ context.Context, action string, params any, _ time.
 		case p["message_seq"] == nil:
 			from, to = f.n-count+1, f.n
 		case anchor == 0:
-			return nil, &ActionError{Action: action, Retcode: 200, Message: fmt.Sprintf("消息%v不存在", p["message_seq"])}
+			return nil, &wire.ActionError{Action: action, Retcode: 200, Message: fmt.Sprintf("消息%v不存在", p["message_seq"])}
 		case p["reverse_order"] == true || p["reverseOrder"] == true:
 			from, to = anchor-count+1, anchor
 		default:
@@ -135,7 +136,7 @@ func (f *fakeHistory) Call(_ context.Context, action string, params any, _ time.
 		slices.Reverse(out)
 	}
 	if out == nil && f.style == "napcat" {
-		return nil, &ActionError{Action: action, Retcode: 200, Message: "消息不存在"}
+		return nil, &wire.ActionError{Action: action, Retcode: 200, Message: "消息不存在"}
 	}
 	return json.Marshal(map[string]any{"messages": out})
 }
@@ -282,7 +283,7 @@ func TestHistoryKeepsWhatEarlierPagesBrought(t *testing.T) {
 		c := callerFunc(func(ctx context.Context, action string, params any, timeout time.Duration) (json.RawMessage, error) {
 			calls++
 			if calls > 1 {
-				return nil, &ActionError{Action: action, Retcode: 100, Message: "busy"}
+				return nil, &wire.ActionError{Action: action, Retcode: 100, Message: "busy"}
 			}
 			return f.Call(ctx, action, params, timeout)
 		})
@@ -304,7 +305,7 @@ func (f callerFunc) Call(ctx context.Context, action string, params any, timeout
 // callers can fall back to pincer's own log.
 func TestHistoryUnsupported(t *testing.T) {
 	group := msg.Peer{Kind: msg.Group, ID: "1"}
-	ws := &fixedCaller{errs: map[string]error{"get_group_msg_history": &ActionError{Action: "get_group_msg_history", Retcode: 1404, Message: "不支持的Api"}}}
+	ws := &fixedCaller{errs: map[string]error{"get_group_msg_history": &wire.ActionError{Action: "get_group_msg_history", Retcode: 1404, Message: "不支持的Api"}}}
 	if _, err := FetchHistory(context.Background(), ws, "default", group, channel.HistoryQuery{Count: 5}); !errors.Is(err, channel.ErrHistoryUnsupported) {
 		t.Errorf("retcode 1404: %v", err)
 	}
@@ -315,7 +316,7 @@ func TestHistoryUnsupported(t *testing.T) {
 	if !errors.Is(err, channel.ErrHistoryUnsupported) || !strings.Contains(err.Error(), "get_friend_msg_history") {
 		t.Errorf("HTTP 404: %v", err)
 	}
-	other := &fixedCaller{errs: map[string]error{"get_group_msg_history": &ActionError{Action: "get_group_msg_history", Retcode: 100, Message: "bad params"}}}
+	other := &fixedCaller{errs: map[string]error{"get_group_msg_history": &wire.ActionError{Action: "get_group_msg_history", Retcode: 100, Message: "bad params"}}}
 	if _, err := FetchHistory(context.Background(), other, "default", group, channel.HistoryQuery{Count: 5}); err == nil || errors.Is(err, channel.ErrHistoryUnsupported) {
 		t.Errorf("another failure is not 'unsupported': %v", err)
 	}
@@ -329,7 +330,7 @@ func TestHistoryToolGoesOlder(t *testing.T) {
 		r := newRig(t, AccountOptions{WSURL: "ws://onebot.test/", SelfID: 3300000001}, func(action string, params json.RawMessage) (any, int, string) {
 			data, err := f.Call(context.Background(), action, params, 0)
 			if err != nil {
-				var ae *ActionError
+				var ae *wire.ActionError
 				errors.As(err, &ae)
 				return nil, ae.Retcode, ae.Message
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/pincerbot/pincer/internal/channel"
+	"github.com/pincerbot/pincer/internal/channel/onebot/wire"
 	"github.com/pincerbot/pincer/internal/msg"
 )
 
@@ -41,11 +42,11 @@ func fixture(t *testing.T, name string) json.RawMessage {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var resp Response
+	var resp wire.Response
 	if err := json.Unmarshal(b, &resp); err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-	data, err := resp.result("fixture")
+	data, err := resp.Result("fixture")
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
@@ -135,11 +136,11 @@ func TestHistoryDropsTheAnchorAndKeepsTheNewestCount(t *testing.T) {
 func TestHistoryEmptyAndFailures(t *testing.T) {
 	ctx := context.Background()
 	group := msg.Peer{Kind: msg.Group, ID: "5"}
-	napcatEmpty := &fixedCaller{errs: map[string]error{"get_group_msg_history": &ActionError{Action: "get_group_msg_history", Retcode: 200, Message: "消息0不存在"}}}
+	napcatEmpty := &fixedCaller{errs: map[string]error{"get_group_msg_history": &wire.ActionError{Action: "get_group_msg_history", Retcode: 200, Message: "消息0不存在"}}}
 	if got, err := FetchHistory(ctx, napcatEmpty, "default", group, channel.HistoryQuery{Count: 5}); err != nil || len(got) != 0 {
 		t.Errorf("NapCat's empty history: %v %v", got, err)
 	}
-	broken := &fixedCaller{errs: map[string]error{"get_group_msg_history": &ActionError{Action: "get_group_msg_history", Retcode: 100, Message: "bad params"}}}
+	broken := &fixedCaller{errs: map[string]error{"get_group_msg_history": &wire.ActionError{Action: "get_group_msg_history", Retcode: 100, Message: "bad params"}}}
 	if _, err := FetchHistory(ctx, broken, "default", group, channel.HistoryQuery{Count: 5}); err == nil {
 		t.Error("a real failure must be reported")
 	}

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/pincerbot/pincer/internal/channel/onebot/wire"
 )
 
 // HTTPCaller runs actions over an implementation's HTTP API: POST
@@ -74,13 +76,13 @@ func (h *HTTPCaller) Call(ctx context.Context, action string, params any, timeou
 	case http.StatusUnauthorized, http.StatusForbidden:
 		return nil, fmt.Errorf("%s: %w (HTTP %d)", action, ErrTokenRefused, res.StatusCode)
 	case http.StatusNotFound:
-		return nil, &ActionError{Action: action, Retcode: RetcodeUnsupported, Status: "failed", Message: "unsupported action"}
+		return nil, &wire.ActionError{Action: action, Retcode: wire.RetcodeUnsupported, Status: "failed", Message: "unsupported action"}
 	default:
 		return nil, fmt.Errorf("onebot: %s over HTTP: status %d: %s", action, res.StatusCode, bytes.TrimSpace(data))
 	}
-	var resp Response
+	var resp wire.Response
 	if err := json.Unmarshal(data, &resp); err != nil {
 		return nil, fmt.Errorf("onebot: %s over HTTP: malformed response: %w", action, err)
 	}
-	return resp.result(action)
+	return resp.Result(action)
 }

@@ -7,13 +7,14 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/pincerbot/pincer/internal/channel/onebot/wire"
 	"github.com/pincerbot/pincer/internal/prompt"
 )
 
 // Participant is someone the agent was shown in a realtime turn (a sender
 // of the batch or of the history it read), whom it may mention.
 type Participant struct {
-	QQ   ID
+	QQ   wire.ID
 	Name string
 }
 
@@ -33,8 +34,8 @@ var cqAt = regexp.MustCompile(`^\[CQ:at,qq=(\d+)\]$`)
 // Segments turns reply text into segments to send. Text is sent as text,
 // so CQ codes the model wrote are never interpreted, except at codes with a
 // number when opts.Mentions is set; "qq=all" is never converted.
-func Segments(text string, opts OutboundOptions) []Segment {
-	var b segmentBuilder
+func Segments(text string, opts OutboundOptions) []wire.Segment {
+	var b wire.SegmentBuilder
 	names := mentionIndex(opts.Participants)
 	for text != "" {
 		i := strings.Index(text, "[CQ:")
@@ -50,23 +51,23 @@ func Segments(text string, opts OutboundOptions) []Segment {
 		code := text[i : i+end+1]
 		text = text[i+end+1:]
 		if m := cqAt.FindStringSubmatch(code); m != nil && opts.Mentions {
-			b.add(NewSegment("at", "qq", m[1]))
+			b.Add(wire.NewSegment("at", "qq", m[1]))
 			continue
 		}
-		b.addText(code)
+		b.AddText(code)
 	}
-	return b.done()
+	return b.Segments()
 }
 
 // mentionIndex maps sanitized names and QQ numbers to QQ numbers, later
 // participants winning, with the keys sorted longest first.
 type mentionKeys struct {
 	keys []string
-	qq   map[string]ID
+	qq   map[string]wire.ID
 }
 
 func mentionIndex(ps []Participant) mentionKeys {
-	idx := mentionKeys{qq: map[string]ID{}}
+	idx := mentionKeys{qq: map[string]wire.ID{}}
 	for _, p := range ps {
 		if p.QQ <= 0 {
 			continue
@@ -90,9 +91,9 @@ func mentionIndex(ps []Participant) mentionKeys {
 
 // rewrite adds text to b, turning "@name" of known participants into at
 // segments when enabled.
-func rewrite(b *segmentBuilder, text string, enabled bool, idx mentionKeys) {
+func rewrite(b *wire.SegmentBuilder, text string, enabled bool, idx mentionKeys) {
 	if !enabled || len(idx.keys) == 0 {
-		b.addText(text)
+		b.AddText(text)
 		return
 	}
 	start := 0
@@ -106,12 +107,12 @@ func rewrite(b *segmentBuilder, text string, enabled bool, idx mentionKeys) {
 			i++
 			continue
 		}
-		b.addText(text[start:i])
-		b.add(NewSegment("at", "qq", idx.qq[key].String()))
+		b.AddText(text[start:i])
+		b.Add(wire.NewSegment("at", "qq", idx.qq[key].String()))
 		i += 1 + len(key)
 		start = i
 	}
-	b.addText(text[start:])
+	b.AddText(text[start:])
 }
 
 // matchAt returns the longest key that s starts with and that is not

@@ -4,9 +4,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/pincerbot/pincer/internal/channel/onebot/wire"
 )
 
-func render(segs []Segment) []string {
+func render(segs []wire.Segment) []string {
 	var out []string
 	for _, s := range segs {
 		if s.Type == "at" {

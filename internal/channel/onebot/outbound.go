@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pincerbot/pincer/internal/channel/onebot/wire"
 	"github.com/pincerbot/pincer/internal/msg"
 )
 
@@ -97,7 +98,7 @@ func ParseTarget(s string) (msg.Peer, error) {
 	if err != nil || n <= 0 {
 		return msg.Peer{}, fmt.Errorf("onebot: target %q: %q is not a QQ or group number", s, id)
 	}
-	if kind == msg.Group && ID(n) == PlaceholderGroup {
+	if kind == msg.Group && wire.ID(n) == wire.PlaceholderGroup {
 		return msg.Peer{}, fmt.Errorf("onebot: target %q: %d is a placeholder, not a group", s, n)
 	}
 	return msg.Peer{Kind: kind, ID: strconv.FormatInt(n, 10)}, nil

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pincerbot/pincer/internal/channel"
+	"github.com/pincerbot/pincer/internal/channel/onebot/wire"
 	"github.com/pincerbot/pincer/internal/msg"
 )
 
@@ -60,7 +61,7 @@ func (a *Account) React(ctx context.Context, peer msg.Peer, id msg.MessageID, em
 	}
 	if !a.react.lagrange.Load() {
 		_, err = a.Call(ctx, "set_msg_emoji_like", map[string]any{"message_id": mid, "emoji_id": emoji, "set": true}, 0)
-		var ae *ActionError
+		var ae *wire.ActionError
 		if err == nil || !errors.As(err, &ae) || ae.Retcode != 1404 || peer.Kind != msg.Group {
 			return err
 		}

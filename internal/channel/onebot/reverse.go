@@ -13,6 +13,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/pincerbot/pincer/internal/channel"
+	"github.com/pincerbot/pincer/internal/channel/onebot/wire"
 )
 
 // ServeReverse accepts the implementation's reverse WebSocket. Every
@@ -43,7 +44,7 @@ func (a *Account) ServeReverse(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	header := r.Header.Get("X-Self-ID")
-	if n, err := strconv.ParseInt(header, 10, 64); err == nil && a.opts.SelfID > 0 && ID(n) != a.opts.SelfID {
+	if n, err := strconv.ParseInt(header, 10, 64); err == nil && a.opts.SelfID > 0 && wire.ID(n) != a.opts.SelfID {
 		a.refused.warn(a.log, "reverse WebSocket refused: another QQ number", "x_self_id", header, "self_id", a.opts.SelfID.String(), "remote", r.RemoteAddr)
 		http.Error(w, "this endpoint serves another QQ account", http.StatusForbidden)
 		return
@@ -175,18 +176,18 @@ const PostWait = 2 * time.Second
 // header, which must be a number, else the self_id in the event. named is
 // "" when the event is the account's, names no number, or the account's
 // number is not known yet.
-func (a *Account) foreignSelf(header string, body []byte) (self ID, named string) {
+func (a *Account) foreignSelf(header string, body []byte) (self wire.ID, named string) {
 	self = a.Self()
 	if self == 0 {
 		return 0, ""
 	}
 	if header != "" {
-		if n, err := strconv.ParseInt(strings.TrimSpace(header), 10, 64); err != nil || ID(n) != self {
+		if n, err := strconv.ParseInt(strings.TrimSpace(header), 10, 64); err != nil || wire.ID(n) != self {
 			return self, header
 		}
 	}
 	var ev struct {
-		SelfID ID `json:"self_id"`
+		SelfID wire.ID `json:"self_id"`
 	}
 	if json.Unmarshal(body, &ev) == nil && ev.SelfID != 0 && ev.SelfID != self {
 		return self, ev.SelfID.String()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/pincerbot/pincer/internal/channel/onebot/wire"
 )
 
 // DialForward connects to an implementation's forward WebSocket at url
@@ -44,12 +45,12 @@ const (
 // connection's X-Self-ID header, else the self_id of the first event, else
 // get_login_info. It returns 0 and an error when none knows it; mention
 // triggering cannot work then, which callers must log.
-func ResolveSelf(ctx context.Context, c Caller, configured ID, header string, first *Event) (ID, SelfSource, error) {
+func ResolveSelf(ctx context.Context, c Caller, configured wire.ID, header string, first *wire.Event) (wire.ID, SelfSource, error) {
 	if configured > 0 {
 		return configured, SelfFromConfig, nil
 	}
 	if n, err := strconv.ParseInt(header, 10, 64); err == nil && n > 0 {
-		return ID(n), SelfFromHeader, nil
+		return wire.ID(n), SelfFromHeader, nil
 	}
 	if first != nil && first.SelfID > 0 {
 		return first.SelfID, SelfFromEvent, nil
@@ -59,7 +60,7 @@ func ResolveSelf(ctx context.Context, c Caller, configured ID, header string, fi
 		return 0, "", fmt.Errorf("onebot: self id unknown: %w", err)
 	}
 	var info struct {
-		UserID ID `json:"user_id"`
+		UserID wire.ID `json:"user_id"`
 	}
 	if err := json.Unmarshal(data, &info); err != nil || info.UserID <= 0 {
 		return 0, "", fmt.Errorf("onebot: self id unknown: get_login_info answered %s", data)

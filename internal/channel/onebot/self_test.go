@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pincerbot/pincer/internal/channel/onebot/onebottest"
+	"github.com/pincerbot/pincer/internal/channel/onebot/wire"
 )
 
 func TestDialForwardAndResolveSelf(t *testing.T) {
@@ -31,19 +32,19 @@ func TestDialForwardAndResolveSelf(t *testing.T) {
 	c := NewConn(ws, 0, nil)
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	go func() { defer close(done); _ = c.Run(runCtx, func([]byte, *Event) {}) }()
+	go func() { defer close(done); _ = c.Run(runCtx, func([]byte, *wire.Event) {}) }()
 	defer func() { cancel(); <-done }()
 
 	tests := []struct {
-		configured ID
+		configured wire.ID
 		header     string
-		first      *Event
-		want       ID
+		first      *wire.Event
+		want       wire.ID
 		source     SelfSource
 	}{
-		{111, "222", &Event{SelfID: 333}, 111, SelfFromConfig},
-		{0, "222", &Event{SelfID: 333}, 222, SelfFromHeader},
-		{0, "", &Event{SelfID: 333}, 333, SelfFromEvent},
+		{111, "222", &wire.Event{SelfID: 333}, 111, SelfFromConfig},
+		{0, "222", &wire.Event{SelfID: 333}, 222, SelfFromHeader},
+		{0, "", &wire.Event{SelfID: 333}, 333, SelfFromEvent},
 		{0, "junk", nil, 3300000001, SelfFromLogin},
 	}
 	for _, tt := range tests {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pincerbot/pincer/internal/channel/onebot/wire"
 	"github.com/pincerbot/pincer/internal/msg"
 )
 
@@ -115,7 +116,7 @@ func (s *ChunkSender) SendFrom(ctx context.Context, out msg.Outbound, opts Outbo
 		}
 		segs := Segments(chunk, opts)
 		if i == 0 && out.ReplyTo != "" {
-			segs = append([]Segment{NewSegment("reply", "id", string(out.ReplyTo))}, segs...)
+			segs = append([]wire.Segment{wire.NewSegment("reply", "id", string(out.ReplyTo))}, segs...)
 		}
 		params := map[string]any{"message": segs}
 		for k, v := range target {
@@ -126,7 +127,7 @@ func (s *ChunkSender) SendFrom(ctx context.Context, out msg.Outbound, opts Outbo
 			return fmt.Errorf("onebot: send to %s (chunk %d): %w", out.Peer, i+1, err)
 		}
 		var res struct {
-			MessageID ID `json:"message_id"`
+			MessageID wire.ID `json:"message_id"`
 		}
 		var id msg.MessageID
 		if err := json.Unmarshal(data, &res); err == nil && res.MessageID != 0 {
@@ -155,7 +156,7 @@ func sendAction(p msg.Peer) (string, map[string]any, error) {
 	}
 	switch p.Kind {
 	case msg.Group:
-		if ID(n) == PlaceholderGroup {
+		if wire.ID(n) == wire.PlaceholderGroup {
 			return "", nil, fmt.Errorf("%w: %d is a placeholder, not a group", errNoTarget, n)
 		}
 		return "send_group_msg", map[string]any{"group_id": n}, nil

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pincerbot/pincer/internal/channel/onebot/wire"
 	"github.com/pincerbot/pincer/internal/msg"
 )
 
@@ -66,7 +67,7 @@ func (a *Account) SentByBot(ctx context.Context, id msg.MessageID) bool {
 // askOwner asks get_msg who sent id. definite is false when the answer
 // says nothing about the message (no connection, a timeout), so it is not
 // remembered.
-func (a *Account) askOwner(ctx context.Context, id msg.MessageID, self ID) (mine, definite bool) {
+func (a *Account) askOwner(ctx context.Context, id msg.MessageID, self wire.ID) (mine, definite bool) {
 	n, err := strconv.ParseInt(string(id), 10, 64)
 	if err != nil {
 		return false, true // not a OneBot message id
@@ -79,14 +80,14 @@ func (a *Account) askOwner(ctx context.Context, id msg.MessageID, self ID) (mine
 	defer cancel()
 	data, err := a.Call(ctx, "get_msg", map[string]any{"message_id": n}, timeout)
 	if err != nil {
-		var ae *ActionError
+		var ae *wire.ActionError
 		a.log.Debug("whose message is quoted: get_msg failed", "msg_id", string(id), "err", err)
 		return false, errors.As(err, &ae) // the implementation answered: it does not know the message
 	}
 	var ans struct {
-		UserID ID `json:"user_id"`
+		UserID wire.ID `json:"user_id"`
 		Sender struct {
-			UserID ID `json:"user_id"`
+			UserID wire.ID `json:"user_id"`
 		} `json:"sender"`
 	}
 	if json.Unmarshal(data, &ans) != nil {

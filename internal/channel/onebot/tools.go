@@ -11,6 +11,7 @@ import (
 
 	"github.com/pincerbot/pincer/internal/agent"
 	"github.com/pincerbot/pincer/internal/channel"
+	"github.com/pincerbot/pincer/internal/channel/onebot/wire"
 	"github.com/pincerbot/pincer/internal/llm"
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/prompt"
@@ -131,7 +132,7 @@ func MembersTool(lookup Lookup) agent.Tool {
 	return tool(lookup, MembersToolName, "List the members of a QQ group with their roles (read-only).", props, "groupId",
 		func(ctx context.Context, a *Account, in args) (string, error) {
 			gid, err := strconv.ParseInt(jsonText(in["groupId"]), 10, 64)
-			if err != nil || gid <= 0 || ID(gid) == PlaceholderGroup {
+			if err != nil || gid <= 0 || wire.ID(gid) == wire.PlaceholderGroup {
 				return "", fmt.Errorf("groupId %s is not a group number", in["groupId"])
 			}
 			params := map[string]any{"group_id": gid}
@@ -145,10 +146,10 @@ func MembersTool(lookup Lookup) agent.Tool {
 				return "", err
 			}
 			var members []struct {
-				UserID   ID     `json:"user_id"`
-				Nickname string `json:"nickname"`
-				Card     string `json:"card"`
-				Role     string `json:"role"`
+				UserID   wire.ID `json:"user_id"`
+				Nickname string  `json:"nickname"`
+				Card     string  `json:"card"`
+				Role     string  `json:"role"`
 			}
 			if err := json.Unmarshal(data, &members); err != nil {
 				return "", fmt.Errorf("get_group_member_list answered something else than a list: %w", err)

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/pincerbot/pincer/internal/channel/onebot/onebottest"
+	"github.com/pincerbot/pincer/internal/channel/onebot/wire"
 	"github.com/pincerbot/pincer/internal/msg"
 )
 
@@ -265,7 +266,7 @@ func TestHTTPCallerErrors(t *testing.T) {
 		if data, err := good.Call(ctx, "get_status", nil, 0); err != nil || string(data) != `{"ok":true}` {
 			t.Errorf("data %s err %v", data, err)
 		}
-		if _, err := good.Call(ctx, "send_group_msg", map[string]any{"group_id": 1}, 0); !errors.Is(err, ErrRiskControl) {
+		if _, err := good.Call(ctx, "send_group_msg", map[string]any{"group_id": 1}, 0); !errors.Is(err, wire.ErrRiskControl) {
 			t.Errorf("retcode 1200 over HTTP: %v", err)
 		}
 		bad := &HTTPCaller{BaseURL: p.HTTPURL, Token: "wrong", Client: n.Client()}
@@ -326,7 +327,7 @@ func TestRiskControlPausesSendsToThatChat(t *testing.T) {
 		blocked := true
 		r := newRig(t, AccountOptions{WSURL: "ws://onebot.test/", Backoff: &SendBackoff{Min: time.Minute, Max: 4 * time.Minute}}, func(action string, params json.RawMessage) (any, int, string) {
 			if action == "send_group_msg" && blocked && strings.Contains(string(params), `"group_id":1`) {
-				return nil, RetcodeRiskControl, "Timeout: NTEvent serviceAndMethod:NodeIKernelMsgService/sendMsg"
+				return nil, wire.RetcodeRiskControl, "Timeout: NTEvent serviceAndMethod:NodeIKernelMsgService/sendMsg"
 			}
 			return answerSends(action, params)
 		})
@@ -338,7 +339,7 @@ func TestRiskControlPausesSendsToThatChat(t *testing.T) {
 		synctest.Wait()
 		g1 := msg.Outbound{Peer: msg.Peer{Kind: msg.Group, ID: "1"}, Text: "x"}
 		g2 := msg.Outbound{Peer: msg.Peer{Kind: msg.Group, ID: "2"}, Text: "y"}
-		if _, err := r.acct.Send(ctx, g1); !errors.Is(err, ErrRiskControl) {
+		if _, err := r.acct.Send(ctx, g1); !errors.Is(err, wire.ErrRiskControl) {
 			t.Fatalf("first send: %v", err)
 		}
 		for range 5 {
@@ -355,7 +356,7 @@ func TestRiskControlPausesSendsToThatChat(t *testing.T) {
 		// After the pause (at most 1.25 min with jitter) a send is tried
 		// again; it fails again, and the next pause is longer.
 		time.Sleep(76 * time.Second)
-		if _, err := r.acct.Send(ctx, g1); !errors.Is(err, ErrRiskControl) {
+		if _, err := r.acct.Send(ctx, g1); !errors.Is(err, wire.ErrRiskControl) {
 			t.Fatalf("after the first pause: %v", err)
 		}
 		time.Sleep(76 * time.Second)

@@ -1,4 +1,4 @@
-package onebot
+package wire
 
 import (
 	"bytes"
@@ -18,6 +18,29 @@ type probe struct {
 	Echo    json.RawMessage `json:"echo"`
 	Status  json.RawMessage `json:"status"`
 	Retcode json.RawMessage `json:"retcode"`
+}
+
+// Classify decodes a frame once: an action's answer (it has an echo,
+// status or retcode and no post_type), or an event, returned decoded (nil
+// when the frame is not a JSON object). The message of an event from a
+// large frame is not copied: it stays a sub-slice of frame (see
+// DecodeEvent).
+func Classify(frame []byte) (ev *Event, response bool) {
+	var p probe
+	if len(frame) >= largeFrame {
+		var err error
+		if p, err = decodeLarge(frame); err != nil {
+			return nil, false
+		}
+	} else if fast, ok := decodeFast(frame); ok {
+		p = fast
+	} else if json.Unmarshal(frame, &p) != nil {
+		return nil, false
+	}
+	if p.PostType == "" && (p.Echo != nil || p.Status != nil || p.Retcode != nil) {
+		return nil, true
+	}
+	return &p.Event, false
 }
 
 // decodeLarge decodes a frame with encoding/json, which copies no more of

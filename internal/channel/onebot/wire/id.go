@@ -1,4 +1,4 @@
-package onebot
+package wire
 
 import (
 	"bytes"
@@ -45,3 +45,13 @@ func (id *ID) UnmarshalJSON(b []byte) error {
 func (id ID) MarshalJSON() ([]byte, error) { return strconv.AppendInt(nil, int64(id), 10), nil }
 
 func (id ID) String() string { return strconv.FormatInt(int64(id), 10) }
+
+// LenientID reads an id that may be a number, a numeric string or
+// anything else (0).
+func LenientID(raw json.RawMessage) ID {
+	var id ID
+	if len(raw) > 0 && id.UnmarshalJSON(raw) != nil {
+		return 0
+	}
+	return id
+}

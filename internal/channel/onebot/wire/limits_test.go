@@ -1,4 +1,4 @@
-package onebot
+package wire
 
 import (
 	"bytes"
@@ -62,9 +62,9 @@ func TestHugeMessageIsCut(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			classified, _ := classify(frame)
-			for how, ev := range map[string]*Event{"DecodeEvent": &decoded, "classify": classified} {
-				m, err := ev.Normalize(msg.DefaultAccount, 3300000001, Inbound{MaxChars: limit})
+			classified, _ := Classify(frame)
+			for how, ev := range map[string]*Event{"DecodeEvent": &decoded, "Classify": classified} {
+				m, err := ev.Normalize(msg.DefaultAccount, 3300000001, limit)
 				if err != nil {
 					t.Fatalf("%s, %s: %v", name, how, err)
 				}
@@ -108,7 +108,7 @@ func TestShortMessagesAreNotCut(t *testing.T) {
 	}
 	for _, tt := range tests {
 		ev := event(t, `{"post_type":"message","message_type":"private","user_id":5,"message":`+tt.message+`}`)
-		m, err := ev.Normalize(msg.DefaultAccount, 9, Inbound{MaxChars: tt.limit})
+		m, err := ev.Normalize(msg.DefaultAccount, 9, tt.limit)
 		if err != nil || m.Text != tt.want {
 			t.Errorf("%s, maxChars %d: %q %v, want %q", tt.message, tt.limit, m.Text, err, tt.want)
 		}
@@ -120,7 +120,7 @@ func TestShortMessagesAreNotCut(t *testing.T) {
 // a 16 MiB buffer alive for as long as the message is buffered).
 func TestNormalizedMessageHoldsNoFrameMemory(t *testing.T) {
 	_, live := allocated(func() any {
-		ev, _ := classify(hugeFrame(t, 16<<20))
+		ev, _ := Classify(hugeFrame(t, 16<<20))
 		m, err := ev.ToMessage(msg.DefaultAccount, 3300000001)
 		if err != nil {
 			t.Fatal(err)
@@ -135,7 +135,7 @@ func TestNormalizedMessageHoldsNoFrameMemory(t *testing.T) {
 // reference is what normalizing was before messages were cut: the whole
 // message field parsed, raw_message when that gave nothing.
 func reference(ev Event, self ID) (msg.Message, error) {
-	m, err := ev.Normalize(msg.DefaultAccount, self, Inbound{MaxChars: 1}) // the envelope only
+	m, err := ev.Normalize(msg.DefaultAccount, self, 1) // the envelope only
 	if err != nil {
 		return m, err
 	}
@@ -168,7 +168,7 @@ func FuzzNormalize(f *testing.F) {
 			return
 		}
 		small := `{"post_type":"message","message_type":"group","group_id":1,"user_id":5,"raw_message":` + string(mustQuote(raw)) + `,"message":` + message + `}`
-		ev, _ := classify([]byte(small))
+		ev, _ := Classify([]byte(small))
 		if ev == nil {
 			return
 		}
@@ -192,16 +192,16 @@ func FuzzNormalize(f *testing.F) {
 		}
 		want, _ = reference(*ev, 3300000001)
 		large := strings.Replace(small, `{`, `{"pad":"`+strings.Repeat("x", largeFrame)+`",`, 1)
-		big, _ := classify([]byte(large))
+		big, _ := Classify([]byte(large))
 		for name, ev := range map[string]*Event{"small frame": ev, "large frame": big} {
-			got, err := ev.Normalize(msg.DefaultAccount, 3300000001, Inbound{})
+			got, err := ev.Normalize(msg.DefaultAccount, 3300000001, 0)
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Fatalf("%s (-before +now):\n%s", name, diff)
 			}
-			cut, err := ev.Normalize(msg.DefaultAccount, 3300000001, Inbound{MaxChars: int(limit) + 1})
+			cut, err := ev.Normalize(msg.DefaultAccount, 3300000001, int(limit)+1)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package onebot
+package wire
 
 import (
 	"encoding/json"
@@ -22,28 +22,32 @@ func EscapeParam(s string) string { return paramEscaper.Replace(s) }
 // once, so "&amp;#91;" becomes "&#91;", not "[".
 func Unescape(s string) string { return cqUnescaper.Replace(s) }
 
-// segmentBuilder collects segments, merging adjacent text into one text
-// segment without re-encoding it on every addition.
-type segmentBuilder struct {
+// SegmentBuilder collects segments, merging adjacent text into one text
+// segment without re-encoding it on every addition. The zero value is
+// empty and ready.
+type SegmentBuilder struct {
 	segs []Segment
 	text strings.Builder
 }
 
-func (b *segmentBuilder) addText(t string) { b.text.WriteString(t) }
+// AddText adds text, to the text segment being built.
+func (b *SegmentBuilder) AddText(t string) { b.text.WriteString(t) }
 
-func (b *segmentBuilder) add(s Segment) {
+// Add adds a segment, after the text added so far.
+func (b *SegmentBuilder) Add(s Segment) {
 	b.flush()
 	b.segs = append(b.segs, s)
 }
 
-func (b *segmentBuilder) flush() {
+func (b *SegmentBuilder) flush() {
 	if b.text.Len() > 0 {
 		b.segs = append(b.segs, TextSegment(b.text.String()))
 		b.text.Reset()
 	}
 }
 
-func (b *segmentBuilder) done() []Segment {
+// Segments returns the segments added, the text added last included.
+func (b *SegmentBuilder) Segments() []Segment {
 	b.flush()
 	return b.segs
 }
@@ -51,7 +55,7 @@ func (b *segmentBuilder) done() []Segment {
 // ParseCQ parses a CQ-code string into segments. Text outside codes becomes
 // text segments; a "[CQ:" that never closes, or has no type, is text.
 func ParseCQ(s string) []Segment {
-	var b segmentBuilder
+	var b SegmentBuilder
 	for {
 		i := strings.Index(s, "[CQ:")
 		end := -1
@@ -59,15 +63,15 @@ func ParseCQ(s string) []Segment {
 			end = strings.IndexByte(s[i:], ']')
 		}
 		if i < 0 || end < 0 {
-			b.addText(Unescape(s))
-			return b.done()
+			b.AddText(Unescape(s))
+			return b.Segments()
 		}
-		b.addText(Unescape(s[:i]))
+		b.AddText(Unescape(s[:i]))
 		body := s[i+4 : i+end]
 		s = s[i+end+1:]
 		typ, params, _ := strings.Cut(body, ",")
 		if typ == "" {
-			b.addText(Unescape("[CQ:" + body + "]"))
+			b.AddText(Unescape("[CQ:" + body + "]"))
 			continue
 		}
 		seg := Segment{Type: typ, Data: map[string]json.RawMessage{}}
@@ -79,7 +83,7 @@ func ParseCQ(s string) []Segment {
 				}
 			}
 		}
-		b.add(seg)
+		b.Add(seg)
 	}
 }
 

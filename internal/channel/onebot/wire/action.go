@@ -1,10 +1,19 @@
-package onebot
+package wire
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
 )
+
+// Request is an action sent over a WebSocket: its echo comes back in the
+// answer. Its fields encode in the order a map of them would (action,
+// echo, params). Over the HTTP API only the params are sent.
+type Request struct {
+	Action string `json:"action"`
+	Echo   string `json:"echo"`
+	Params any    `json:"params"`
+}
 
 // Response is an action's answer.
 type Response struct {
@@ -56,8 +65,9 @@ func (e *ActionError) Is(target error) bool {
 	return target == ErrRiskControl && e.Retcode == RetcodeRiskControl
 }
 
-// result turns a response into data or a typed error.
-func (r Response) result(action string) (json.RawMessage, error) {
+// Result is the data of a successful answer to action, else an
+// *ActionError.
+func (r Response) Result(action string) (json.RawMessage, error) {
 	if r.Status == "ok" || r.Status == "async" || (r.Status == "" && r.Retcode == RetcodeOK) {
 		return r.Data, nil
 	}

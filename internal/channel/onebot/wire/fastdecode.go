@@ -1,4 +1,4 @@
-package onebot
+package wire
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ import (
 // parsers are shared by every goroutine that decodes.
 var parsers fastjson.ParserPool
 
-// decodeFast decodes a frame as classify does; ok is false when the frame
+// decodeFast decodes a frame as Classify does; ok is false when the frame
 // is not usual or not valid JSON, for encoding/json to decide.
 func decodeFast(frame []byte) (p probe, ok bool) {
 	if !usual(frame) || fastjson.ValidateBytes(frame) != nil {

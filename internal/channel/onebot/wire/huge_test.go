@@ -1,16 +1,24 @@
-package onebot
+package wire
 
 import (
-	"context"
 	"encoding/json"
 	"runtime"
 	"strings"
 	"testing"
 
-	"github.com/pincerbot/pincer/internal/channel"
-	"github.com/pincerbot/pincer/internal/channel/onebot/onebottest"
 	"github.com/pincerbot/pincer/internal/msg"
 )
+
+// groupEvent is a group message event of user, with text as its one
+// segment.
+func groupEvent(id, user int64, text string) map[string]any {
+	return map[string]any{
+		"time": 1774420200, "self_id": 3300000001, "post_type": "message", "message_type": "group",
+		"message_id": id, "user_id": user, "group_id": 123,
+		"sender":  map[string]any{"user_id": user, "nickname": "Ann"},
+		"message": []any{map[string]any{"type": "text", "data": map[string]any{"text": text}}},
+	}
+}
 
 // hugeText is about size bytes of chat text: CJK and ASCII, with newlines
 // and quotes, so its JSON form has escapes as real messages do.
@@ -58,7 +66,7 @@ func allocated(f func() any) (alloc, live uint64) {
 }
 
 // BenchmarkHugeMessageNormalize measures what normalizing one 16 MiB
-// message event costs: decoding the frame (classify, as Conn.Run does) and
+// message event costs: decoding the frame (Classify, as onebot.Conn.Run does) and
 // turning it into a message. MiB-alloc/msg is what is allocated per
 // message, MiB-live/msg what the message keeps alive afterwards, x-frame
 // the allocation as a multiple of the frame's size.
@@ -67,7 +75,7 @@ func BenchmarkHugeMessageNormalize(b *testing.B) {
 	var alloc, live uint64
 	for b.Loop() {
 		a, l := allocated(func() any {
-			ev, _ := classify(frame)
+			ev, _ := Classify(frame)
 			m, err := ev.ToMessage(msg.DefaultAccount, 3300000001)
 			if err != nil {
 				b.Fatal(err)
@@ -81,49 +89,4 @@ func BenchmarkHugeMessageNormalize(b *testing.B) {
 	b.ReportMetric(float64(alloc)/n/(1<<20), "MiB-alloc/msg")
 	b.ReportMetric(float64(live)/n/(1<<20), "MiB-live/msg")
 	b.ReportMetric(float64(alloc)/n/float64(len(frame)), "x-frame")
-}
-
-// BenchmarkHugeMessageIngest measures one 16 MiB message event arriving
-// over a real loopback WebSocket and reaching the pipeline: the read, the
-// decode and the normalization.
-func BenchmarkHugeMessageIngest(b *testing.B) {
-	frame := hugeFrame(b, 16<<20)
-	p := onebottest.New(b, answerSends)
-	sink := &keepSink{got: make(chan msg.Message, 1)}
-	a := NewAccount(AccountOptions{WSURL: p.URL, SelfID: 3300000001, Reconnect: DefaultReconnect})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { _ = a.Run(ctx, sink) }()
-	if err := p.Connected(ctx); err != nil {
-		b.Fatal(err)
-	}
-	var alloc, live uint64
-	id := int64(0)
-	for b.Loop() {
-		id++
-		f := []byte(strings.Replace(string(frame), `"message_id":1,`, `"message_id":`+itoa(id)+`,`, 1))
-		a, l := allocated(func() any {
-			if err := p.PushRaw(ctx, f); err != nil {
-				b.Fatal(err)
-			}
-			return <-sink.got
-		})
-		runtime.KeepAlive(f) // live before and after: not counted
-		alloc += a
-		live += l
-	}
-	n := float64(b.N)
-	b.ReportMetric(float64(alloc)/n/(1<<20), "MiB-alloc/msg")
-	b.ReportMetric(float64(live)/n/(1<<20), "MiB-live/msg")
-	b.ReportMetric(float64(alloc)/n/float64(len(frame)), "x-frame")
-}
-
-func itoa(n int64) string { return ID(n).String() }
-
-// keepSink hands each message to the benchmark.
-type keepSink struct{ got chan msg.Message }
-
-func (s *keepSink) Dispatch(_ context.Context, m msg.Message, _ channel.Replier) error {
-	s.got <- m
-	return nil
 }

@@ -1,4 +1,4 @@
-package onebot
+package wire
 
 import (
 	"bytes"
@@ -84,14 +84,13 @@ type nodeData struct {
 	Time     json.RawMessage `json:"time"`
 }
 
-// lenientID reads an id that may be a number, a numeric string or
-// anything else (0).
-func lenientID(raw json.RawMessage) ID {
-	var id ID
-	if len(raw) > 0 && id.UnmarshalJSON(raw) != nil {
-		return 0
-	}
-	return id
+// ForwardNode decodes one message leniently, as a node of a merged
+// forward is read (see ForwardMessages): a get_msg answer and an entry of
+// a history answer are read this way too. Fields that are missing or
+// mis-shaped stay unknown where they can; false when raw cannot be read
+// as a node at all.
+func ForwardNode(raw json.RawMessage, self ID) (msg.Message, bool) {
+	return forwardNode(raw, 0, self)
 }
 
 func forwardNode(raw json.RawMessage, depth int, self ID) (msg.Message, bool) {
@@ -108,13 +107,13 @@ func forwardNode(raw json.RawMessage, depth int, self ID) (msg.Message, bool) {
 		sender = Sender{}
 	}
 	if sender.UserID == 0 {
-		sender.UserID = lenientID(n.UserID)
+		sender.UserID = LenientID(n.UserID)
 	}
 	if sender.UserID == 0 {
-		sender.UserID = lenientID(d.UserID)
+		sender.UserID = LenientID(d.UserID)
 	}
 	if sender.UserID == 0 {
-		sender.UserID = lenientID(d.Uin)
+		sender.UserID = LenientID(d.Uin)
 	}
 	if sender.Nickname == "" {
 		sender.Nickname = d.Nickname
@@ -124,7 +123,7 @@ func forwardNode(raw json.RawMessage, depth int, self ID) (msg.Message, bool) {
 	}
 	m := msg.Message{
 		Channel: ChannelID,
-		ID:      msg.MessageID(nonZero(lenientID(n.MessageID))),
+		ID:      msg.MessageID(nonZero(LenientID(n.MessageID))),
 		Sender:  msg.Sender{Name: sender.DisplayName(0)},
 	}
 	if sender.UserID != 0 {
@@ -133,9 +132,9 @@ func forwardNode(raw json.RawMessage, depth int, self ID) (msg.Message, bool) {
 	if sender.UserID == 0 && sender.Card == "" && sender.Nickname == "" {
 		m.Sender.Name = ""
 	}
-	if t := lenientID(n.Time); t > 0 {
+	if t := LenientID(n.Time); t > 0 {
 		m.Time = time.Unix(int64(t), 0)
-	} else if t := lenientID(d.Time); t > 0 {
+	} else if t := LenientID(d.Time); t > 0 {
 		m.Time = time.Unix(int64(t), 0)
 	}
 	content := n.Message

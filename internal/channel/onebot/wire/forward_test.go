@@ -1,4 +1,4 @@
-package onebot
+package wire
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -178,25 +177,6 @@ func TestInlineNestedForwardHasASyntheticID(t *testing.T) {
 	if len(m.ForwardIDs) != 2 || m.ForwardIDs[0] != "7561234567890123456" || !IsInlineForward(m.ForwardIDs[1]) {
 		t.Errorf("forward ids %v", m.ForwardIDs)
 	}
-}
-
-// TestInlineForwardIDIsNeverFetched: get_forward_msg never sees a
-// synthetic id.
-func TestInlineForwardIDIsNeverFetched(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, AccountOptions{WSURL: "ws://onebot.test/", SelfID: 3300000001}, answerSends)
-		defer r.close()
-		if err := r.peer.Connected(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		id := ForwardMessages(json.RawMessage(shapeBNested), 0)[1].ForwardIDs[0]
-		if _, err := r.acct.FetchForward(context.Background(), id); err == nil {
-			t.Error("want an error")
-		}
-		if calls := r.calls("get_forward_msg"); len(calls) != 0 {
-			t.Errorf("calls %v", calls)
-		}
-	})
 }
 
 // TestNestedInlineForwardIsQuoted: the quote resolver expands go-cqhttp's

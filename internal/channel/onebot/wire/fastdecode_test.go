@@ -1,4 +1,4 @@
-package onebot
+package wire
 
 import (
 	"encoding/json"
@@ -168,7 +168,7 @@ func TestFastDecodeTakesTheUsualFrame(t *testing.T) {
 		if fast != tc.fast {
 			t.Errorf("%s: fast %v, want %v", tc.frame, fast, tc.fast)
 		}
-		ev, _ := classify([]byte(tc.frame))
+		ev, _ := Classify([]byte(tc.frame))
 		var want probe
 		if err := json.Unmarshal([]byte(tc.frame), &want); err == nil && ev != nil && ev.PostType != want.PostType {
 			t.Errorf("%s: post_type %q, encoding/json %q", tc.frame, ev.PostType, want.PostType)

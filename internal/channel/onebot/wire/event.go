@@ -1,4 +1,4 @@
-package onebot
+package wire
 
 import (
 	"encoding/json"
@@ -12,7 +12,7 @@ import (
 	"github.com/pincerbot/pincer/internal/prompt"
 )
 
-// ChannelID is the QQ channel's id.
+// ChannelID is the QQ channel's id, which the messages decoded here carry.
 const ChannelID msg.ChannelID = "onebot"
 
 // PlaceholderGroup is the fake group id NapCat and LLOneBot give messages
@@ -57,19 +57,6 @@ type Event struct {
 	decoded bool
 }
 
-// HeartbeatInterval is the interval a heartbeat event announces, converted
-// without overflow (at most MaxHeartbeat); false when ev is not a heartbeat
-// or announces no positive interval.
-func (ev Event) HeartbeatInterval() (time.Duration, bool) {
-	if ev.PostType != "meta_event" || ev.MetaEventType != "heartbeat" || ev.Interval <= 0 {
-		return 0, false
-	}
-	if ev.Interval > MaxHeartbeat.Milliseconds() {
-		return MaxHeartbeat, true
-	}
-	return time.Duration(ev.Interval) * time.Millisecond, true
-}
-
 // Reasons a message event does not become a message.
 var (
 	// ErrNotMessage: the event is a notice, request or meta event.
@@ -111,18 +98,19 @@ func (s Sender) DisplayName(fallback ID) string {
 	return fallback.String()
 }
 
-// ToMessage is Normalize with the default Inbound limits.
+// ToMessage is Normalize with the default limit, DefaultMaxChars.
 func (ev Event) ToMessage(account msg.AccountID, self ID) (msg.Message, error) {
-	return ev.Normalize(account, self, Inbound{})
+	return ev.Normalize(account, self, 0)
 }
 
 // Normalize turns a message event into a msg.Message of account. self is
 // the bot's QQ number when known (0 otherwise). The bot's own messages and
-// placeholder-group messages are refused. The text is cut to in.MaxChars
-// characters, and so are the segments: the part cut off is never decoded,
+// placeholder-group messages are refused. The text is cut to maxChars
+// characters (DefaultMaxChars when it is not positive), and so are the
+// segments: the part cut off is never decoded,
 // so no copy of a huge message outlives this call, and nothing in the
 // message refers to the memory of the frame.
-func (ev Event) Normalize(account msg.AccountID, self ID, in Inbound) (msg.Message, error) {
+func (ev Event) Normalize(account msg.AccountID, self ID, maxChars int) (msg.Message, error) {
 	switch ev.PostType {
 	case "message":
 	case "message_sent":
@@ -152,7 +140,10 @@ func (ev Event) Normalize(account msg.AccountID, self ID, in Inbound) (msg.Messa
 	default:
 		return msg.Message{}, fmt.Errorf("onebot: unknown message_type %q", ev.MessageType)
 	}
-	limit := in.maxChars()
+	limit := maxChars
+	if limit <= 0 {
+		limit = DefaultMaxChars
+	}
 	segs, cut, err := ev.segments(limit)
 	if err != nil || fillFrom(&m, &segs, 0, self, limit, cut) == 0 {
 		if raw := ev.raw(); raw != "" {

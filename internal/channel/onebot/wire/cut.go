@@ -1,4 +1,4 @@
-package onebot
+package wire
 
 import (
 	"bytes"
@@ -7,25 +7,10 @@ import (
 	"unicode/utf8"
 )
 
-// Inbound bounds what one inbound message brings to the agent. The zero
-// value is the defaults.
-type Inbound struct {
-	// MaxChars is the most characters of one message's text that reach the
-	// agent; the rest is cut and TruncatedMarker appended. DefaultMaxChars
-	// when 0.
-	MaxChars int
-}
-
-// DefaultMaxChars is Inbound.MaxChars when unset; it also bounds the
-// messages read back from history, quotes and forwards.
+// DefaultMaxChars is the most characters of a message's text Normalize
+// keeps when given no limit; it also bounds the messages read back from
+// history, quotes and forwards.
 const DefaultMaxChars = 20000
-
-func (in Inbound) maxChars() int {
-	if in.MaxChars <= 0 {
-		return DefaultMaxChars
-	}
-	return in.MaxChars
-}
 
 // textPrefix is the text of a text segment cut to limit characters, and
 // whether it was cut. Only the part kept is decoded.

@@ -1,4 +1,4 @@
-package onebot
+package wire
 
 import (
 	"encoding/json"
@@ -38,6 +38,24 @@ func TestSegmentStr(t *testing.T) {
 	for key, want := range map[string]string{"file": "a.jpg", "sub_type": "0", "flash": "true", "content": "", "name": "", "missing": ""} {
 		if got := s.Str(key); got != want {
 			t.Errorf("Str(%q) = %q, want %q", key, got, want)
+		}
+	}
+}
+
+// TestSegmentsEncodeAnyText: text with control characters or runes beyond
+// the basic plane (the tag characters of a flag emoji) encodes as valid
+// JSON and reads back the same; the send request can be encoded.
+func TestSegmentsEncodeAnyText(t *testing.T) {
+	for _, text := range []string{"🏴󠁧󠁢󠁥󠁮󠁧󠁿 flag", "bell\a tab\t nul\x00 end", "<b>&amp;</b>", "\u2028line"} {
+		seg := NewSegment("text", "text", text)
+		if !json.Valid(seg.Data["text"]) {
+			t.Errorf("%q encodes as invalid JSON: %s", text, seg.Data["text"])
+		}
+		if got := seg.Str("text"); got != text {
+			t.Errorf("read back %q, want %q", got, text)
+		}
+		if _, err := json.Marshal(map[string]any{"message": []Segment{seg}}); err != nil {
+			t.Errorf("a send with %q cannot be encoded: %v", text, err)
 		}
 	}
 }
@@ -235,7 +253,7 @@ func FuzzFrame(f *testing.F) {
 	f.Add(`{"post_type":"meta_event","meta_event_type":"heartbeat","interval":5000}`)
 	f.Add(`[1,2]`)
 	f.Fuzz(func(t *testing.T, frame string) {
-		ev, response := classify([]byte(frame))
+		ev, response := Classify([]byte(frame))
 		if response && ev != nil {
 			t.Fatal("a frame is an event or an answer, not both")
 		}
@@ -245,4 +263,20 @@ func FuzzFrame(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRequestEncodesAsAMap: an action request encodes as the map of its
+// fields did, key for key and byte for byte.
+func TestRequestEncodesAsAMap(t *testing.T) {
+	params := map[string]any{"group_id": 1, "message": []Segment{NewSegment("text", "text", "<a&b> \u2028")}}
+	for _, p := range []any{params, struct{}{}, "x"} {
+		got, err := json.Marshal(Request{Action: "send_group_msg", Echo: "3:<7>", Params: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(map[string]any{"action": "send_group_msg", "params": p, "echo": "3:<7>"})
+		if string(got) != string(want) {
+			t.Errorf("%s, want %s", got, want)
+		}
+	}
 }
