@@ -84,6 +84,22 @@ type Inbound struct {
 	MaxChars int
 }
 
+// State is a connection's state, reported on every change.
+type State string
+
+// States.
+const (
+	// StateIdle: not started.
+	StateIdle State = "idle"
+	// StateListening: waiting for the implementation to connect (reverse
+	// WebSocket or HTTP POST only).
+	StateListening  State = "listening"
+	StateConnecting State = "connecting"
+	StateConnected  State = "connected"
+	StateWaiting    State = "waiting to reconnect"
+	StateFailed     State = "failed"
+)
+
 // Account is one QQ account: it keeps its transports up, turns message
 // events into messages for the sink, and delivers replies over whichever
 // connection is live.
@@ -295,18 +311,6 @@ func (a *Account) Run(ctx context.Context, sink channel.Sink) error {
 	}
 }
 
-func (a *Account) runForward(ctx context.Context, sink channel.Sink, wg *sync.WaitGroup) {
-	_ = a.opts.Reconnect.Run(ctx, func(ctx context.Context, up func()) error {
-		ws, err := DialForward(ctx, a.opts.WSURL, a.opts.Token, a.opts.HTTPClient)
-		if err != nil {
-			return err
-		}
-		c := NewConn(ws, a.opts.RequestTimeout, a.log)
-		up()
-		return a.serveConn(ctx, c, "", sink, wg)
-	}, a.setState)
-}
-
 // serveConn reads a live connection until it ends, making it the one
 // actions go over meanwhile.
 func (a *Account) serveConn(ctx context.Context, c *Conn, header string, sink channel.Sink, wg *sync.WaitGroup) error {
@@ -382,94 +386,4 @@ func (a *Account) resolveSelf(ctx context.Context, c Caller, header string, firs
 	case prev != self || src != SelfFromConfig:
 		a.log.Info("bot QQ number", "self_id", self.String(), "source", string(src))
 	}
-}
-
-// onFrame decodes and handles one event frame (an HTTP POST).
-func (a *Account) onFrame(ctx context.Context, header string, frame []byte, sink channel.Sink, wg *sync.WaitGroup) {
-	ev, err := wire.DecodeEvent(frame)
-	if err != nil {
-		a.log.Warn("undecodable event", "err", err)
-		return
-	}
-	a.onEvent(ctx, nil, header, frame, &ev, sink, wg)
-}
-
-// onEvent handles one event from any transport: ev is decoded from frame,
-// nil when that failed. c is the connection it came on (nil for HTTP
-// POST).
-func (a *Account) onEvent(ctx context.Context, c *Conn, header string, frame []byte, ev *wire.Event, sink channel.Sink, wg *sync.WaitGroup) {
-	if ev == nil {
-		_, err := wire.DecodeEvent(frame)
-		a.log.Warn("undecodable event", "err", err)
-		return
-	}
-	if ev.PostType == "meta_event" {
-		return // a connection learns heartbeat intervals itself (Conn.Run)
-	}
-	self := a.Self()
-	if self == 0 {
-		// Every event names the bot; learning it here, before the message
-		// is dispatched, means a mention in the very first message counts.
-		if n, err := strconv.ParseInt(header, 10, 64); err == nil && n > 0 {
-			self = wire.ID(n)
-		} else {
-			self = ev.SelfID
-		}
-		if self > 0 {
-			a.mu.Lock()
-			if a.self == 0 {
-				a.self = self
-			}
-			a.mu.Unlock()
-		}
-	}
-	m, err := ev.Normalize(a.opts.ID, self, a.opts.Inbound.MaxChars)
-	if err != nil {
-		if !errors.Is(err, wire.ErrNotMessage) && !errors.Is(err, wire.ErrSelf) {
-			a.log.Debug("event dropped", "reason", err)
-		}
-		return
-	}
-	a.admit(ctx, self, m, sink, wg)
-}
-
-// admit hands m to the sink unless it was seen already (two transports,
-// two reverse connections, a POST retry or a backfill deliver the same
-// message more than once) or its peer is not allowed.
-func (a *Account) admit(ctx context.Context, self wire.ID, m msg.Message, sink channel.Sink, wg *sync.WaitGroup) {
-	key := self.String() + "/" + m.Peer.String() + "/" + string(m.ID)
-	if !a.seen.claim(key) {
-		a.log.Debug("duplicate event dropped", "msg_id", string(m.ID), "peer", m.Peer.String())
-		return
-	}
-	if !a.opts.Filter.Allowed(m.Peer) {
-		a.log.Debug("peer not allowed", "peer", m.Peer.String())
-		return
-	}
-	a.noteSeen(m)
-	r := &replier{a: a, trigger: m}
-	report := a.reporter(m.ID)
-	taker, ordered := sink.(channel.Taker)
-	if !ordered {
-		dispatch(ctx, sink, m, r, report, wg)
-		return
-	}
-	// Taken in here, on the reading goroutine, in arrival order: the sink
-	// queues it on its chat's lane (blocking, which stops the reading,
-	// while the lanes are full) and reports the outcome when there is one.
-	taker.Take(ctx, m, r, report)
-}
-
-// reporter logs the outcome of message id, when it is a failure.
-func (a *Account) reporter(id msg.MessageID) func(error) {
-	return func(err error) {
-		if err != nil && !errors.Is(err, channel.ErrDuplicate) && !errors.Is(err, channel.ErrMerged) && !errors.Is(err, channel.ErrStopped) {
-			a.log.Warn("dispatch", "err", err, "msg_id", string(id))
-		}
-	}
-}
-
-// dispatch hands m to a sink that takes messages one at a time.
-func dispatch(ctx context.Context, sink channel.Sink, m msg.Message, r channel.Replier, report func(error), wg *sync.WaitGroup) {
-	wg.Go(func() { report(sink.Dispatch(ctx, m, r)) })
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
 	"github.com/pincerbot/pincer/internal/channel/onebot/wire"
 )
 
@@ -34,6 +35,13 @@ const maxFrame = 32 << 20
 // generation tells connections apart in echoes, so a late answer meant for
 // an old connection never matches a call on a new one.
 var generation atomic.Uint64
+
+// Caller runs OneBot actions; *Conn is one.
+type Caller interface {
+	Call(ctx context.Context, action string, params any, timeout time.Duration) (json.RawMessage, error)
+}
+
+var _ Caller = (*Conn)(nil)
 
 // Conn is one live OneBot WebSocket connection, forward or reverse. Calls
 // may be made from any goroutine while Run reads.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -205,4 +207,42 @@ func (a *Account) running(w http.ResponseWriter) *intake {
 	default:
 		return a.intake
 	}
+}
+
+// readBody reads a POSTed event, bounded.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	return io.ReadAll(http.MaxBytesReader(w, r.Body, maxFrame))
+}
+
+// refusalLogEvery is how often one kind of refused request is logged.
+const refusalLogEvery = time.Minute
+
+// refusals logs refused inbound requests, each kind (its message) at most
+// once per refusalLogEvery with the count of those held back since, so a
+// stranger knocking cannot flood the log. The zero value is ready.
+type refusals struct {
+	mu   sync.Mutex
+	last map[string]time.Time
+	held map[string]int
+}
+
+func (f *refusals) warn(log *slog.Logger, msg string, args ...any) {
+	now := time.Now()
+	f.mu.Lock()
+	if last, ok := f.last[msg]; ok && now.Sub(last) < refusalLogEvery {
+		f.held[msg]++
+		f.mu.Unlock()
+		return
+	}
+	if f.last == nil {
+		f.last, f.held = map[string]time.Time{}, map[string]int{}
+	}
+	f.last[msg] = now
+	held := f.held[msg]
+	delete(f.held, msg)
+	f.mu.Unlock()
+	if held > 0 {
+		args = append(args, "not_logged_since", held)
+	}
+	log.Warn(msg, args...)
 }

@@ -4,31 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strconv"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/pincerbot/pincer/internal/channel/onebot/wire"
 )
-
-// DialForward connects to an implementation's forward WebSocket at url
-// (use its "/" universal endpoint), sending the access token as a Bearer
-// token, which every implementation accepts.
-func DialForward(ctx context.Context, url, token string, client *http.Client) (*websocket.Conn, error) {
-	opts := websocket.DialOptions{HTTPClient: client}
-	if token != "" {
-		opts.HTTPHeader = http.Header{"Authorization": {"Bearer " + token}}
-	}
-	c, res, err := websocket.Dial(ctx, url, &opts)
-	if err != nil {
-		if res != nil && (res.StatusCode == http.StatusUnauthorized || res.StatusCode == http.StatusForbidden) {
-			return nil, fmt.Errorf("onebot: dial %s: the access token was refused (HTTP %d)", url, res.StatusCode)
-		}
-		return nil, fmt.Errorf("onebot: dial %s: %w", url, err)
-	}
-	return c, nil
-}
 
 // SelfSource says where the bot's QQ number came from.
 type SelfSource string

@@ -31,6 +31,45 @@ const (
 	ownerMax            = 2000
 )
 
+// SentIDs remembers the ids of the bot's recent messages, so a reply to
+// one of them can be recognised without a get_msg round trip.
+type SentIDs struct {
+	mu    sync.Mutex
+	max   int
+	order []msg.MessageID
+	set   map[msg.MessageID]bool
+}
+
+// NewSentIDs keeps the newest max ids (500 when max <= 0).
+func NewSentIDs(max int) *SentIDs {
+	if max <= 0 {
+		max = 500
+	}
+	return &SentIDs{max: max, set: map[msg.MessageID]bool{}}
+}
+
+// Add records id, forgetting the oldest beyond the limit.
+func (s *SentIDs) Add(id msg.MessageID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.set[id] {
+		return
+	}
+	s.set[id] = true
+	s.order = append(s.order, id)
+	if len(s.order) > s.max {
+		delete(s.set, s.order[0])
+		s.order = s.order[1:]
+	}
+}
+
+// Has reports whether id is one of the recent sent ids.
+func (s *SentIDs) Has(id msg.MessageID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.set[id]
+}
+
 // SentByBot reports whether id is one of the bot's messages: one this
 // process sent, one the store recorded, or one get_msg attributes to the
 // bot. It never fails: an error on the way means "not the bot".

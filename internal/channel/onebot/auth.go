@@ -7,12 +7,8 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"errors"
-	"io"
-	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
-	"time"
 )
 
 // errScheme is an Authorization header in a scheme other than Bearer or
@@ -94,42 +90,4 @@ func checkSignature(r *http.Request, body []byte, secret string) int {
 		return http.StatusForbidden
 	}
 	return 0
-}
-
-// readBody reads a POSTed event, bounded.
-func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	return io.ReadAll(http.MaxBytesReader(w, r.Body, maxFrame))
-}
-
-// refusalLogEvery is how often one kind of refused request is logged.
-const refusalLogEvery = time.Minute
-
-// refusals logs refused inbound requests, each kind (its message) at most
-// once per refusalLogEvery with the count of those held back since, so a
-// stranger knocking cannot flood the log. The zero value is ready.
-type refusals struct {
-	mu   sync.Mutex
-	last map[string]time.Time
-	held map[string]int
-}
-
-func (f *refusals) warn(log *slog.Logger, msg string, args ...any) {
-	now := time.Now()
-	f.mu.Lock()
-	if last, ok := f.last[msg]; ok && now.Sub(last) < refusalLogEvery {
-		f.held[msg]++
-		f.mu.Unlock()
-		return
-	}
-	if f.last == nil {
-		f.last, f.held = map[string]time.Time{}, map[string]int{}
-	}
-	f.last[msg] = now
-	held := f.held[msg]
-	delete(f.held, msg)
-	f.mu.Unlock()
-	if held > 0 {
-		args = append(args, "not_logged_since", held)
-	}
-	log.Warn(msg, args...)
 }

@@ -5,8 +5,46 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
+	"sync"
 	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/pincerbot/pincer/internal/channel"
 )
+
+// DialForward connects to an implementation's forward WebSocket at url
+// (use its "/" universal endpoint), sending the access token as a Bearer
+// token, which every implementation accepts.
+func DialForward(ctx context.Context, url, token string, client *http.Client) (*websocket.Conn, error) {
+	opts := websocket.DialOptions{HTTPClient: client}
+	if token != "" {
+		opts.HTTPHeader = http.Header{"Authorization": {"Bearer " + token}}
+	}
+	c, res, err := websocket.Dial(ctx, url, &opts)
+	if err != nil {
+		if res != nil && (res.StatusCode == http.StatusUnauthorized || res.StatusCode == http.StatusForbidden) {
+			return nil, fmt.Errorf("onebot: dial %s: the access token was refused (HTTP %d)", url, res.StatusCode)
+		}
+		return nil, fmt.Errorf("onebot: dial %s: %w", url, err)
+	}
+	return c, nil
+}
+
+// runForward keeps the forward WebSocket up: dialed, served until it
+// ends, and dialed again as the Reconnect policy says.
+func (a *Account) runForward(ctx context.Context, sink channel.Sink, wg *sync.WaitGroup) {
+	_ = a.opts.Reconnect.Run(ctx, func(ctx context.Context, up func()) error {
+		ws, err := DialForward(ctx, a.opts.WSURL, a.opts.Token, a.opts.HTTPClient)
+		if err != nil {
+			return err
+		}
+		c := NewConn(ws, a.opts.RequestTimeout, a.log)
+		up()
+		return a.serveConn(ctx, c, "", sink, wg)
+	}, a.setState)
+}
 
 // Reconnect configures how a lost connection is re-established.
 type Reconnect struct {
@@ -24,22 +62,6 @@ var DefaultReconnect = Reconnect{Enabled: true, Retries: -1, MinDelay: time.Seco
 // ErrRetriesExhausted is returned when a finite number of retries ran out;
 // the account reports it as its state rather than stopping silently.
 var ErrRetriesExhausted = errors.New("onebot: reconnect retries exhausted")
-
-// State is a connection's state, reported on every change.
-type State string
-
-// States.
-const (
-	// StateIdle: not started.
-	StateIdle State = "idle"
-	// StateListening: waiting for the implementation to connect (reverse
-	// WebSocket or HTTP POST only).
-	StateListening  State = "listening"
-	StateConnecting State = "connecting"
-	StateConnected  State = "connected"
-	StateWaiting    State = "waiting to reconnect"
-	StateFailed     State = "failed"
-)
 
 // delay returns the wait before attempt n (1-based): MinDelay doubled per
 // attempt up to MaxDelay, with full jitter over its upper half so accounts

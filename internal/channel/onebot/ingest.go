@@ -1,0 +1,105 @@
+package onebot
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+
+	"github.com/pincerbot/pincer/internal/channel"
+	"github.com/pincerbot/pincer/internal/channel/onebot/wire"
+	"github.com/pincerbot/pincer/internal/msg"
+)
+
+// Every transport hands its events here: decoded, normalized into
+// messages, deduplicated (seen), filtered and handed to the sink.
+
+// onFrame decodes and handles one event frame (an HTTP POST).
+func (a *Account) onFrame(ctx context.Context, header string, frame []byte, sink channel.Sink, wg *sync.WaitGroup) {
+	ev, err := wire.DecodeEvent(frame)
+	if err != nil {
+		a.log.Warn("undecodable event", "err", err)
+		return
+	}
+	a.onEvent(ctx, nil, header, frame, &ev, sink, wg)
+}
+
+// onEvent handles one event from any transport: ev is decoded from frame,
+// nil when that failed. c is the connection it came on (nil for HTTP
+// POST).
+func (a *Account) onEvent(ctx context.Context, c *Conn, header string, frame []byte, ev *wire.Event, sink channel.Sink, wg *sync.WaitGroup) {
+	if ev == nil {
+		_, err := wire.DecodeEvent(frame)
+		a.log.Warn("undecodable event", "err", err)
+		return
+	}
+	if ev.PostType == "meta_event" {
+		return // a connection learns heartbeat intervals itself (Conn.Run)
+	}
+	self := a.Self()
+	if self == 0 {
+		// Every event names the bot; learning it here, before the message
+		// is dispatched, means a mention in the very first message counts.
+		if n, err := strconv.ParseInt(header, 10, 64); err == nil && n > 0 {
+			self = wire.ID(n)
+		} else {
+			self = ev.SelfID
+		}
+		if self > 0 {
+			a.mu.Lock()
+			if a.self == 0 {
+				a.self = self
+			}
+			a.mu.Unlock()
+		}
+	}
+	m, err := ev.Normalize(a.opts.ID, self, a.opts.Inbound.MaxChars)
+	if err != nil {
+		if !errors.Is(err, wire.ErrNotMessage) && !errors.Is(err, wire.ErrSelf) {
+			a.log.Debug("event dropped", "reason", err)
+		}
+		return
+	}
+	a.admit(ctx, self, m, sink, wg)
+}
+
+// admit hands m to the sink unless it was seen already (two transports,
+// two reverse connections, a POST retry or a backfill deliver the same
+// message more than once) or its peer is not allowed.
+func (a *Account) admit(ctx context.Context, self wire.ID, m msg.Message, sink channel.Sink, wg *sync.WaitGroup) {
+	key := self.String() + "/" + m.Peer.String() + "/" + string(m.ID)
+	if !a.seen.claim(key) {
+		a.log.Debug("duplicate event dropped", "msg_id", string(m.ID), "peer", m.Peer.String())
+		return
+	}
+	if !a.opts.Filter.Allowed(m.Peer) {
+		a.log.Debug("peer not allowed", "peer", m.Peer.String())
+		return
+	}
+	a.noteSeen(m)
+	r := &replier{a: a, trigger: m}
+	report := a.reporter(m.ID)
+	taker, ordered := sink.(channel.Taker)
+	if !ordered {
+		dispatch(ctx, sink, m, r, report, wg)
+		return
+	}
+	// Taken in here, on the reading goroutine, in arrival order: the sink
+	// queues it on its chat's lane (blocking, which stops the reading,
+	// while the lanes are full) and reports the outcome when there is one.
+	taker.Take(ctx, m, r, report)
+}
+
+// reporter logs the outcome of message id, when it is a failure.
+func (a *Account) reporter(id msg.MessageID) func(error) {
+	return func(err error) {
+		if err != nil && !errors.Is(err, channel.ErrDuplicate) && !errors.Is(err, channel.ErrMerged) && !errors.Is(err, channel.ErrStopped) {
+			a.log.Warn("dispatch", "err", err, "msg_id", string(id))
+		}
+	}
+}
+
+// dispatch hands m to a sink that takes messages one at a time.
+func dispatch(ctx context.Context, sink channel.Sink, m msg.Message, r channel.Replier, report func(error), wg *sync.WaitGroup) {
+	wg.Go(func() { report(sink.Dispatch(ctx, m, r)) })
+}
