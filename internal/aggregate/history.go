@@ -32,6 +32,9 @@ type histLine struct {
 	at     int64 // unix nanoseconds
 	text   string
 	chars  int
+	// forwards are the merged forwards the message carries, for a
+	// channel that completes them before a turn reads them (nil mostly).
+	forwards []msg.ForwardID
 }
 
 // NewHistory returns empty buffers. maxAge 0 keeps messages of any age.
@@ -42,7 +45,7 @@ func NewHistory(maxMessages, maxChars int, maxAge time.Duration) *History {
 // Add appends m to key's buffer under the caller's reference ref and trims
 // the buffer; it returns the references of the messages trimmed away.
 func (h *History) Add(key string, m msg.Message, ref int64) (dropped []int64) {
-	l := histLine{ref: ref, id: m.ID, sender: m.Sender, at: m.Time.UnixNano(), text: m.Text, chars: chars(m)}
+	l := histLine{ref: ref, id: m.ID, sender: m.Sender, at: m.Time.UnixNano(), text: m.Text, chars: chars(m), forwards: m.ForwardIDs}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	b := h.buffers[key]
@@ -68,7 +71,8 @@ func (h *History) Add(key string, m msg.Message, ref int64) (dropped []int64) {
 
 // Take drains key's buffer and returns it without the messages of the
 // batch at hand (exclude) and, with a maximum age, without messages sent
-// before now minus that age. The messages carry id, sender, time and text.
+// before now minus that age. The messages carry id, sender, time, text
+// and the merged forwards they hold.
 // refs holds the references of everything drained, returned or not.
 func (h *History) Take(key string, exclude []msg.Message, now time.Time) (taken []msg.Message, refs []int64) {
 	h.mu.Lock()
@@ -91,7 +95,7 @@ func (h *History) Take(key string, exclude []msg.Message, now time.Time) (taken 
 		if skip[l.id] || (h.maxAge > 0 && now.Sub(at) > h.maxAge) {
 			continue
 		}
-		out = append(out, msg.Message{ID: l.id, Sender: l.sender, Time: at, Text: l.text})
+		out = append(out, msg.Message{ID: l.id, Sender: l.sender, Time: at, Text: l.text, ForwardIDs: l.forwards})
 	}
 	return out, refs
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"runtime"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/pincerbot/pincer/internal/agent"
 	"github.com/pincerbot/pincer/internal/channel"
+	"github.com/pincerbot/pincer/internal/channel/feishu"
 	"github.com/pincerbot/pincer/internal/channel/onebot"
 	"github.com/pincerbot/pincer/internal/channel/webchat"
 	"github.com/pincerbot/pincer/internal/command"
@@ -182,12 +184,27 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	if err != nil {
 		return err
 	}
-	var endpoints map[string]http.Handler
+	endpoints := map[string]http.Handler{}
 	if qqs != nil {
 		if err := qqs.addTools(tools, loc); err != nil {
 			return err
 		}
-		endpoints = qqs.endpoints
+		maps.Copy(endpoints, qqs.endpoints)
+	}
+	larks, err := buildFeishu(cfg.Channels.Feishu, d.Workspace, st, out, log)
+	if err != nil {
+		return err
+	}
+	if larks != nil {
+		if err := tools.Add(feishu.DownloadTool(larks.lookup)); err != nil {
+			return err
+		}
+		for path, h := range larks.endpoints {
+			if _, clash := endpoints[path]; clash {
+				return fmt.Errorf("config: channels.feishu webhook path %s is also a QQ endpoint", path)
+			}
+			endpoints[path] = h
+		}
 	}
 	runner := agent.NewRunner(agent.Options{
 		Providers: Providers(cfg.Models), MaxTokens: d.MaxTokens, ContextTokens: d.ContextTokens, Tools: tools,
@@ -227,6 +244,14 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 			return err
 		}
 	}
+	var larkRouter accountRouter
+	if larks != nil {
+		var lp []*pipeline.Pipeline
+		if larkRouter, lp, err = larks.pipelines(ctx, eng, st, loc, log); err != nil {
+			return err
+		}
+		pipes = append(pipes, lp...)
+	}
 
 	var app http.Handler
 	var wc *webchat.Channel
@@ -259,7 +284,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	if err := out.Start(ctx); err != nil {
 		return err
 	}
-	if n, err := eng.Resume(ctx, resumeReplier(router, wp)); err != nil {
+	if n, err := eng.Resume(ctx, resumeReplier(router, larkRouter, wp)); err != nil {
 		return err
 	} else if n > 0 {
 		log.Info("turns admitted before the restart are being answered", "count", n)
@@ -306,6 +331,9 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 			if ch == onebot.ChannelID && qqs != nil {
 				return qqs.channel, true
 			}
+			if ch == feishu.ChannelID && larks != nil {
+				return larks.adapter(), true
+			}
 			return nil, false
 		})
 	})
@@ -318,6 +346,9 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	defer closeChannels()
 	if qqs != nil {
 		g.Go(func() error { return qqs.channel.Run(chCtx, lanes.Sink{Lanes: ingest, Next: router}) })
+	}
+	if larks != nil {
+		g.Go(func() error { return larks.run(chCtx, lanes.Sink{Lanes: ingest, Next: larkRouter}) })
 	}
 	g.Go(func() error {
 		select {
@@ -407,7 +438,7 @@ func shutdown(ctx context.Context, log *slog.Logger, grace time.Duration, srv *h
 
 // resumeReplier rebuilds the reply path of a turn resumed after a restart,
 // through the pipeline that made it.
-func resumeReplier(qq accountRouter, webchatPipe *pipeline.Pipeline) func(engine.MsgContext) (channel.Replier, bool) {
+func resumeReplier(qq, lark accountRouter, webchatPipe *pipeline.Pipeline) func(engine.MsgContext) (channel.Replier, bool) {
 	return func(mc engine.MsgContext) (channel.Replier, bool) {
 		var p *pipeline.Pipeline
 		switch mc.Message.Channel {
@@ -415,6 +446,10 @@ func resumeReplier(qq accountRouter, webchatPipe *pipeline.Pipeline) func(engine
 			p = webchatPipe
 		case onebot.ChannelID:
 			if t, ok := qq[mc.Message.Account]; ok {
+				p, _ = t.(*pipeline.Pipeline)
+			}
+		case feishu.ChannelID:
+			if t, ok := lark[mc.Message.Account]; ok {
 				p, _ = t.(*pipeline.Pipeline)
 			}
 		}

@@ -26,6 +26,7 @@ func (p *Pipeline) runRealtime(ctx context.Context, f aggregate.Flushed[held]) {
 	if len(msgs) == 0 {
 		return
 	}
+	msgs = p.enrich(ctx, msgs)
 	first := msgs[0]
 	text := RealtimeText(msgs, p.opts.Bot.Self())
 	consume := store.Consumed{Entries: refsOf(f.Entries)}
@@ -37,6 +38,10 @@ func (p *Pipeline) runRealtime(ctx context.Context, f aggregate.Flushed[held]) {
 		var refs []int64
 		history, refs = p.history.Take(first.Peer.String(), msgs, time.Now())
 		consume.Marks = p.mark(first, store.ViewHistory, refs)
+		for i := range history {
+			history[i].Channel, history[i].Account, history[i].Peer = first.Channel, first.Account, first.Peer
+		}
+		history = p.enrich(ctx, history)
 	}
 	batch := msg.Batch{Kind: msg.Realtime, Messages: msgs, History: history, Trigger: f.Trigger, Flush: f.Reason}
 	quote := ""
@@ -58,6 +63,21 @@ func (p *Pipeline) runRealtime(ctx context.Context, f aggregate.Flushed[held]) {
 	if err = p.opts.Engine.Turn(ctx, t, r); err != nil {
 		p.log.Warn("realtime batch", "peer", first.Peer.String(), "err", err)
 	}
+}
+
+// enrich runs the channel's enricher over msgs, containing its failures:
+// the turn goes on with the messages as they were.
+func (p *Pipeline) enrich(ctx context.Context, msgs []msg.Message) (out []msg.Message) {
+	if p.opts.Enrich == nil || len(msgs) == 0 {
+		return msgs
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			p.log.Error("enriching messages panicked; going on without it", "panic", v)
+			out = msgs
+		}
+	}()
+	return p.opts.Enrich(ctx, slices.Clone(msgs))
 }
 
 // answer tells the messages of a batch its outcome: err for the first,
@@ -148,6 +168,7 @@ func (p *Pipeline) runDigest(ctx context.Context, f aggregate.Flushed[held]) {
 	if len(msgs) == 0 {
 		return
 	}
+	msgs = p.enrich(ctx, msgs)
 	first := msgs[0]
 	dg := p.opts.Receive.Digest
 	body := SummaryBody(dg.Prompt, msgs, p.opts.Location, dg.MaxTranscriptChars)
@@ -219,6 +240,7 @@ func (p *Pipeline) summary(ctx context.Context, m msg.Message, count int, r chan
 		notice(textSummaryEmpty)
 		return nil
 	}
+	msgs = p.enrich(ctx, msgs)
 	body := SummaryBody(s.Prompt, msgs, p.opts.Location, s.MaxTranscriptChars)
 	cm := m
 	cm.Sender.Name = "" // attributed to the sender's id, no name in the envelope

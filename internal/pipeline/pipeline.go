@@ -83,6 +83,12 @@ type Options struct {
 	Ack channel.Acker
 	// Quote resolves quotes and forwards of realtime batches; nil for none.
 	Quote Quoter
+	// Enrich, when set, completes messages before a turn reads them
+	// (realtime batches and their history, digests, summaries), off the
+	// chat's lane: Feishu replaces a merged forward's fixed text with the
+	// excerpt of its messages. It returns msgs, changed in place or not,
+	// and must bound its own time.
+	Enrich func(ctx context.Context, msgs []msg.Message) []msg.Message
 	// IsCommand reports whether a message is a control command: it is
 	// never merged into a realtime batch but acts on its own, at once; the
 	// window open before it is answered without it. IsAbort reports the

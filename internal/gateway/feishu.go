@@ -1,0 +1,181 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pincerbot/pincer/internal/channel"
+	"github.com/pincerbot/pincer/internal/channel/feishu"
+	"github.com/pincerbot/pincer/internal/command"
+	"github.com/pincerbot/pincer/internal/config"
+	"github.com/pincerbot/pincer/internal/engine"
+	"github.com/pincerbot/pincer/internal/msg"
+	"github.com/pincerbot/pincer/internal/outbox"
+	"github.com/pincerbot/pincer/internal/pipeline"
+	"github.com/pincerbot/pincer/internal/quote"
+	"github.com/pincerbot/pincer/internal/store"
+)
+
+// lark is the Feishu channel as the gateway runs it.
+type lark struct {
+	accounts  map[msg.AccountID]*feishu.Account
+	receive   map[msg.AccountID]config.Receive
+	quote     map[msg.AccountID]config.FeishuQuote
+	endpoints map[string]http.Handler
+}
+
+// FeishuOptions turns one app's settings into account options; chat
+// workspaces are under workspace.
+func FeishuOptions(id string, a config.FeishuAccount, workspace string, log *slog.Logger) (feishu.Options, error) {
+	filter, err := feishu.NewPeerFilter(a.AllowFrom, a.DenyFrom)
+	if err != nil {
+		return feishu.Options{}, fmt.Errorf("config: channels.feishu account %s: %w", id, err)
+	}
+	mf := a.MergeForward
+	return feishu.Options{
+		ID: msg.AccountID(id), AppID: a.AppID, AppSecret: a.AppSecret.Value(), BaseURL: a.BaseURL(), Mode: a.Mode,
+		VerificationToken: a.VerificationToken.Value(), EncryptKey: a.EncryptKey.Value(), Filter: filter,
+		ChunkLimit: a.TextChunkLimit, TypingReaction: a.TypingReaction,
+		MergeForward: feishu.MergeForward{Enabled: mf.Enabled, MaxDepth: mf.MaxDepth, MaxLines: mf.MaxLines, MaxChars: mf.MaxChars},
+		Quote:        a.Quote.Enabled, QuoteTimeout: time.Duration(a.Quote.TimeoutMs) * time.Millisecond,
+		Workspace: func(p msg.Peer) string {
+			dir := p.ID
+			if p.Kind == msg.Direct {
+				dir = "private-" + p.ID
+			}
+			return filepath.Join(workspace, "feishu", safeName(id), safeName(dir))
+		},
+		Logger: log,
+	}, nil
+}
+
+// safeName keeps the characters of a platform id that are safe in a file
+// name.
+func safeName(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r == '-' || r == '_' || r == '.' || (r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') {
+			return r
+		}
+		return '_'
+	}, s)
+	if s == "" || s == "." || s == ".." {
+		return "_"
+	}
+	return s
+}
+
+// buildFeishu builds the active Feishu apps; nil when there are none. The
+// store remembers redeliveries and the bot's messages; the apps deliver
+// through out.
+func buildFeishu(cfg config.Feishu, workspace string, st store.Store, out *outbox.Outbox, log *slog.Logger) (*lark, error) {
+	all := cfg.All()
+	l := &lark{
+		accounts: map[msg.AccountID]*feishu.Account{}, receive: map[msg.AccountID]config.Receive{},
+		quote: map[msg.AccountID]config.FeishuQuote{}, endpoints: map[string]http.Handler{},
+	}
+	for _, id := range slices.Sorted(maps.Keys(all)) {
+		c := all[id]
+		if !c.Active() {
+			continue
+		}
+		o, err := FeishuOptions(id, c, workspace, log)
+		if err != nil {
+			return nil, err
+		}
+		o.Dedup, o.Sent, o.Outbox = st, st, out
+		a := feishu.New(o)
+		if out != nil {
+			out.Register(feishu.ChannelID, a.ID(), a)
+		}
+		if c.Mode == config.FeishuWebhookMode {
+			h, err := a.WebhookHandler()
+			if err != nil {
+				return nil, fmt.Errorf("config: channels.feishu account %s: %w", id, err)
+			}
+			l.endpoints[c.Webhook.Path] = h
+		}
+		l.accounts[a.ID()] = a
+		l.receive[a.ID()] = c.Receive
+		l.quote[a.ID()] = c.Quote
+	}
+	if len(l.accounts) == 0 {
+		return nil, nil
+	}
+	return l, nil
+}
+
+// pipelines builds the receive pipeline of every app, routed by account.
+func (l *lark) pipelines(ctx context.Context, eng *engine.Engine, st store.Store, loc *time.Location, log *slog.Logger) (accountRouter, []*pipeline.Pipeline, error) {
+	router := accountRouter{}
+	var all []*pipeline.Pipeline
+	for _, id := range slices.Sorted(maps.Keys(l.accounts)) {
+		a := l.accounts[id]
+		plog := log.With("channel", string(feishu.ChannelID), "account", string(id))
+		qc := l.quote[id]
+		resolver := quote.New(a, quote.Settings{
+			Enabled: qc.Enabled, MaxNodes: 1, MaxChars: 8000,
+			Timeout: time.Duration(qc.TimeoutMs) * time.Millisecond,
+		}, loc)
+		p, err := startPipeline(ctx, pipeline.Options{
+			Quote: resolver.Block, Enrich: a.Enrich,
+			Receive: ReceiveSettings(l.receive[id]), Bot: a, Engine: engineTurns{eng}, Send: a.Send, History: a,
+			LocalHistory: pipeline.LocalHistory{Log: st, Channel: feishu.ChannelID, Account: id},
+			IsCommand:    eng.Commands().IsControl, IsAbort: command.IsAbort, PlainText: false, Location: loc, Logger: plog,
+			Store: st, Channel: feishu.ChannelID, Account: id, ReplierFor: a.ReplierFor,
+		}, "channels.feishu")
+		if err != nil {
+			return nil, nil, err
+		}
+		router[id] = p
+		all = append(all, p)
+	}
+	return router, all, nil
+}
+
+// lookup finds a running app by account id.
+func (l *lark) lookup(id msg.AccountID) (*feishu.Account, bool) {
+	a, ok := l.accounts[id]
+	return a, ok
+}
+
+// adapter is the Feishu channel for heartbeats and operator sends: it
+// routes a payload to its account.
+func (l *lark) adapter() channel.Adapter { return larkAdapter{l} }
+
+type larkAdapter struct{ l *lark }
+
+func (larkAdapter) Name() msg.ChannelID { return feishu.ChannelID }
+
+func (a larkAdapter) Run(ctx context.Context, sink channel.Sink) error {
+	return a.l.run(ctx, sink)
+}
+
+func (a larkAdapter) Send(ctx context.Context, out msg.Outbound) (msg.MessageID, error) {
+	acct, ok := a.l.accounts[out.Account]
+	if !ok {
+		return "", fmt.Errorf("feishu: no account %q", out.Account)
+	}
+	return acct.Send(ctx, out)
+}
+
+// run runs every app until ctx ends.
+func (l *lark) run(ctx context.Context, sink channel.Sink) error {
+	done := make(chan error, len(l.accounts))
+	for _, a := range l.accounts {
+		go func() { done <- a.Run(ctx, sink) }()
+	}
+	var first error
+	for range l.accounts {
+		if err := <-done; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}

@@ -1,0 +1,173 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pincerbot/pincer/internal/channel/feishu/feishusim"
+	"github.com/pincerbot/pincer/internal/config"
+)
+
+const (
+	larkGroup = "oc_group000000000000000000000001"
+	larkUserA = "ou_a0000000000000000000000000000a"
+	larkUserB = "ou_b0000000000000000000000000000b"
+)
+
+// larkRig is the gateway with one Feishu app in webhook mode against a
+// simulated open platform.
+type larkRig struct {
+	sim  *feishusim.Sim
+	gw   *started
+	hook string
+}
+
+func newLarkRig(t *testing.T, edit func(*config.Config)) *larkRig {
+	t.Helper()
+	sim := feishusim.New(feishusim.Options{EncryptKey: "encrypt-key-for-tests"})
+	srv := httptest.NewServer(sim.Handler())
+	t.Cleanup(srv.Close)
+	for id, name := range map[string]string{larkUserA: "张三", larkUserB: "李四"} {
+		if err := sim.AddUser(id, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sim.AddChat(larkGroup, feishusim.ChatGroup); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	f := &cfg.Channels.Feishu
+	f.AppID, f.AppSecret = feishusim.DefaultAppID, feishusim.DefaultAppSecret
+	f.Domain, f.Mode = srv.URL, config.FeishuWebhookMode
+	f.VerificationToken, f.EncryptKey = feishusim.DefaultVerificationToken, "encrypt-key-for-tests"
+	f.Receive.Realtime.WindowMs = 50
+	if edit != nil {
+		edit(&cfg)
+	}
+	gw := startGateway(t, cfg)
+	return &larkRig{sim: sim, gw: gw, hook: gw.url + "/feishu/events"}
+}
+
+// post delivers an event and checks the webhook took it.
+func (r *larkRig) post(t *testing.T, ctx context.Context, ev any, opts feishusim.EventOptions) *feishusim.Delivery {
+	t.Helper()
+	for {
+		d, err := r.sim.PostEvent(ctx, r.hook, ev, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Status == 503 {
+			// Not running yet: the platform retries.
+			select {
+			case <-ctx.Done():
+				t.Fatal("the webhook never took the event")
+			case <-time.After(50 * time.Millisecond):
+			}
+			if m, ok := ev.(feishusim.Message); ok {
+				ev = m.ID // stored already: deliver it again
+			}
+			continue
+		}
+		if d.Status != 200 {
+			t.Fatalf("webhook answered %d: %s", d.Status, d.Response)
+		}
+		return d
+	}
+}
+
+// waitSent waits until the platform has n messages from the bot.
+func (r *larkRig) waitSent(t *testing.T, ctx context.Context, n int) []feishusim.SentMessage {
+	t.Helper()
+	for {
+		if s := r.sim.Sent(); len(s) >= n {
+			return s
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%d messages sent, want %d", len(r.sim.Sent()), n)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func larkText(t *testing.T, s feishusim.SentMessage) string {
+	t.Helper()
+	var text struct {
+		Text string `json:"text"`
+	}
+	if s.MsgType == "text" {
+		if err := json.Unmarshal([]byte(s.Content), &text); err != nil {
+			t.Fatal(err)
+		}
+		return text.Text
+	}
+	return s.Content
+}
+
+// TestFeishuNestedMergeForwardEndToEnd: an encrypted, signed webhook
+// event for a nested merged forward with an @ of the bot in a group
+// reaches the agent as the spec's excerpt, and the reply is posted once,
+// as a reply to the forward, with a Typing reaction added and removed.
+// Delivering the same event again, and the same message under a new
+// event id, posts nothing more.
+func TestFeishuNestedMergeForwardEndToEnd(t *testing.T) {
+	r := newLarkRig(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	base := time.Date(2026, 10, 8, 1, 12, 0, 0, time.UTC) // 09:12 in Shanghai
+	fwd := feishusim.Message{
+		ID: "om_fwd0000000000000000000000001", ChatID: larkGroup, MsgType: "merge_forward", SenderID: larkUserA,
+		Mentions: []feishusim.Mention{{Key: "@_user_1", ID: feishusim.DefaultBotOpenID, Name: feishusim.DefaultBotName}},
+		Children: []feishusim.Message{
+			{ID: "om_c1", MsgType: "text", SenderID: larkUserA, Content: `{"text":"大家好,这个告警看一下"}`, CreateTime: base},
+			{ID: "om_c2", MsgType: "image", SenderID: larkUserB, Content: `{"image_key":"img_1"}`, CreateTime: base.Add(time.Minute)},
+			{ID: "om_c3", MsgType: "merge_forward", SenderID: larkUserA, CreateTime: base.Add(2 * time.Minute), Children: []feishusim.Message{
+				{ID: "om_c3a", MsgType: "text", SenderID: larkUserB, Content: `{"text":"内层原文"}`, CreateTime: base.Add(-time.Hour)},
+			}},
+		},
+	}
+	d := r.post(t, ctx, fwd, feishusim.EventOptions{})
+	sent := r.waitSent(t, ctx, 1)
+	got := larkText(t, sent[0])
+	want := "【合并转发,共 3 条】\n" +
+		"[2026-10-08 09:12] 张三:大家好,这个告警看一下\n" +
+		"[2026-10-08 09:13] 李四:[图片 msg=om_c2]\n" +
+		"[2026-10-08 09:14] 张三:\n" +
+		"  【合并转发,共 1 条】\n" +
+		"  [2026-10-08 08:12] 李四:内层原文"
+	if !strings.Contains(got, want) {
+		t.Errorf("the agent (the preview agent echoes its input) did not get the excerpt:\n%s\nwant it to contain:\n%s", got, want)
+	}
+	if strings.Contains(got, "Merged and Forwarded Message") {
+		t.Error("the platform's fixed text reached the agent")
+	}
+	if sent[0].ReplyTo != fwd.ID || sent[0].UUID == "" {
+		t.Errorf("the reply must answer the forward with an idempotency key: %+v", sent[0])
+	}
+	// A redelivery of the event, and the message under a fresh event id.
+	r.post(t, ctx, fwd.ID, feishusim.EventOptions{EventID: d.EventID})
+	r.post(t, ctx, fwd.ID, feishusim.EventOptions{})
+	// The typing reaction is removed after the reply.
+	for {
+		rs := r.sim.Reactions()
+		if len(rs) == 1 && rs[0].Removed {
+			if rs[0].MessageID != fwd.ID || rs[0].EmojiType != "Typing" {
+				t.Errorf("reaction %+v", rs[0])
+			}
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("typing reaction not added and removed once: %+v", rs)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // nothing should come; a second reply would be a bug
+	if n := len(r.sim.Sent()); n != 1 {
+		t.Errorf("%d messages sent, want 1", n)
+	}
+}
