@@ -3,7 +3,9 @@
 // and with its JSON ({code, msg, data}), tenant tokens, error codes,
 // uuid idempotency, size limits, merge_forward expansion and paging. A
 // test points the official SDK at it (lark.WithOpenBaseUrl), and a
-// developer can serve it to try pincer without a Feishu tenant.
+// developer can serve it to try pincer without a Feishu tenant. The
+// simulator also plays the platform's side of webhook delivery: it posts
+// schema 2.0 events, encrypted and signed as the platform does.
 //
 // State is set up and inspected through a goroutine-safe Go API (AddUser,
 // AddChat, AddMessage, Sent, Reactions, Calls), and faults are scripted
@@ -230,6 +232,7 @@ type Sim struct {
 	rateLimit  bool
 	sendTimes  map[string][]time.Time
 	batchSizes []int
+	eventSeq   uint64
 	threadSeq  uint64
 	logSeq     uint64
 }
