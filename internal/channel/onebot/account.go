@@ -49,8 +49,8 @@ type AccountOptions struct {
 	ChunkGap       time.Duration
 	RequestTimeout time.Duration
 	Reconnect      Reconnect
-	// Backoff pauses sends after risk control; DefaultSendBackoff when nil.
-	Backoff *SendBackoff
+	// backoff pauses sends after risk control; defaultSendBackoff when nil.
+	backoff *sendBackoff
 	// Pace spaces the messages sent to one chat; nil sends at once.
 	Pace *Pacer
 	// Sent keeps the ids of the bot's messages across restarts, so a
@@ -62,14 +62,14 @@ type AccountOptions struct {
 	// repliers go through it); the account is its sender and wakes it on
 	// every new connection.
 	Outbox *outbox.Outbox
-	// OwnerTimeout bounds the get_msg that asks whether a quoted message
-	// is the bot's; DefaultOwnerTimeout when zero.
-	OwnerTimeout time.Duration
-	// HistoryGap paces the pages of a history read; DefaultHistoryGap
+	// ownerTimeout bounds the get_msg that asks whether a quoted message
+	// is the bot's; defaultOwnerTimeout when zero.
+	ownerTimeout time.Duration
+	// historyGap paces the pages of a history read; defaultHistoryGap
 	// when zero.
-	HistoryGap time.Duration
-	// HTTPClient dials the forward WebSocket and the HTTP API.
-	HTTPClient *http.Client
+	historyGap time.Duration
+	// httpClient dials the forward WebSocket and the HTTP API.
+	httpClient *http.Client
 	// Debug logs every outbound payload.
 	Debug  bool
 	Logger *slog.Logger
@@ -89,14 +89,14 @@ type State string
 
 // States.
 const (
-	// StateIdle: not started.
-	StateIdle State = "idle"
+	// stateIdle: not started.
+	stateIdle State = "idle"
 	// StateListening: waiting for the implementation to connect (reverse
 	// WebSocket or HTTP POST only).
 	StateListening  State = "listening"
-	StateConnecting State = "connecting"
+	stateConnecting State = "connecting"
 	StateConnected  State = "connected"
-	StateWaiting    State = "waiting to reconnect"
+	stateWaiting    State = "waiting to reconnect"
 	StateFailed     State = "failed"
 )
 
@@ -106,12 +106,12 @@ const (
 type Account struct {
 	opts AccountOptions
 	log  *slog.Logger
-	sent *SentIDs
+	sent *sentIDs
 	// owners remembers what get_msg said about whose message an id is.
-	owners ownerCache
-	seen   *seen
-	http   *HTTPCaller
-	react  reactor
+	owners  ownerCache
+	seen    *seen
+	http    *httpCaller
+	reactor reactor
 
 	// refused logs refused reverse connections and POSTs, rate-limited.
 	refused refusals
@@ -178,27 +178,27 @@ func NewAccount(o AccountOptions) *Account {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if o.Backoff == nil {
-		o.Backoff = DefaultSendBackoff()
+	if o.backoff == nil {
+		o.backoff = defaultSendBackoff()
 	}
 	if o.ReactEmoji == "" {
 		o.ReactEmoji = "1"
 	}
 	a := &Account{
 		opts: o, log: o.Logger.With("channel", string(ChannelID), "account", string(o.ID)),
-		sent: NewSentIDs(0), seen: newSeen(seenTTL, seenMax), self: o.SelfID,
-		state:  StateIdle,
+		sent: newSentIDs(0), seen: newSeen(seenTTL, seenMax), self: o.SelfID,
+		state:  stateIdle,
 		intake: &intake{conns: make(chan reverseConn), posts: make(chan post, 256), stopped: make(chan struct{})},
 	}
 	if o.HTTPURL != "" {
-		a.http = &HTTPCaller{BaseURL: o.HTTPURL, Token: o.Token, Timeout: o.RequestTimeout, Client: o.HTTPClient}
+		a.http = &httpCaller{BaseURL: o.HTTPURL, Token: o.Token, Timeout: o.RequestTimeout, Client: o.httpClient}
 	}
 	return a
 }
 
 var (
 	_ channel.Adapter = (*Account)(nil)
-	_ Caller          = (*Account)(nil)
+	_ caller          = (*Account)(nil)
 )
 
 // Name implements channel.Adapter.
@@ -206,13 +206,6 @@ func (a *Account) Name() msg.ChannelID { return ChannelID }
 
 // ID is the account id.
 func (a *Account) ID() msg.AccountID { return a.opts.ID }
-
-// State is the account's connection state.
-func (a *Account) State() State {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.state
-}
 
 func (a *Account) setState(s State, err error) {
 	a.mu.Lock()
@@ -243,20 +236,20 @@ func (a *Account) Self() wire.ID {
 	return a.self
 }
 
-// ErrNotConnected is returned by actions while the account has no live
+// errNotConnected is returned by actions while the account has no live
 // connection and no HTTP API.
-var ErrNotConnected = errors.New("onebot: account not connected")
+var errNotConnected = errors.New("onebot: account not connected")
 
 // Call runs an action over the newest live WebSocket, else the HTTP API.
 func (a *Account) Call(ctx context.Context, action string, params any, timeout time.Duration) (json.RawMessage, error) {
-	c, err := a.caller()
+	c, err := a.liveCaller()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", action, err)
 	}
 	return c.Call(ctx, action, params, timeout)
 }
 
-func (a *Account) caller() (Caller, error) {
+func (a *Account) liveCaller() (caller, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if n := len(a.live); n > 0 {
@@ -265,7 +258,7 @@ func (a *Account) caller() (Caller, error) {
 	if a.http != nil {
 		return a.http, nil
 	}
-	return nil, ErrNotConnected
+	return nil, errNotConnected
 }
 
 // Run keeps the account's transports up until ctx ends, handing messages
@@ -352,7 +345,7 @@ func (a *Account) serveConn(ctx context.Context, c *Conn, header string, sink ch
 			}
 		}
 		a.resolveSelf(ctx, c, header, ev)
-		a.react.learn(ctx, c, a.log)
+		a.reactor.learn(ctx, c, a.log)
 		if again {
 			a.backfill(ctx, c, sink, wg)
 		}
@@ -368,8 +361,8 @@ func (a *Account) serveConn(ctx context.Context, c *Conn, header string, sink ch
 	})
 }
 
-func (a *Account) resolveSelf(ctx context.Context, c Caller, header string, first *wire.Event) {
-	self, src, err := ResolveSelf(ctx, c, a.opts.SelfID, header, first)
+func (a *Account) resolveSelf(ctx context.Context, c caller, header string, first *wire.Event) {
+	self, src, err := lookupSelf(ctx, c, a.opts.SelfID, header, first)
 	if err != nil {
 		if ctx.Err() == nil {
 			a.log.Error("the bot's QQ number is unknown: group mentions cannot trigger replies; set selfId", "err", err)
@@ -383,7 +376,7 @@ func (a *Account) resolveSelf(ctx context.Context, c Caller, header string, firs
 	switch {
 	case prev != 0 && prev != self:
 		a.log.Warn("the implementation is logged in as another QQ number", "self_id", self.String(), "was", prev.String(), "source", string(src))
-	case prev != self || src != SelfFromConfig:
+	case prev != self || src != selfFromConfig:
 		a.log.Info("bot QQ number", "self_id", self.String(), "source", string(src))
 	}
 }

@@ -76,8 +76,8 @@ func TestAccountReceivesAndReplies(t *testing.T) {
 	if m.ID != "3" || m.Text != "hello bot" || m.Peer.ID != "123" {
 		t.Fatalf("dispatched %+v", m)
 	}
-	if a.State() != StateConnected || a.Self() != 3300000001 {
-		t.Errorf("state %s self %d", a.State(), a.Self())
+	if stateOf(a) != StateConnected || a.Self() != 3300000001 {
+		t.Errorf("state %s self %d", stateOf(a), a.Self())
 	}
 	var sent []onebottest.Call
 	for _, c := range p.Calls() {

@@ -48,7 +48,7 @@ func (a *Account) noteSeen(m msg.Message) {
 // backfill hands on the messages the active chats received while the
 // account was disconnected. Messages already handled are dropped by the
 // same dedup as live events.
-func (a *Account) backfill(ctx context.Context, c Caller, sink channel.Sink, wg *sync.WaitGroup) {
+func (a *Account) backfill(ctx context.Context, c caller, sink channel.Sink, wg *sync.WaitGroup) {
 	a.mu.Lock()
 	since := maps.Clone(a.lastSeen)
 	self := a.self
@@ -74,7 +74,7 @@ func (a *Account) backfill(ctx context.Context, c Caller, sink channel.Sink, wg 
 		}
 		// A page or three: the gap is usually short, and the next
 		// reconnect reads again.
-		r := HistoryReader{Caller: c, Account: a.opts.ID, Self: self, MaxPages: 3, Gap: backfillGap, Since: since[p]}
+		r := historyReader{Caller: c, Account: a.opts.ID, Self: self, MaxPages: 3, Gap: backfillGap, Since: since[p]}
 		msgs, err := r.Read(ctx, p, channel.HistoryQuery{Count: backfillCount})
 		if err != nil {
 			a.log.Debug("backfill", "peer", p.String(), "err", err)

@@ -10,15 +10,15 @@ import (
 	"github.com/pincerbot/pincer/internal/msg"
 )
 
-// ErrSendPaused is returned for sends to a chat whose last send hit QQ's
+// errSendPaused is returned for sends to a chat whose last send hit QQ's
 // risk control, until the pause is over.
-var ErrSendPaused = errors.New("onebot: sending paused after probable risk control")
+var errSendPaused = errors.New("onebot: sending paused after probable risk control")
 
-// SendBackoff pauses sends to a chat after a probable risk-control
+// sendBackoff pauses sends to a chat after a probable risk-control
 // failure: the first pause is Min, each further failure doubles it up to
 // Max, with jitter; a successful send clears it. It replaces the retry
 // storm that makes a flagged account worse.
-type SendBackoff struct {
+type sendBackoff struct {
 	Min, Max time.Duration
 
 	mu     sync.Mutex
@@ -30,11 +30,11 @@ type pause struct {
 	next  time.Duration
 }
 
-// DefaultSendBackoff pauses from one minute up to half an hour.
-func DefaultSendBackoff() *SendBackoff { return &SendBackoff{Min: time.Minute, Max: 30 * time.Minute} }
+// defaultSendBackoff pauses from one minute up to half an hour.
+func defaultSendBackoff() *sendBackoff { return &sendBackoff{Min: time.Minute, Max: 30 * time.Minute} }
 
-// check fails with ErrSendPaused while peer is paused.
-func (b *SendBackoff) check(peer msg.Peer) error {
+// check fails with errSendPaused while peer is paused.
+func (b *sendBackoff) check(peer msg.Peer) error {
 	if b == nil {
 		return nil
 	}
@@ -50,7 +50,7 @@ func (b *SendBackoff) check(peer msg.Peer) error {
 	return nil
 }
 
-// pausedError is ErrSendPaused with the time left, for the outbox's next
+// pausedError is errSendPaused with the time left, for the outbox's next
 // try.
 type pausedError struct {
 	peer msg.Peer
@@ -58,16 +58,16 @@ type pausedError struct {
 }
 
 func (e *pausedError) Error() string {
-	return fmt.Sprintf("%v: %s for %s more", ErrSendPaused, e.peer, e.left.Round(time.Second))
+	return fmt.Sprintf("%v: %s for %s more", errSendPaused, e.peer, e.left.Round(time.Second))
 }
 
-func (e *pausedError) Unwrap() error { return ErrSendPaused }
+func (e *pausedError) Unwrap() error { return errSendPaused }
 
 // RetryAfter says when sends to the chat resume.
 func (e *pausedError) RetryAfter() time.Duration { return e.left }
 
 // fail pauses peer and returns for how long.
-func (b *SendBackoff) fail(peer msg.Peer) time.Duration {
+func (b *sendBackoff) fail(peer msg.Peer) time.Duration {
 	if b == nil {
 		return 0
 	}
@@ -88,7 +88,7 @@ func (b *SendBackoff) fail(peer msg.Peer) time.Duration {
 }
 
 // ok clears peer's pause after a successful send.
-func (b *SendBackoff) ok(peer msg.Peer) {
+func (b *sendBackoff) ok(peer msg.Peer) {
 	if b == nil {
 		return
 	}

@@ -48,7 +48,7 @@ func signedPost(t *testing.T, a *Account, id int64) *httptest.ResponseRecorder {
 }
 
 // TestSaturatedPincerAsksPostsToRetry: while pincer cannot take messages
-// in, event POSTs queue up to a bound; beyond it a POST waits PostWait and
+// in, event POSTs queue up to a bound; beyond it a POST waits postWait and
 // is answered 503 with Retry-After, so the implementation sends it again;
 // nothing is dropped.
 func TestSaturatedPincerAsksPostsToRetry(t *testing.T) {
@@ -76,7 +76,7 @@ func TestSaturatedPincerAsksPostsToRetry(t *testing.T) {
 		if refused == nil {
 			t.Fatal("a saturated pincer took 1000 POSTs")
 		}
-		if refused.Header().Get("Retry-After") == "" || time.Since(start) != PostWait {
+		if refused.Header().Get("Retry-After") == "" || time.Since(start) != postWait {
 			t.Errorf("refused after %v with %v", time.Since(start), refused.Header())
 		}
 		close(sink.release)

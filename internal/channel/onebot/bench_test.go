@@ -36,7 +36,7 @@ func (s *countSink) Dispatch(context.Context, msg.Message, channel.Replier) erro
 func BenchmarkEventIngest(b *testing.B) {
 	p := onebottest.New(b, answerSends)
 	sink := &countSink{want: int64(b.N), done: make(chan struct{})}
-	a := NewAccount(AccountOptions{WSURL: p.URL, SelfID: 3300000001, Reconnect: DefaultReconnect})
+	a := NewAccount(AccountOptions{WSURL: p.URL, SelfID: 3300000001, Reconnect: defaultReconnect})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = a.Run(ctx, sink) }()
@@ -73,13 +73,13 @@ func BenchmarkOutbound20k(b *testing.B) {
 		sb.WriteString("收到，@张三 明天上午十点的评审会照常进行，请 @李四 准备一下材料。[CQ:face,id=14]\n")
 	}
 	text := string([]rune(sb.String())[:20000])
-	people := OutboundOptions{Mentions: true, Participants: []Participant{{QQ: 10001, Name: "张三"}, {QQ: 10002, Name: "李四"}, {QQ: 10003, Name: "张三丰"}}}
+	people := outboundOptions{Mentions: true, Participants: []participant{{QQ: 10001, Name: "张三"}, {QQ: 10002, Name: "李四"}, {QQ: 10003, Name: "张三丰"}}}
 	b.ReportAllocs()
 	segs := 0
 	for b.Loop() {
 		segs = 0
-		for _, chunk := range ChunkText(text, 4500) {
-			segs += len(Segments(chunk, people))
+		for _, chunk := range chunkText(text, 4500) {
+			segs += len(outboundSegments(chunk, people))
 		}
 	}
 	b.ReportMetric(float64(segs), "segments")
@@ -137,7 +137,7 @@ func BenchmarkHugeMessageIngest(b *testing.B) {
 	frame := hugeFrame(b, 16<<20)
 	p := onebottest.New(b, answerSends)
 	sink := &keepSink{got: make(chan msg.Message, 1)}
-	a := NewAccount(AccountOptions{WSURL: p.URL, SelfID: 3300000001, Reconnect: DefaultReconnect})
+	a := NewAccount(AccountOptions{WSURL: p.URL, SelfID: 3300000001, Reconnect: defaultReconnect})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = a.Run(ctx, sink) }()

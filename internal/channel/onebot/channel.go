@@ -75,7 +75,7 @@ func (c *Channel) Send(ctx context.Context, out msg.Outbound) (msg.MessageID, er
 // over the HTTP API when it has one, else over a short-lived forward
 // WebSocket.
 func SendOnce(ctx context.Context, o AccountOptions, out msg.Outbound) (msg.MessageID, error) {
-	ob := &ChunkSender{ChunkLimit: o.ChunkLimit, ChunkGap: o.ChunkGap}
+	ob := &chunkSender{ChunkLimit: o.ChunkLimit, ChunkGap: o.ChunkGap}
 	if o.Sent != nil {
 		// A running gateway recognises replies to what was sent here.
 		acct := cmp.Or(o.ID, msg.DefaultAccount)
@@ -87,10 +87,10 @@ func SendOnce(ctx context.Context, o AccountOptions, out msg.Outbound) (msg.Mess
 	}
 	switch {
 	case o.HTTPURL != "":
-		ob.Caller = &HTTPCaller{BaseURL: o.HTTPURL, Token: o.Token, Timeout: o.RequestTimeout, Client: o.HTTPClient}
-		return ob.Send(ctx, out, OutboundOptions{})
+		ob.Caller = &httpCaller{BaseURL: o.HTTPURL, Token: o.Token, Timeout: o.RequestTimeout, Client: o.httpClient}
+		return ob.Send(ctx, out, outboundOptions{})
 	case o.WSURL != "":
-		ws, err := DialForward(ctx, o.WSURL, o.Token, o.HTTPClient)
+		ws, err := DialForward(ctx, o.WSURL, o.Token, o.httpClient)
 		if err != nil {
 			return "", err
 		}
@@ -102,12 +102,12 @@ func SendOnce(ctx context.Context, o AccountOptions, out msg.Outbound) (msg.Mess
 			_ = conn.Run(ctx, func([]byte, *wire.Event) {}) // events are not ours to handle here
 		}()
 		defer func() {
-			_ = conn.Close()
+			_ = conn.close()
 			cancel()
 			<-done
 		}()
 		ob.Caller = conn
-		return ob.Send(ctx, out, OutboundOptions{})
+		return ob.Send(ctx, out, outboundOptions{})
 	}
 	return "", fmt.Errorf("onebot: account %s has no wsUrl or httpUrl to send through", o.ID)
 }

@@ -2,21 +2,21 @@ package onebot
 
 import "strings"
 
-// DefaultTextChunkLimit is the default outbound chunk size in characters.
-const DefaultTextChunkLimit = 4500
+// defaultTextChunkLimit is the default outbound chunk size in characters.
+const defaultTextChunkLimit = 4500
 
-// ChunkText splits outbound CQ text into chunks of at most limit
+// chunkText splits outbound CQ text into chunks of at most limit
 // characters: text that fits goes whole; otherwise each chunk ends right
 // after its last newline within the limit, or at the limit. A chunk never
 // ends inside a [CQ:…] code: the break moves before the code, or, when a
 // chunk would lie wholly inside one, past its end (that chunk may exceed
 // the limit). Whitespace-only text gives no chunks.
-func ChunkText(text string, limit int) []string {
+func chunkText(text string, limit int) []string {
 	if strings.TrimSpace(text) == "" {
 		return nil
 	}
 	if limit <= 0 {
-		limit = DefaultTextChunkLimit
+		limit = defaultTextChunkLimit
 	}
 	var chunks []string
 	for {

@@ -25,7 +25,7 @@ func TestChunkText(t *testing.T) {
 		{"a code longer than the limit stays whole", "[CQ:image,file=abcdefghij]x", 5, []string{"[CQ:image,file=abcdefghij]", "x"}},
 	}
 	for _, tt := range tests {
-		if diff := cmp.Diff(tt.want, ChunkText(tt.text, tt.limit)); diff != "" {
+		if diff := cmp.Diff(tt.want, chunkText(tt.text, tt.limit)); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", tt.name, diff)
 		}
 	}
@@ -38,7 +38,7 @@ func FuzzChunkText(f *testing.F) {
 		if limit < 1 || limit > 10000 || !utf8.ValidString(text) {
 			return
 		}
-		chunks := ChunkText(text, limit)
+		chunks := chunkText(text, limit)
 		joined := strings.Join(chunks, "")
 		if strings.TrimSpace(text) != "" && strings.TrimSpace(joined) == "" {
 			t.Fatalf("text lost: %q", text)

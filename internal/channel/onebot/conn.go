@@ -19,14 +19,14 @@ import (
 
 // Errors of calls on a connection.
 var (
-	// ErrDisconnected: the connection closed before the answer came.
-	ErrDisconnected = errors.New("onebot: connection lost")
-	// ErrTimeout: no answer within the call's timeout.
-	ErrTimeout = errors.New("onebot: action timed out")
-	// ErrHeartbeatMissed: the implementation announced heartbeats and then
+	// errDisconnected: the connection closed before the answer came.
+	errDisconnected = errors.New("onebot: connection lost")
+	// errTimeout: no answer within the call's timeout.
+	errTimeout = errors.New("onebot: action timed out")
+	// errHeartbeatMissed: the implementation announced heartbeats and then
 	// went quiet for longer than two of them; the connection is presumed
 	// dead and closed.
-	ErrHeartbeatMissed = errors.New("onebot: heartbeats stopped")
+	errHeartbeatMissed = errors.New("onebot: heartbeats stopped")
 )
 
 // maxFrame bounds one incoming frame; history and forward answers are big.
@@ -36,12 +36,12 @@ const maxFrame = 32 << 20
 // an old connection never matches a call on a new one.
 var generation atomic.Uint64
 
-// Caller runs OneBot actions; *Conn is one.
-type Caller interface {
+// caller runs OneBot actions; *Conn is one.
+type caller interface {
 	Call(ctx context.Context, action string, params any, timeout time.Duration) (json.RawMessage, error)
 }
 
-var _ Caller = (*Conn)(nil)
+var _ caller = (*Conn)(nil)
 
 // Conn is one live OneBot WebSocket connection, forward or reverse. Calls
 // may be made from any goroutine while Run reads.
@@ -65,18 +65,18 @@ type Conn struct {
 // implementation that claims heartbeats every millisecond, or every few
 // million years, is held to something a connection can live with.
 const (
-	MinHeartbeat = time.Second
-	MaxHeartbeat = 10 * time.Minute
+	minHeartbeat = time.Second
+	maxHeartbeat = 10 * time.Minute
 )
 
-// ExpectHeartbeat tells the connection that the implementation sends a
+// expectHeartbeat tells the connection that the implementation sends a
 // heartbeat every interval; from then on, a silence of two intervals plus
-// five seconds closes it with ErrHeartbeatMissed. The interval is clamped
-// to [MinHeartbeat, MaxHeartbeat]; one that is not positive is ignored.
+// five seconds closes it with errHeartbeatMissed. The interval is clamped
+// to [minHeartbeat, maxHeartbeat]; one that is not positive is ignored.
 // Run calls it for every heartbeat event it reads.
-func (c *Conn) ExpectHeartbeat(interval time.Duration) {
+func (c *Conn) expectHeartbeat(interval time.Duration) {
 	if interval > 0 {
-		c.heartbeat.Store(int64(min(max(interval, MinHeartbeat), MaxHeartbeat)))
+		c.heartbeat.Store(int64(min(max(interval, minHeartbeat), maxHeartbeat)))
 	}
 }
 
@@ -91,14 +91,14 @@ func liveness(interval time.Duration) time.Duration {
 }
 
 // heartbeatInterval is the interval a heartbeat event announces, converted
-// without overflow (at most MaxHeartbeat); false when ev is not a
+// without overflow (at most maxHeartbeat); false when ev is not a
 // heartbeat or announces no positive interval.
 func heartbeatInterval(ev *wire.Event) (time.Duration, bool) {
 	if ev.PostType != "meta_event" || ev.MetaEventType != "heartbeat" || ev.Interval <= 0 {
 		return 0, false
 	}
-	if ev.Interval > MaxHeartbeat.Milliseconds() {
-		return MaxHeartbeat, true
+	if ev.Interval > maxHeartbeat.Milliseconds() {
+		return maxHeartbeat, true
 	}
 	return time.Duration(ev.Interval) * time.Millisecond, true
 }
@@ -120,7 +120,7 @@ func NewConn(ws *websocket.Conn, timeout time.Duration, log *slog.Logger) *Conn 
 }
 
 // Call runs an action and returns its data. It fails at once when the
-// connection is lost, with ErrTimeout after the timeout (the call's own if
+// connection is lost, with errTimeout after the timeout (the call's own if
 // positive, else the connection's), and with a *wire.ActionError when the
 // implementation reports a failure.
 func (c *Conn) Call(ctx context.Context, action string, params any, timeout time.Duration) (json.RawMessage, error) {
@@ -139,7 +139,7 @@ func (c *Conn) Call(ctx context.Context, action string, params any, timeout time
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return nil, fmt.Errorf("%s: %w", action, ErrDisconnected)
+		return nil, fmt.Errorf("%s: %w", action, errDisconnected)
 	}
 	c.pending[echo] = ch
 	c.mu.Unlock()
@@ -153,35 +153,28 @@ func (c *Conn) Call(ctx context.Context, action string, params any, timeout time
 	defer cancel()
 	if err := c.ws.Write(ctx, websocket.MessageText, frame); err != nil {
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%s: %w", action, ErrTimeout)
+			return nil, fmt.Errorf("%s: %w", action, errTimeout)
 		}
-		return nil, fmt.Errorf("%s: %w: %v", action, ErrDisconnected, err)
+		return nil, fmt.Errorf("%s: %w: %v", action, errDisconnected, err)
 	}
 	select {
 	case resp, ok := <-ch:
 		if !ok {
-			return nil, fmt.Errorf("%s: %w", action, ErrDisconnected)
+			return nil, fmt.Errorf("%s: %w", action, errDisconnected)
 		}
 		return resp.Result(action)
 	case <-ctx.Done():
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return nil, fmt.Errorf("%s: %w after %s", action, ErrTimeout, timeout)
+			return nil, fmt.Errorf("%s: %w after %s", action, errTimeout, timeout)
 		}
 		return nil, ctx.Err()
 	}
 }
 
-// Pending reports how many calls await an answer.
-func (c *Conn) Pending() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.pending)
-}
-
 // Run reads frames until the connection ends or ctx is done, routing
 // answers to their calls and handing every other frame to onEvent, with
 // the event decoded from it (nil when it is not a valid event object). When it
-// returns, pending calls fail with ErrDisconnected and the socket is closed.
+// returns, pending calls fail with errDisconnected and the socket is closed.
 func (c *Conn) Run(ctx context.Context, onEvent func(frame []byte, ev *wire.Event)) error {
 	defer c.shutdown()
 	watchdog := time.AfterFunc(time.Hour, func() {
@@ -201,7 +194,7 @@ func (c *Conn) Run(ctx context.Context, onEvent func(frame []byte, ev *wire.Even
 			case ctx.Err() != nil:
 				return nil
 			case c.missed.Load():
-				return fmt.Errorf("%w (every %s announced)", ErrHeartbeatMissed, time.Duration(c.heartbeat.Load()))
+				return fmt.Errorf("%w (every %s announced)", errHeartbeatMissed, time.Duration(c.heartbeat.Load()))
 			}
 			return fmt.Errorf("onebot: read: %w", err)
 		}
@@ -210,7 +203,7 @@ func (c *Conn) Run(ctx context.Context, onEvent func(frame []byte, ev *wire.Even
 			onEvent(data, ev)
 			if ev != nil {
 				if interval, ok := heartbeatInterval(ev); ok {
-					c.ExpectHeartbeat(interval)
+					c.expectHeartbeat(interval)
 				}
 			}
 			if hb := c.heartbeat.Load(); hb > 0 {
@@ -260,5 +253,5 @@ func (c *Conn) shutdown() {
 	_ = c.ws.CloseNow()
 }
 
-// Close closes the connection normally.
-func (c *Conn) Close() error { return c.ws.Close(websocket.StatusNormalClosure, "") }
+// close closes the connection normally.
+func (c *Conn) close() error { return c.ws.Close(websocket.StatusNormalClosure, "") }

@@ -31,6 +31,13 @@ func echoHandler(action string, params json.RawMessage) (any, int, string) {
 	return nil, 1404, "unknown action"
 }
 
+// pendingCalls is how many of c's calls await an answer.
+func pendingCalls(c *Conn) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.pending)
+}
+
 // dial connects to the peer and runs the connection until the test ends.
 func dial(t *testing.T, p *onebottest.Peer, events chan<- []byte) (*Conn, func() error) {
 	t.Helper()
@@ -76,8 +83,8 @@ func TestCallAnswers(t *testing.T) {
 	if _, err := c.Call(context.Background(), "send_private_msg", nil, 0); !errors.Is(err, wire.ErrRiskControl) {
 		t.Errorf("retcode 1200 must read as risk control: %v", err)
 	}
-	if c.Pending() != 0 {
-		t.Errorf("%d pending entries leaked", c.Pending())
+	if pendingCalls(c) != 0 {
+		t.Errorf("%d pending entries leaked", pendingCalls(c))
 	}
 }
 
@@ -105,11 +112,11 @@ func TestCallTimeoutLeaksNothing(t *testing.T) {
 	p.Silence("get_forward_msg")
 	c, _ := dial(t, p, nil)
 	_, err := c.Call(context.Background(), "get_forward_msg", map[string]string{"id": "x"}, 50*time.Millisecond)
-	if !errors.Is(err, ErrTimeout) {
+	if !errors.Is(err, errTimeout) {
 		t.Fatalf("want ErrTimeout, got %v", err)
 	}
-	if c.Pending() != 0 {
-		t.Errorf("a timed-out call left %d pending entries", c.Pending())
+	if pendingCalls(c) != 0 {
+		t.Errorf("a timed-out call left %d pending entries", pendingCalls(c))
 	}
 	// The connection still works.
 	if _, err := c.Call(context.Background(), "get_login_info", nil, 0); err != nil {
@@ -128,13 +135,13 @@ func TestDisconnectFailsPendingCalls(t *testing.T) {
 	}()
 	<-p.Called() // the call reached the peer
 	p.DropAll()
-	if err := <-result; !errors.Is(err, ErrDisconnected) {
+	if err := <-result; !errors.Is(err, errDisconnected) {
 		t.Errorf("pending call: %v", err)
 	}
 	if err := done(); err == nil {
 		t.Error("Run must report the lost connection")
 	}
-	if _, err := c.Call(context.Background(), "get_login_info", nil, 0); !errors.Is(err, ErrDisconnected) {
+	if _, err := c.Call(context.Background(), "get_login_info", nil, 0); !errors.Is(err, errDisconnected) {
 		t.Errorf("a call after the loss must fail at once: %v", err)
 	}
 }

@@ -36,30 +36,30 @@ func (a *Account) Send(ctx context.Context, out msg.Outbound) (msg.MessageID, er
 // refusal by the implementation (other than risk control) is permanent;
 // no connection, a lost one, a timeout or a pause are worth retrying.
 func (a *Account) SendParts(ctx context.Context, out msg.Outbound, from int, confirmed func(part int, id msg.MessageID)) error {
-	if err := a.opts.Backoff.check(out.Peer); err != nil {
+	if err := a.opts.backoff.check(out.Peer); err != nil {
 		return err
 	}
 	if err := a.opts.Pace.wait(ctx, out.Peer); err != nil {
 		return err
 	}
 	defer a.opts.Pace.done(out.Peer)
-	c, err := a.caller()
+	c, err := a.liveCaller()
 	if err != nil {
 		return err
 	}
 	if a.opts.Debug {
 		a.log.Info("outbound", "peer", out.Peer.String(), "reply_to", string(out.ReplyTo), "text", out.Text, "media", len(out.Media), "from_chunk", from)
 	}
-	ob := &ChunkSender{Caller: c, ChunkLimit: a.opts.ChunkLimit, OnSent: a.recordSent, ChunkGap: a.opts.ChunkGap}
-	err = ob.SendFrom(ctx, out, outboundOptions(out), from, confirmed)
+	ob := &chunkSender{Caller: c, ChunkLimit: a.opts.ChunkLimit, OnSent: a.recordSent, ChunkGap: a.opts.ChunkGap}
+	err = ob.SendFrom(ctx, out, optionsFor(out), from, confirmed)
 	var ae *wire.ActionError
 	switch {
 	case errors.Is(err, wire.ErrRiskControl):
-		wait := a.opts.Backoff.fail(out.Peer)
+		wait := a.opts.backoff.fail(out.Peer)
 		a.log.Error("QQ probably blocked this send (risk control); sends to this chat are paused", "peer", out.Peer.String(), "pause", wait.Round(time.Second).String(), "err", err)
 		return retryAfter{err, wait}
 	case err == nil:
-		a.opts.Backoff.ok(out.Peer)
+		a.opts.backoff.ok(out.Peer)
 	case errors.As(err, &ae) || errors.Is(err, errNoTarget):
 		return outbox.Permanent(err)
 	}
@@ -75,13 +75,13 @@ type retryAfter struct {
 func (r retryAfter) Unwrap() error             { return r.error }
 func (r retryAfter) RetryAfter() time.Duration { return r.wait }
 
-// outboundOptions are the mention rules of a payload: rewritten for the
+// optionsFor returns the mention rules of a payload: rewritten for the
 // people it lists (none listed: no rewriting).
-func outboundOptions(out msg.Outbound) OutboundOptions {
-	opts := OutboundOptions{Mentions: out.Mentionable != nil}
+func optionsFor(out msg.Outbound) outboundOptions {
+	opts := outboundOptions{Mentions: out.Mentionable != nil}
 	for _, p := range out.Mentionable {
 		if qq, err := parseID(string(p.ID)); err == nil {
-			opts.Participants = append(opts.Participants, Participant{QQ: qq, Name: p.Name})
+			opts.Participants = append(opts.Participants, participant{QQ: qq, Name: p.Name})
 		}
 	}
 	return opts

@@ -35,8 +35,8 @@ func DialForward(ctx context.Context, url, token string, client *http.Client) (*
 // runForward keeps the forward WebSocket up: dialed, served until it
 // ends, and dialed again as the Reconnect policy says.
 func (a *Account) runForward(ctx context.Context, sink channel.Sink, wg *sync.WaitGroup) {
-	_ = a.opts.Reconnect.Run(ctx, func(ctx context.Context, up func()) error {
-		ws, err := DialForward(ctx, a.opts.WSURL, a.opts.Token, a.opts.HTTPClient)
+	_ = a.opts.Reconnect.run(ctx, func(ctx context.Context, up func()) error {
+		ws, err := DialForward(ctx, a.opts.WSURL, a.opts.Token, a.opts.httpClient)
 		if err != nil {
 			return err
 		}
@@ -56,12 +56,12 @@ type Reconnect struct {
 	MaxDelay time.Duration
 }
 
-// DefaultReconnect retries forever between 1 s and 30 s.
-var DefaultReconnect = Reconnect{Enabled: true, Retries: -1, MinDelay: time.Second, MaxDelay: 30 * time.Second}
+// defaultReconnect retries forever between 1 s and 30 s.
+var defaultReconnect = Reconnect{Enabled: true, Retries: -1, MinDelay: time.Second, MaxDelay: 30 * time.Second}
 
-// ErrRetriesExhausted is returned when a finite number of retries ran out;
+// errRetriesExhausted is returned when a finite number of retries ran out;
 // the account reports it as its state rather than stopping silently.
-var ErrRetriesExhausted = errors.New("onebot: reconnect retries exhausted")
+var errRetriesExhausted = errors.New("onebot: reconnect retries exhausted")
 
 // delay returns the wait before attempt n (1-based): MinDelay doubled per
 // attempt up to MaxDelay, with full jitter over its upper half so accounts
@@ -79,13 +79,13 @@ func (r Reconnect) delay(n int) time.Duration {
 	return half + rand.N(d-half+1)
 }
 
-// Run keeps a connection up: connect is called to connect and serve, and
+// run keeps a connection up: connect is called to connect and serve, and
 // returns when the connection ends (nil after a connection that was up,
 // when it ran; an error when it could not connect). Failed attempts back
-// off per the policy; a connection that came up resets the count. Run
-// returns nil when ctx ends, and ErrRetriesExhausted when the retries run
+// off per the policy; a connection that came up resets the count. run
+// returns nil when ctx ends, and errRetriesExhausted when the retries run
 // out. onState, when set, learns of every state change.
-func (r Reconnect) Run(ctx context.Context, connect func(ctx context.Context, up func()) error, onState func(State, error)) error {
+func (r Reconnect) run(ctx context.Context, connect func(ctx context.Context, up func()) error, onState func(State, error)) error {
 	report := func(s State, err error) {
 		if onState != nil {
 			onState(s, err)
@@ -93,7 +93,7 @@ func (r Reconnect) Run(ctx context.Context, connect func(ctx context.Context, up
 	}
 	failures := 0
 	for {
-		report(StateConnecting, nil)
+		report(stateConnecting, nil)
 		wasUp := false
 		err := connect(ctx, func() {
 			wasUp = true
@@ -112,10 +112,10 @@ func (r Reconnect) Run(ctx context.Context, connect func(ctx context.Context, up
 			if !r.Enabled {
 				return fmt.Errorf("onebot: connection ended and reconnect is off: %w", err)
 			}
-			return fmt.Errorf("%w after %d attempts: %v", ErrRetriesExhausted, failures, err)
+			return fmt.Errorf("%w after %d attempts: %v", errRetriesExhausted, failures, err)
 		}
 		wait := r.delay(max(failures, 1))
-		report(StateWaiting, err)
+		report(stateWaiting, err)
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():

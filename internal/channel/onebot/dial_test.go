@@ -14,7 +14,7 @@ func TestReconnectBacksOffAndResets(t *testing.T) {
 		start := time.Now()
 		var attempts []time.Duration
 		ctx, cancel := context.WithCancel(context.Background())
-		err := r.Run(ctx, func(ctx context.Context, up func()) error {
+		err := r.run(ctx, func(ctx context.Context, up func()) error {
 			attempts = append(attempts, time.Since(start))
 			switch len(attempts) {
 			case 5: // comes up, serves for a minute, then drops
@@ -53,11 +53,11 @@ func TestReconnectRetriesExhaustedIsReported(t *testing.T) {
 		r := Reconnect{Enabled: true, Retries: 2, MinDelay: time.Second, MaxDelay: time.Second}
 		var states []State
 		calls := 0
-		err := r.Run(context.Background(), func(context.Context, func()) error {
+		err := r.run(context.Background(), func(context.Context, func()) error {
 			calls++
 			return errors.New("refused")
 		}, func(s State, _ error) { states = append(states, s) })
-		if !errors.Is(err, ErrRetriesExhausted) || calls != 3 {
+		if !errors.Is(err, errRetriesExhausted) || calls != 3 {
 			t.Errorf("err %v after %d attempts; want exhaustion after 1 + 2 retries", err, calls)
 		}
 		if states[len(states)-1] != StateFailed {
@@ -69,7 +69,7 @@ func TestReconnectRetriesExhaustedIsReported(t *testing.T) {
 func TestReconnectDisabledOrZeroRetries(t *testing.T) {
 	for _, r := range []Reconnect{{Enabled: false}, {Enabled: true, Retries: 0, MinDelay: time.Second, MaxDelay: time.Second}} {
 		calls := 0
-		err := r.Run(context.Background(), func(context.Context, func()) error { calls++; return errors.New("x") }, nil)
+		err := r.run(context.Background(), func(context.Context, func()) error { calls++; return errors.New("x") }, nil)
 		if err == nil || calls != 1 {
 			t.Errorf("%+v: err %v, %d calls; want one attempt and an error", r, err, calls)
 		}

@@ -14,16 +14,16 @@ import (
 
 var _ channel.Fetcher = (*Account)(nil)
 
-// ErrUnreadable: an answer had nothing that could be read as a message.
-var ErrUnreadable = errors.New("onebot: unreadable answer")
+// errUnreadable: an answer had nothing that could be read as a message.
+var errUnreadable = errors.New("onebot: unreadable answer")
 
-// ErrCallLimit: the caller's budget of calls ran out before the call.
-var ErrCallLimit = errors.New("onebot: no calls left")
+// errCallLimit: the caller's budget of calls ran out before the call.
+var errCallLimit = errors.New("onebot: no calls left")
 
-// ErrInlineForward: the forward id was made up for inline content (see
-// wire.InlineForwardPrefix); its messages came with the message that carried
+// errInlineForward: the forward id was made up for inline content (see
+// wire.IsInlineForward); its messages came with the message that carried
 // it and cannot be fetched.
-var ErrInlineForward = errors.New("onebot: inline forward, nothing to fetch")
+var errInlineForward = errors.New("onebot: inline forward, nothing to fetch")
 
 // FetchMessage gets a message with get_msg. The answer is read
 // defensively: fields that are missing or mis-shaped stay unknown.
@@ -38,7 +38,7 @@ func (a *Account) FetchMessage(ctx context.Context, id msg.MessageID) (msg.Messa
 	}
 	m, ok := wire.ForwardNode(data, a.Self())
 	if !ok {
-		return msg.Message{}, fmt.Errorf("get_msg %s: %w", id, ErrUnreadable)
+		return msg.Message{}, fmt.Errorf("get_msg %s: %w", id, errUnreadable)
 	}
 	if m.ID == "" {
 		m.ID = id
@@ -58,15 +58,15 @@ func (a *Account) FetchForward(ctx context.Context, id msg.ForwardID) ([]msg.Mes
 // FetchForwardLimited is FetchForward asking take, when it is not nil,
 // before each get_forward_msg: the retry with "message_id" counts, and
 // once take says no, no more calls are made and the fetch fails with
-// ErrCallLimit (or with the first call's error, if there was one).
+// errCallLimit (or with the first call's error, if there was one).
 func (a *Account) FetchForwardLimited(ctx context.Context, id msg.ForwardID, take func() bool) ([]msg.Message, error) {
 	if wire.IsInlineForward(id) {
 		// Made up for content that came inline; no implementation knows it.
-		return nil, fmt.Errorf("onebot: get_forward_msg %s: %w", id, ErrInlineForward)
+		return nil, fmt.Errorf("onebot: get_forward_msg %s: %w", id, errInlineForward)
 	}
 	call := func(params map[string]any) (json.RawMessage, error) {
 		if take != nil && !take() {
-			return nil, fmt.Errorf("onebot: get_forward_msg %s: %w", id, ErrCallLimit)
+			return nil, fmt.Errorf("onebot: get_forward_msg %s: %w", id, errCallLimit)
 		}
 		return a.Call(ctx, "get_forward_msg", params, 0)
 	}

@@ -47,7 +47,7 @@ func TestFetchMessageAndForward(t *testing.T) {
 		if _, err := r.acct.FetchMessage(ctx, "404"); !errors.As(err, &ae) {
 			t.Errorf("a failed get_msg is an error: %v", err)
 		}
-		if _, err := r.acct.FetchMessage(ctx, "500"); !errors.Is(err, ErrUnreadable) {
+		if _, err := r.acct.FetchMessage(ctx, "500"); !errors.Is(err, errUnreadable) {
 			t.Errorf("an unreadable answer: %v", err)
 		}
 		if _, err := r.acct.FetchMessage(ctx, "abc"); err == nil {

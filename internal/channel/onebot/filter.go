@@ -53,8 +53,8 @@ func filterKey(e string) (string, error) {
 	return "", fmt.Errorf("entry %q: want *, group:<id> or private:<qq>", e)
 }
 
-// Allowed reports whether messages of peer are accepted.
-func (f PeerFilter) Allowed(peer msg.Peer) bool {
+// allowed reports whether messages of peer are accepted.
+func (f PeerFilter) allowed(peer msg.Peer) bool {
 	key := peer.String()
 	for _, d := range f.deny {
 		if d == "*" || d == key {

@@ -28,7 +28,7 @@ func TestPeerFilter(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := f.Allowed(tt.peer); got != tt.want {
+		if got := f.allowed(tt.peer); got != tt.want {
 			t.Errorf("allow %v deny %v: %v = %v, want %v", tt.allow, tt.deny, tt.peer, got, tt.want)
 		}
 	}

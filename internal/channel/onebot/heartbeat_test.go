@@ -29,11 +29,11 @@ func TestAbsurdHeartbeatIntervalsAreClamped(t *testing.T) {
 		interval int64
 		dropped  time.Duration // 0: never
 	}{
-		{4611686018428, 2*MaxHeartbeat + 5*time.Second},
-		{math.MaxInt64, 2*MaxHeartbeat + 5*time.Second},
-		{9223372036855, 2*MaxHeartbeat + 5*time.Second}, // overflows a conversion to nanoseconds
-		{3_600_000, 2*MaxHeartbeat + 5*time.Second},
-		{1, 2*MinHeartbeat + 5*time.Second},
+		{4611686018428, 2*maxHeartbeat + 5*time.Second},
+		{math.MaxInt64, 2*maxHeartbeat + 5*time.Second},
+		{9223372036855, 2*maxHeartbeat + 5*time.Second}, // overflows a conversion to nanoseconds
+		{3_600_000, 2*maxHeartbeat + 5*time.Second},
+		{1, 2*minHeartbeat + 5*time.Second},
 		{0, 0},
 		{-5000, 0},
 		{math.MinInt64, 0},
@@ -56,8 +56,8 @@ func TestAbsurdHeartbeatIntervalsAreClamped(t *testing.T) {
 				}
 				time.Sleep(stays)
 				synctest.Wait()
-				if r.reconnected(ctx) || r.acct.State() != StateConnected {
-					t.Fatalf("dropped within %s of silence (state %s)", stays, r.acct.State())
+				if r.reconnected(ctx) || stateOf(r.acct) != StateConnected {
+					t.Fatalf("dropped within %s of silence (state %s)", stays, stateOf(r.acct))
 				}
 				if tt.dropped == 0 {
 					return
@@ -82,7 +82,7 @@ func TestHeartbeatInterval(t *testing.T) {
 		ok   bool
 	}{
 		{hb(5000), 5 * time.Second, true},
-		{hb(math.MaxInt64), MaxHeartbeat, true},
+		{hb(math.MaxInt64), maxHeartbeat, true},
 		{hb(0), 0, false},
 		{hb(-1), 0, false},
 		{wire.Event{PostType: "meta_event", MetaEventType: "lifecycle", Interval: 5000}, 0, false},
@@ -92,7 +92,7 @@ func TestHeartbeatInterval(t *testing.T) {
 			t.Errorf("%+v: %v %v, want %v %v", tt.ev, got, ok, tt.want, tt.ok)
 		}
 	}
-	for _, d := range []time.Duration{0, time.Second, MaxHeartbeat, math.MaxInt64 / 2, math.MaxInt64} {
+	for _, d := range []time.Duration{0, time.Second, maxHeartbeat, math.MaxInt64 / 2, math.MaxInt64} {
 		if got := liveness(d); got < 0 || got < d {
 			t.Errorf("liveness(%v) = %v", d, got)
 		}

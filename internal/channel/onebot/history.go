@@ -24,8 +24,8 @@ var _ channel.HistoryFetcher = (*Account)(nil)
 // oldest message so far, with a pause between calls: SnowLuma serialises
 // history fetches, and fast paging looks risky to QQ.
 const (
-	// DefaultHistoryGap is the pause between two pages.
-	DefaultHistoryGap = 300 * time.Millisecond
+	// defaultHistoryGap is the pause between two pages.
+	defaultHistoryGap = 300 * time.Millisecond
 	// historyPage is the page size every implementation manages.
 	historyPage = 20
 	// maxHistoryPage is the largest count any implementation takes.
@@ -37,24 +37,18 @@ const (
 // History reads a chat's recent messages from the implementation, paging
 // back as far as q.Count needs.
 func (a *Account) History(ctx context.Context, peer msg.Peer, q channel.HistoryQuery) ([]msg.Message, error) {
-	r := HistoryReader{Caller: a, Account: a.opts.ID, Self: a.Self(), Gap: a.opts.HistoryGap}
+	r := historyReader{Caller: a, Account: a.opts.ID, Self: a.Self(), Gap: a.opts.historyGap}
 	return r.Read(ctx, peer, q)
 }
 
-// FetchHistory reads history through c with the default pacing; see
-// HistoryReader.
-func FetchHistory(ctx context.Context, c Caller, account msg.AccountID, peer msg.Peer, q channel.HistoryQuery) ([]msg.Message, error) {
-	return HistoryReader{Caller: c, Account: account}.Read(ctx, peer, q)
-}
-
-// HistoryReader reads a chat's history with get_group_msg_history or
+// historyReader reads a chat's history with get_group_msg_history or
 // get_friend_msg_history, page by page.
-type HistoryReader struct {
-	Caller  Caller
+type historyReader struct {
+	Caller  caller
 	Account msg.AccountID
 	// Self is the bot's QQ number, for reading mentions; 0 when unknown.
 	Self wire.ID
-	// Gap is the pause between pages; DefaultHistoryGap when zero.
+	// Gap is the pause between pages; defaultHistoryGap when zero.
 	Gap time.Duration
 	// MaxPages bounds the calls; when zero, enough for q.Count in pages
 	// of 20 and two more, at most 12.
@@ -83,7 +77,7 @@ type HistoryReader struct {
 // an error (wrapping channel.ErrHistoryUnsupported when the implementation
 // has no history action); a failing later page ends the paging with what
 // was read.
-func (h HistoryReader) Read(ctx context.Context, peer msg.Peer, q channel.HistoryQuery) ([]msg.Message, error) {
+func (h historyReader) Read(ctx context.Context, peer msg.Peer, q channel.HistoryQuery) ([]msg.Message, error) {
 	count := max(q.Count, 1)
 	action, target, err := historyAction(peer)
 	if err != nil {
@@ -105,7 +99,7 @@ func (h HistoryReader) Read(ctx context.Context, peer msg.Peer, q channel.Histor
 	}
 	gap := h.Gap
 	if gap <= 0 {
-		gap = DefaultHistoryGap
+		gap = defaultHistoryGap
 	}
 	var got []historyEntry // oldest first
 	for page := range pages {
@@ -225,7 +219,7 @@ func waitGap(ctx context.Context, d time.Duration) error {
 // decode reads {messages:[events]} (or a bare array), tolerating events
 // without post_type or group_id, as SnowLuma sends them, and returns the
 // messages not in seen, adding them to it, oldest first.
-func (h HistoryReader) decode(data json.RawMessage, peer msg.Peer, seen map[msg.MessageID]bool) []historyEntry {
+func (h historyReader) decode(data json.RawMessage, peer msg.Peer, seen map[msg.MessageID]bool) []historyEntry {
 	var wrapped struct {
 		Messages []json.RawMessage `json:"messages"`
 	}

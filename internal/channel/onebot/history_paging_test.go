@@ -158,7 +158,7 @@ func texts(ms []msg.Message) []string {
 }
 
 // TestHistoryPagesBackUntilCount: implementations return at most 20 (or
-// 200) messages a call whatever count says, so FetchHistory pages back
+// 200) messages a call whatever count says, so fetchHistory pages back
 // from the oldest message so far until it has count, each implementation
 // anchored the way it reads the anchor.
 func TestHistoryPagesBackUntilCount(t *testing.T) {
@@ -171,7 +171,7 @@ func TestHistoryPagesBackUntilCount(t *testing.T) {
 	} {
 		t.Run(f.style, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				got, err := FetchHistory(context.Background(), f, "default", group, channel.HistoryQuery{Count: 50})
+				got, err := fetchHistory(context.Background(), f, "default", group, channel.HistoryQuery{Count: 50})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -209,16 +209,16 @@ func TestHistoryPagesBackUntilCount(t *testing.T) {
 func TestHistoryPagesArePaced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &fakeHistory{style: "gocqhttp", n: 100}
-		if _, err := FetchHistory(context.Background(), f, "default", msg.Peer{Kind: msg.Group, ID: "1"}, channel.HistoryQuery{Count: 50}); err != nil {
+		if _, err := fetchHistory(context.Background(), f, "default", msg.Peer{Kind: msg.Group, ID: "1"}, channel.HistoryQuery{Count: 50}); err != nil {
 			t.Fatal(err)
 		}
 		for i := 1; i < len(f.at); i++ {
-			if d := f.at[i].Sub(f.at[i-1]); d != DefaultHistoryGap {
-				t.Errorf("page %d came %v after the one before, want %v", i+1, d, DefaultHistoryGap)
+			if d := f.at[i].Sub(f.at[i-1]); d != defaultHistoryGap {
+				t.Errorf("page %d came %v after the one before, want %v", i+1, d, defaultHistoryGap)
 			}
 		}
 		f = &fakeHistory{style: "gocqhttp", n: 100}
-		r := HistoryReader{Caller: f, Account: "default", Gap: time.Millisecond}
+		r := historyReader{Caller: f, Account: "default", Gap: time.Millisecond}
 		if _, err := r.Read(context.Background(), msg.Peer{Kind: msg.Group, ID: "1"}, channel.HistoryQuery{Count: 50}); err != nil {
 			t.Fatal(err)
 		}
@@ -229,7 +229,7 @@ func TestHistoryPagesArePaced(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
 		f = &fakeHistory{style: "gocqhttp", n: 100}
-		if _, err := FetchHistory(ctx, f, "default", msg.Peer{Kind: msg.Group, ID: "1"}, channel.HistoryQuery{Count: 50}); !errors.Is(err, context.DeadlineExceeded) {
+		if _, err := fetchHistory(ctx, f, "default", msg.Peer{Kind: msg.Group, ID: "1"}, channel.HistoryQuery{Count: 50}); !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("err %v", err)
 		}
 	})
@@ -241,7 +241,7 @@ func TestHistoryPagingStops(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		group := msg.Peer{Kind: msg.Group, ID: "1"}
 		short := &fakeHistory{style: "gocqhttp", n: 30}
-		got, err := FetchHistory(context.Background(), short, "default", group, channel.HistoryQuery{Count: 50})
+		got, err := fetchHistory(context.Background(), short, "default", group, channel.HistoryQuery{Count: 50})
 		if err != nil || len(got) != 30 {
 			t.Fatalf("%d messages, %v", len(got), err)
 		}
@@ -249,18 +249,18 @@ func TestHistoryPagingStops(t *testing.T) {
 			t.Errorf("%d calls: the third page brings nothing new and ends it", len(short.calls))
 		}
 		napcat := &fakeHistory{style: "napcat", n: 30, max: 20}
-		if got, err := FetchHistory(context.Background(), napcat, "default", group, channel.HistoryQuery{Count: 50}); err != nil || len(got) != 30 {
+		if got, err := fetchHistory(context.Background(), napcat, "default", group, channel.HistoryQuery{Count: 50}); err != nil || len(got) != 30 {
 			t.Errorf("NapCat: %d messages, %v", len(got), err)
 		}
 		long := &fakeHistory{style: "gocqhttp", n: 100000}
-		if _, err := FetchHistory(context.Background(), long, "default", group, channel.HistoryQuery{Count: 1000}); err != nil {
+		if _, err := fetchHistory(context.Background(), long, "default", group, channel.HistoryQuery{Count: 1000}); err != nil {
 			t.Fatal(err)
 		}
 		if len(long.calls) != maxHistoryPages {
 			t.Errorf("%d calls, want the bound %d", len(long.calls), maxHistoryPages)
 		}
 		few := &fakeHistory{style: "gocqhttp", n: 100000}
-		if _, err := FetchHistory(context.Background(), few, "default", group, channel.HistoryQuery{Count: 21}); err != nil {
+		if _, err := fetchHistory(context.Background(), few, "default", group, channel.HistoryQuery{Count: 21}); err != nil {
 			t.Fatal(err)
 		}
 		if len(few.calls) != 2 {
@@ -268,7 +268,7 @@ func TestHistoryPagingStops(t *testing.T) {
 		}
 		// An implementation that ignores the anchor brings nothing new.
 		same := &fixedCaller{answers: map[string]json.RawMessage{"get_group_msg_history": fixture(t, "history_gocqhttp.json")}}
-		if got, err := FetchHistory(context.Background(), same, "default", group, channel.HistoryQuery{Count: 50}); err != nil || len(got) != 3 {
+		if got, err := fetchHistory(context.Background(), same, "default", group, channel.HistoryQuery{Count: 50}); err != nil || len(got) != 3 {
 			t.Errorf("%d messages, %v", len(got), err)
 		}
 	})
@@ -287,7 +287,7 @@ func TestHistoryKeepsWhatEarlierPagesBrought(t *testing.T) {
 			}
 			return f.Call(ctx, action, params, timeout)
 		})
-		got, err := FetchHistory(context.Background(), c, "default", msg.Peer{Kind: msg.Group, ID: "1"}, channel.HistoryQuery{Count: 50})
+		got, err := fetchHistory(context.Background(), c, "default", msg.Peer{Kind: msg.Group, ID: "1"}, channel.HistoryQuery{Count: 50})
 		if err != nil || len(got) != 20 {
 			t.Errorf("%d messages, %v", len(got), err)
 		}
@@ -306,18 +306,18 @@ func (f callerFunc) Call(ctx context.Context, action string, params any, timeout
 func TestHistoryUnsupported(t *testing.T) {
 	group := msg.Peer{Kind: msg.Group, ID: "1"}
 	ws := &fixedCaller{errs: map[string]error{"get_group_msg_history": &wire.ActionError{Action: "get_group_msg_history", Retcode: 1404, Message: "不支持的Api"}}}
-	if _, err := FetchHistory(context.Background(), ws, "default", group, channel.HistoryQuery{Count: 5}); !errors.Is(err, channel.ErrHistoryUnsupported) {
+	if _, err := fetchHistory(context.Background(), ws, "default", group, channel.HistoryQuery{Count: 5}); !errors.Is(err, channel.ErrHistoryUnsupported) {
 		t.Errorf("retcode 1404: %v", err)
 	}
 	srv := httptest.NewServer(http.NotFoundHandler())
 	defer srv.Close()
-	h := &HTTPCaller{BaseURL: srv.URL, Client: srv.Client(), Timeout: time.Second}
-	_, err := FetchHistory(context.Background(), h, "default", msg.Peer{Kind: msg.Direct, ID: "2"}, channel.HistoryQuery{Count: 5})
+	h := &httpCaller{BaseURL: srv.URL, Client: srv.Client(), Timeout: time.Second}
+	_, err := fetchHistory(context.Background(), h, "default", msg.Peer{Kind: msg.Direct, ID: "2"}, channel.HistoryQuery{Count: 5})
 	if !errors.Is(err, channel.ErrHistoryUnsupported) || !strings.Contains(err.Error(), "get_friend_msg_history") {
 		t.Errorf("HTTP 404: %v", err)
 	}
 	other := &fixedCaller{errs: map[string]error{"get_group_msg_history": &wire.ActionError{Action: "get_group_msg_history", Retcode: 100, Message: "bad params"}}}
-	if _, err := FetchHistory(context.Background(), other, "default", group, channel.HistoryQuery{Count: 5}); err == nil || errors.Is(err, channel.ErrHistoryUnsupported) {
+	if _, err := fetchHistory(context.Background(), other, "default", group, channel.HistoryQuery{Count: 5}); err == nil || errors.Is(err, channel.ErrHistoryUnsupported) {
 		t.Errorf("another failure is not 'unsupported': %v", err)
 	}
 }

@@ -36,6 +36,11 @@ func (f *fixedCaller) Call(_ context.Context, action string, params any, _ time.
 	return f.answers[action], nil
 }
 
+// fetchHistory reads history through c with the default pacing.
+func fetchHistory(ctx context.Context, c caller, account msg.AccountID, peer msg.Peer, q channel.HistoryQuery) ([]msg.Message, error) {
+	return historyReader{Caller: c, Account: account}.Read(ctx, peer, q)
+}
+
 func fixture(t *testing.T, name string) json.RawMessage {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name))
@@ -77,7 +82,7 @@ func TestHistoryShapesOfEachImplementation(t *testing.T) {
 
 func testHistoryShape(t *testing.T, name string, group msg.Peer, want []line) {
 	c := &fixedCaller{answers: map[string]json.RawMessage{"get_group_msg_history": fixture(t, name)}}
-	got, err := FetchHistory(context.Background(), c, "default", group, channel.HistoryQuery{Count: 20})
+	got, err := fetchHistory(context.Background(), c, "default", group, channel.HistoryQuery{Count: 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +98,7 @@ func testHistoryShape(t *testing.T, name string, group msg.Peer, want []line) {
 
 func TestHistoryParamsAreThePortableForm(t *testing.T) {
 	c := &fixedCaller{answers: map[string]json.RawMessage{"get_friend_msg_history": json.RawMessage(`{"messages":[]}`)}}
-	if _, err := FetchHistory(context.Background(), c, "default", msg.Peer{Kind: msg.Direct, ID: "10001"}, channel.HistoryQuery{Count: 5, Before: "-77"}); err != nil {
+	if _, err := fetchHistory(context.Background(), c, "default", msg.Peer{Kind: msg.Direct, ID: "10001"}, channel.HistoryQuery{Count: 5, Before: "-77"}); err != nil {
 		t.Fatal(err)
 	}
 	var got map[string]any
@@ -107,7 +112,7 @@ func TestHistoryParamsAreThePortableForm(t *testing.T) {
 	// No anchor: latest messages, no anchor keys at all (NapCat would
 	// read 0 as a message id).
 	c.answers["get_group_msg_history"] = json.RawMessage(`{"messages":[]}`)
-	if _, err := FetchHistory(context.Background(), c, "default", msg.Peer{Kind: msg.Group, ID: "5"}, channel.HistoryQuery{Count: 3}); err != nil {
+	if _, err := fetchHistory(context.Background(), c, "default", msg.Peer{Kind: msg.Group, ID: "5"}, channel.HistoryQuery{Count: 3}); err != nil {
 		t.Fatal(err)
 	}
 	if s := string(c.got["get_group_msg_history"]); strings.Contains(s, "message_seq") || !strings.Contains(s, `"group_id":5`) {
@@ -124,7 +129,7 @@ func TestHistoryDropsTheAnchorAndKeepsTheNewestCount(t *testing.T) {
 	  {"message_id":4,"time":40,"user_id":1,"sender":{"user_id":1,"nickname":"a"},"message":"anchor"}
 	]}`)
 	c := &fixedCaller{answers: map[string]json.RawMessage{"get_group_msg_history": data}}
-	got, err := FetchHistory(context.Background(), c, "default", msg.Peer{Kind: msg.Group, ID: "5"}, channel.HistoryQuery{Count: 2, Before: "4"})
+	got, err := fetchHistory(context.Background(), c, "default", msg.Peer{Kind: msg.Group, ID: "5"}, channel.HistoryQuery{Count: 2, Before: "4"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,23 +142,23 @@ func TestHistoryEmptyAndFailures(t *testing.T) {
 	ctx := context.Background()
 	group := msg.Peer{Kind: msg.Group, ID: "5"}
 	napcatEmpty := &fixedCaller{errs: map[string]error{"get_group_msg_history": &wire.ActionError{Action: "get_group_msg_history", Retcode: 200, Message: "消息0不存在"}}}
-	if got, err := FetchHistory(ctx, napcatEmpty, "default", group, channel.HistoryQuery{Count: 5}); err != nil || len(got) != 0 {
+	if got, err := fetchHistory(ctx, napcatEmpty, "default", group, channel.HistoryQuery{Count: 5}); err != nil || len(got) != 0 {
 		t.Errorf("NapCat's empty history: %v %v", got, err)
 	}
 	broken := &fixedCaller{errs: map[string]error{"get_group_msg_history": &wire.ActionError{Action: "get_group_msg_history", Retcode: 100, Message: "bad params"}}}
-	if _, err := FetchHistory(ctx, broken, "default", group, channel.HistoryQuery{Count: 5}); err == nil {
+	if _, err := fetchHistory(ctx, broken, "default", group, channel.HistoryQuery{Count: 5}); err == nil {
 		t.Error("a real failure must be reported")
 	}
 	for _, p := range []msg.Peer{{Kind: msg.Group, ID: "284840486"}, {Kind: msg.Group, ID: "x"}, {Kind: "thread", ID: "1"}} {
-		if _, err := FetchHistory(ctx, broken, "default", p, channel.HistoryQuery{Count: 5}); err == nil {
+		if _, err := fetchHistory(ctx, broken, "default", p, channel.HistoryQuery{Count: 5}); err == nil {
 			t.Errorf("%v: want an error", p)
 		}
 	}
-	if _, err := FetchHistory(ctx, broken, "default", group, channel.HistoryQuery{Count: 5, Before: "abc"}); err == nil {
+	if _, err := fetchHistory(ctx, broken, "default", group, channel.HistoryQuery{Count: 5, Before: "abc"}); err == nil {
 		t.Error("a non-numeric anchor is an error")
 	}
 	garbage := &fixedCaller{answers: map[string]json.RawMessage{"get_group_msg_history": json.RawMessage(`{"messages":"nope"}`)}}
-	if got, err := FetchHistory(ctx, garbage, "default", group, channel.HistoryQuery{Count: 5}); err != nil || len(got) != 0 {
+	if got, err := fetchHistory(ctx, garbage, "default", group, channel.HistoryQuery{Count: 5}); err != nil || len(got) != 0 {
 		t.Errorf("a mis-shaped answer is an empty history: %v %v", got, err)
 	}
 }

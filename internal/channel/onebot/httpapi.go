@@ -14,10 +14,10 @@ import (
 	"github.com/pincerbot/pincer/internal/channel/onebot/wire"
 )
 
-// HTTPCaller runs actions over an implementation's HTTP API: POST
+// httpCaller runs actions over an implementation's HTTP API: POST
 // <BaseURL>/<action> with the params as the JSON body. The HTTP status is
 // 200 even when an action fails, so the body's status and retcode decide.
-type HTTPCaller struct {
+type httpCaller struct {
 	BaseURL string
 	Token   string
 	// Timeout is the default per-call timeout (30 s when zero).
@@ -25,13 +25,13 @@ type HTTPCaller struct {
 	Client  *http.Client
 }
 
-var _ Caller = (*HTTPCaller)(nil)
+var _ caller = (*httpCaller)(nil)
 
-// ErrTokenRefused: the implementation refused the access token.
-var ErrTokenRefused = errors.New("onebot: access token refused")
+// errTokenRefused: the implementation refused the access token.
+var errTokenRefused = errors.New("onebot: access token refused")
 
-// Call implements Caller.
-func (h *HTTPCaller) Call(ctx context.Context, action string, params any, timeout time.Duration) (json.RawMessage, error) {
+// Call implements caller.
+func (h *httpCaller) Call(ctx context.Context, action string, params any, timeout time.Duration) (json.RawMessage, error) {
 	if timeout <= 0 {
 		timeout = h.Timeout
 	}
@@ -62,7 +62,7 @@ func (h *HTTPCaller) Call(ctx context.Context, action string, params any, timeou
 	res, err := client.Do(req)
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return nil, fmt.Errorf("%s: %w after %s", action, ErrTimeout, timeout)
+			return nil, fmt.Errorf("%s: %w after %s", action, errTimeout, timeout)
 		}
 		return nil, fmt.Errorf("onebot: %s over HTTP: %w", action, err)
 	}
@@ -74,7 +74,7 @@ func (h *HTTPCaller) Call(ctx context.Context, action string, params any, timeou
 	switch res.StatusCode {
 	case http.StatusOK:
 	case http.StatusUnauthorized, http.StatusForbidden:
-		return nil, fmt.Errorf("%s: %w (HTTP %d)", action, ErrTokenRefused, res.StatusCode)
+		return nil, fmt.Errorf("%s: %w (HTTP %d)", action, errTokenRefused, res.StatusCode)
 	case http.StatusNotFound:
 		return nil, &wire.ActionError{Action: action, Retcode: wire.RetcodeUnsupported, Status: "failed", Message: "unsupported action"}
 	default:

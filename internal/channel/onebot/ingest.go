@@ -72,7 +72,7 @@ func (a *Account) admit(ctx context.Context, self wire.ID, m msg.Message, sink c
 		a.log.Debug("duplicate event dropped", "msg_id", string(m.ID), "peer", m.Peer.String())
 		return
 	}
-	if !a.opts.Filter.Allowed(m.Peer) {
+	if !a.opts.Filter.allowed(m.Peer) {
 		a.log.Debug("peer not allowed", "peer", m.Peer.String())
 		return
 	}

@@ -11,30 +11,31 @@ import (
 	"github.com/pincerbot/pincer/internal/prompt"
 )
 
-// Participant is someone the agent was shown in a realtime turn (a sender
+// participant is someone the agent was shown in a realtime turn (a sender
 // of the batch or of the history it read), whom it may mention.
-type Participant struct {
+type participant struct {
 	QQ   wire.ID
 	Name string
 }
 
-// OutboundOptions say how reply text becomes segments.
-type OutboundOptions struct {
+// outboundOptions say how reply text becomes segments.
+type outboundOptions struct {
 	// Mentions turns "[CQ:at,qq=N]" into real mentions and, with
 	// Participants, "@name" and "@QQ" too. Set only for realtime group
 	// replies: digests, summaries and notices never ping anyone.
 	Mentions bool
 	// Participants, oldest first; for a name two people share, the later
 	// one wins.
-	Participants []Participant
+	Participants []participant
 }
 
 var cqAt = regexp.MustCompile(`^\[CQ:at,qq=(\d+)\]$`)
 
-// Segments turns reply text into segments to send. Text is sent as text,
-// so CQ codes the model wrote are never interpreted, except at codes with a
-// number when opts.Mentions is set; "qq=all" is never converted.
-func Segments(text string, opts OutboundOptions) []wire.Segment {
+// outboundSegments turns reply text into segments to send. Text is sent
+// as text, so CQ codes the model wrote are never interpreted, except at
+// codes with a number when opts.Mentions is set; "qq=all" is never
+// converted.
+func outboundSegments(text string, opts outboundOptions) []wire.Segment {
 	var b wire.SegmentBuilder
 	names := mentionIndex(opts.Participants)
 	for text != "" {
@@ -66,7 +67,7 @@ type mentionKeys struct {
 	qq   map[string]wire.ID
 }
 
-func mentionIndex(ps []Participant) mentionKeys {
+func mentionIndex(ps []participant) mentionKeys {
 	idx := mentionKeys{qq: map[string]wire.ID{}}
 	for _, p := range ps {
 		if p.QQ <= 0 {

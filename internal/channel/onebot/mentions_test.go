@@ -21,12 +21,12 @@ func render(segs []wire.Segment) []string {
 }
 
 func TestSegmentsMentions(t *testing.T) {
-	people := []Participant{{QQ: 111, Name: "张三"}, {QQ: 222, Name: "张三丰"}, {QQ: 333, Name: "Bob"}, {QQ: 444, Name: "Bob"}}
-	on := OutboundOptions{Mentions: true, Participants: people}
+	people := []participant{{QQ: 111, Name: "张三"}, {QQ: 222, Name: "张三丰"}, {QQ: 333, Name: "Bob"}, {QQ: 444, Name: "Bob"}}
+	on := outboundOptions{Mentions: true, Participants: people}
 	tests := []struct {
 		name string
 		text string
-		opts OutboundOptions
+		opts outboundOptions
 		want []string
 	}{
 		{"names and numbers", "辛苦了@张三，还有@333", on, []string{"辛苦了", "<at 111>", "，还有", "<at 333>"}},
@@ -39,10 +39,10 @@ func TestSegmentsMentions(t *testing.T) {
 		{"qq=all is never converted", "[CQ:at,qq=all] hi", on, []string{"[CQ:at,qq=all] hi"}},
 		{"an @ inside a code is untouched", "[CQ:image,file=@张三]", on, []string{"[CQ:image,file=@张三]"}},
 		{"other codes are text", "[CQ:image,file=x.jpg]", on, []string{"[CQ:image,file=x.jpg]"}},
-		{"digests never convert", "@张三 [CQ:at,qq=999]", OutboundOptions{Participants: people}, []string{"@张三 [CQ:at,qq=999]"}},
+		{"digests never convert", "@张三 [CQ:at,qq=999]", outboundOptions{Participants: people}, []string{"@张三 [CQ:at,qq=999]"}},
 	}
 	for _, tt := range tests {
-		if diff := cmp.Diff(tt.want, render(Segments(tt.text, tt.opts))); diff != "" {
+		if diff := cmp.Diff(tt.want, render(outboundSegments(tt.text, tt.opts))); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", tt.name, diff)
 		}
 	}
@@ -51,7 +51,7 @@ func TestSegmentsMentions(t *testing.T) {
 func FuzzSegments(f *testing.F) {
 	f.Add("@张三 hi [CQ:at,qq=1]")
 	f.Fuzz(func(t *testing.T, text string) {
-		segs := Segments(text, OutboundOptions{Mentions: true, Participants: []Participant{{QQ: 1, Name: "a"}}})
+		segs := outboundSegments(text, outboundOptions{Mentions: true, Participants: []participant{{QQ: 1, Name: "a"}}})
 		n := 0
 		for _, s := range segs {
 			if s.Type == "text" {

@@ -26,7 +26,7 @@ type reactor struct {
 }
 
 // learn asks the implementation its name once per connection.
-func (r *reactor) learn(ctx context.Context, c Caller, log *slog.Logger) {
+func (r *reactor) learn(ctx context.Context, c caller, log *slog.Logger) {
 	data, err := c.Call(ctx, "get_version_info", nil, 10*time.Second)
 	if err != nil {
 		return
@@ -47,26 +47,26 @@ func (a *Account) Ack(ctx context.Context, peer msg.Peer, id msg.MessageID) {
 	if !a.opts.AutoReact || peer.Kind != msg.Group {
 		return
 	}
-	if err := a.React(ctx, peer, id, a.opts.ReactEmoji); err != nil {
+	if err := a.react(ctx, peer, id, a.opts.ReactEmoji); err != nil {
 		a.log.Debug("reaction failed", "peer", peer.String(), "msg_id", string(id), "err", err)
 	}
 }
 
-// React puts emoji (a QQ face id, or a Unicode code point in decimal) on a
+// react puts emoji (a QQ face id, or a Unicode code point in decimal) on a
 // message.
-func (a *Account) React(ctx context.Context, peer msg.Peer, id msg.MessageID, emoji string) error {
+func (a *Account) react(ctx context.Context, peer msg.Peer, id msg.MessageID, emoji string) error {
 	mid, err := strconv.ParseInt(string(id), 10, 64)
 	if err != nil {
 		return fmt.Errorf("onebot: react: message id %q is not a number", id)
 	}
-	if !a.react.lagrange.Load() {
+	if !a.reactor.lagrange.Load() {
 		_, err = a.Call(ctx, "set_msg_emoji_like", map[string]any{"message_id": mid, "emoji_id": emoji, "set": true}, 0)
 		var ae *wire.ActionError
 		if err == nil || !errors.As(err, &ae) || ae.Retcode != 1404 || peer.Kind != msg.Group {
 			return err
 		}
 		// An implementation without it, found out without get_version_info.
-		a.react.lagrange.Store(true)
+		a.reactor.lagrange.Store(true)
 	}
 	if peer.Kind != msg.Group {
 		return errors.New("onebot: react: this implementation reacts in groups only")

@@ -32,7 +32,7 @@ func (s *blockingSink) Dispatch(ctx context.Context, m msg.Message, r channel.Re
 }
 
 // TestPeerKilledMidBurst kills the implementation while replies are in
-// flight: they fail at once with ErrDisconnected rather than waiting out
+// flight: they fail at once with errDisconnected rather than waiting out
 // their timeout, the account reconnects by itself, and once it stops no
 // goroutine is left behind. It runs over real loopback sockets.
 func TestPeerKilledMidBurst(t *testing.T) {
@@ -81,7 +81,7 @@ func TestPeerKilledMidBurst(t *testing.T) {
 	sink.mu.Lock()
 	failedFast := 0
 	for i := range burst {
-		if errors.Is(sink.results[msg.MessageID(strconv.Itoa(1000+i))], ErrDisconnected) {
+		if errors.Is(sink.results[msg.MessageID(strconv.Itoa(1000+i))], errDisconnected) {
 			failedFast++
 		}
 	}

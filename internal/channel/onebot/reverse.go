@@ -92,7 +92,7 @@ func (a *Account) serveReverse(ctx context.Context, rc reverseConn, sink channel
 	a.mu.Unlock()
 	if old != nil {
 		a.log.Info("a new reverse WebSocket replaced the live one", "remote", rc.remote, "replaced_remote", oldFrom, "x_self_id", rc.header)
-		_ = old.Close()
+		_ = old.close()
 	}
 	a.log.Info("reverse WebSocket connected", "x_self_id", rc.header, "remote", rc.remote)
 	err := a.serveConn(ctx, c, rc.header, sink, wg)
@@ -154,7 +154,7 @@ func (a *Account) ServePost(w http.ResponseWriter, r *http.Request) {
 	}
 	// While pincer is saturated the event waits a moment for room, then
 	// the implementation is asked to try again later: nothing is dropped.
-	full := time.NewTimer(PostWait)
+	full := time.NewTimer(postWait)
 	defer full.Stop()
 	select {
 	case in.posts <- post{body: body, header: header}:
@@ -169,9 +169,9 @@ func (a *Account) ServePost(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// PostWait is how long a POSTed event waits for room in a saturated
+// postWait is how long a POSTed event waits for room in a saturated
 // pincer before it is answered 503.
-const PostWait = 2 * time.Second
+const postWait = 2 * time.Second
 
 // foreignSelf returns the QQ number a POSTed event is for when it is not
 // the account's (configured, or learnt from a connection): its X-Self-ID

@@ -76,7 +76,7 @@ func answerSends(action string, _ json.RawMessage) (any, int, string) {
 	return nil, 0, ""
 }
 
-// newRig must be called inside a bubble; o.HTTPClient and the URLs are
+// newRig must be called inside a bubble; o.httpClient and the URLs are
 // filled in when empty. Call close before the bubble ends.
 func newRig(t *testing.T, o AccountOptions, h onebottest.Handler) *rig {
 	t.Helper()
@@ -85,8 +85,8 @@ func newRig(t *testing.T, o AccountOptions, h onebottest.Handler) *rig {
 		h = answerSends
 	}
 	r := &rig{t: t, net: n, peer: onebottest.NewOnPipe(n, "onebot.test", h), sink: &recordSink{}, done: make(chan error, 1)}
-	if o.HTTPClient == nil {
-		o.HTTPClient = n.Client()
+	if o.httpClient == nil {
+		o.httpClient = n.Client()
 	}
 	if o.Reconnect == (Reconnect{}) {
 		o.Reconnect = Reconnect{Enabled: true, Retries: -1, MinDelay: time.Second, MaxDelay: time.Second}
@@ -112,6 +112,12 @@ func (r *rig) close() {
 	}
 	r.peer.Close()
 	_ = r.srv.Close()
+}
+
+// stateOf is a's connection state.
+func stateOf(a *Account) State {
+	state, _, _ := a.Health()
+	return state
 }
 
 func (r *rig) calls(action string) []onebottest.Call {

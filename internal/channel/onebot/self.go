@@ -10,30 +10,30 @@ import (
 	"github.com/pincerbot/pincer/internal/channel/onebot/wire"
 )
 
-// SelfSource says where the bot's QQ number came from.
-type SelfSource string
+// selfSource says where the bot's QQ number came from.
+type selfSource string
 
 // Self sources, in the order they are tried.
 const (
-	SelfFromConfig SelfSource = "config"
-	SelfFromHeader SelfSource = "X-Self-ID"
-	SelfFromEvent  SelfSource = "first event"
-	SelfFromLogin  SelfSource = "get_login_info"
+	selfFromConfig selfSource = "config"
+	selfFromHeader selfSource = "X-Self-ID"
+	selfFromEvent  selfSource = "first event"
+	selfFromLogin  selfSource = "get_login_info"
 )
 
-// ResolveSelf finds the bot's QQ number: from config, else the reverse
+// lookupSelf finds the bot's QQ number: from config, else the reverse
 // connection's X-Self-ID header, else the self_id of the first event, else
 // get_login_info. It returns 0 and an error when none knows it; mention
 // triggering cannot work then, which callers must log.
-func ResolveSelf(ctx context.Context, c Caller, configured wire.ID, header string, first *wire.Event) (wire.ID, SelfSource, error) {
+func lookupSelf(ctx context.Context, c caller, configured wire.ID, header string, first *wire.Event) (wire.ID, selfSource, error) {
 	if configured > 0 {
-		return configured, SelfFromConfig, nil
+		return configured, selfFromConfig, nil
 	}
 	if n, err := strconv.ParseInt(header, 10, 64); err == nil && n > 0 {
-		return wire.ID(n), SelfFromHeader, nil
+		return wire.ID(n), selfFromHeader, nil
 	}
 	if first != nil && first.SelfID > 0 {
-		return first.SelfID, SelfFromEvent, nil
+		return first.SelfID, selfFromEvent, nil
 	}
 	data, err := c.Call(ctx, "get_login_info", nil, 10*time.Second)
 	if err != nil {
@@ -45,5 +45,5 @@ func ResolveSelf(ctx context.Context, c Caller, configured wire.ID, header strin
 	if err := json.Unmarshal(data, &info); err != nil || info.UserID <= 0 {
 		return 0, "", fmt.Errorf("onebot: self id unknown: get_login_info answered %s", data)
 	}
-	return info.UserID, SelfFromLogin, nil
+	return info.UserID, selfFromLogin, nil
 }

@@ -40,21 +40,21 @@ func TestDialForwardAndResolveSelf(t *testing.T) {
 		header     string
 		first      *wire.Event
 		want       wire.ID
-		source     SelfSource
+		source     selfSource
 	}{
-		{111, "222", &wire.Event{SelfID: 333}, 111, SelfFromConfig},
-		{0, "222", &wire.Event{SelfID: 333}, 222, SelfFromHeader},
-		{0, "", &wire.Event{SelfID: 333}, 333, SelfFromEvent},
-		{0, "junk", nil, 3300000001, SelfFromLogin},
+		{111, "222", &wire.Event{SelfID: 333}, 111, selfFromConfig},
+		{0, "222", &wire.Event{SelfID: 333}, 222, selfFromHeader},
+		{0, "", &wire.Event{SelfID: 333}, 333, selfFromEvent},
+		{0, "junk", nil, 3300000001, selfFromLogin},
 	}
 	for _, tt := range tests {
-		id, src, err := ResolveSelf(ctx, c, tt.configured, tt.header, tt.first)
+		id, src, err := lookupSelf(ctx, c, tt.configured, tt.header, tt.first)
 		if err != nil || id != tt.want || src != tt.source {
 			t.Errorf("got %d from %s (%v), want %d from %s", id, src, err, tt.want, tt.source)
 		}
 	}
 	login.Store(0)
-	if _, _, err := ResolveSelf(ctx, c, 0, "", nil); err == nil {
+	if _, _, err := lookupSelf(ctx, c, 0, "", nil); err == nil {
 		t.Error("an unknown self id must be an error")
 	}
 }

@@ -12,12 +12,11 @@ import (
 	"github.com/pincerbot/pincer/internal/msg"
 )
 
-// ChunkSender delivers outbound payloads over a OneBot connection, chunk by
+// chunkSender delivers outbound payloads over a OneBot connection, chunk by
 // chunk.
-type ChunkSender struct {
-	Caller     Caller
+type chunkSender struct {
+	Caller     caller
 	ChunkLimit int
-	Sent       *SentIDs
 	// OnSent, when set, is told the id of every message sent (each
 	// chunk's).
 	OnSent func(ctx context.Context, id msg.MessageID)
@@ -30,7 +29,7 @@ type ChunkSender struct {
 // the reply segment on the first chunk only, mentions rewritten per opts.
 // It returns the id of the first message sent; whitespace-only text sends
 // nothing.
-func (s *ChunkSender) Send(ctx context.Context, out msg.Outbound, opts OutboundOptions) (msg.MessageID, error) {
+func (s *chunkSender) Send(ctx context.Context, out msg.Outbound, opts outboundOptions) (msg.MessageID, error) {
 	var first msg.MessageID
 	err := s.SendFrom(ctx, out, opts, 0, func(part int, id msg.MessageID) {
 		if part == 0 {
@@ -43,7 +42,7 @@ func (s *ChunkSender) Send(ctx context.Context, out msg.Outbound, opts OutboundO
 // SendFrom is Send from chunk from on (the chunks before it were sent
 // already), telling confirmed of each chunk the implementation accepted,
 // with the message id it gave (empty when it gave none).
-func (s *ChunkSender) SendFrom(ctx context.Context, out msg.Outbound, opts OutboundOptions, from int, confirmed func(part int, id msg.MessageID)) error {
+func (s *chunkSender) SendFrom(ctx context.Context, out msg.Outbound, opts outboundOptions, from int, confirmed func(part int, id msg.MessageID)) error {
 	if out.Peer.Kind == msg.Direct {
 		opts.Mentions = false // no rewriting in direct chats
 	}
@@ -54,7 +53,7 @@ func (s *ChunkSender) SendFrom(ctx context.Context, out msg.Outbound, opts Outbo
 	if err != nil {
 		return err
 	}
-	for i, chunk := range ChunkText(out.Text, s.ChunkLimit) {
+	for i, chunk := range chunkText(out.Text, s.ChunkLimit) {
 		if i < from {
 			continue
 		}
@@ -67,7 +66,7 @@ func (s *ChunkSender) SendFrom(ctx context.Context, out msg.Outbound, opts Outbo
 			case <-t.C:
 			}
 		}
-		segs := Segments(chunk, opts)
+		segs := outboundSegments(chunk, opts)
 		if i == 0 && out.ReplyTo != "" {
 			segs = append([]wire.Segment{wire.NewSegment("reply", "id", string(out.ReplyTo))}, segs...)
 		}
@@ -85,9 +84,6 @@ func (s *ChunkSender) SendFrom(ctx context.Context, out msg.Outbound, opts Outbo
 		var id msg.MessageID
 		if err := json.Unmarshal(data, &res); err == nil && res.MessageID != 0 {
 			id = msg.MessageID(res.MessageID.String())
-			if s.Sent != nil {
-				s.Sent.Add(id)
-			}
 			if s.OnSent != nil {
 				s.OnSent(ctx, id)
 			}

@@ -42,10 +42,10 @@ func TestSendChunksWithReplyOnFirst(t *testing.T) {
 		return map[string]any{"message_id": next}, 0, ""
 	})
 	c, _ := dial(t, p, nil)
-	sent := NewSentIDs(2)
-	s := &ChunkSender{Caller: c, ChunkLimit: 10, Sent: sent}
+	sent := newSentIDs(2)
+	s := &chunkSender{Caller: c, ChunkLimit: 10, OnSent: func(_ context.Context, id msg.MessageID) { sent.Add(id) }}
 	out := msg.Outbound{Peer: msg.Peer{Kind: msg.Group, ID: "123"}, ReplyTo: "-5", Text: "第一行文字\n第二行 @张三 好\n第三"}
-	id, err := s.Send(context.Background(), out, OutboundOptions{Mentions: true, Participants: []Participant{{QQ: 9, Name: "张三"}}})
+	id, err := s.Send(context.Background(), out, outboundOptions{Mentions: true, Participants: []participant{{QQ: 9, Name: "张三"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,8 +78,8 @@ func TestSendChunksWithReplyOnFirst(t *testing.T) {
 func TestSendDirectAndNotices(t *testing.T) {
 	p := onebottest.New(t, func(string, json.RawMessage) (any, int, string) { return map[string]any{"message_id": 1}, 0, "" })
 	c, _ := dial(t, p, nil)
-	s := &ChunkSender{Caller: c}
-	people := OutboundOptions{Mentions: true, Participants: []Participant{{QQ: 9, Name: "Ann"}}}
+	s := &chunkSender{Caller: c}
+	people := outboundOptions{Mentions: true, Participants: []participant{{QQ: 9, Name: "Ann"}}}
 	if _, err := s.Send(context.Background(), msg.Outbound{Peer: msg.Peer{Kind: msg.Direct, ID: "42"}, Text: "hi @Ann [CQ:at,qq=9]"}, people); err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/pincerbot/pincer/internal/msg"
 )
 
-// Keeping the bot's sent ids. The newest ones are in memory (SentIDs);
+// Keeping the bot's sent ids. The newest ones are in memory (sentIDs);
 // with a store they are also written there, so a reply to the bot's
 // message still counts after a restart. Ids older than SentRetention are
 // pruned from the store, at most once every sentPruneEvery. An id known
@@ -24,32 +24,32 @@ const (
 	// back to get_msg.
 	SentRetention  = 7 * 24 * time.Hour
 	sentPruneEvery = time.Hour
-	// DefaultOwnerTimeout bounds the get_msg that asks whose message a
+	// defaultOwnerTimeout bounds the get_msg that asks whose message a
 	// quoted id is: it runs before the message is handled.
-	DefaultOwnerTimeout = 3 * time.Second
+	defaultOwnerTimeout = 3 * time.Second
 	ownerTTL            = 30 * time.Minute
 	ownerMax            = 2000
 )
 
-// SentIDs remembers the ids of the bot's recent messages, so a reply to
+// sentIDs remembers the ids of the bot's recent messages, so a reply to
 // one of them can be recognised without a get_msg round trip.
-type SentIDs struct {
+type sentIDs struct {
 	mu    sync.Mutex
 	max   int
 	order []msg.MessageID
 	set   map[msg.MessageID]bool
 }
 
-// NewSentIDs keeps the newest max ids (500 when max <= 0).
-func NewSentIDs(max int) *SentIDs {
+// newSentIDs keeps the newest max ids (500 when max <= 0).
+func newSentIDs(max int) *sentIDs {
 	if max <= 0 {
 		max = 500
 	}
-	return &SentIDs{max: max, set: map[msg.MessageID]bool{}}
+	return &sentIDs{max: max, set: map[msg.MessageID]bool{}}
 }
 
 // Add records id, forgetting the oldest beyond the limit.
-func (s *SentIDs) Add(id msg.MessageID) {
+func (s *sentIDs) Add(id msg.MessageID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.set[id] {
@@ -64,7 +64,7 @@ func (s *SentIDs) Add(id msg.MessageID) {
 }
 
 // Has reports whether id is one of the recent sent ids.
-func (s *SentIDs) Has(id msg.MessageID) bool {
+func (s *sentIDs) Has(id msg.MessageID) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.set[id]
@@ -111,9 +111,9 @@ func (a *Account) askOwner(ctx context.Context, id msg.MessageID, self wire.ID) 
 	if err != nil {
 		return false, true // not a OneBot message id
 	}
-	timeout := a.opts.OwnerTimeout
+	timeout := a.opts.ownerTimeout
 	if timeout <= 0 {
-		timeout = DefaultOwnerTimeout
+		timeout = defaultOwnerTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

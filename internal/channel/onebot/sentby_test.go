@@ -169,11 +169,11 @@ func TestSentByBotAsksGetMsg(t *testing.T) {
 }
 
 // TestSentByBotGetMsgTimesOut: an implementation that never answers holds
-// the message up for OwnerTimeout at most, and the id is asked about
+// the message up for ownerTimeout at most, and the id is asked about
 // again next time.
 func TestSentByBotGetMsgTimesOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, AccountOptions{WSURL: "ws://onebot.test/", SelfID: 3300000001, OwnerTimeout: 2 * time.Second, RequestTimeout: time.Minute}, nil)
+		r := newRig(t, AccountOptions{WSURL: "ws://onebot.test/", SelfID: 3300000001, ownerTimeout: 2 * time.Second, RequestTimeout: time.Minute}, nil)
 		defer r.close()
 		if err := r.peer.Connected(context.Background()); err != nil {
 			t.Fatal(err)

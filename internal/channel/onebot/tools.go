@@ -26,8 +26,8 @@ const (
 
 // Tool names.
 const (
-	HistoryToolName = "onebot_get_history"
-	MembersToolName = "onebot_get_group_members"
+	historyToolName = "onebot_get_history"
+	membersToolName = "onebot_get_group_members"
 )
 
 // Lookup finds an account with tools enabled by id.
@@ -93,7 +93,7 @@ func HistoryTool(lookup Lookup, loc *time.Location) agent.Tool {
 		"count":      map[string]any{"type": "integer", "description": "how many messages, 1-100 (default 20)"},
 		"messageSeq": map[string]any{"type": "string", "description": "optional message id to page back from"},
 	}
-	return tool(lookup, HistoryToolName, "Read recent messages of a QQ group or private chat (read-only).", props, "target",
+	return tool(lookup, historyToolName, "Read recent messages of a QQ group or private chat (read-only).", props, "target",
 		func(ctx context.Context, a *Account, in args) (string, error) {
 			peer, err := ParseTarget(jsonText(in["target"]))
 			if err != nil {
@@ -129,7 +129,7 @@ func MembersTool(lookup Lookup) agent.Tool {
 		"noCache": map[string]any{"type": "boolean", "description": "ask QQ rather than the implementation's cache"},
 		"limit":   map[string]any{"type": "integer", "description": "at most this many, 1-500 (default 100)"},
 	}
-	return tool(lookup, MembersToolName, "List the members of a QQ group with their roles (read-only).", props, "groupId",
+	return tool(lookup, membersToolName, "List the members of a QQ group with their roles (read-only).", props, "groupId",
 		func(ctx context.Context, a *Account, in args) (string, error) {
 			gid, err := strconv.ParseInt(jsonText(in["groupId"]), 10, 64)
 			if err != nil || gid <= 0 || wire.ID(gid) == wire.PlaceholderGroup {

@@ -50,8 +50,8 @@ func TestReverseWebSocketAuthorization(t *testing.T) {
 						t.Fatalf("refused: %v", err)
 					}
 					synctest.Wait()
-					if r.acct.State() != StateConnected {
-						t.Errorf("state %s", r.acct.State())
+					if stateOf(r.acct) != StateConnected {
+						t.Errorf("state %s", stateOf(r.acct))
 					}
 					return
 				}
@@ -69,8 +69,8 @@ func TestReverseWebSocketCarriesEventsAndActions(t *testing.T) {
 		defer r.close()
 		r.sink.text = "hi"
 		synctest.Wait()
-		if r.acct.State() != StateListening {
-			t.Errorf("before a connection: %s", r.acct.State())
+		if stateOf(r.acct) != StateListening {
+			t.Errorf("before a connection: %s", stateOf(r.acct))
 		}
 		ctx := context.Background()
 		if err := r.peer.DialReverse(ctx, rigReverse, onebottest.ReverseOptions{SelfID: 3300000001, Authorization: "Bearer", Client: r.net.Client()}); err != nil {
@@ -262,19 +262,19 @@ func TestHTTPCallerErrors(t *testing.T) {
 		defer p.Close()
 		p.Token = "t"
 		ctx := context.Background()
-		good := &HTTPCaller{BaseURL: p.HTTPURL, Token: "t", Client: n.Client()}
+		good := &httpCaller{BaseURL: p.HTTPURL, Token: "t", Client: n.Client()}
 		if data, err := good.Call(ctx, "get_status", nil, 0); err != nil || string(data) != `{"ok":true}` {
 			t.Errorf("data %s err %v", data, err)
 		}
 		if _, err := good.Call(ctx, "send_group_msg", map[string]any{"group_id": 1}, 0); !errors.Is(err, wire.ErrRiskControl) {
 			t.Errorf("retcode 1200 over HTTP: %v", err)
 		}
-		bad := &HTTPCaller{BaseURL: p.HTTPURL, Token: "wrong", Client: n.Client()}
-		if _, err := bad.Call(ctx, "get_status", nil, 0); !errors.Is(err, ErrTokenRefused) {
+		bad := &httpCaller{BaseURL: p.HTTPURL, Token: "wrong", Client: n.Client()}
+		if _, err := bad.Call(ctx, "get_status", nil, 0); !errors.Is(err, errTokenRefused) {
 			t.Errorf("wrong token: %v", err)
 		}
 		p.Silence("slow")
-		if _, err := good.Call(ctx, "slow", nil, 3*time.Second); !errors.Is(err, ErrTimeout) {
+		if _, err := good.Call(ctx, "slow", nil, 3*time.Second); !errors.Is(err, errTimeout) {
 			t.Errorf("timeout: %v", err)
 		}
 	})
@@ -299,16 +299,16 @@ func TestHeartbeatSilenceDropsTheConnection(t *testing.T) {
 			}
 		}
 		synctest.Wait()
-		if got := len(r.peer.Calls()); r.acct.State() != StateConnected {
-			t.Fatalf("state %s (%d calls)", r.acct.State(), got)
+		if got := len(r.peer.Calls()); stateOf(r.acct) != StateConnected {
+			t.Fatalf("state %s (%d calls)", stateOf(r.acct), got)
 		}
 		// Then the implementation hangs without closing the socket: after
 		// two intervals and five seconds the account gives up on it and
 		// dials again.
 		time.Sleep(14 * time.Second)
 		synctest.Wait()
-		if r.acct.State() != StateConnected {
-			t.Fatalf("dropped too early: %s", r.acct.State())
+		if stateOf(r.acct) != StateConnected {
+			t.Fatalf("dropped too early: %s", stateOf(r.acct))
 		}
 		time.Sleep(2 * time.Second)
 		if err := r.peer.Connected(ctx); err != nil {
@@ -316,8 +316,8 @@ func TestHeartbeatSilenceDropsTheConnection(t *testing.T) {
 		}
 		time.Sleep(time.Second)
 		synctest.Wait()
-		if r.acct.State() != StateConnected || r.peer.Conns() != 1 {
-			t.Errorf("after the silence: state %s, %d connections", r.acct.State(), r.peer.Conns())
+		if stateOf(r.acct) != StateConnected || r.peer.Conns() != 1 {
+			t.Errorf("after the silence: state %s, %d connections", stateOf(r.acct), r.peer.Conns())
 		}
 	})
 }
@@ -325,7 +325,7 @@ func TestHeartbeatSilenceDropsTheConnection(t *testing.T) {
 func TestRiskControlPausesSendsToThatChat(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		blocked := true
-		r := newRig(t, AccountOptions{WSURL: "ws://onebot.test/", Backoff: &SendBackoff{Min: time.Minute, Max: 4 * time.Minute}}, func(action string, params json.RawMessage) (any, int, string) {
+		r := newRig(t, AccountOptions{WSURL: "ws://onebot.test/", backoff: &sendBackoff{Min: time.Minute, Max: 4 * time.Minute}}, func(action string, params json.RawMessage) (any, int, string) {
 			if action == "send_group_msg" && blocked && strings.Contains(string(params), `"group_id":1`) {
 				return nil, wire.RetcodeRiskControl, "Timeout: NTEvent serviceAndMethod:NodeIKernelMsgService/sendMsg"
 			}
@@ -343,7 +343,7 @@ func TestRiskControlPausesSendsToThatChat(t *testing.T) {
 			t.Fatalf("first send: %v", err)
 		}
 		for range 5 {
-			if _, err := r.acct.Send(ctx, g1); !errors.Is(err, ErrSendPaused) {
+			if _, err := r.acct.Send(ctx, g1); !errors.Is(err, errSendPaused) {
 				t.Fatalf("during the pause: %v", err)
 			}
 		}
@@ -360,7 +360,7 @@ func TestRiskControlPausesSendsToThatChat(t *testing.T) {
 			t.Fatalf("after the first pause: %v", err)
 		}
 		time.Sleep(76 * time.Second)
-		if _, err := r.acct.Send(ctx, g1); !errors.Is(err, ErrSendPaused) {
+		if _, err := r.acct.Send(ctx, g1); !errors.Is(err, errSendPaused) {
 			t.Fatalf("the second pause lasts two minutes: %v", err)
 		}
 		time.Sleep(76 * time.Second)
@@ -440,8 +440,8 @@ func TestRetriesExhaustedIsTheAccountsState(t *testing.T) {
 		defer r.close()
 		time.Sleep(time.Minute)
 		synctest.Wait()
-		if r.acct.State() != StateFailed {
-			t.Errorf("state %s, want %s", r.acct.State(), StateFailed)
+		if stateOf(r.acct) != StateFailed {
+			t.Errorf("state %s, want %s", stateOf(r.acct), StateFailed)
 		}
 		select {
 		case err := <-r.done:
@@ -620,8 +620,8 @@ func TestImplementationDialingBeforeRunWaits(t *testing.T) {
 		if diff := cmp.Diff([]string{"1"}, sink.ids()); diff != "" {
 			t.Errorf("dispatched (-want +got):\n%s", diff)
 		}
-		if a.State() != StateConnected {
-			t.Errorf("state %s", a.State())
+		if stateOf(a) != StateConnected {
+			t.Errorf("state %s", stateOf(a))
 		}
 		cancel()
 		if err := <-done; err != nil {

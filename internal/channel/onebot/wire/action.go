@@ -29,9 +29,7 @@ type Response struct {
 
 // Retcodes with a meaning of their own.
 const (
-	RetcodeOK      = 0
-	RetcodeAsync   = 1
-	RetcodeFailure = 100
+	retcodeOK = 0
 	// RetcodeRiskControl is NapCat's action exception, usually a send
 	// blocked by QQ's risk control.
 	RetcodeRiskControl = 1200
@@ -68,7 +66,7 @@ func (e *ActionError) Is(target error) bool {
 // Result is the data of a successful answer to action, else an
 // *ActionError.
 func (r Response) Result(action string) (json.RawMessage, error) {
-	if r.Status == "ok" || r.Status == "async" || (r.Status == "" && r.Retcode == RetcodeOK) {
+	if r.Status == "ok" || r.Status == "async" || (r.Status == "" && r.Retcode == retcodeOK) {
 		return r.Data, nil
 	}
 	text := r.Message

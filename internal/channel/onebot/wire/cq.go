@@ -15,12 +15,12 @@ var (
 // EscapeText escapes plain text for a CQ string.
 func EscapeText(s string) string { return textEscaper.Replace(s) }
 
-// EscapeParam escapes a CQ parameter value.
-func EscapeParam(s string) string { return paramEscaper.Replace(s) }
+// escapeParam escapes a CQ parameter value.
+func escapeParam(s string) string { return paramEscaper.Replace(s) }
 
-// Unescape reverses both escapings. A single pass replaces each entity
+// unescape reverses both escapings. A single pass replaces each entity
 // once, so "&amp;#91;" becomes "&#91;", not "[".
-func Unescape(s string) string { return cqUnescaper.Replace(s) }
+func unescape(s string) string { return cqUnescaper.Replace(s) }
 
 // SegmentBuilder collects segments, merging adjacent text into one text
 // segment without re-encoding it on every addition. The zero value is
@@ -41,7 +41,7 @@ func (b *SegmentBuilder) Add(s Segment) {
 
 func (b *SegmentBuilder) flush() {
 	if b.text.Len() > 0 {
-		b.segs = append(b.segs, TextSegment(b.text.String()))
+		b.segs = append(b.segs, textSegment(b.text.String()))
 		b.text.Reset()
 	}
 }
@@ -52,9 +52,9 @@ func (b *SegmentBuilder) Segments() []Segment {
 	return b.segs
 }
 
-// ParseCQ parses a CQ-code string into segments. Text outside codes becomes
+// parseCQ parses a CQ-code string into segments. Text outside codes becomes
 // text segments; a "[CQ:" that never closes, or has no type, is text.
-func ParseCQ(s string) []Segment {
+func parseCQ(s string) []Segment {
 	var b SegmentBuilder
 	for {
 		i := strings.Index(s, "[CQ:")
@@ -63,15 +63,15 @@ func ParseCQ(s string) []Segment {
 			end = strings.IndexByte(s[i:], ']')
 		}
 		if i < 0 || end < 0 {
-			b.AddText(Unescape(s))
+			b.AddText(unescape(s))
 			return b.Segments()
 		}
-		b.AddText(Unescape(s[:i]))
+		b.AddText(unescape(s[:i]))
 		body := s[i+4 : i+end]
 		s = s[i+end+1:]
 		typ, params, _ := strings.Cut(body, ",")
 		if typ == "" {
-			b.AddText(Unescape("[CQ:" + body + "]"))
+			b.AddText(unescape("[CQ:" + body + "]"))
 			continue
 		}
 		seg := Segment{Type: typ, Data: map[string]json.RawMessage{}}
@@ -79,7 +79,7 @@ func ParseCQ(s string) []Segment {
 			for _, p := range strings.Split(params, ",") {
 				k, v, _ := strings.Cut(p, "=")
 				if k != "" {
-					seg.Data[k] = quote(Unescape(v))
+					seg.Data[k] = quote(unescape(v))
 				}
 			}
 		}
@@ -87,9 +87,9 @@ func ParseCQ(s string) []Segment {
 	}
 }
 
-// FormatCQ renders segments as a CQ string, with keys in sorted order.
+// formatCQ renders segments as a CQ string, with keys in sorted order.
 // Non-string data values are written as their JSON text.
-func FormatCQ(segs []Segment) string {
+func formatCQ(segs []Segment) string {
 	var b strings.Builder
 	for _, s := range segs {
 		if s.Type == "text" {
@@ -107,7 +107,7 @@ func FormatCQ(segs []Segment) string {
 			if strings.HasPrefix(strings.TrimSpace(v), `"`) {
 				v = s.Str(k)
 			}
-			b.WriteString("," + k + "=" + EscapeParam(v))
+			b.WriteString("," + k + "=" + escapeParam(v))
 		}
 		b.WriteByte(']')
 	}

@@ -109,7 +109,7 @@ func (s *segments) next() (Segment, bool) {
 	}
 }
 
-// segmentsOf reads a message field as ParseMessage does (a segment array,
+// segmentsOf reads a message field as parseMessage does (a segment array,
 // one segment, or a CQ-code string). A large one is read one segment at a
 // time (streamSegments), so that the reader may stop early and no text is
 // copied whole. A CQ-code string is cut to about limit characters first
@@ -122,7 +122,7 @@ func segmentsOf(raw json.RawMessage, limit int) (segs segments, cut bool, err er
 			return segments{}, false, fmt.Errorf("onebot: message string: %w", err)
 		}
 		s, cut = cutCQ(s, limit)
-		return segments{list: ParseCQ(s)}, cut, nil
+		return segments{list: parseCQ(s)}, cut, nil
 	}
 	if len(raw) >= largeFrame {
 		segs, err := streamSegments(raw)
@@ -132,7 +132,7 @@ func segmentsOf(raw json.RawMessage, limit int) (segs segments, cut bool, err er
 	return segments{list: all}, false, err
 }
 
-// streamSegments reads a segment array, or one segment, as ParseMessage
+// streamSegments reads a segment array, or one segment, as parseMessage
 // does (but with encoding/json throughout), one segment at a time; a text
 // segment's text is left encoded where it is, for textPrefix.
 func streamSegments(raw json.RawMessage) (segments, error) {
@@ -141,7 +141,7 @@ func streamSegments(raw json.RawMessage) (segments, error) {
 		return segments{}, nil
 	}
 	if !json.Valid(raw) {
-		return segments{}, fmt.Errorf("onebot: message: %w", ErrBadMessage)
+		return segments{}, fmt.Errorf("onebot: message: %w", errBadMessage)
 	}
 	switch raw[0] {
 	case '[':
@@ -151,7 +151,7 @@ func streamSegments(raw json.RawMessage) (segments, error) {
 			return segments{list: []Segment{seg}}, nil
 		}
 	}
-	return segments{}, ErrBadMessage
+	return segments{}, errBadMessage
 }
 
 // segmentOf decodes one element of a segment array (valid JSON) as

@@ -63,9 +63,9 @@ var (
 	ErrNotMessage = errors.New("onebot: not a message event")
 	// ErrSelf: the bot's own message (message_sent, or sent by self_id).
 	ErrSelf = errors.New("onebot: the bot's own message")
-	// ErrPlaceholder: a message of the placeholder group, which only
+	// errPlaceholder: a message of the placeholder group, which only
 	// exists inside merged forwards.
-	ErrPlaceholder = errors.New("onebot: placeholder group")
+	errPlaceholder = errors.New("onebot: placeholder group")
 )
 
 // DecodeEvent decodes one event frame. The Message of a frame of
@@ -84,9 +84,9 @@ func DecodeEvent(frame []byte) (Event, error) {
 	return ev, nil
 }
 
-// DisplayName is the sender's name as shown to the agent: the group card,
+// displayName is the sender's name as shown to the agent: the group card,
 // else the nickname, else the QQ number; sanitized.
-func (s Sender) DisplayName(fallback ID) string {
+func (s Sender) displayName(fallback ID) string {
 	for _, n := range []string{s.Card, s.Nickname} {
 		if name := prompt.Sanitize(n); name != "" {
 			return name
@@ -126,13 +126,13 @@ func (ev Event) Normalize(account msg.AccountID, self ID, maxChars int) (msg.Mes
 	}
 	m := msg.Message{
 		ID: msg.MessageID(ev.MessageID.String()), Channel: ChannelID, Account: account,
-		Sender: msg.Sender{ID: msg.UserID(ev.UserID.String()), Name: strings.Clone(ev.Sender.DisplayName(ev.UserID))},
+		Sender: msg.Sender{ID: msg.UserID(ev.UserID.String()), Name: strings.Clone(ev.Sender.displayName(ev.UserID))},
 		Time:   time.Unix(int64(ev.Time), 0),
 	}
 	switch ev.MessageType {
 	case "group":
 		if ev.GroupID == PlaceholderGroup {
-			return msg.Message{}, ErrPlaceholder
+			return msg.Message{}, errPlaceholder
 		}
 		m.Peer = msg.Peer{Kind: msg.Group, ID: ev.GroupID.String()}
 	case "private":
@@ -149,7 +149,7 @@ func (ev Event) Normalize(account msg.AccountID, self ID, maxChars int) (msg.Mes
 		if raw := ev.raw(); raw != "" {
 			m.Segments, m.Mentions, m.ForwardIDs, m.ReplyTo, m.AtAll = nil, nil, nil, "", false
 			raw, cut := cutCQ(raw, limit)
-			fillFrom(&m, &segments{list: ParseCQ(raw)}, 0, self, limit, cut)
+			fillFrom(&m, &segments{list: parseCQ(raw)}, 0, self, limit, cut)
 		}
 	}
 	return m, nil
@@ -173,20 +173,19 @@ func (ev Event) raw() string {
 	return s
 }
 
-// Fill converts segments into m's segments, rendered text, mentions,
-// reply id and forward ids. self is the bot's QQ number (0 when unknown).
+// fill converts segments into m's segments, rendered text, mentions,
+// reply id and forward ids; depth is how deep in inline forwards they
+// are. self is the bot's QQ number (0 when unknown).
 // The at that QQ inserts after a reply segment (of the quoted message's
 // author) is dropped, so a reply does not read as a mention of that
 // person. An at of the bot there is kept: the user typed it, or QQ put it
 // there because the quoted message is the bot's, and either way the
 // message speaks to the bot. The text is cut to DefaultMaxChars.
-func Fill(m *msg.Message, segs []Segment, self ID) { fill(m, segs, 0, self) }
-
 func fill(m *msg.Message, segs []Segment, depth int, self ID) {
 	fillFrom(m, &segments{list: segs}, depth, self, DefaultMaxChars, false)
 }
 
-// fillFrom is Fill reading segs until limit characters are rendered: the
+// fillFrom is fill reading segs until limit characters are rendered: the
 // segment that does not fit is cut (text) or dropped (anything else), the
 // segments after it are not read, and TruncatedMarker ends the text, as it
 // does when short says segs were cut short already. It returns how many
@@ -216,7 +215,7 @@ func fillFrom(m *msg.Message, segs *segments, depth int, self ID, limit int, sho
 				continue
 			}
 		}
-		text := Render(seg)
+		text := render(seg)
 		size := utf8.RuneCountInString(text)
 		if size > left {
 			cut = true // a placeholder or mention that does not fit
@@ -293,26 +292,26 @@ func convert(s Segment, depth int, self ID) msg.Segment {
 // Placeholders of non-text segments in rendered text, and the marker that
 // ends a text that was cut.
 const (
-	PlaceholderImage   = "[图片]"
-	PlaceholderVoice   = "[语音]"
-	PlaceholderFace    = "[表情]"
-	PlaceholderVideo   = "[视频]"
-	PlaceholderFile    = "[文件]"
-	PlaceholderForward = "[合并转发]"
-	AtAllText          = "@全体成员"
+	placeholderImage   = "[图片]"
+	placeholderVoice   = "[语音]"
+	placeholderFace    = "[表情]"
+	placeholderVideo   = "[视频]"
+	placeholderFile    = "[文件]"
+	placeholderForward = "[合并转发]"
+	atAllText          = "@全体成员"
 	// TruncatedMarker ends the text of a message that was cut.
 	TruncatedMarker = "（已截断）"
 )
 
-// Render is a segment's text as the agent reads it. Reply segments render
+// render is a segment's text as the agent reads it. Reply segments render
 // as nothing: quotes are resolved separately.
-func Render(s msg.Segment) string {
+func render(s msg.Segment) string {
 	switch s.Kind {
 	case msg.SegText:
 		return s.Text
 	case msg.SegAt:
 		if s.AtAll {
-			return AtAllText
+			return atAllText
 		}
 		if s.Name != "" {
 			return "@" + s.Name
@@ -321,17 +320,17 @@ func Render(s msg.Segment) string {
 	case msg.SegReply:
 		return ""
 	case msg.SegImage:
-		return PlaceholderImage
+		return placeholderImage
 	case msg.SegVoice:
-		return PlaceholderVoice
+		return placeholderVoice
 	case msg.SegFace:
-		return PlaceholderFace
+		return placeholderFace
 	case msg.SegVideo:
-		return PlaceholderVideo
+		return placeholderVideo
 	case msg.SegFile:
-		return PlaceholderFile
+		return placeholderFile
 	case msg.SegForward:
-		return PlaceholderForward
+		return placeholderForward
 	}
 	return "[" + prompt.Sanitize(s.Type) + "]"
 }

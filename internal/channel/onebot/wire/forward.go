@@ -124,7 +124,7 @@ func forwardNode(raw json.RawMessage, depth int, self ID) (msg.Message, bool) {
 	m := msg.Message{
 		Channel: ChannelID,
 		ID:      msg.MessageID(nonZero(LenientID(n.MessageID))),
-		Sender:  msg.Sender{Name: sender.DisplayName(0)},
+		Sender:  msg.Sender{Name: sender.displayName(0)},
 	}
 	if sender.UserID != 0 {
 		m.Sender.ID = msg.UserID(sender.UserID.String())
@@ -150,27 +150,27 @@ func forwardNode(raw json.RawMessage, depth int, self ID) (msg.Message, bool) {
 		id := inlineForwardID(content)
 		m.Segments = []msg.Segment{{Kind: msg.SegForward, ID: string(id), Forward: forwardMessages(content, depth+1, self)}}
 		m.ForwardIDs = []msg.ForwardID{id}
-		m.Text = PlaceholderForward
+		m.Text = placeholderForward
 		return m, true
 	}
-	segs, err := ParseMessage(content)
+	segs, err := parseMessage(content, false)
 	if err != nil || (len(segs) == 0 && n.RawMessage != "") {
-		segs = ParseCQ(n.RawMessage)
+		segs = parseCQ(n.RawMessage)
 	}
 	fill(&m, segs, depth, self)
 	return m, true
 }
 
-// InlineForwardPrefix starts the ids pincer gives forwards that arrive
+// inlineForwardPrefix starts the ids pincer gives forwards that arrive
 // inline without an id of their own (go-cqhttp's nested node lists). No
 // implementation's resId or message id contains a colon, so these never
 // collide with a real id, and they are never sent to get_forward_msg.
-const InlineForwardPrefix = "inline:"
+const inlineForwardPrefix = "inline:"
 
 // IsInlineForward reports whether id is one pincer made up for inline
 // content.
 func IsInlineForward(id msg.ForwardID) bool {
-	return strings.HasPrefix(string(id), InlineForwardPrefix)
+	return strings.HasPrefix(string(id), inlineForwardPrefix)
 }
 
 // inlineForwardID is the id of inline forward content: the prefix and a
@@ -184,7 +184,7 @@ func inlineForwardID(content json.RawMessage) msg.ForwardID {
 		compact.Write(content)
 	}
 	sum := sha256.Sum256(compact.Bytes())
-	return msg.ForwardID(InlineForwardPrefix + hex.EncodeToString(sum[:8]))
+	return msg.ForwardID(inlineForwardPrefix + hex.EncodeToString(sum[:8]))
 }
 
 func nonZero(id ID) string {

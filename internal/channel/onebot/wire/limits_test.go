@@ -140,14 +140,14 @@ func reference(ev Event, self ID) (msg.Message, error) {
 		return m, err
 	}
 	m.Segments, m.Mentions, m.ForwardIDs, m.ReplyTo, m.AtAll, m.Text = nil, nil, nil, "", false, ""
-	segs, err := ParseMessage(ev.Message)
+	segs, err := parseMessage(ev.Message, false)
 	if ev.decoded {
 		segs, err = ev.segs, nil
 	}
 	if err != nil || (len(segs) == 0 && ev.raw() != "") {
-		segs = ParseCQ(ev.raw())
+		segs = parseCQ(ev.raw())
 	}
-	Fill(&m, segs, self)
+	fill(&m, segs, 0, self)
 	return m, nil
 }
 

@@ -73,8 +73,8 @@ func TestAtAfterReply(t *testing.T) {
 // reply is QQ's insert, as before.
 func TestAtAfterReplySelfUnknown(t *testing.T) {
 	var m msg.Message
-	segs, _ := ParseMessage([]byte(`[{"type":"reply","data":{"id":"1"}},{"type":"at","data":{"qq":"3300000001"}},{"type":"text","data":{"text":" x"}}]`))
-	Fill(&m, segs, 0)
+	segs, _ := parseMessage([]byte(`[{"type":"reply","data":{"id":"1"}},{"type":"at","data":{"qq":"3300000001"}},{"type":"text","data":{"text":" x"}}]`), false)
+	fill(&m, segs, 0, 0)
 	if len(m.Mentions) != 0 || m.Text != "x" {
 		t.Errorf("mentions %v text %q", m.Mentions, m.Text)
 	}

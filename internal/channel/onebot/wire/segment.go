@@ -42,8 +42,8 @@ func (s Segment) Str(key string) string {
 	return ""
 }
 
-// TextSegment returns a text segment.
-func TextSegment(text string) Segment {
+// textSegment returns a text segment.
+func textSegment(text string) Segment {
 	return Segment{Type: "text", Data: map[string]json.RawMessage{"text": quote(text)}}
 }
 
@@ -67,19 +67,14 @@ func quote(s string) json.RawMessage {
 	return json.RawMessage(bytes.TrimSuffix(b.Bytes(), []byte("\n")))
 }
 
-// ErrBadMessage reports a message field that is neither a segment array,
+// errBadMessage reports a message field that is neither a segment array,
 // a single segment nor a string.
-var ErrBadMessage = errors.New("onebot: message is not a segment array, segment or string")
+var errBadMessage = errors.New("onebot: message is not a segment array, segment or string")
 
-// ParseMessage decodes a message field in any of its forms: a segment
-// array, a single segment object, or a CQ-code string. Elements that are not
-// segments are skipped.
-func ParseMessage(raw json.RawMessage) ([]Segment, error) {
-	return parseMessage(raw, false)
-}
-
-// parseMessage is ParseMessage; valid says raw is known to be valid JSON
-// (a part of a frame already checked whole), which spares a second check.
+// parseMessage decodes a message field in any of its forms: a segment
+// array, a single segment object, or a CQ-code string. Elements that are
+// not segments are skipped. valid says raw is known to be valid JSON (a
+// part of a frame already checked whole), which spares a second check.
 func parseMessage(raw json.RawMessage, valid bool) ([]Segment, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
@@ -91,11 +86,11 @@ func parseMessage(raw json.RawMessage, valid bool) ([]Segment, error) {
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return nil, fmt.Errorf("onebot: message string: %w", err)
 		}
-		return ParseCQ(s), nil
+		return parseCQ(s), nil
 	case '{':
 		var seg Segment
 		if err := json.Unmarshal(raw, &seg); err != nil || seg.Type == "" {
-			return nil, ErrBadMessage
+			return nil, errBadMessage
 		}
 		return []Segment{seg}, nil
 	case '[':
@@ -118,5 +113,5 @@ func parseMessage(raw json.RawMessage, valid bool) ([]Segment, error) {
 		}
 		return segs, nil
 	}
-	return nil, ErrBadMessage
+	return nil, errBadMessage
 }

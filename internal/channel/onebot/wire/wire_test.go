@@ -75,7 +75,7 @@ func TestParseMessageForms(t *testing.T) {
 		{`{"data":{}}`, nil, true},
 	}
 	for _, tt := range tests {
-		segs, err := ParseMessage(json.RawMessage(tt.in))
+		segs, err := parseMessage(json.RawMessage(tt.in), false)
 		if (err != nil) != tt.err {
 			t.Errorf("%s: err %v", tt.in, err)
 			continue
@@ -95,19 +95,19 @@ func TestCQEscaping(t *testing.T) {
 	if got := EscapeText(text); got != "价格&#91;含税&#93;,A&amp;B" {
 		t.Errorf("text: %q", got)
 	}
-	if got := EscapeParam(text); got != "价格&#91;含税&#93;&#44;A&amp;B" {
+	if got := escapeParam(text); got != "价格&#91;含税&#93;&#44;A&amp;B" {
 		t.Errorf("param: %q", got)
 	}
-	if got := Unescape("&amp;#91;"); got != "&#91;" {
+	if got := unescape("&amp;#91;"); got != "&#91;" {
 		t.Errorf("&amp; must be unescaped last: %q", got)
 	}
-	if got := Unescape(EscapeParam(text)); got != text {
+	if got := unescape(escapeParam(text)); got != text {
 		t.Errorf("round trip: %q", got)
 	}
 }
 
 func TestParseCQ(t *testing.T) {
-	segs := ParseCQ("hi &#91;x&#93; [CQ:at,qq=123,name=A&#44;B][CQ:share,url=http://a?b=c&amp;d=e] [CQ:at,qq=1")
+	segs := parseCQ("hi &#91;x&#93; [CQ:at,qq=123,name=A&#44;B][CQ:share,url=http://a?b=c&amp;d=e] [CQ:at,qq=1")
 	if len(segs) != 4 {
 		t.Fatalf("segments %+v", segs)
 	}
@@ -120,7 +120,7 @@ func TestParseCQ(t *testing.T) {
 	if segs[3].Str("text") != " [CQ:at,qq=1" {
 		t.Errorf("an unclosed code is text: %q", segs[3].Str("text"))
 	}
-	if got := FormatCQ(ParseCQ("a[CQ:image,file=x.jpg,url=u?a=1&amp;b=2]b")); got != "a[CQ:image,file=x.jpg,url=u?a=1&amp;b=2]b" {
+	if got := formatCQ(parseCQ("a[CQ:image,file=x.jpg,url=u?a=1&amp;b=2]b")); got != "a[CQ:image,file=x.jpg,url=u?a=1&amp;b=2]b" {
 		t.Errorf("format %q", got)
 	}
 }
@@ -130,10 +130,10 @@ func FuzzParseCQ(f *testing.F) {
 	f.Add("[CQ:,a=b][CQ:x]&amp;#91;")
 	f.Add("[CQ:image,file=a&#44;b,url=]")
 	f.Fuzz(func(t *testing.T, s string) {
-		segs := ParseCQ(s)
-		again := ParseCQ(FormatCQ(segs))
-		if FormatCQ(again) != FormatCQ(segs) {
-			t.Fatalf("not stable: %q -> %q -> %q", s, FormatCQ(segs), FormatCQ(again))
+		segs := parseCQ(s)
+		again := parseCQ(formatCQ(segs))
+		if formatCQ(again) != formatCQ(segs) {
+			t.Fatalf("not stable: %q -> %q -> %q", s, formatCQ(segs), formatCQ(again))
 		}
 	})
 }
@@ -144,9 +144,9 @@ func FuzzParseMessage(f *testing.F) {
 	f.Add(`{"type":"forward","data":{"id":"x","content":[{"message":[]}]}}`)
 	f.Add(`[{"type":"reply","data":{"id":"-5"}},{"type":"at","data":{"qq":"3300000001"}},{"type":"text","data":{"text":" q"}}]`)
 	f.Fuzz(func(t *testing.T, raw string) {
-		segs, _ := ParseMessage(json.RawMessage(raw))
+		segs, _ := parseMessage(json.RawMessage(raw), false)
 		var m msg.Message
-		Fill(&m, segs, 3300000001)
+		fill(&m, segs, 0, 3300000001)
 	})
 }
 
@@ -228,7 +228,7 @@ func TestRefusedEvents(t *testing.T) {
 	}{
 		{`{"post_type":"message_sent","message_type":"group","group_id":1,"user_id":9}`, 9, ErrSelf},
 		{`{"post_type":"message","message_type":"private","user_id":9,"self_id":9}`, 0, ErrSelf},
-		{`{"post_type":"message","message_type":"group","group_id":284840486,"user_id":5}`, 9, ErrPlaceholder},
+		{`{"post_type":"message","message_type":"group","group_id":284840486,"user_id":5}`, 9, errPlaceholder},
 		{`{"post_type":"meta_event","meta_event_type":"heartbeat"}`, 9, ErrNotMessage},
 		{`{"post_type":"notice","notice_type":"group_recall"}`, 9, ErrNotMessage},
 	}
