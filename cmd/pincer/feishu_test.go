@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -145,5 +148,59 @@ func TestServeFeishuWebhookMergeForward(t *testing.T) {
 	}
 	if err := p.stop(); err != nil {
 		t.Errorf("exit after SIGTERM: %v", err)
+	}
+}
+
+// TestFeishuSimulator is the try-it-without-Feishu path: pincer serve in
+// webhook mode pointed at "pincer dev feishu-sim"; a typed @ line is
+// answered (by the preview agent, which echoes), and /forward sends a
+// nested merged forward that reaches the agent as its excerpt.
+func TestFeishuSimulator(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := ln.Addr().String()
+	ln.Close()
+	stdin, typing := io.Pipe()
+	out := &lockedBuffer{}
+	code := make(chan int, 1)
+	go func() {
+		code <- feishuSim([]string{"--listen", "127.0.0.1:0", "--webhook", "http://" + listen + "/feishu/events"}, stdin, out, io.Discard)
+	}()
+	simURL := waitFor(t, out, regexp.MustCompile(`simulator on (http://\S+);`))[1]
+	if !strings.Contains(out.String(), "verificationToken: '"+feishusim.DefaultVerificationToken+"'") {
+		t.Errorf("the simulator does not say how to configure pincer:\n%s", out)
+	}
+	p, _ := startServe(t, t.TempDir(), fmt.Sprintf(`{ gateway: { listen: '%s' }, channels: { feishu: {
+	  appId: '%s', appSecret: '%s', domain: '%s', mode: 'webhook', verificationToken: '%s',
+	  receive: { realtime: { windowMs: 50 } } } } }`, listen, feishusim.DefaultAppID, feishusim.DefaultAppSecret, simURL, feishusim.DefaultVerificationToken))
+	defer p.stop()
+	// The first lines may find pincer still learning who its bot is
+	// (503, which the simulator prints); say it again until it is taken.
+	for i := 0; ; i++ {
+		if _, err := io.WriteString(typing, "@你好\n"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(300 * time.Millisecond)
+		if strings.Contains(out.String(), "bot: ") || i == 20 {
+			break
+		}
+	}
+	waitFor(t, out, regexp.MustCompile(`(?s)\[group\] bot: .*你好`))
+	if _, err := io.WriteString(typing, "今天的告警\n/forward\n"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, out, regexp.MustCompile(`【合并转发,共 \d+ 条】`))
+	waitFor(t, out, regexp.MustCompile(`\(bot removed Typing\)`))
+	if strings.Contains(out.String(), "Merged and Forwarded Message") {
+		t.Errorf("the fixed text reached the agent:\n%s", out)
+	}
+	typing.Close()
+	if c := <-code; c != 0 {
+		t.Errorf("exit %d", c)
 	}
 }

@@ -8,6 +8,7 @@
 //	pincer config example                 print a commented example configuration
 //	pincer send --target T TEXT           send a QQ message as the bot
 //	pincer dev onebot-sim                 a simulated QQ implementation to try pincer with
+//	pincer dev feishu-sim                 a simulated Feishu open platform to try pincer with
 //	pincer bench [flags]                  measure pincer end to end under load
 //	pincer version                        print the version
 package main
@@ -43,6 +44,9 @@ Usage:
                                         send a QQ message as the bot (T: group:<id>, private:<qq>)
   pincer dev onebot-sim [--listen ADDR] a simulated QQ (OneBot v11) implementation to chat
                                         with pincer from the terminal, no account needed
+  pincer dev feishu-sim [--listen ADDR] [--webhook URL]
+                                        a simulated Feishu open platform: chat with pincer's
+                                        Feishu channel (webhook mode) from the terminal
   pincer bench [flags]                  measure pincer end to end under a burst and a steady
                                         load of QQ messages (pincer bench -h for the flags)
   pincer version                        print the version
@@ -81,11 +85,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "send":
 		return send(rest, stdout, stderr)
 	case "dev":
-		if len(rest) == 0 || rest[0] != "onebot-sim" {
-			fmt.Fprint(stderr, "pincer dev: want onebot-sim\n")
-			return 2
+		switch {
+		case len(rest) > 0 && rest[0] == "onebot-sim":
+			return onebotSim(rest[1:], os.Stdin, stdout, stderr)
+		case len(rest) > 0 && rest[0] == "feishu-sim":
+			return feishuSim(rest[1:], os.Stdin, stdout, stderr)
 		}
-		return onebotSim(rest[1:], os.Stdin, stdout, stderr)
+		fmt.Fprintln(stderr, errNoSim)
+		return 2
 	case "bench":
 		return benchCmd(rest, stdout, stderr)
 	case "version", "--version", "-v":
