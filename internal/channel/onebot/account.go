@@ -21,7 +21,8 @@ import (
 	"github.com/pincerbot/pincer/internal/store"
 )
 
-// AccountOptions configure one QQ account.
+// AccountOptions configure one QQ account. Its unexported fields are set
+// by tests only; they keep their defaults otherwise.
 type AccountOptions struct {
 	// ID is the account id ("default" for the top-level account).
 	ID msg.AccountID

@@ -46,6 +46,7 @@ type ActionError struct {
 	Message string
 }
 
+// Error names the action, its retcode and the failure text, if any.
 func (e *ActionError) Error() string {
 	s := fmt.Sprintf("onebot: %s failed: retcode %d", e.Action, e.Retcode)
 	if e.Message != "" {

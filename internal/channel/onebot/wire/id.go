@@ -44,6 +44,7 @@ func (id *ID) UnmarshalJSON(b []byte) error {
 // MarshalJSON writes the id as a JSON number.
 func (id ID) MarshalJSON() ([]byte, error) { return strconv.AppendInt(nil, int64(id), 10), nil }
 
+// String is the id in decimal.
 func (id ID) String() string { return strconv.FormatInt(int64(id), 10) }
 
 // LenientID reads an id that may be a number, a numeric string or
