@@ -28,18 +28,6 @@ func TestWebchat(t *testing.T) { channeltest.Run(t, webchatHarness{}) }
 
 type webchatHarness struct{}
 
-// KnownDefects: the web chat's Send takes a direct peer whose id no
-// browser can have (browser ids are 32 lower-case hex digits, issued in
-// the cookie) and reports it sent, under a fresh message id, though it
-// reaches no one.
-func (webchatHarness) KnownDefects() map[string]string {
-	const why = "webchat.Channel.Send to a direct peer whose id is not a browser id returns a message id and no error; the payload reaches no one"
-	return map[string]string{
-		"CapabilityErrors/Unreachable/direct:":              why,
-		"CapabilityErrors/Unreachable/direct:not-a-browser": why,
-	}
-}
-
 // webPlatform is the web chat's server with browsers talking to it.
 type webPlatform struct {
 	ch   *webchat.Channel

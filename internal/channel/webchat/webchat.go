@@ -126,6 +126,9 @@ func (c *Channel) Send(_ context.Context, out msg.Outbound) (msg.MessageID, erro
 	if out.Peer.Kind != msg.Direct {
 		return "", fmt.Errorf("webchat: send to %s: only direct peers exist", out.Peer)
 	}
+	if !browserIDPattern.MatchString(out.Peer.ID) {
+		return "", fmt.Errorf("webchat: send to %s: not a browser id (32 hex digits)", out.Peer)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for ch := range c.subs[out.Peer.ID] {
