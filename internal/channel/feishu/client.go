@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 
 // Feishu codes pincer acts on (reference §1.5).
 const (
+	codeInvalidParam     = 230001
 	codeBotNotInChat     = 230002
 	codeRecalled         = 230011
 	codeIMRateLimited    = 230020
@@ -27,6 +30,8 @@ const (
 	codeInvisible        = 230050
 	codeDeleted          = 230110
 	codeReplyUnavailable = 231003
+	codeCardInvalid      = 230099
+	codeCardBuild        = 200861
 	codeRateLimited      = 99991400
 	codeTenantToken      = 99991663
 	codeAppToken         = 99991664
@@ -39,6 +44,8 @@ const (
 // on an invalid-token code and retries once.
 type client struct {
 	sdk       *lark.Client
+	http      *http.Client
+	base      string
 	appID     string
 	appSecret string
 
@@ -59,15 +66,22 @@ func newClient(appID, appSecret, base string, hc *http.Client, timeout time.Dura
 	if timeout > 0 {
 		opts = append(opts, lark.WithReqTimeout(timeout))
 	}
-	return &client{sdk: lark.NewClient(appID, appSecret, opts...), appID: appID, appSecret: appSecret}
+	raw := hc
+	if raw == nil {
+		raw = &http.Client{Timeout: 2 * timeout}
+	}
+	return &client{
+		sdk: lark.NewClient(appID, appSecret, opts...), http: raw, base: strings.TrimRight(base, "/"),
+		appID: appID, appSecret: appSecret,
+	}
 }
 
-// tenantToken returns a cached token, or a new one when it is about to
-// expire or fresh is set.
-func (c *client) tenantToken(ctx context.Context, fresh bool) (string, error) {
+// tenantToken returns the cached token, or a new one when it is about to
+// expire or is stale (the token a call was just refused with).
+func (c *client) tenantToken(ctx context.Context, stale string) (string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !fresh && c.token != "" && time.Now().Before(c.expires) {
+	if c.token != "" && c.token != stale && time.Now().Before(c.expires) {
 		return c.token, nil
 	}
 	resp, err := c.sdk.GetTenantAccessTokenBySelfBuiltApp(ctx, &larkcore.SelfBuiltTenantAccessTokenReq{AppID: c.appID, AppSecret: c.appSecret})
@@ -85,6 +99,11 @@ func (c *client) tenantToken(ctx context.Context, fresh bool) (string, error) {
 	return c.token, nil
 }
 
+// invalidToken reports the codes of a refused access token.
+func invalidToken(code int) bool {
+	return code == codeTenantToken || code == codeAppToken || code == codeAccessToken
+}
+
 // envelope is the platform's answer: a code, a message and the data.
 type envelope struct {
 	Code int             `json:"code"`
@@ -92,14 +111,22 @@ type envelope struct {
 	Data json.RawMessage `json:"data"`
 }
 
-// call performs one API request and returns its data. A business error
-// comes back as *larkmsg.APIError, with the wait the platform asked for
-// when it throttled the call.
-func (c *client) call(ctx context.Context, method, path string, query url.Values, body any) (json.RawMessage, error) {
-	for attempt := 0; ; attempt++ {
-		tok, err := c.tenantToken(ctx, attempt > 0)
+// maxReadWait is the longest wait a throttled read is retried after; a
+// longer one is returned as an error. Sends are retried by the outbox.
+const maxReadWait = 5 * time.Second
+
+// exchange performs one API request with the tenant token, fetching a
+// fresh token and trying once more when the platform refuses the cached
+// one; a throttled read (GET) is tried once more after the wait the
+// platform asks for. A business error comes back as *apiError, with that
+// wait; the answer is returned with it.
+func (c *client) exchange(ctx context.Context, method, path string, query url.Values, body any) (*larkcore.ApiResp, envelope, error) {
+	stale := ""
+	refreshed, waited := false, false
+	for {
+		tok, err := c.tenantToken(ctx, stale)
 		if err != nil {
-			return nil, err
+			return nil, envelope{}, err
 		}
 		req := &larkcore.ApiReq{
 			HttpMethod: method, ApiPath: path, Body: body, QueryParams: larkcore.QueryParams{}, PathParams: larkcore.PathParams{},
@@ -110,41 +137,74 @@ func (c *client) call(ctx context.Context, method, path string, query url.Values
 		}
 		resp, err := c.sdk.Do(ctx, req, larkcore.WithTenantAccessToken(tok))
 		if err != nil {
-			return nil, fmt.Errorf("%s %s: %w", method, path, err)
+			return nil, envelope{}, fmt.Errorf("%s %s: %w", method, path, err)
 		}
 		var env envelope
 		if err := json.Unmarshal(resp.RawBody, &env); err != nil {
 			if resp.StatusCode >= 300 {
-				return nil, fmt.Errorf("%s %s: HTTP %d", method, path, resp.StatusCode)
+				return resp, env, fmt.Errorf("%s %s: HTTP %d", method, path, resp.StatusCode)
 			}
-			return nil, fmt.Errorf("%s %s: %w", method, path, err)
+			return resp, env, fmt.Errorf("%s %s: %w", method, path, err)
 		}
 		if env.Code == 0 && resp.StatusCode < 300 {
-			return env.Data, nil
+			return resp, env, nil
 		}
 		if env.Code == 0 {
-			return nil, fmt.Errorf("%s %s: HTTP %d", method, path, resp.StatusCode)
+			return resp, env, fmt.Errorf("%s %s: HTTP %d", method, path, resp.StatusCode)
 		}
-		if attempt == 0 && (env.Code == codeTenantToken || env.Code == codeAppToken || env.Code == codeAccessToken) {
+		if !refreshed && invalidToken(env.Code) {
+			stale, refreshed = tok, true
 			continue
 		}
-		ae := &apiError{Code: env.Code, Msg: env.Msg}
-		if s := resp.Header.Get("x-ogw-ratelimit-reset"); s != "" {
-			if n, err := strconv.Atoi(s); err == nil && n > 0 {
-				ae.RetryAfter = time.Duration(n) * time.Second
+		ae := newAPIError(resp.StatusCode, resp.Header, env)
+		if method == http.MethodGet && !waited && ae.throttled() && ae.RetryAfter <= maxReadWait {
+			waited = true
+			t := time.NewTimer(max(ae.RetryAfter, time.Second))
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return resp, env, fmt.Errorf("%s %s: %w", method, path, ae)
+			case <-t.C:
 			}
+			continue
 		}
-		return nil, fmt.Errorf("%s %s: %w", method, path, ae)
+		return resp, env, fmt.Errorf("%s %s: %w", method, path, ae)
 	}
 }
 
+// call performs one API request and returns its data; see exchange.
+func (c *client) call(ctx context.Context, method, path string, query url.Values, body any) (json.RawMessage, error) {
+	_, env, err := c.exchange(ctx, method, path, query, body)
+	if err != nil {
+		return nil, err
+	}
+	return env.Data, nil
+}
+
 // apiError is a business error of the platform: its code and message,
-// and how long it asked to wait when it throttled the call. It unwraps to
-// the *larkmsg.APIError that expansion logs.
+// the HTTP status it came with, and how long it asked to wait when it
+// throttled the call. It unwraps to the *larkmsg.APIError that expansion
+// logs.
 type apiError struct {
 	Code       int
 	Msg        string
+	Status     int
 	RetryAfter time.Duration
+}
+
+func newAPIError(status int, h http.Header, env envelope) *apiError {
+	ae := &apiError{Code: env.Code, Msg: env.Msg, Status: status}
+	if s := h.Get("x-ogw-ratelimit-reset"); s != "" {
+		if n, err := strconv.Atoi(strings.TrimSpace(s)); err == nil && n > 0 {
+			ae.RetryAfter = time.Duration(n) * time.Second
+		}
+	}
+	return ae
+}
+
+// throttled reports the platform's throttling codes.
+func (e *apiError) throttled() bool {
+	return e.Code == codeRateLimited || e.Code == codeIMRateLimited || e.Status == http.StatusTooManyRequests
 }
 
 func (e *apiError) Error() string { return fmt.Sprintf("feishu code %d: %s", e.Code, e.Msg) }
@@ -159,71 +219,90 @@ func codeOf(err error) int {
 	return 0
 }
 
-// raw performs a request whose answer is not the usual envelope (a
-// resource download) and returns its body.
-func (c *client) raw(ctx context.Context, path string, query url.Values) ([]byte, http.Header, error) {
-	for attempt := 0; ; attempt++ {
-		tok, err := c.tenantToken(ctx, attempt > 0)
+// errTooLarge is returned by download for a body over its limit.
+var errTooLarge = errors.New("over the size limit")
+
+// download GETs a resource (a body that is not the usual envelope) and
+// returns at most limit bytes of it: a larger one is errTooLarge, read no
+// further. It goes around the SDK, which would read the whole body first.
+func (c *client) download(ctx context.Context, path string, query url.Values, limit int64) ([]byte, http.Header, error) {
+	stale := ""
+	for refreshed := false; ; refreshed = true {
+		tok, err := c.tenantToken(ctx, stale)
 		if err != nil {
 			return nil, nil, err
 		}
-		req := &larkcore.ApiReq{
-			HttpMethod: http.MethodGet, ApiPath: path, QueryParams: larkcore.QueryParams{}, PathParams: larkcore.PathParams{},
-			SupportedAccessTokenTypes: []larkcore.AccessTokenType{larkcore.AccessTokenTypeTenant},
+		u := c.base + path
+		if len(query) > 0 {
+			u += "?" + query.Encode()
 		}
-		for k, vs := range query {
-			req.QueryParams[k] = vs
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			return nil, nil, fmt.Errorf("GET %s: %w", path, err)
 		}
-		resp, err := c.sdk.Do(ctx, req, larkcore.WithTenantAccessToken(tok))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := c.http.Do(req)
+		if err != nil {
+			return nil, nil, fmt.Errorf("GET %s: %w", path, err)
+		}
+		body, tooLarge, err := readLimited(resp.Body, limit)
+		resp.Body.Close()
 		if err != nil {
 			return nil, nil, fmt.Errorf("GET %s: %w", path, err)
 		}
 		if resp.StatusCode < 300 && !isJSON(resp.Header) {
-			return resp.RawBody, resp.Header, nil
+			if tooLarge {
+				return nil, nil, fmt.Errorf("GET %s: %w (%d bytes)", path, errTooLarge, limit)
+			}
+			return body, resp.Header, nil
 		}
 		var env envelope
-		if err := json.Unmarshal(resp.RawBody, &env); err != nil || env.Code == 0 {
-			if resp.StatusCode < 300 {
-				return resp.RawBody, resp.Header, nil
+		if tooLarge || json.Unmarshal(body, &env) != nil || env.Code == 0 {
+			if resp.StatusCode < 300 && !tooLarge {
+				return body, resp.Header, nil
 			}
 			return nil, nil, fmt.Errorf("GET %s: HTTP %d", path, resp.StatusCode)
 		}
-		if attempt == 0 && (env.Code == codeTenantToken || env.Code == codeAccessToken) {
+		if !refreshed && invalidToken(env.Code) {
+			stale = tok
 			continue
 		}
-		return nil, nil, fmt.Errorf("GET %s: %w", path, &apiError{Code: env.Code, Msg: env.Msg})
+		return nil, nil, fmt.Errorf("GET %s: %w", path, newAPIError(resp.StatusCode, resp.Header, env))
 	}
 }
 
+// readLimited reads at most limit bytes of r, and says whether there was
+// more.
+func readLimited(r io.Reader, limit int64) ([]byte, bool, error) {
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, false, err
+	}
+	if int64(len(b)) > limit {
+		return b[:limit], true, nil
+	}
+	return b, false, nil
+}
+
 func isJSON(h http.Header) bool {
-	ct := h.Get("Content-Type")
-	return len(ct) >= 16 && ct[:16] == "application/json"
+	return strings.HasPrefix(strings.ToLower(h.Get("Content-Type")), "application/json")
 }
 
 // botInfo is GET /open-apis/bot/v3/info: the bot's open_id and name. Its
 // answer carries "bot" beside code and msg instead of "data".
 func (c *client) botInfo(ctx context.Context) (openID, name string, err error) {
-	tok, err := c.tenantToken(ctx, false)
-	if err != nil {
-		return "", "", err
-	}
-	resp, err := c.sdk.Get(ctx, "/open-apis/bot/v3/info", nil, larkcore.AccessTokenTypeTenant, larkcore.WithTenantAccessToken(tok))
+	resp, _, err := c.exchange(ctx, http.MethodGet, "/open-apis/bot/v3/info", nil, nil)
 	if err != nil {
 		return "", "", fmt.Errorf("bot info: %w", err)
 	}
 	var out struct {
-		Code int    `json:"code"`
-		Msg  string `json:"msg"`
-		Bot  struct {
+		Bot struct {
 			OpenID  string `json:"open_id"`
 			AppName string `json:"app_name"`
 		} `json:"bot"`
 	}
 	if err := json.Unmarshal(resp.RawBody, &out); err != nil {
 		return "", "", fmt.Errorf("bot info: %w", err)
-	}
-	if out.Code != 0 {
-		return "", "", fmt.Errorf("bot info: %w", &apiError{Code: out.Code, Msg: out.Msg})
 	}
 	if out.Bot.OpenID == "" {
 		return "", "", errors.New("bot info: no open_id (is the app's bot ability enabled?)")
@@ -286,37 +365,43 @@ func (c *client) listMessages(ctx context.Context, chatID string, start, end tim
 // sentMessage is the part of a sent message pincer keeps.
 type sentMessage struct {
 	MessageID string `json:"message_id"`
+	// ThreadID is the topic the message landed in, when it is in one.
+	ThreadID string `json:"thread_id"`
 }
 
 // reply posts content as a reply to the message id; uuid makes a retry
 // of the same part land once.
-func (c *client) reply(ctx context.Context, id, msgType, content, uuid string) (string, error) {
+func (c *client) reply(ctx context.Context, id, msgType, content, uuid string) (sentMessage, error) {
 	body := map[string]any{"msg_type": msgType, "content": content}
 	if uuid != "" {
 		body["uuid"] = uuid
 	}
 	data, err := c.call(ctx, http.MethodPost, "/open-apis/im/v1/messages/"+url.PathEscape(id)+"/reply", nil, body)
 	if err != nil {
-		return "", err
+		return sentMessage{}, err
 	}
 	var m sentMessage
-	_ = json.Unmarshal(data, &m)
-	return m.MessageID, nil
+	if err := json.Unmarshal(data, &m); err != nil {
+		return sentMessage{}, fmt.Errorf("sent message: %w", err)
+	}
+	return m, nil
 }
 
 // create posts content to a chat (idType chat_id) or a user (open_id).
-func (c *client) create(ctx context.Context, idType, id, msgType, content, uuid string) (string, error) {
+func (c *client) create(ctx context.Context, idType, id, msgType, content, uuid string) (sentMessage, error) {
 	body := map[string]any{"receive_id": id, "msg_type": msgType, "content": content}
 	if uuid != "" {
 		body["uuid"] = uuid
 	}
 	data, err := c.call(ctx, http.MethodPost, "/open-apis/im/v1/messages", url.Values{"receive_id_type": {idType}}, body)
 	if err != nil {
-		return "", err
+		return sentMessage{}, err
 	}
 	var m sentMessage
-	_ = json.Unmarshal(data, &m)
-	return m.MessageID, nil
+	if err := json.Unmarshal(data, &m); err != nil {
+		return sentMessage{}, fmt.Errorf("sent message: %w", err)
+	}
+	return m, nil
 }
 
 // addReaction puts an emoji on a message and returns the reaction's id.
@@ -372,9 +457,9 @@ func (c *client) userNames(ctx context.Context, ids []string) (map[string]string
 	return out, nil
 }
 
-// resource downloads a message's image or file.
-func (c *client) resource(ctx context.Context, id, key, kind string) ([]byte, http.Header, error) {
-	return c.raw(ctx, "/open-apis/im/v1/messages/"+url.PathEscape(id)+"/resources/"+url.PathEscape(key), url.Values{"type": {kind}})
+// resource downloads a message's image or file, at most limit bytes.
+func (c *client) resource(ctx context.Context, id, key, kind string, limit int64) ([]byte, http.Header, error) {
+	return c.download(ctx, "/open-apis/im/v1/messages/"+url.PathEscape(id)+"/resources/"+url.PathEscape(key), url.Values{"type": {kind}}, limit)
 }
 
 // quietLogger drops the SDK's log lines: pincer logs what matters with

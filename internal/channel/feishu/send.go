@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,6 +46,8 @@ func (a *Account) Send(ctx context.Context, out msg.Outbound) (msg.MessageID, er
 // on. Each part carries a uuid derived from the payload's id and the
 // part's index, so a retry of a part the platform already took is not
 // posted twice. A reply whose target is gone goes to the chat instead.
+// Each sent message is recorded in the Sent log, and so is the topic it
+// landed in ("thread:<id>"): a topic the bot answered in needs no @.
 func (a *Account) SendParts(ctx context.Context, out msg.Outbound, from int, confirmed func(part int, id msg.MessageID)) error {
 	if out.Empty() {
 		return nil
@@ -52,57 +55,84 @@ func (a *Account) SendParts(ctx context.Context, out msg.Outbound, from int, con
 	parts := a.compose(out)
 	for i := from; i < len(parts); i++ {
 		if err := a.limiter(out.Peer).Wait(ctx); err != nil {
-			return err
+			return fmt.Errorf("feishu: send to %s: %w", out.Peer, err)
 		}
-		id, err := a.sendPart(ctx, out, parts[i], partUUID(out.ID, i))
+		sent, err := a.sendPart(ctx, out, parts[i], partUUID(out.ID, i))
 		if err != nil {
 			return a.classify(out, err)
 		}
-		if a.opts.Sent != nil && id != "" {
-			if err := a.opts.Sent.RecordSent(context.WithoutCancel(ctx), ChannelID, a.opts.ID, msg.MessageID(id)); err != nil {
-				a.log.Warn("record sent message", "err", err)
-			}
-		}
-		confirmed(i, msg.MessageID(id))
+		a.recordSent(ctx, sent)
+		confirmed(i, msg.MessageID(sent.MessageID))
 	}
 	return nil
 }
 
-// sendPart posts one part: a reply to out.ReplyTo when set (falling back to
-// the chat when the target is gone), else a new message in the chat.
-func (a *Account) sendPart(ctx context.Context, out msg.Outbound, p part, uuid string) (string, error) {
+// recordSent remembers a sent message and the topic it is in.
+func (a *Account) recordSent(ctx context.Context, sent sentMessage) {
+	if a.opts.Sent == nil || sent.MessageID == "" {
+		return
+	}
+	ids := []msg.MessageID{msg.MessageID(sent.MessageID)}
+	if sent.ThreadID != "" {
+		ids = append(ids, threadKey(sent.ThreadID))
+	}
+	if err := a.opts.Sent.RecordSent(context.WithoutCancel(ctx), ChannelID, a.opts.ID, ids...); err != nil {
+		a.log.Warn("Feishu sent message not recorded", "message_id", sent.MessageID, "err", err)
+	}
+}
+
+// threadKey is how the Sent log remembers a topic the bot answered in.
+func threadKey(thread string) msg.MessageID { return msg.MessageID("thread:" + thread) }
+
+// sendPart posts one part; a markdown post or card the platform refuses
+// as such is posted again as text, under the same uuid (only one of them
+// can land).
+func (a *Account) sendPart(ctx context.Context, out msg.Outbound, p part, uuid string) (sentMessage, error) {
+	sent, err := a.post(ctx, out, p.msgType, p.content, uuid)
+	if err != nil && p.msgType != "text" {
+		switch code := codeOf(err); code {
+		case codeInvalidParam, codeTooLong, codeCardInvalid, codeCardBuild:
+			a.log.Warn("Feishu refused a markdown "+p.msgType+"; sending it as text", "peer", out.Peer.String(), "code", code)
+			return a.post(ctx, out, "text", textContent(p.text), uuid)
+		}
+	}
+	return sent, err
+}
+
+// post sends content: a reply to out.ReplyTo when set (falling back to
+// the chat when the target is gone), else a new message in the chat, or
+// to the user of a direct chat.
+func (a *Account) post(ctx context.Context, out msg.Outbound, msgType, content, uuid string) (sentMessage, error) {
 	if out.ReplyTo != "" {
-		id, err := a.api.reply(ctx, string(out.ReplyTo), p.msgType, p.content, uuid)
+		sent, err := a.api.reply(ctx, string(out.ReplyTo), msgType, content, uuid)
 		switch codeOf(err) {
 		case codeRecalled, codeDeleted, codeReplyUnavailable:
-			a.log.Info("Feishu reply target is gone; sending to the chat", "reply_to", string(out.ReplyTo))
+			a.log.Info("Feishu reply target is gone; sending to the chat", "reply_to", string(out.ReplyTo), "code", codeOf(err))
 		default:
-			return id, err
+			return sent, err
 		}
 	}
 	idType := "chat_id"
 	if out.Peer.Kind == msg.Direct {
 		idType = "open_id"
 	}
-	return a.api.create(ctx, idType, out.Peer.ID, p.msgType, p.content, uuid)
+	return a.api.create(ctx, idType, out.Peer.ID, msgType, content, uuid)
 }
 
 // classify tells the outbox what a failed send deserves: a throttled send
-// waits as long as the platform asked, a refused one is not retried.
+// waits as long as the platform asked, a refused one is not retried, and
+// network failures, server errors and a refused token are retried.
 func (a *Account) classify(out msg.Outbound, err error) error {
 	ae, ok := errors.AsType[*apiError](err)
 	if !ok {
 		return err // network, timeout: retried
 	}
-	switch ae.Code {
-	case codeRateLimited, codeIMRateLimited:
+	switch {
+	case ae.throttled():
 		wait := max(ae.RetryAfter, time.Second)
 		a.log.Warn("Feishu throttled a send; retrying", "peer", out.Peer.String(), "code", ae.Code, "in", wait.String())
 		return retryAfter{err, wait}
-	case codeTenantToken, codeAppToken, codeAccessToken:
-		return err
-	}
-	if ae.Code >= 500 && ae.Code < 600 {
+	case invalidToken(ae.Code), ae.Status >= 500:
 		return err
 	}
 	a.log.Error("Feishu refused a reply", "peer", out.Peer.String(), "code", ae.Code, "msg", ae.Msg)
@@ -128,6 +158,10 @@ func partUUID(id string, i int) string {
 	return hex.EncodeToString(sum[:20])
 }
 
+// maxLimiters bounds the per-chat limiters kept; idle ones are dropped
+// past it.
+const maxLimiters = 1024
+
 // limiter is the per-chat send limiter.
 func (a *Account) limiter(peer msg.Peer) *rate.Limiter {
 	a.limitMu.Lock()
@@ -136,69 +170,171 @@ func (a *Account) limiter(peer msg.Peer) *rate.Limiter {
 		a.limits = map[msg.Peer]*rate.Limiter{}
 	}
 	l, ok := a.limits[peer]
-	if !ok {
-		l = rate.NewLimiter(chatQPS, 1)
-		a.limits[peer] = l
+	if ok {
+		return l
 	}
+	if len(a.limits) >= maxLimiters {
+		for p, l := range a.limits {
+			// A full limiter has been idle a while: a new one is the same.
+			if l.Tokens() >= 1 {
+				delete(a.limits, p)
+			}
+		}
+	}
+	l = rate.NewLimiter(chatQPS, 1)
+	a.limits[peer] = l
 	return l
 }
 
-// part is one message to post: its msg_type and content JSON.
+// part is one message to post: its msg_type and content JSON, and its
+// text for a fallback to a text message.
 type part struct {
-	msgType, content string
+	msgType, content, text string
 }
+
+// Platform bounds of a message's content (230025 past them).
+const (
+	maxPostContent = 30 << 10
+	maxTextContent = 150 << 10
+)
+
+// Bounds of a chunk's text, in bytes, leaving room for the JSON around
+// it, its escapes and the at tags of mentions.
+const (
+	postChunkBytes = 24 << 10
+	textChunkBytes = 120 << 10
+)
 
 // markdownish finds what the post's md tag renders and a text message
 // shows as typed: code fences, emphasis, headings, lists, links, quotes.
 var markdownish = regexp.MustCompile("(?m)```|\\*\\*[^*\\n]+\\*\\*|^#{1,6} |^\\s*[-*] |^\\s*\\d+\\. |\\[[^\\]\\n]+\\]\\([^)\\s]+\\)|^> ")
 
-// compose cuts out's text into parts under the chunk limit and picks each
-// part's form: a post of markdown paragraphs when the text uses markdown,
-// plain text otherwise. Mentions of the people out may mention become
-// real ones.
+// markdownTable finds a markdown table (a row, then its separator row):
+// posts show it as typed, cards render it.
+var markdownTable = regexp.MustCompile(`(?m)^[ \t]*\|.*\|[ \t]*\n[ \t]*\|[ \t]*:?-{3,}:?[ \t]*(\|[ \t]*:?-{3,}:?[ \t]*)*\|[ \t]*$`)
+
+// compose cuts out's text into parts under the chunk limit and the
+// platform's size limits, and picks their form by content: a card of
+// markdown when the text has a table, posts of markdown paragraphs when
+// it uses other markdown, plain text otherwise. Mentions of the people
+// out may mention become real ones.
 func (a *Account) compose(out msg.Outbound) []part {
 	text := strings.TrimSpace(out.Text)
 	for _, m := range out.Media {
 		// Media upload is not supported yet: name what could not be sent.
 		text = strings.TrimSpace(text + "\n" + "[" + string(m.Kind) + ": " + firstNonEmpty(m.Name, m.URL) + "]")
 	}
-	md := markdownish.MatchString(text)
+	msgType, bytes, lim := "text", textChunkBytes, maxTextContent
+	switch {
+	case markdownTable.MatchString(text):
+		msgType, bytes, lim = "interactive", postChunkBytes, maxPostContent
+	case markdownish.MatchString(text):
+		msgType, bytes, lim = "post", postChunkBytes, maxPostContent
+	}
+	mention := mentioner(out, textAt)
+	cardMention := mentioner(out, cardAt)
 	var parts []part
-	for _, chunk := range chunkText(text, a.opts.ChunkLimit) {
-		chunk = a.mentions(out, chunk)
-		if md {
-			parts = append(parts, part{"post", postContent(chunk)})
-		} else {
-			parts = append(parts, part{"text", textContent(chunk)})
+	var add func(chunk string, limit, bytes int)
+	add = func(chunk string, limit, bytes int) {
+		t := mention(chunk)
+		p := part{msgType: msgType, text: t}
+		switch msgType {
+		case "text":
+			p.content = textContent(t)
+		case "post":
+			p.content = postContent(t)
+		default:
+			p.content = cardContent(cardMention(chunk))
 		}
+		if len(p.content) > lim && utf8.RuneCountInString(chunk) > 1 {
+			// Escapes made it too long: cut it again, smaller.
+			for _, c := range chunkText(chunk, max(limit/2, 1), max(bytes/2, 4)) {
+				add(c, max(limit/2, 1), max(bytes/2, 4))
+			}
+			return
+		}
+		parts = append(parts, p)
+	}
+	for _, chunk := range chunkText(text, a.opts.ChunkLimit, bytes) {
+		add(chunk, a.opts.ChunkLimit, bytes)
 	}
 	return parts
 }
 
-// mentions rewrites "@Name" of the people out lists as mentionable into
-// the platform's at tag.
-func (a *Account) mentions(out msg.Outbound, text string) string {
+// textAt is a mention in a text or a post; cardAt one in a card's
+// markdown.
+func textAt(id, name string) string { return `<at user_id="` + id + `">` + escapeAt(name) + `</at>` }
+func cardAt(id, _ string) string    { return `<at id=` + id + `></at>` }
+
+// mentioner rewrites "@Name" of the people out lists as mentionable into
+// the platform's at tag, the longest name first (so "@张三丰" is not read
+// as "@张三"). A name two of them share mentions neither, and nothing is
+// rewritten in an error notice, a payload that must not ping anyone, or
+// one that answers no conversation.
+func mentioner(out msg.Outbound, at func(id, name string) string) func(string) string {
+	none := func(s string) string { return s }
 	if out.Mentionable == nil || out.NoMentions || out.IsError {
-		return text
+		return none
 	}
-	seen := map[string]bool{}
+	ids := map[string]string{}
 	for _, s := range out.Mentionable {
-		if s.Name == "" || seen[s.Name] || !strings.HasPrefix(string(s.ID), "ou_") {
+		name := strings.TrimSpace(s.Name)
+		if name == "" || !strings.HasPrefix(string(s.ID), "ou_") {
 			continue
 		}
-		seen[s.Name] = true
-		text = strings.ReplaceAll(text, "@"+s.Name, `<at user_id="`+string(s.ID)+`">`+escapeAt(s.Name)+`</at>`)
+		if id, seen := ids[name]; seen && id != string(s.ID) {
+			ids[name] = "" // ambiguous
+			continue
+		}
+		ids[name] = string(s.ID)
 	}
-	return text
+	names := make([]string, 0, len(ids))
+	for name, id := range ids {
+		if id != "" {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return none
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if len(names[i]) != len(names[j]) {
+			return len(names[i]) > len(names[j])
+		}
+		return names[i] < names[j]
+	})
+	pairs := make([]string, 0, 2*len(names))
+	for _, name := range names {
+		pairs = append(pairs, "@"+name, at(ids[name], name))
+	}
+	return strings.NewReplacer(pairs...).Replace
 }
 
 func escapeAt(s string) string {
 	return strings.NewReplacer("<", "＜", ">", "＞").Replace(s)
 }
 
+// marshal encodes v as JSON without escaping <, > and & (the at tags
+// stay readable and short).
+func marshal(v any) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v) // maps and strings always encode
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
 func textContent(s string) string {
-	b, _ := json.Marshal(map[string]string{"text": s})
-	return string(b)
+	return marshal(map[string]string{"text": s})
+}
+
+// cardContent is a JSON 2.0 card of one markdown element, updatable
+// later (update_multi).
+func cardContent(s string) string {
+	return marshal(map[string]any{
+		"schema": "2.0", "config": map[string]any{"update_multi": true},
+		"body": map[string]any{"elements": []any{map[string]string{"tag": "markdown", "content": s}}},
+	})
 }
 
 // postContent is a zh_cn post of md elements, one per paragraph: Lark
@@ -208,13 +344,15 @@ func postContent(s string) string {
 		Tag  string `json:"tag"`
 		Text string `json:"text"`
 	}
-	var rows [][]el
+	rows := [][]el{}
 	for _, p := range paragraphs(s) {
 		rows = append(rows, []el{{Tag: "md", Text: p}})
 	}
-	b, _ := json.Marshal(map[string]any{"zh_cn": map[string]any{"title": "", "content": rows}})
-	return string(b)
+	return marshal(map[string]any{"zh_cn": map[string]any{"title": "", "content": rows}})
 }
+
+// isFence reports a line that opens or closes a fenced code block.
+func isFence(line string) bool { return strings.HasPrefix(strings.TrimSpace(line), "```") }
 
 // paragraphs splits s on blank lines, keeping a fenced code block whole.
 func paragraphs(s string) []string {
@@ -228,7 +366,7 @@ func paragraphs(s string) []string {
 		cur = cur[:0]
 	}
 	for _, line := range strings.Split(s, "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+		if isFence(line) {
 			fence = !fence
 		}
 		if !fence && strings.TrimSpace(line) == "" {
@@ -241,32 +379,117 @@ func paragraphs(s string) []string {
 	return out
 }
 
-// chunkText cuts s into pieces of at most limit characters, at a blank
-// line, else a line end, else a space, else anywhere.
-func chunkText(s string, limit int) []string {
+// fenceSlack is the room a chunk keeps for closing a code fence cut in
+// two and opening it again in the next chunk.
+const fenceSlack = 32
+
+// chunkText cuts s into pieces of at most limit characters and maxBytes
+// bytes, at a blank line, else a line end, else a space, else anywhere.
+// A code fence cut in two is closed at the end of its first piece and
+// opened again, with its language, at the start of the next.
+func chunkText(s string, limit, maxBytes int) []string {
+	repair := limit > 4*fenceSlack && maxBytes > 4*fenceSlack
+	slack := 0
+	if repair {
+		slack = fenceSlack
+	}
 	var out []string
-	for utf8.RuneCountInString(s) > limit {
-		cut := byteIndexOfRune(s, limit)
-		head := s[:cut]
-		at := -1
-		for _, sep := range []string{"\n\n", "\n", " "} {
-			if i := strings.LastIndex(head, sep); i > cut/2 {
-				at = i
+	reopen := "" // the fence line the next piece starts inside of
+	for {
+		s = strings.TrimLeft(s, " \n")
+		if s == "" {
+			break
+		}
+		// The rest may fit whole (a character is at most 4 bytes, and an
+		// invalid byte counts as one): checked only when it can, so
+		// chunking stays linear.
+		if len(s) <= min(maxBytes, 4*limit) {
+			if whole, _ := sealFence(strings.TrimSpace(s), reopen, repair); utf8.RuneCountInString(whole) <= limit && len(whole) <= maxBytes {
+				out = append(out, whole)
 				break
 			}
 		}
-		if at < 0 {
-			at = cut
+		head, rest := cutPiece(s, limit-slack, maxBytes-slack)
+		s = rest
+		piece := strings.TrimSpace(head)
+		if piece == "" {
+			continue
 		}
-		if p := strings.TrimSpace(s[:at]); p != "" {
-			out = append(out, p)
-		}
-		s = strings.TrimLeft(s[at:], " \n")
-	}
-	if p := strings.TrimSpace(s); p != "" {
-		out = append(out, p)
+		piece, reopen = sealFence(piece, reopen, repair)
+		out = append(out, piece)
 	}
 	return out
+}
+
+// sealFence makes piece a whole markdown text when repair is set: opened
+// with reopen (the fence a previous piece left open) and its last fence,
+// when left open, closed. It returns the fence the next piece starts
+// inside of.
+func sealFence(piece, reopen string, repair bool) (string, string) {
+	if !repair {
+		return piece, ""
+	}
+	inside, open := reopen != "", reopen
+	for _, line := range strings.Split(piece, "\n") {
+		if isFence(line) {
+			if inside {
+				inside = false
+			} else {
+				inside, open = true, fenceOpening(line)
+			}
+		}
+	}
+	if reopen != "" {
+		piece = reopen + "\n" + piece
+	}
+	if inside {
+		return piece + "\n```", open
+	}
+	return piece, ""
+}
+
+// fenceOpening is the line that opens a fence again: ``` and the
+// language of line, at most 20 characters of it.
+func fenceOpening(line string) string {
+	lang := strings.TrimPrefix(strings.TrimSpace(line), "```")
+	if f := strings.Fields(lang); len(f) > 0 {
+		lang = f[0]
+	} else {
+		lang = ""
+	}
+	if len(lang) > 20 || strings.Contains(lang, "`") {
+		lang = ""
+	}
+	return "```" + lang
+}
+
+// cutPiece returns the head of s within limit characters and maxBytes
+// bytes (at least one character), cut at a blank line, else a line end,
+// else a space when one is in its second half, and the rest.
+func cutPiece(s string, limit, maxBytes int) (head, rest string) {
+	limit, maxBytes = max(limit, 1), max(maxBytes, utf8.UTFMax)
+	if len(s) <= maxBytes && utf8.RuneCountInString(s) <= limit {
+		return s, ""
+	}
+	cut := min(byteIndexOfRune(s, limit), maxBytes, len(s))
+	for cut > 0 && cut < len(s) && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	if cut == 0 {
+		_, n := utf8.DecodeRuneInString(s)
+		cut = n
+	}
+	at := -1
+	for _, sep := range []string{"\n\n", "\n", " "} {
+		if i := strings.LastIndex(s[:cut], sep); i > cut/2 {
+			at = i
+			break
+		}
+	}
+	if at < 0 {
+		at = cut
+	}
+	return s[:at], s[at:]
 }
 
 func byteIndexOfRune(s string, n int) int {

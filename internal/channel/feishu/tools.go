@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/pincerbot/pincer/internal/agent"
 	"github.com/pincerbot/pincer/internal/channel/feishu/larkmsg"
@@ -77,36 +79,51 @@ func failed(err error) (string, error) {
 }
 
 // download saves the attachment of message id (key picks one) and returns
-// where.
+// where. A child of a merged forward is downloaded by its own id, then,
+// when the platform says the file is not in it (234003), through the
+// forward holding it.
 func (a *Account) download(ctx context.Context, id, key string) (string, int, error) {
 	if !strings.HasPrefix(id, "om_") {
 		return "", 0, fmt.Errorf("message_id %q: want an om_ id", id)
 	}
 	items, err := a.api.getMessage(ctx, id)
 	if err != nil {
-		return "", 0, err
+		return "", 0, fmt.Errorf("message %s: %w", id, err)
 	}
 	if len(items) == 0 {
 		return "", 0, fmt.Errorf("message %s: not found", id)
 	}
 	it := items[0]
 	kind, name, contentKey := attachment(it)
-	if kind == "" {
-		return "", 0, fmt.Errorf("message %s (%s) has no attachment that can be downloaded", id, it.MsgType)
+	switch {
+	case it.Deleted:
+		return "", 0, fmt.Errorf("message %s was recalled", id)
+	case it.MsgType == "sticker":
+		return "", 0, fmt.Errorf("message %s is a sticker: the platform does not let stickers be downloaded", id)
+	case it.MsgType == "folder":
+		return "", 0, fmt.Errorf("message %s is a folder: the platform does not let folders be downloaded", id)
+	case kind == "":
+		return "", 0, fmt.Errorf("message %s (%s) has no image or file to download", id, it.MsgType)
 	}
 	if key == "" {
 		key = contentKey
 	}
-	body, _, err := a.api.resource(ctx, id, key, kind)
+	if key == "" {
+		return "", 0, fmt.Errorf("message %s (%s) names no file_key", id, it.MsgType)
+	}
+	if a.opts.Workspace == nil {
+		return "", 0, errors.New("no workspace to save into")
+	}
+	body, _, err := a.api.resource(ctx, id, key, kind, MaxDownload)
 	if codeOf(err) == codeFileNotInMessage && it.UpperMessageID != "" {
 		// A child of a merged forward: its container's id reaches it.
-		body, _, err = a.api.resource(ctx, it.UpperMessageID, key, kind)
+		body, _, err = a.api.resource(ctx, it.UpperMessageID, key, kind, MaxDownload)
+	}
+	if errors.Is(err, errTooLarge) {
+		return "", 0, fmt.Errorf("the attachment of %s is over the %d-byte limit", id, MaxDownload)
 	}
 	if err != nil {
-		return "", 0, err
-	}
-	if len(body) > MaxDownload {
-		return "", 0, fmt.Errorf("the attachment is %d bytes, over the %d-byte limit", len(body), MaxDownload)
+		return "", 0, fmt.Errorf("download %s: %w", id, err)
 	}
 	chat := it.ChatID
 	for up, hops := it.UpperMessageID, 0; chat == "" && up != "" && hops < 4; hops++ {
@@ -116,10 +133,11 @@ func (a *Account) download(ctx context.Context, id, key string) (string, int, er
 		}
 		chat, up = parents[0].ChatID, parents[0].UpperMessageID
 	}
-	if a.opts.Workspace == nil {
-		return "", 0, errors.New("no workspace to save into")
+	peer := msg.Peer{Kind: msg.Group, ID: "unknown-chat"}
+	if chat != "" {
+		peer = msg.Peer{Kind: msg.Group, ID: chat}
 	}
-	dir := filepath.Join(a.opts.Workspace(msg.Peer{Kind: msg.Group, ID: firstNonEmpty(chat, "unknown-chat")}), "downloads")
+	dir := filepath.Join(a.opts.Workspace(peer), "downloads")
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return "", 0, fmt.Errorf("workspace: %w", err)
 	}
@@ -158,15 +176,33 @@ func attachment(it larkmsg.Item) (kind, name, key string) {
 	return "", "", ""
 }
 
-// fileSafe keeps the characters of a name that are safe in a file name.
+// maxNameBytes bounds a saved file's name part.
+const maxNameBytes = 120
+
+// fileSafe keeps the characters of a name that are safe in a file name,
+// at most maxNameBytes bytes of it (its extension kept).
 func fileSafe(s string) string {
 	out := strings.Map(func(r rune) rune {
-		if r == '-' || r == '_' || r == '.' || r > 0x7f || (r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') {
+		switch {
+		case r == '-' || r == '_' || r == '.' || (r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z'):
+			return r
+		case r > 0x7f && unicode.IsPrint(r) && !unicode.IsSpace(r) && r != utf8.RuneError:
 			return r
 		}
 		return '_'
 	}, s)
 	out = strings.TrimLeft(out, ".")
+	if len(out) > maxNameBytes {
+		ext := filepath.Ext(out)
+		if len(ext) > 16 {
+			ext = ""
+		}
+		head := out[:maxNameBytes-len(ext)]
+		for len(head) > 0 && !utf8.ValidString(head) {
+			head = head[:len(head)-1]
+		}
+		out = head + ext
+	}
 	if out == "" {
 		return "_"
 	}
