@@ -7,6 +7,7 @@ package feishu
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	lark "github.com/larksuite/oapi-sdk-go/v3"
 
 	"github.com/pincerbot/pincer/internal/channel"
 	"github.com/pincerbot/pincer/internal/channel/feishu/larkevent"
@@ -90,10 +93,14 @@ type Account struct {
 	started time.Time
 
 	self    atomic.Pointer[identity]
+	known   chan struct{} // closed once self is known
 	seen    *seenKeys
 	names   *nameCache
 	forward *forwards
+	direct  *directChats
 	typing  sync.Map // message id → reaction id
+	// storeWarn throttles the warnings of a failing dedup store.
+	storeWarn everyMinute
 	sendLimits
 
 	sink atomic.Pointer[sinkHolder]
@@ -120,13 +127,18 @@ func New(o Options) *Account {
 	if o.Location == nil {
 		o.Location = shanghai()
 	}
+	if o.BaseURL == "" {
+		o.BaseURL = lark.FeishuBaseUrl
+	}
 	a := &Account{
 		opts: o, api: newClient(o.AppID, o.AppSecret, o.BaseURL, o.HTTPClient, 30*time.Second),
 		log:     o.Logger.With("channel", string(ChannelID), "account", string(o.ID)),
 		started: o.Now(),
-		seen:    newSeenKeys(DedupTTL),
+		known:   make(chan struct{}),
+		seen:    newSeenKeys(DedupTTL, maxSeenKeys),
+		direct:  newDirectChats(maxDirectChats),
 	}
-	a.names = newNameCache(a.api, 6*time.Hour)
+	a.names = newNameCache(a.api, nameTTL)
 	a.forward = newForwards(a)
 	return a
 }
@@ -157,7 +169,9 @@ func (a *Account) learnSelf(ctx context.Context) error {
 	for {
 		openID, name, err := a.api.botInfo(ctx)
 		if err == nil {
-			a.self.Store(&identity{openID: openID, name: name})
+			if a.self.Swap(&identity{openID: openID, name: name}) == nil {
+				close(a.known)
+			}
 			a.log.Info("Feishu bot identity", "open_id", openID, "name", name)
 			return nil
 		}
@@ -172,7 +186,9 @@ func (a *Account) learnSelf(ctx context.Context) error {
 }
 
 // Run receives events until ctx ends: over the long connection, or from
-// the webhook handler (ServeWebhook) in webhook mode.
+// the webhook handler (WebhookHandler) in webhook mode. Events that
+// arrive before the bot's identity is known are refused, to be pushed
+// again.
 func (a *Account) Run(ctx context.Context, sink channel.Sink) error {
 	a.sink.Store(&sinkHolder{sink})
 	if err := a.learnSelf(ctx); err != nil {
@@ -217,11 +233,15 @@ func (a *Account) deliver(ctx context.Context, ev larkevent.Envelope) error {
 		a.log.Warn("Feishu message event dropped: it does not decode", "event_id", ev.EventID, "err", err)
 		return nil
 	}
-	if m.SenderType == "app" && m.SenderOpenID == string(a.Self()) {
-		return nil
+	if m.SenderOpenID == string(a.Self()) {
+		return nil // the bot's own message
 	}
 	if t := time.UnixMilli(m.CreateTime); t.Before(a.started.Add(-startGrace)) {
 		a.log.Debug("Feishu message from before start-up not answered", "message_id", m.MessageID, "created", t)
+		return nil
+	}
+	if peer, sender := eventPeer(m); !a.opts.Filter.Allows(m.ChatID, peer, sender) {
+		a.log.Debug("Feishu message from a peer not allowed", "peer", peer.String())
 		return nil
 	}
 	keys := []string{"event:" + ev.EventID, "msg:" + m.MessageID, "content:" + larkevent.ContentKey(m)}
@@ -229,17 +249,13 @@ func (a *Account) deliver(ctx context.Context, ev larkevent.Envelope) error {
 		a.log.Debug("Feishu redelivery dropped", "event_id", ev.EventID, "message_id", m.MessageID)
 		return nil
 	}
-	in, ok := a.normalize(ctx, m)
-	if !ok {
-		return nil
-	}
-	if !a.opts.Filter.Allows(m.ChatID, in.Peer, in.Sender.ID) {
-		a.log.Debug("Feishu message from a peer not allowed", "peer", in.Peer.String())
-		return nil
-	}
+	in := a.normalize(ctx, m)
 	if in.Peer.Kind == msg.Group && !in.Mentioned(a.Self()) && m.ThreadID != "" && a.answeredIn(ctx, m.ThreadID) {
 		// A topic the bot already answered in needs no @.
 		in.Mentions = append(in.Mentions, a.Self())
+	}
+	if in.Peer.Kind == msg.Direct {
+		a.direct.learn(m.ChatID, in.Peer.ID)
 	}
 	if len(in.ForwardIDs) > 0 && a.opts.MergeForward.Enabled {
 		// Expanded now in the background, so a later turn finds the
@@ -286,7 +302,9 @@ func (a *Account) claim(ctx context.Context, keys []string) bool {
 	for _, k := range keys {
 		ok, err := a.opts.Dedup.ClaimDedup(ctx, prefix+k, DedupTTL)
 		if err != nil {
-			a.log.Warn("Feishu dedup claim (taken in anyway)", "key", k, "err", err)
+			if a.storeWarn.admit(a.opts.Now()) {
+				a.log.Warn("Feishu dedup keys not stored (messages taken in anyway; logged once a minute)", "key", k, "err", err)
+			}
 			continue
 		}
 		fresh = fresh && ok
@@ -294,12 +312,21 @@ func (a *Account) claim(ctx context.Context, keys []string) bool {
 	return fresh
 }
 
+// everyMinute lets one event a minute through: a failing store logs one
+// line a minute, not one per message.
+type everyMinute struct{ next atomic.Int64 }
+
+func (e *everyMinute) admit(now time.Time) bool {
+	next := e.next.Load()
+	return now.UnixNano() >= next && e.next.CompareAndSwap(next, now.Add(time.Minute).UnixNano())
+}
+
 // answeredIn reports whether the bot replied in the topic thread.
 func (a *Account) answeredIn(ctx context.Context, thread string) bool {
 	if a.opts.Sent == nil {
 		return false
 	}
-	ok, err := a.opts.Sent.WasSent(ctx, ChannelID, a.opts.ID, msg.MessageID("thread:"+thread))
+	ok, err := a.opts.Sent.WasSent(ctx, ChannelID, a.opts.ID, threadKey(thread))
 	return err == nil && ok
 }
 
@@ -312,40 +339,140 @@ func (a *Account) SentByBot(ctx context.Context, id msg.MessageID) bool {
 	return err == nil && ok
 }
 
-// seenKeys remembers claimed keys for a while.
+// maxSeenKeys bounds the keys remembered in memory (three a message):
+// past it the oldest are forgotten first, and the store, when there is
+// one, still knows them.
+const maxSeenKeys = 1 << 19
+
+// seenKeys remembers claimed keys for a while, as 16-byte hashes in a map
+// and in a queue in the order they were claimed, so forgetting the
+// expired ones costs nothing per claim beyond them.
 type seenKeys struct {
-	mu   sync.Mutex
-	ttl  time.Duration
-	keys map[string]time.Time
-	next time.Time
+	mu    sync.Mutex
+	ttl   time.Duration
+	max   int
+	keys  map[[16]byte]int64 // hash → when claimed, in Unix nanoseconds
+	queue []seenEntry
+	head  int
 }
 
-func newSeenKeys(ttl time.Duration) *seenKeys {
-	return &seenKeys{ttl: ttl, keys: map[string]time.Time{}}
+type seenEntry struct {
+	key [16]byte
+	at  int64
+}
+
+func newSeenKeys(ttl time.Duration, max int) *seenKeys {
+	return &seenKeys{ttl: ttl, max: max, keys: map[[16]byte]int64{}}
+}
+
+func seenHash(k string) [16]byte {
+	sum := sha256.Sum256([]byte(k))
+	return [16]byte(sum[:16])
 }
 
 // claim records keys at now; false when any is remembered.
 func (s *seenKeys) claim(keys []string, now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if now.After(s.next) {
-		for k, at := range s.keys {
-			if now.Sub(at) > s.ttl {
-				delete(s.keys, k)
-			}
-		}
-		s.next = now.Add(time.Minute)
-	}
+	t := now.UnixNano()
+	s.forgetLocked(t)
 	fresh := true
 	for _, k := range keys {
-		if at, ok := s.keys[k]; ok && now.Sub(at) <= s.ttl {
+		h := seenHash(k)
+		if at, ok := s.keys[h]; ok && t-at <= int64(s.ttl) {
+			// Remembered from its first claim: the platform's retries
+			// are counted from its first push.
 			fresh = false
+			continue
 		}
-	}
-	for _, k := range keys {
-		s.keys[k] = now
+		s.keys[h] = t
+		s.queue = append(s.queue, seenEntry{h, t})
 	}
 	return fresh
+}
+
+// forgetLocked drops the entries older than the ttl, and the oldest past
+// the bound.
+func (s *seenKeys) forgetLocked(now int64) {
+	for s.head < len(s.queue) {
+		e := s.queue[s.head]
+		if now-e.at <= int64(s.ttl) && len(s.keys) < s.max {
+			break
+		}
+		if s.keys[e.key] == e.at {
+			delete(s.keys, e.key) // not claimed again since
+		}
+		s.queue[s.head] = seenEntry{}
+		s.head++
+	}
+	if s.head > 1024 && s.head*2 > len(s.queue) {
+		n := copy(s.queue, s.queue[s.head:])
+		clear(s.queue[n:])
+		s.queue, s.head = s.queue[:n], 0
+	}
+}
+
+// maxDirectChats bounds the direct chats whose chat ids are remembered.
+const maxDirectChats = 4096
+
+// directChats remembers the chat id of direct chats (a p2p chat is
+// addressed by its user, but the APIs that read it want its chat id) and
+// the user of each, as messages show them.
+type directChats struct {
+	mu     sync.Mutex
+	max    int
+	byChat map[string]string // chat id → user open_id
+	byUser map[string]string
+}
+
+func newDirectChats(max int) *directChats {
+	return &directChats{max: max, byChat: map[string]string{}, byUser: map[string]string{}}
+}
+
+// learn records that chatID is the direct chat with user.
+func (d *directChats) learn(chatID, user string) {
+	if chatID == "" || user == "" {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.byChat[chatID] == user {
+		return
+	}
+	for len(d.byChat) >= d.max {
+		for c, u := range d.byChat {
+			delete(d.byChat, c)
+			delete(d.byUser, u)
+			break
+		}
+	}
+	d.byChat[chatID] = user
+	d.byUser[user] = chatID
+}
+
+// user returns the user of the direct chat chatID, if known.
+func (d *directChats) user(chatID string) (string, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	u, ok := d.byChat[chatID]
+	return u, ok
+}
+
+// chat returns the chat id of the direct chat with user, if known.
+func (d *directChats) chat(user string) (string, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c, ok := d.byUser[user]
+	return c, ok
+}
+
+// peerOf is the peer of the chat chatID: the user of a direct chat seen
+// before, else the chat as a group.
+func (a *Account) peerOf(chatID string) msg.Peer {
+	if u, ok := a.direct.user(chatID); ok {
+		return msg.Peer{Kind: msg.Direct, ID: u}
+	}
+	return msg.Peer{Kind: msg.Group, ID: chatID}
 }
 
 // PeerFilter admits chats and users: 'chat:oc_…', 'user:ou_…' or '*'.

@@ -2,6 +2,7 @@ package feishu
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -37,23 +38,7 @@ var quietTypes = []string{
 // the process exit closes the socket.
 func (a *Account) runLongConnection(ctx context.Context) error {
 	var stopped atomic.Bool
-	take := func(hctx context.Context, ev *sdkevent.EventReq) error {
-		if stopped.Load() {
-			return fmt.Errorf("feishu: shutting down")
-		}
-		env, err := larkevent.DecodeEnvelope(ev.Body)
-		if err != nil {
-			a.log.Warn("Feishu long connection: an event does not decode", "err", err)
-			return nil
-		}
-		return a.deliver(hctx, env)
-	}
-	d := dispatcher.NewEventDispatcher("", "").
-		OnCustomizedEvent(larkevent.EventMessageReceive, take).
-		OnCustomizedEvent(larkevent.EventMessageRecalled, take)
-	for _, t := range quietTypes {
-		d.OnCustomizedEvent(t, func(context.Context, *sdkevent.EventReq) error { return nil })
-	}
+	d := a.dispatcher(&stopped)
 	cli := larkws.NewClient(a.opts.AppID, a.opts.AppSecret,
 		larkws.WithEventHandler(d), larkws.WithDomain(a.opts.BaseURL), larkws.WithAutoReconnect(true),
 		larkws.WithLogger(sdkLogger{a}), larkws.WithLogLevel(larkcore.LogLevelWarn))
@@ -74,6 +59,34 @@ func (a *Account) runLongConnection(ctx context.Context) error {
 		return nil
 	}
 }
+
+// dispatcher is the long connection's event dispatcher: message events
+// go to deliver, the other common ones are taken and dropped. Once
+// stopped is set every event is refused, so the platform delivers it
+// again (to the next run).
+func (a *Account) dispatcher(stopped *atomic.Bool) *dispatcher.EventDispatcher {
+	take := func(hctx context.Context, ev *sdkevent.EventReq) error {
+		if stopped.Load() {
+			return errShuttingDown
+		}
+		env, err := larkevent.DecodeEnvelope(ev.Body)
+		if err != nil {
+			a.log.Warn("Feishu long connection: an event does not decode", "err", err)
+			return nil
+		}
+		return a.deliver(hctx, env)
+	}
+	d := dispatcher.NewEventDispatcher("", "").
+		OnCustomizedEvent(larkevent.EventMessageReceive, take).
+		OnCustomizedEvent(larkevent.EventMessageRecalled, take)
+	for _, t := range quietTypes {
+		d.OnCustomizedEvent(t, func(context.Context, *sdkevent.EventReq) error { return nil })
+	}
+	return d
+}
+
+// errShuttingDown refuses the long connection's events after Run.
+var errShuttingDown = errors.New("feishu: shutting down")
 
 // sdkLogger passes the long connection's warnings and errors on.
 type sdkLogger struct{ a *Account }

@@ -17,39 +17,29 @@ const (
 )
 
 // nameTimeout bounds the look-up of a sender's name while taking a
-// message in; the message goes on without a name when it runs out.
-const nameTimeout = 2 * time.Second
+// message in (the platform waits three seconds for the webhook's answer);
+// the message goes on without a name when it runs out.
+const nameTimeout = time.Second
 
 // normalize turns a receive event into a msg.Message: its peer (the group
 // chat, or the other user of a direct chat), sender, text with the
 // platform's placeholders, real mentions and what it quotes.
-func (a *Account) normalize(ctx context.Context, ev larkevent.MessageReceive) (msg.Message, bool) {
+func (a *Account) normalize(ctx context.Context, ev larkevent.MessageReceive) msg.Message {
+	peer, sender := eventPeer(ev)
 	m := msg.Message{
-		ID: msg.MessageID(ev.MessageID), Channel: ChannelID, Account: a.opts.ID,
-		Sender: msg.Sender{ID: msg.UserID(ev.SenderOpenID), IsBot: ev.SenderType == "app"},
+		ID: msg.MessageID(ev.MessageID), Channel: ChannelID, Account: a.opts.ID, Peer: peer,
+		Sender: msg.Sender{ID: sender, IsBot: ev.SenderType == "app"},
 		Time:   time.UnixMilli(ev.CreateTime),
-	}
-	if m.Sender.ID == "" {
-		m.Sender.ID = msg.UserID(firstNonEmpty(ev.SenderUnionID, ev.SenderUserID, "anonymous"))
-	}
-	if ev.ChatType == chatP2P {
-		m.Peer = msg.Peer{Kind: msg.Direct, ID: string(m.Sender.ID)}
-	} else {
-		m.Peer = msg.Peer{Kind: msg.Group, ID: ev.ChatID}
 	}
 	mentions := make([]larkmsg.Mention, 0, len(ev.Mentions))
 	self := string(a.Self())
-	selfName := ""
 	for _, mn := range ev.Mentions {
 		mentions = append(mentions, larkmsg.Mention{Key: mn.Key, ID: mn.OpenID, IDType: "open_id", Name: mn.Name})
 		switch {
 		case mn.Key == "@_all" || mn.OpenID == "all":
 			m.AtAll = true
-		case mn.OpenID != "":
+		case mn.OpenID != "" && !m.Mentioned(msg.UserID(mn.OpenID)):
 			m.Mentions = append(m.Mentions, msg.UserID(mn.OpenID))
-			if mn.OpenID == self {
-				selfName = mn.Name
-			}
 		}
 	}
 	if larkmsg.MentionsAll(ev.MessageType, ev.Content, mentions) {
@@ -61,11 +51,13 @@ func (a *Account) normalize(ctx context.Context, ev larkevent.MessageReceive) (m
 			m.Mentions = append(m.Mentions, msg.UserID(id))
 		}
 	}
-	m.Text = larkmsg.Render(ev.MessageType, ev.Content, ev.MessageID, mentions)
-	if selfName != "" && strings.HasPrefix(strings.TrimSpace(m.Text), "@"+selfName) {
-		// The bot addressed first ("@bot question"): the pipeline strips
-		// it from the text the agent reads.
-		m.Segments = append(m.Segments, msg.Segment{Kind: msg.SegAt, Target: msg.UserID(self), Name: selfName})
+	m.Text = renderContent(ev.MessageType, ev.Content, ev.MessageID, mentions)
+	if m.Mentioned(msg.UserID(self)) {
+		if token, ok := leadingMention(ev, mentions, self, m.Text); ok {
+			// The bot addressed first ("@bot question"): the pipeline
+			// strips it from the text the agent reads.
+			m.Segments = append(m.Segments, msg.Segment{Kind: msg.SegAt, Target: msg.UserID(self), Name: strings.TrimPrefix(token, "@")})
+		}
 	}
 	switch ev.MessageType {
 	case "image":
@@ -85,7 +77,69 @@ func (a *Account) normalize(ctx context.Context, ev larkevent.MessageReceive) (m
 		m.Sender.Name = a.names.name(nctx, string(m.Sender.ID), mentions)
 		cancel()
 	}
-	return m, true
+	return m
+}
+
+// eventPeer is the chat of a receive event (the group, or the other user
+// of a direct chat) and its sender: the open_id, else another id.
+func eventPeer(ev larkevent.MessageReceive) (msg.Peer, msg.UserID) {
+	sender := msg.UserID(firstNonEmpty(ev.SenderOpenID, ev.SenderUnionID, ev.SenderUserID, "anonymous"))
+	if ev.ChatType == chatP2P {
+		return msg.Peer{Kind: msg.Direct, ID: string(sender)}, sender
+	}
+	return msg.Peer{Kind: msg.Group, ID: ev.ChatID}, sender
+}
+
+// renderContent is the text of a message. A merged forward reads as the
+// platform's fixed text until it is expanded, and keeps it when the
+// expansion fails (the spec's choice: the agent sees what the user's
+// client showed, never an error).
+func renderContent(msgType, content, id string, mentions []larkmsg.Mention) string {
+	if msgType == "merge_forward" {
+		return larkmsg.MergeForwardText
+	}
+	return larkmsg.Render(msgType, content, id, mentions)
+}
+
+// selfMark stands for the bot's name in the probe rendering of
+// leadingMention: a private-use character no name or text carries.
+const selfMark = "\uE000pincer\uE000"
+
+// leadingMention reports whether the message text starts with the bot's
+// mention, and the text of that mention ("@name"). It renders the message
+// once more with the bot's mention marked, so the answer is by open_id,
+// never by name: a user whose name starts with the bot's is not the bot.
+func leadingMention(ev larkevent.MessageReceive, mentions []larkmsg.Mention, self, text string) (string, bool) {
+	probe := make([]larkmsg.Mention, 0, len(mentions)+1)
+	found := false
+	for _, mn := range mentions {
+		if mn.ID == self {
+			mn.Name, found = selfMark, true
+		}
+		probe = append(probe, mn)
+	}
+	if !found {
+		// A post's at tag with the bot's open_id and no mention entry.
+		probe = append(probe, larkmsg.Mention{ID: self, IDType: "open_id", Name: selfMark})
+	}
+	marked := strings.TrimSpace(larkmsg.Render(ev.MessageType, ev.Content, ev.MessageID, probe))
+	rest, ok := strings.CutPrefix(marked, "@"+selfMark)
+	if !ok {
+		return "", false
+	}
+	text = strings.TrimSpace(text)
+	if !strings.Contains(rest, selfMark) && strings.HasSuffix(text, rest) {
+		// The mention as the text shows it: what comes before the rest.
+		if token := text[:len(text)-len(rest)]; strings.HasPrefix(token, "@") {
+			return token, true
+		}
+	}
+	for _, mn := range mentions {
+		if mn.ID == self && strings.TrimSpace(mn.Name) != "" && strings.HasPrefix(text, "@"+strings.TrimSpace(mn.Name)) {
+			return "@" + strings.TrimSpace(mn.Name), true
+		}
+	}
+	return "@" + self, strings.HasPrefix(text, "@"+self)
 }
 
 func firstNonEmpty(ss ...string) string {

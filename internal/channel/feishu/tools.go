@@ -135,7 +135,7 @@ func (a *Account) download(ctx context.Context, id, key string) (string, int, er
 	}
 	peer := msg.Peer{Kind: msg.Group, ID: "unknown-chat"}
 	if chat != "" {
-		peer = msg.Peer{Kind: msg.Group, ID: chat}
+		peer = a.peerOf(chat)
 	}
 	dir := filepath.Join(a.opts.Workspace(peer), "downloads")
 	if err := os.MkdirAll(dir, 0o750); err != nil {
