@@ -20,6 +20,10 @@ const (
 	expandParallel = 4
 	// excerptTTL is how long an expansion is remembered.
 	excerptTTL = time.Hour
+	// failTTL is how long a failed expansion is remembered: the turn
+	// that waits for a forward whose expansion failed on arrival does not
+	// ask again, a quote a while later does.
+	failTTL = time.Minute
 	// maxExcerpts bounds the remembered expansions.
 	maxExcerpts = 2048
 )
@@ -35,11 +39,13 @@ type forwards struct {
 	jobs map[string]*expansion
 }
 
-// expansion is one forward's expansion, running or done.
+// expansion is one forward's expansion, running or done. Its fields are
+// written before done is closed and read after.
 type expansion struct {
-	done    chan struct{}
-	excerpt string // "" when it failed
-	at      time.Time
+	done      chan struct{}
+	excerpt   string        // "" when it failed
+	container *larkmsg.Item // the forward as the platform answered
+	at        time.Time
 }
 
 func newForwards(a *Account) *forwards {
@@ -48,16 +54,46 @@ func newForwards(a *Account) *forwards {
 
 // prefetch starts the expansion of the forward id posted in peer, unless it
 // runs or ran.
-func (f *forwards) prefetch(id string, peer msg.Peer) { f.start(id, peer) }
+func (f *forwards) prefetch(id string, peer msg.Peer) { f.start(id, peer, nil) }
 
-// start returns the expansion of id, starting it when needed.
-func (f *forwards) start(id string, peer msg.Peer) *expansion {
+// fresh reports whether a finished expansion may still be used.
+func (e *expansion) fresh(now time.Time) bool {
+	ttl := excerptTTL
+	if e.excerpt == "" {
+		ttl = failTTL
+	}
+	return now.Sub(e.at) < ttl
+}
+
+// running returns the expansion of id when one runs or finished well and
+// is fresh; nil otherwise.
+func (f *forwards) running(id string) *expansion {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e, ok := f.jobs[id]
+	if !ok {
+		return nil
+	}
+	select {
+	case <-e.done:
+		if e.excerpt == "" || !e.fresh(f.a.opts.Now()) {
+			return nil
+		}
+	default:
+	}
+	return e
+}
+
+// start returns the expansion of id, starting it when none runs or is
+// fresh. The items of a GET of id already in hand, when given, are used
+// instead of asking again.
+func (f *forwards) start(id string, peer msg.Peer, items []larkmsg.Item) *expansion {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if e, ok := f.jobs[id]; ok {
 		select {
 		case <-e.done:
-			if time.Since(e.at) < excerptTTL && e.excerpt != "" {
+			if e.fresh(f.a.opts.Now()) {
 				return e
 			}
 		default:
@@ -69,29 +105,52 @@ func (f *forwards) start(id string, peer msg.Peer) *expansion {
 	}
 	e := &expansion{done: make(chan struct{})}
 	f.jobs[id] = e
-	go func() {
-		defer close(e.done)
-		f.sem <- struct{}{}
-		defer func() { <-f.sem }()
-		ctx, cancel := context.WithTimeout(context.Background(), expandTimeout)
-		defer cancel()
-		excerpt, err := f.expand(ctx, id, peer)
-		if err != nil {
-			f.a.log.Warn("Feishu merged forward not expanded; the agent sees its placeholder", "message_id", id, "code", codeOf(err), "err", err)
-		}
-		e.excerpt, e.at = excerpt, time.Now()
-	}()
+	go f.run(e, id, peer, items)
 	return e
 }
 
-// pruneLocked forgets finished expansions, the oldest half when all are
-// fresh.
+// run expands id into e. The expander logs a failure once, with the
+// platform's code.
+func (f *forwards) run(e *expansion, id string, peer msg.Peer, items []larkmsg.Item) {
+	defer close(e.done)
+	f.sem <- struct{}{}
+	defer func() { <-f.sem }()
+	ctx, cancel := context.WithTimeout(context.Background(), expandTimeout)
+	defer cancel()
+	get := func(ctx context.Context, gid string) ([]larkmsg.Item, error) {
+		got := items
+		if gid != id || got == nil {
+			var err error
+			if got, err = f.a.api.getMessage(ctx, gid); err != nil {
+				return nil, err
+			}
+		} else {
+			items = nil
+		}
+		if gid == id {
+			for i := range got {
+				if got[i].MessageID == id {
+					c := got[i]
+					e.container = &c
+					break
+				}
+			}
+		}
+		return got, nil
+	}
+	excerpt, _ := f.expander(get, peer).Expand(ctx, id)
+	e.excerpt, e.at = excerpt, f.a.opts.Now()
+}
+
+// pruneLocked forgets finished expansions past their time, then the
+// oldest half of the finished ones when all are fresh.
 func (f *forwards) pruneLocked() {
+	now := f.a.opts.Now()
 	var oldest time.Time
 	for id, e := range f.jobs {
 		select {
 		case <-e.done:
-			if time.Since(e.at) >= excerptTTL {
+			if !e.fresh(now) {
 				delete(f.jobs, id)
 			} else if oldest.IsZero() || e.at.Before(oldest) {
 				oldest = e.at
@@ -99,14 +158,14 @@ func (f *forwards) pruneLocked() {
 		default:
 		}
 	}
-	if len(f.jobs) < maxExcerpts {
+	if len(f.jobs) < maxExcerpts || oldest.IsZero() {
 		return
 	}
-	cutoff := oldest.Add(time.Since(oldest) / 2)
+	cutoff := oldest.Add(now.Sub(oldest) / 2)
 	for id, e := range f.jobs {
 		select {
 		case <-e.done:
-			if e.at.Before(cutoff) {
+			if !e.at.After(cutoff) {
 				delete(f.jobs, id)
 			}
 		default:
@@ -114,10 +173,8 @@ func (f *forwards) pruneLocked() {
 	}
 }
 
-// excerpt waits for the expansion of id within ctx; "" when it failed or
-// ctx ended first.
-func (f *forwards) excerpt(ctx context.Context, id string, peer msg.Peer) string {
-	e := f.start(id, peer)
+// wait waits for e within ctx; "" when it failed or ctx ended first.
+func (e *expansion) wait(ctx context.Context) string {
 	select {
 	case <-e.done:
 		return e.excerpt
@@ -126,42 +183,51 @@ func (f *forwards) excerpt(ctx context.Context, id string, peer msg.Peer) string
 	}
 }
 
-// expand runs one expansion through the platform.
-func (f *forwards) expand(ctx context.Context, id string, peer msg.Peer) (string, error) {
+// expander is the larkmsg expander of a forward posted in peer.
+func (f *forwards) expander(get func(context.Context, string) ([]larkmsg.Item, error), peer msg.Peer) *larkmsg.Expander {
 	a := f.a
 	mf := a.opts.MergeForward
 	workspace := ""
-	if a.opts.Workspace != nil {
+	if a.opts.Workspace != nil && peer.ID != "" {
 		workspace = a.opts.Workspace(peer)
 	}
-	x := &larkmsg.Expander{
-		Get: a.api.getMessage,
-		Names: func(ctx context.Context, ids []string) (map[string]string, error) {
-			return a.names.lookup(ctx, ids)
-		},
+	return &larkmsg.Expander{
+		Get:     get,
+		Names:   a.names.lookup,
 		BotName: a.botName(), Location: a.opts.Location,
 		MaxDepth: mf.MaxDepth, MaxLines: mf.MaxLines, MaxChars: mf.MaxChars,
 		Workspace: workspace, Logger: a.log,
 	}
-	return x.Expand(ctx, id)
 }
 
 // Enrich implements the pipeline's enricher: every merged forward among
 // msgs reads as the excerpt of its messages (or keeps its placeholder when
-// the expansion failed), and carries no forward left to resolve.
+// the expansion failed), and carries no forward left to resolve. The
+// expansions run at once, each at most once (one started when the
+// message arrived is waited for).
 func (a *Account) Enrich(ctx context.Context, msgs []msg.Message) []msg.Message {
-	for i := range msgs {
-		m := &msgs[i]
-		if len(m.ForwardIDs) == 0 {
+	if !a.opts.MergeForward.Enabled {
+		for i := range msgs {
+			msgs[i].ForwardIDs = nil
+		}
+		return msgs
+	}
+	jobs := make([]*expansion, len(msgs))
+	for i, m := range msgs {
+		if len(m.ForwardIDs) > 0 {
+			jobs[i] = a.forward.start(string(m.ForwardIDs[0]), m.Peer, nil)
+		}
+	}
+	ectx, cancel := context.WithTimeout(ctx, expandTimeout)
+	defer cancel()
+	for i, e := range jobs {
+		if e == nil {
 			continue
 		}
-		if a.opts.MergeForward.Enabled {
-			ectx, cancel := context.WithTimeout(ctx, expandTimeout)
-			if ex := a.forward.excerpt(ectx, string(m.ForwardIDs[0]), m.Peer); ex != "" {
-				m.Text = ex
-				m.Segments = []msg.Segment{msg.Text(ex)}
-			}
-			cancel()
+		m := &msgs[i]
+		if ex := e.wait(ectx); ex != "" {
+			m.Text = ex
+			m.Segments = []msg.Segment{msg.Text(ex)}
 		}
 		m.ForwardIDs = nil
 	}
@@ -174,21 +240,31 @@ var _ channel.Fetcher = (*Account)(nil)
 // fetched node by node.
 var errNoForwardFetch = errors.New("feishu: merged forwards are expanded with their message")
 
-// FetchMessage implements channel.Fetcher for quotes: the message with id,
-// a merged forward as the excerpt of its messages.
+// FetchMessage implements channel.Fetcher for quotes: the message with id
+// (only the first item of the platform's answer), a merged forward as the
+// excerpt of its messages. A forward expanded already, or being expanded,
+// is not asked for again.
 func (a *Account) FetchMessage(ctx context.Context, id msg.MessageID) (msg.Message, error) {
+	enabled := a.opts.MergeForward.Enabled
+	if e := a.forward.running(string(id)); enabled && e != nil {
+		if ex := e.wait(ctx); ex != "" && e.container != nil {
+			m := a.fromItem(ctx, *e.container, a.peerOf(e.container.ChatID), nil)
+			m.Text, m.Segments, m.ForwardIDs = ex, []msg.Segment{msg.Text(ex)}, nil
+			return m, nil
+		}
+	}
 	items, err := a.api.getMessage(ctx, string(id))
 	if err != nil {
-		return msg.Message{}, err
+		return msg.Message{}, fmt.Errorf("message %s: %w", id, err)
 	}
 	if len(items) == 0 {
 		return msg.Message{}, fmt.Errorf("message %s: no item", id)
 	}
 	it := items[0]
-	m := a.fromItem(ctx, it, msg.Peer{})
-	if it.MsgType == "merge_forward" && a.opts.MergeForward.Enabled {
-		if ex := a.forward.excerpt(ctx, it.MessageID, m.Peer); ex != "" {
-			m.Text = ex
+	m := a.fromItem(ctx, it, a.peerOf(it.ChatID), nil)
+	if it.MsgType == "merge_forward" && !it.Deleted && enabled {
+		if ex := a.forward.start(it.MessageID, m.Peer, items).wait(ctx); ex != "" {
+			m.Text, m.Segments = ex, []msg.Segment{msg.Text(ex)}
 		}
 	}
 	m.ForwardIDs = nil
@@ -200,35 +276,48 @@ func (a *Account) FetchForward(context.Context, msg.ForwardID) ([]msg.Message, e
 	return nil, errNoForwardFetch
 }
 
-// fromItem turns a message read through the API into a msg.Message.
-func (a *Account) fromItem(ctx context.Context, it larkmsg.Item, peer msg.Peer) msg.Message {
+// fromItem turns a message read through the API into a msg.Message. The
+// names of users come from names when given, else from the cache or the
+// platform. The bot's own messages are sent by its open_id.
+func (a *Account) fromItem(ctx context.Context, it larkmsg.Item, peer msg.Peer, names map[string]string) msg.Message {
 	ms, _ := parseMillis(it.CreateTime)
 	m := msg.Message{
 		ID: msg.MessageID(it.MessageID), Channel: ChannelID, Account: a.opts.ID, Peer: peer,
 		Sender: msg.Sender{ID: msg.UserID(it.Sender.ID), IsBot: it.Sender.SenderType == "app"},
 		Time:   time.UnixMilli(ms),
 	}
-	if peer == (msg.Peer{}) && it.ChatID != "" {
-		m.Peer = msg.Peer{Kind: msg.Group, ID: it.ChatID}
+	if peer.ID == "" && it.ChatID != "" {
+		m.Peer = a.peerOf(it.ChatID)
 	}
 	switch {
-	case m.Sender.IsBot:
+	case m.Sender.IsBot && it.Sender.ID == a.opts.AppID:
 		m.Sender.Name = a.botName()
+		if self := a.Self(); self != "" {
+			m.Sender.ID = self
+		}
+	case m.Sender.IsBot:
 	case it.Sender.SenderType == "anonymous":
 		m.Sender.Name = "匿名"
+	case names != nil:
+		m.Sender.Name = names[it.Sender.ID]
 	default:
 		m.Sender.Name = a.names.name(ctx, it.Sender.ID, it.Mentions)
 	}
+	if it.ParentID != "" && !(it.ThreadID != "" && it.ParentID == it.RootID) {
+		m.ReplyTo = msg.MessageID(it.ParentID)
+	}
 	if it.Deleted {
 		m.Text = "(已撤回)"
+		m.Segments = []msg.Segment{msg.Text(m.Text)}
 		return m
 	}
-	m.Text = larkmsg.Render(it.MsgType, it.Body.Content, it.MessageID, it.Mentions)
+	m.Text = renderContent(it.MsgType, it.Body.Content, it.MessageID, it.Mentions)
 	for _, mn := range it.Mentions {
-		if mn.ID != "" {
+		if mn.ID != "" && (mn.IDType == "" || mn.IDType == "open_id") && !m.Mentioned(msg.UserID(mn.ID)) {
 			m.Mentions = append(m.Mentions, msg.UserID(mn.ID))
 		}
 	}
+	m.AtAll = larkmsg.MentionsAll(it.MsgType, it.Body.Content, it.Mentions)
 	if it.MsgType == "merge_forward" {
 		m.ForwardIDs = []msg.ForwardID{msg.ForwardID(it.MessageID)}
 	}
@@ -239,36 +328,91 @@ func (a *Account) fromItem(ctx context.Context, it larkmsg.Item, peer msg.Peer) 
 var _ channel.HistoryFetcher = (*Account)(nil)
 
 // History implements channel.HistoryFetcher for /summary: the chat's
-// recent messages through the list API, newest last. Direct chats are
-// read through the pincer log instead (their chat id is not the peer).
+// recent messages through the list API, newest last, recalled ones left
+// out, before q.Before when set. A direct chat is read when its chat id
+// is known from a message of it; else ErrHistoryUnsupported sends the
+// caller to the pincer log.
 func (a *Account) History(ctx context.Context, peer msg.Peer, q channel.HistoryQuery) ([]msg.Message, error) {
-	if peer.Kind != msg.Group {
-		return nil, channel.ErrHistoryUnsupported
+	chatID := peer.ID
+	switch peer.Kind {
+	case msg.Group:
+	case msg.Direct:
+		c, ok := a.direct.chat(peer.ID)
+		if !ok {
+			return nil, fmt.Errorf("history of %s: %w", peer, channel.ErrHistoryUnsupported)
+		}
+		chatID = c
+	default:
+		return nil, fmt.Errorf("history of %s: %w", peer, channel.ErrHistoryUnsupported)
 	}
-	var out []msg.Message
-	token := ""
-	for len(out) < q.Count {
-		items, next, err := a.api.listMessages(ctx, peer.ID, time.Time{}, time.Time{}, token, min(50, max(q.Count-len(out), 1)))
+	if q.Count <= 0 {
+		return nil, nil
+	}
+	var end time.Time
+	var before int64
+	if q.Before != "" {
+		items, err := a.api.getMessage(ctx, string(q.Before))
 		if err != nil {
-			if len(out) > 0 {
+			return nil, fmt.Errorf("history of %s before %s: %w", peer, q.Before, err)
+		}
+		if len(items) == 0 {
+			return nil, fmt.Errorf("history of %s before %s: no such message", peer, q.Before)
+		}
+		before, _ = parseMillis(items[0].CreateTime)
+		// The range is in seconds: round up, then leave out what is newer.
+		end = time.Unix((before+999)/1000, 0)
+	}
+	var items []larkmsg.Item
+	token := ""
+	for len(items) < q.Count {
+		page, next, err := a.api.listMessages(ctx, chatID, time.Time{}, end, token, min(50, q.Count-len(items)))
+		if err != nil {
+			if len(items) > 0 {
+				a.log.Warn("Feishu history cut short", "peer", peer.String(), "err", err)
 				break
 			}
 			return nil, fmt.Errorf("history of %s: %w", peer, err)
 		}
-		for _, it := range items {
-			if it.Deleted {
+		for _, it := range page {
+			if it.Deleted || len(items) == q.Count {
 				continue
 			}
-			out = append(out, a.fromItem(ctx, it, peer))
+			if q.Before != "" {
+				ms, _ := parseMillis(it.CreateTime)
+				if it.MessageID == string(q.Before) || ms > before {
+					continue
+				}
+			}
+			items = append(items, it)
 		}
 		if next == "" {
 			break
 		}
 		token = next
 	}
+	names := a.senderNames(ctx, items)
 	// Newest first from the API; oldest first for the caller.
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
+	out := make([]msg.Message, 0, len(items))
+	for i := len(items) - 1; i >= 0; i-- {
+		out = append(out, a.fromItem(ctx, items[i], peer, names))
 	}
 	return out, nil
+}
+
+// senderNames resolves the names of the users who sent items, in batches.
+func (a *Account) senderNames(ctx context.Context, items []larkmsg.Item) map[string]string {
+	var ids []string
+	for _, it := range items {
+		a.names.learn(it.Mentions)
+		if it.Sender.SenderType == "user" && it.Sender.ID != "" {
+			ids = append(ids, it.Sender.ID)
+		}
+	}
+	nctx, cancel := context.WithTimeout(ctx, expandTimeout)
+	defer cancel()
+	names, err := a.names.lookup(nctx, ids)
+	if err != nil {
+		a.log.Warn("Feishu sender names not resolved", "err", err)
+	}
+	return names
 }
