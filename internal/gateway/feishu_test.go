@@ -171,3 +171,37 @@ func TestFeishuNestedMergeForwardEndToEnd(t *testing.T) {
 		t.Errorf("%d messages sent, want 1", n)
 	}
 }
+
+// TestFeishuUntriggeredForwardReachesHistoryAsExcerpt: a merged forward
+// nobody @s is expanded in the background; the next @ in the group gets
+// it in its history as the excerpt, never as the platform's fixed text,
+// and a forward the platform refuses to expand (230027) stays the fixed
+// text without any error text reaching the agent.
+func TestFeishuUntriggeredForwardReachesHistoryAsExcerpt(t *testing.T) {
+	r := newLarkRig(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	at := time.Date(2026, 10, 8, 1, 30, 0, 0, time.UTC)
+	r.post(t, ctx, feishusim.Message{
+		ID: "om_quiet_fwd", ChatID: larkGroup, MsgType: "merge_forward", SenderID: larkUserA,
+		Children: []feishusim.Message{{ID: "om_q1", SenderID: larkUserB, Content: `{"text":"会议改到三点"}`, CreateTime: at}},
+	}, feishusim.EventOptions{})
+	r.sim.FailNext("/open-apis/im/v1/messages/om_denied_fwd", 230027)
+	r.post(t, ctx, feishusim.Message{
+		ID: "om_denied_fwd", ChatID: larkGroup, MsgType: "merge_forward", SenderID: larkUserB,
+		Children: []feishusim.Message{{ID: "om_d1", SenderID: larkUserB, Content: `{"text":"看不到我"}`, CreateTime: at}},
+	}, feishusim.EventOptions{})
+	r.post(t, ctx, feishusim.Message{
+		ID: "om_ask", ChatID: larkGroup, SenderID: larkUserB, Content: `{"text":"@_user_1 上面说了什么"}`,
+		Mentions: []feishusim.Mention{{Key: "@_user_1", ID: feishusim.DefaultBotOpenID, Name: feishusim.DefaultBotName}},
+	}, feishusim.EventOptions{})
+	got := larkText(t, r.waitSent(t, ctx, 1)[0])
+	for _, want := range []string{"张三", "【合并转发,共 1 条】", "[2026-10-08 09:30] 李四:会议改到三点", "Merged and Forwarded Message", "上面说了什么"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the agent's input lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "看不到我") || strings.Contains(got, "230027") {
+		t.Errorf("a refused forward leaked into the agent's input:\n%s", got)
+	}
+}
