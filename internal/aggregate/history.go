@@ -35,6 +35,7 @@ type histLine struct {
 	// forwards are the merged forwards the message carries, for a
 	// channel that completes them before a turn reads them (nil mostly).
 	forwards []msg.ForwardID
+	deferred []string
 }
 
 // NewHistory returns empty buffers. maxAge 0 keeps messages of any age.
@@ -45,7 +46,7 @@ func NewHistory(maxMessages, maxChars int, maxAge time.Duration) *History {
 // Add appends m to key's buffer under the caller's reference ref and trims
 // the buffer; it returns the references of the messages trimmed away.
 func (h *History) Add(key string, m msg.Message, ref int64) (dropped []int64) {
-	l := histLine{ref: ref, id: m.ID, sender: m.Sender, at: m.Time.UnixNano(), text: m.Text, chars: chars(m), forwards: m.ForwardIDs}
+	l := histLine{ref: ref, id: m.ID, sender: m.Sender, at: m.Time.UnixNano(), text: m.Text, chars: chars(m), forwards: m.ForwardIDs, deferred: m.Deferred}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	b := h.buffers[key]
@@ -71,8 +72,8 @@ func (h *History) Add(key string, m msg.Message, ref int64) (dropped []int64) {
 
 // Take drains key's buffer and returns it without the messages of the
 // batch at hand (exclude) and, with a maximum age, without messages sent
-// before now minus that age. The messages carry id, sender, time, text
-// and the merged forwards they hold.
+// before now minus that age. The messages carry id, sender, time, text,
+// the merged forwards they hold and what their channel defers.
 // refs holds the references of everything drained, returned or not.
 func (h *History) Take(key string, exclude []msg.Message, now time.Time) (taken []msg.Message, refs []int64) {
 	h.mu.Lock()
@@ -95,7 +96,7 @@ func (h *History) Take(key string, exclude []msg.Message, now time.Time) (taken 
 		if skip[l.id] || (h.maxAge > 0 && now.Sub(at) > h.maxAge) {
 			continue
 		}
-		out = append(out, msg.Message{ID: l.id, Sender: l.sender, Time: at, Text: l.text, ForwardIDs: l.forwards})
+		out = append(out, msg.Message{ID: l.id, Sender: l.sender, Time: at, Text: l.text, ForwardIDs: l.forwards, Deferred: l.deferred})
 	}
 	return out, refs
 }

@@ -205,3 +205,30 @@ func TestFeishuUntriggeredForwardReachesHistoryAsExcerpt(t *testing.T) {
 		t.Errorf("a refused forward leaked into the agent's input:\n%s", got)
 	}
 }
+
+// TestFeishuCardIsReadAsItsSenderWroteIt: an event carries a card's
+// degraded projection ("please upgrade your client"); the next reply's
+// history has the card as its sender wrote it.
+func TestFeishuCardIsReadAsItsSenderWroteIt(t *testing.T) {
+	r := newLarkRig(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r.post(t, ctx, feishusim.Message{
+		ID: "om_card", ChatID: larkGroup, MsgType: "interactive", SenderID: larkUserA,
+		Content:     `{"title":"","elements":[[{"tag":"text","text":"[图片]请升级至最新版本客户端，以查看内容"}]]}`,
+		CardContent: `{"schema":"2.0","header":{"title":{"tag":"plain_text","content":"构建结果"}},"body":{"elements":[{"tag":"markdown","content":"**失败**：单元测试 3 个未通过"}]}}`,
+	}, feishusim.EventOptions{})
+	r.post(t, ctx, feishusim.Message{
+		ID: "om_card_ask", ChatID: larkGroup, SenderID: larkUserB, Content: `{"text":"@_user_1 构建怎么了"}`,
+		Mentions: []feishusim.Mention{{Key: "@_user_1", ID: feishusim.DefaultBotOpenID, Name: feishusim.DefaultBotName}},
+	}, feishusim.EventOptions{})
+	got := larkText(t, r.waitSent(t, ctx, 1)[0])
+	for _, want := range []string{"构建结果", "单元测试 3 个未通过", "构建怎么了"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the agent's input lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "请升级") {
+		t.Errorf("the degraded card reached the agent:\n%s", got)
+	}
+}

@@ -101,6 +101,10 @@ type Message struct {
 	ReplyToSender UserID `json:",omitzero"`
 	// ForwardIDs lists merged-forward containers carried by the message.
 	ForwardIDs []ForwardID `json:",omitzero"`
+	// Deferred lists content the channel fills in before a turn reads the
+	// message, by references of its own (Feishu: the card as its sender
+	// wrote it, which events leave out).
+	Deferred []string `json:",omitzero"`
 }
 
 // Mentioned reports whether user is among the real mentions of m.

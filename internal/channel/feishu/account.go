@@ -262,6 +262,9 @@ func (a *Account) deliver(ctx context.Context, ev larkevent.Envelope) error {
 		// excerpt ready; the turn that needs it waits for it.
 		a.forward.prefetch(string(in.ID), in.Peer)
 	}
+	if _, ok := cardOf(in); ok {
+		a.forward.startCard(string(in.ID))
+	}
 	r := a.ReplierFor(in)
 	if t, ok := h.s.(channel.Taker); ok {
 		t.Take(context.WithoutCancel(ctx), in, r, a.outcome(in))

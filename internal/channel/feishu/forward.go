@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -88,9 +89,25 @@ func (f *forwards) running(id string) *expansion {
 // fresh. The items of a GET of id already in hand, when given, are used
 // instead of asking again.
 func (f *forwards) start(id string, peer msg.Peer, items []larkmsg.Item) *expansion {
+	return f.job(id, func(e *expansion) { f.run(e, id, peer, items) })
+}
+
+// cardKey is the key of a card's fetch among the expansions, and the
+// reference a card's message defers.
+func cardKey(id string) string { return "card:" + id }
+
+// startCard returns the fetch of the card of message id as its sender
+// wrote it, starting it when none runs or is fresh: events carry only a
+// degraded projection of a card (often nothing but "please upgrade").
+func (f *forwards) startCard(id string) *expansion {
+	return f.job(cardKey(id), func(e *expansion) { f.runCard(e, id) })
+}
+
+// job returns the job under key, starting run when none runs or is fresh.
+func (f *forwards) job(key string, run func(*expansion)) *expansion {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if e, ok := f.jobs[id]; ok {
+	if e, ok := f.jobs[key]; ok {
 		select {
 		case <-e.done:
 			if e.fresh(f.a.opts.Now()) {
@@ -104,9 +121,31 @@ func (f *forwards) start(id string, peer msg.Peer, items []larkmsg.Item) *expans
 		f.pruneLocked()
 	}
 	e := &expansion{done: make(chan struct{})}
-	f.jobs[id] = e
-	go f.run(e, id, peer, items)
+	f.jobs[key] = e
+	go run(e)
 	return e
+}
+
+// runCard fetches the card of message id into e: its text as the
+// sender's card reads, "" when the platform refused or it has none.
+func (f *forwards) runCard(e *expansion, id string) {
+	defer close(e.done)
+	f.sem <- struct{}{}
+	defer func() { <-f.sem }()
+	ctx, cancel := context.WithTimeout(context.Background(), expandTimeout)
+	defer cancel()
+	defer func() { e.at = f.a.opts.Now() }()
+	items, err := f.a.api.getMessage(ctx, id)
+	if err != nil {
+		f.a.log.Warn("Feishu card not fetched; the agent sees what the event carried", "message_id", id, "code", codeOf(err))
+		return
+	}
+	for _, it := range items {
+		if it.MessageID == id && it.MsgType == "interactive" && !it.Deleted {
+			e.excerpt = larkmsg.Render(it.MsgType, it.Body.Content, id, it.Mentions)
+			return
+		}
+	}
 }
 
 // run expands id into e. The expander logs a failure once, with the
@@ -206,15 +245,11 @@ func (f *forwards) expander(get func(context.Context, string) ([]larkmsg.Item, e
 // expansions run at once, each at most once (one started when the
 // message arrived is waited for).
 func (a *Account) Enrich(ctx context.Context, msgs []msg.Message) []msg.Message {
-	if !a.opts.MergeForward.Enabled {
-		for i := range msgs {
-			msgs[i].ForwardIDs = nil
-		}
-		return msgs
-	}
 	jobs := make([]*expansion, len(msgs))
 	for i, m := range msgs {
-		if len(m.ForwardIDs) > 0 {
+		if id, ok := cardOf(m); ok {
+			jobs[i] = a.forward.startCard(id)
+		} else if len(m.ForwardIDs) > 0 && a.opts.MergeForward.Enabled {
 			jobs[i] = a.forward.start(string(m.ForwardIDs[0]), m.Peer, nil)
 		}
 	}
@@ -229,9 +264,22 @@ func (a *Account) Enrich(ctx context.Context, msgs []msg.Message) []msg.Message 
 			m.Text = ex
 			m.Segments = []msg.Segment{msg.Text(ex)}
 		}
-		m.ForwardIDs = nil
+	}
+	for i := range msgs {
+		msgs[i].ForwardIDs, msgs[i].Deferred = nil, nil
 	}
 	return msgs
+}
+
+// cardOf reports whether m is a card whose content is to be fetched, and
+// its message id.
+func cardOf(m msg.Message) (string, bool) {
+	for _, d := range m.Deferred {
+		if id, ok := strings.CutPrefix(d, "card:"); ok && id != "" {
+			return id, true
+		}
+	}
+	return "", false
 }
 
 var _ channel.Fetcher = (*Account)(nil)

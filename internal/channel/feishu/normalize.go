@@ -65,6 +65,10 @@ func (a *Account) normalize(ctx context.Context, ev larkevent.MessageReceive) ms
 	case "merge_forward":
 		m.ForwardIDs = []msg.ForwardID{msg.ForwardID(ev.MessageID)}
 		m.Segments = append(m.Segments, msg.Segment{Kind: msg.SegForward, ID: ev.MessageID})
+	case "interactive":
+		// The event carries a degraded card; the sender's is fetched
+		// before a turn reads it.
+		m.Deferred = []string{cardKey(ev.MessageID)}
 	}
 	m.Segments = append(m.Segments, msg.Text(m.Text))
 	// In a topic, parent_id == root_id only says where the reply sits; it
