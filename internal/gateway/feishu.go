@@ -44,7 +44,6 @@ func FeishuOptions(id string, a config.FeishuAccount, workspace string, log *slo
 		VerificationToken: a.VerificationToken.Value(), EncryptKey: a.EncryptKey.Value(), Filter: filter,
 		ChunkLimit: a.TextChunkLimit, TypingReaction: a.TypingReaction,
 		MergeForward: feishu.MergeForward{Enabled: mf.Enabled, MaxDepth: mf.MaxDepth, MaxLines: mf.MaxLines, MaxChars: mf.MaxChars},
-		Quote:        a.Quote.Enabled, QuoteTimeout: time.Duration(a.Quote.TimeoutMs) * time.Millisecond,
 		Workspace: func(p msg.Peer) string {
 			dir := p.ID
 			if p.Kind == msg.Direct {

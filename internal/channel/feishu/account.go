@@ -59,9 +59,6 @@ type Options struct {
 	TypingReaction bool
 	// MergeForward bounds the expansion of merged forwards.
 	MergeForward MergeForward
-	// Quote resolves the message a reply quotes, within QuoteTimeout.
-	Quote        bool
-	QuoteTimeout time.Duration
 	// Workspace is the directory of a chat's files (merged-forward
 	// overflow, downloads); nil keeps none.
 	Workspace func(peer msg.Peer) string
@@ -120,9 +117,6 @@ func New(o Options) *Account {
 	}
 	if o.ChunkLimit <= 0 {
 		o.ChunkLimit = 4000
-	}
-	if o.QuoteTimeout <= 0 {
-		o.QuoteTimeout = 10 * time.Second
 	}
 	if o.Location == nil {
 		o.Location = shanghai()
