@@ -46,8 +46,9 @@ func TestKilledAndRestartedAnswersNoneTwice(t *testing.T) {
 		case "get_login_info":
 			return map[string]any{"user_id": restartBotQQ, "nickname": "bot"}, 0, ""
 		case "send_group_msg":
+			n := sends.Add(1) // counted before the test can see the send
 			sent <- string(params)
-			return map[string]any{"message_id": 9000 + sends.Add(1)}, 0, ""
+			return map[string]any{"message_id": 9000 + n}, 0, ""
 		}
 		return nil, 0, ""
 	})

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -53,4 +54,17 @@ func TestCheckpointsRunInTheBackground(t *testing.T) {
 			t.Fatalf("the database file is %d bytes (was %d) a checkpoint interval later: no checkpoint ran", got, before)
 		}
 	})
+}
+
+// TestCloseTwice: closing the database again is harmless and returns what
+// the first close did.
+func TestCloseTwice(t *testing.T) {
+	st, err := Open(context.Background(), filepath.Join(t.TempDir(), "twice.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := st.Close()
+	if second := st.Close(); !errors.Is(second, first) && second != first {
+		t.Errorf("second close %v, first %v", second, first)
+	}
 }

@@ -59,6 +59,10 @@ type DB struct {
 	written  map[string]*chain
 	unsaved  map[string]bool
 	log      *slog.Logger
+	// closeOnce makes Close safe to call again; closeErr is what the
+	// first call returned.
+	closeOnce sync.Once
+	closeErr  error
 }
 
 var _ store.Store = (*DB)(nil)
@@ -164,8 +168,13 @@ func migrate(ctx context.Context, db *sql.DB) error {
 }
 
 // Close lets the work handed in finish and commit, and closes the
-// database.
+// database. Calling it again returns what the first call did.
 func (d *DB) Close() error {
+	d.closeOnce.Do(func() { d.closeErr = d.close() })
+	return d.closeErr
+}
+
+func (d *DB) close() error {
 	var errs []error
 	if d.cp != nil {
 		errs = append(errs, d.cp.close())
