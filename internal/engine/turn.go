@@ -102,7 +102,7 @@ func (e *Engine) call(ctx context.Context, batch []*waiting, l *lane) (ok bool, 
 			log.Info("resumed turn: its message is in the transcript already")
 			continue
 		}
-		userTurn, err := st.AppendTurn(ctx, key, e.userTurn(w.mc, body, transcript))
+		userTurn, err := e.appendUserTurn(ctx, key, e.userTurn(w.mc, body, transcript))
 		if err != nil {
 			return false, fmt.Errorf("turn %s: %w", key, err)
 		}
@@ -513,6 +513,17 @@ func (s *replyStream) shownAny() bool {
 
 // userTurn is the transcript turn of a user message: body headed by its
 // envelope, with the time since the session's previous user turn.
+// appendUserTurn adds the user's turn to the transcript: posted when the
+// store can take it without a round trip (what the model is sent does not
+// depend on the stored copy, and a later read of the transcript finds
+// it), appended and waited for otherwise.
+func (e *Engine) appendUserTurn(ctx context.Context, key string, t store.Turn) (store.Turn, error) {
+	if p, ok := e.opts.Store.(store.TurnPoster); ok {
+		return t, p.PostTurn(ctx, key, t)
+	}
+	return e.opts.Store.AppendTurn(ctx, key, t)
+}
+
 func (e *Engine) userTurn(mc MsgContext, body string, prior []store.Turn) store.Turn {
 	m := mc.Message
 	env := prompt.Envelope{Channel: string(m.Channel), Sender: m.Sender.Name, At: m.Time, Location: e.opts.Location}

@@ -132,6 +132,16 @@ type Transcripts interface {
 	Transcript(ctx context.Context, key string) ([]Turn, error)
 }
 
+// TurnPoster is a Transcripts that can append a turn without waiting
+// for it: the append is ordered before every later call the same
+// goroutine makes, so a Transcript read afterwards has it; its failure
+// goes to the store's health and log instead of the caller. The engine
+// posts the user's turns this way, so a message reaches the model one
+// round trip to the store sooner.
+type TurnPoster interface {
+	PostTurn(ctx context.Context, key string, t Turn) error
+}
+
 // LoggedMessage is an inbound message as kept in the log.
 type LoggedMessage struct {
 	// Seq numbers the log's messages in the order they were logged.

@@ -52,6 +52,37 @@ func (d *DB) AppendTurn(ctx context.Context, key string, t store.Turn) (store.Tu
 	return t, nil
 }
 
+var _ store.TurnPoster = (*DB)(nil)
+
+// PostTurn implements store.TurnPoster: AppendTurn handed to the writer
+// without waiting for it.
+func (d *DB) PostTurn(ctx context.Context, key string, t store.Turn) error {
+	if t.At.IsZero() {
+		t.At = now()
+	}
+	t.At = t.At.Truncate(time.Millisecond)
+	calls, err := toolCallsJSON(t.ToolCalls)
+	if err != nil {
+		return fmt.Errorf("post turn to %s: %w", key, err)
+	}
+	err = d.w.post(func(tx *sql.Tx) error {
+		var seq int64
+		err := d.queryRow(ctx, tx, qAppendTurn, string(t.Role), t.Text, calls, t.ToolCallID, t.Partial, millis(t.At), key).Scan(&seq)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("post turn to %s: %w", key, store.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("post turn to %s: %w", key, err)
+		}
+		_, err = d.exec(ctx, tx, qTouchSession, millis(now()), key)
+		return err
+	}, true)
+	if err != nil {
+		return fmt.Errorf("post turn to %s: %w", key, err)
+	}
+	return nil
+}
+
 func toolCallsJSON(calls []store.ToolCall) (string, error) {
 	if len(calls) == 0 {
 		return "", nil
