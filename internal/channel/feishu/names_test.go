@@ -2,6 +2,7 @@ package feishu
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -16,8 +17,10 @@ func TestNameCache(t *testing.T) {
 	r := newRig(t, nil)
 	r.run()
 	const stranger = "ou_c0000000000000000000000000000c"
-	for range 3 {
-		if m := r.take(feishusim.Message{ChatID: groupChat, SenderID: stranger, Content: `{"text":"我是谁"}`}); m.Sender.Name != "" {
+	for i := range 3 {
+		// Distinct texts: the same text in the same millisecond is one
+		// message redelivered (the content key).
+		if m := r.take(feishusim.Message{ChatID: groupChat, SenderID: stranger, Content: fmt.Sprintf(`{"text":"我是谁 %d"}`, i)}); m.Sender.Name != "" {
 			t.Errorf("name %q", m.Sender.Name)
 		}
 	}

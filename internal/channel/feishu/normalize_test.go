@@ -84,8 +84,11 @@ func TestNormalizeBotNeverByName(t *testing.T) {
 func TestNormalizeAtAll(t *testing.T) {
 	r := newRig(t, nil)
 	r.run()
-	for _, mentions := range [][]feishusim.Mention{nil, {{Key: "@_all", ID: "all", Name: "所有人"}}} {
-		m := r.take(feishusim.Message{ChatID: groupChat, SenderID: userA, Content: `{"text":"@_all 下午开会"}`, Mentions: mentions})
+	for i, mentions := range [][]feishusim.Mention{nil, {{Key: "@_all", ID: "all", Name: "所有人"}}} {
+		// Each a minute apart: the same text in the same millisecond is
+		// one message redelivered (the content key).
+		m := r.take(feishusim.Message{ChatID: groupChat, SenderID: userA, Content: `{"text":"@_all 下午开会"}`, Mentions: mentions,
+			CreateTime: time.Now().Add(time.Duration(i) * time.Minute)})
 		if !m.AtAll || m.Mentioned(botID) || slices.Contains(m.Mentions, "all") {
 			t.Errorf("mentions %v: all %v, mentions %v", mentions, m.AtAll, m.Mentions)
 		}
