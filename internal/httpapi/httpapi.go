@@ -63,7 +63,9 @@ func New(o Options) http.Handler {
 	g := gate{want: []byte(o.Token)}
 	mux := http.NewServeMux()
 	if o.Gatherer != nil {
-		mux.Handle("GET /metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{}))
+		// Uncompressed: the exposition is a few kilobytes, and a gzip
+		// writer costs most of a megabyte of garbage per scrape.
+		mux.Handle("GET /metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{DisableCompression: true}))
 	}
 	if o.App != nil {
 		mux.Handle("/", o.App)

@@ -53,6 +53,10 @@ func TestHealthAndMetricsWithoutToken(t *testing.T) {
 	if strings.Contains(body, "go_goroutines") {
 		t.Error("metrics must come from pincer's own registry, not the global one")
 	}
+	res, _ = get(t, srv.Client(), srv.URL+"/metrics", http.Header{"Accept-Encoding": {"gzip"}})
+	if enc := res.Header.Get("Content-Encoding"); enc != "" {
+		t.Errorf("metrics encoded %q: a gzip writer per scrape is most of a megabyte of garbage", enc)
+	}
 	if _, body = get(t, srv.Client(), srv.URL+"/anything", nil); body != "app:/anything" {
 		t.Errorf("app not mounted: %q", body)
 	}
