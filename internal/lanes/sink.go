@@ -2,6 +2,8 @@ package lanes
 
 import (
 	"context"
+	"errors"
+	"time"
 
 	"github.com/pincerbot/pincer/internal/channel"
 	"github.com/pincerbot/pincer/internal/msg"
@@ -32,6 +34,25 @@ func (s Sink) Take(ctx context.Context, m msg.Message, r channel.Replier, done f
 	if err := s.Lanes.Submit(ctx, Key(m), func() { s.Next.Take(ctx, m, r, done) }); err != nil {
 		done(err)
 	}
+}
+
+// TryTake is Take for a caller that would rather be asked to deliver the
+// message again than wait (an HTTP request the platform retries): when
+// the lanes stay full for wait it returns ErrFull and done is not called;
+// the message was not taken in. ctx is the message's context, not the
+// bound of the wait.
+func (s Sink) TryTake(ctx context.Context, m msg.Message, r channel.Replier, done func(error), wait time.Duration) error {
+	if done == nil {
+		done = func(error) {}
+	}
+	err := s.Lanes.TrySubmit(ctx, Key(m), wait, func() { s.Next.Take(ctx, m, r, done) })
+	if errors.Is(err, ErrFull) {
+		return err
+	}
+	if err != nil {
+		done(err)
+	}
+	return nil
 }
 
 // Dispatch implements channel.Sink: Take, then wait for the outcome.

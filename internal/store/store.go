@@ -211,6 +211,9 @@ type Dedup interface {
 	// ClaimDedup claims key for ttl. It returns false when the key is
 	// already claimed and unexpired.
 	ClaimDedup(ctx context.Context, key string, ttl time.Duration) (claimed bool, err error)
+	// ReleaseDedup gives up a claim whose event was not taken in after all
+	// (pincer was too busy and asked the platform to deliver it again).
+	ReleaseDedup(ctx context.Context, key string) error
 	// PruneDedup deletes expired keys and reports how many.
 	PruneDedup(ctx context.Context) (int64, error)
 }

@@ -96,8 +96,9 @@ type Account struct {
 	forward *forwards
 	direct  *directChats
 	typing  sync.Map // message id → reaction id
-	// storeWarn throttles the warnings of a failing dedup store.
-	storeWarn everyMinute
+	// storeWarn throttles the warnings of a failing dedup store, busyWarn
+	// those of events refused while pincer is saturated.
+	storeWarn, busyWarn everyMinute
 	sendLimits
 
 	sink atomic.Pointer[sinkHolder]
@@ -260,6 +261,19 @@ func (a *Account) deliver(ctx context.Context, ev larkevent.Envelope) error {
 		a.forward.startCard(string(in.ID))
 	}
 	r := a.ReplierFor(in)
+	if t, ok := h.s.(tryTaker); ok {
+		// While pincer is saturated the event waits a moment for room,
+		// then the platform is asked to deliver it again: nothing is
+		// dropped, and the claims are given back for the retry.
+		if err := t.TryTake(context.WithoutCancel(ctx), in, r, a.outcome(in), busyWait); errors.Is(err, lanes.ErrFull) {
+			a.release(keys)
+			if a.busyWarn.admit(a.opts.Now()) {
+				a.log.Warn("Feishu event refused: pincer is saturated; the platform delivers it again (logged once a minute)", "message_id", string(in.ID))
+			}
+			return fmt.Errorf("%w: the ingest queue is full", larkevent.ErrBusy)
+		}
+		return nil
+	}
 	if t, ok := h.s.(channel.Taker); ok {
 		t.Take(context.WithoutCancel(ctx), in, r, a.outcome(in))
 		return nil
@@ -270,6 +284,30 @@ func (a *Account) deliver(ctx context.Context, ev larkevent.Envelope) error {
 		}
 	}()
 	return nil
+}
+
+// busyWait is how long an event waits for room in a saturated pincer
+// before the platform is asked to deliver it again.
+const busyWait = 2 * time.Second
+
+// tryTaker is a sink that can refuse a message it has no room for
+// (lanes.Sink).
+type tryTaker interface {
+	TryTake(ctx context.Context, m msg.Message, r channel.Replier, done func(error), wait time.Duration) error
+}
+
+// release gives back the claims of an event that was not taken in.
+func (a *Account) release(keys []string) {
+	a.seen.release(keys)
+	if a.opts.Dedup == nil {
+		return
+	}
+	prefix := string(ChannelID) + "\x1f" + string(a.opts.ID) + "\x1f"
+	for _, k := range keys {
+		if err := a.opts.Dedup.ReleaseDedup(context.Background(), prefix+k); err != nil && a.storeWarn.admit(a.opts.Now()) {
+			a.log.Warn("Feishu dedup key not released; a redelivery of it will be dropped (logged once a minute)", "key", k, "err", err)
+		}
+	}
 }
 
 // outcome logs how a message ended when it was not answered.
@@ -386,6 +424,15 @@ func (s *seenKeys) claim(keys []string, now time.Time) bool {
 		s.queue = append(s.queue, seenEntry{h, t})
 	}
 	return fresh
+}
+
+// release forgets keys claimed by an event that was not taken in.
+func (s *seenKeys) release(keys []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range keys {
+		delete(s.keys, seenHash(k))
+	}
 }
 
 // forgetLocked drops the entries older than the ttl, and the oldest past

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/pincerbot/pincer/internal/lanes"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -229,7 +230,8 @@ type failingDedup struct{}
 func (failingDedup) ClaimDedup(context.Context, string, time.Duration) (bool, error) {
 	return false, errors.New("disk I/O error")
 }
-func (failingDedup) PruneDedup(context.Context) (int64, error) { return 0, nil }
+func (failingDedup) PruneDedup(context.Context) (int64, error)  { return 0, nil }
+func (failingDedup) ReleaseDedup(context.Context, string) error { return nil }
 
 // TestDedupStoreFailing: when the store fails, messages are still taken
 // (deduplicated in memory) and the failure is logged once, not per key or
@@ -245,5 +247,41 @@ func TestDedupStoreFailing(t *testing.T) {
 	}
 	if lines := r.logs.matching(slog.LevelWarn, "dedup"); len(lines) != 1 {
 		t.Errorf("logged %d times: %q", len(lines), lines)
+	}
+}
+
+// TestSaturatedWebhookAsksForRedelivery: with the ingest lanes full, an
+// event waits its moment, is answered 503 and is not taken; its claims
+// are given back (in memory and in the store), so the platform's retry,
+// once there is room, is taken in once.
+func TestSaturatedWebhookAsksForRedelivery(t *testing.T) {
+	st := openStore(t, filepath.Join(t.TempDir(), "busy.db"))
+	r := newRig(t, func(o *Options) { o.Dedup = st })
+	l := lanes.New(lanes.Options{Workers: 1, Capacity: 1})
+	t.Cleanup(l.Close)
+	runAccount(t, r.a, lanes.Sink{Lanes: l, Next: r.taker})
+	release := make(chan struct{})
+	must(t, l.Submit(context.Background(), "busy", func() { <-release }))
+	d := r.post(feishusim.Message{ID: "om_busy", ChatID: groupChat, SenderID: userA, Content: `{"text":"挤不进来"}`}, feishusim.EventOptions{})
+	if d.Status != http.StatusServiceUnavailable {
+		t.Fatalf("saturated: answered %d", d.Status)
+	}
+	if n := r.taker.count(); n != 0 {
+		t.Fatalf("%d taken while saturated", n)
+	}
+	close(release)
+	if d := r.post("om_busy", feishusim.EventOptions{EventID: d.EventID}); d.Status != http.StatusOK {
+		t.Fatalf("the retry answered %d", d.Status)
+	}
+	if d := r.post("om_busy", feishusim.EventOptions{EventID: d.EventID}); d.Status != http.StatusOK {
+		t.Fatalf("a second retry answered %d", d.Status)
+	}
+	// The chat's lane runs in order: once a marker queued behind the
+	// retries has run, what the retries handed in has been taken.
+	marker := make(chan struct{})
+	must(t, l.Submit(context.Background(), lanes.Key(msg.Message{Channel: ChannelID, Account: msg.DefaultAccount, Peer: msg.Peer{Kind: msg.Group, ID: groupChat}}), func() { close(marker) }))
+	<-marker
+	if got := r.taker.all(); len(got) != 1 || got[0].m.ID != "om_busy" {
+		t.Errorf("taken %+v, want om_busy once", got)
 	}
 }

@@ -308,6 +308,14 @@ func (d *DB) ClaimDedup(ctx context.Context, key string, ttl time.Duration) (boo
 	return n == 1, nil
 }
 
+// ReleaseDedup implements store.Dedup.
+func (d *DB) ReleaseDedup(ctx context.Context, key string) error {
+	if _, err := d.exec(ctx, nil, `DELETE FROM dedup WHERE key = ?`, key); err != nil {
+		return fmt.Errorf("release %s: %w", key, err)
+	}
+	return nil
+}
+
 // PruneDedup implements store.Dedup.
 func (d *DB) PruneDedup(ctx context.Context) (int64, error) {
 	res, err := d.exec(ctx, nil, `DELETE FROM dedup WHERE expires_at <= ?`, millis(now()))

@@ -488,6 +488,18 @@ func testDedupClaim(t *testing.T, s store.Store) {
 	if ok, _ := s.ClaimDedup(ctx, "other", time.Hour); !ok {
 		t.Error("a different key must be claimable")
 	}
+	if err := s.ReleaseDedup(ctx, "other"); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	if ok, _ := s.ClaimDedup(ctx, "other", time.Hour); !ok {
+		t.Error("a released key must be claimable again")
+	}
+	if ok, _ := s.ClaimDedup(ctx, "onebot:1:group:9:m1", time.Hour); ok {
+		t.Error("releasing one key must not release another")
+	}
+	if err := s.ReleaseDedup(ctx, "never-claimed"); err != nil {
+		t.Errorf("releasing a key never claimed: %v", err)
+	}
 }
 
 // testDedupExpiry runs inside a synctest bubble, so time moves only when
