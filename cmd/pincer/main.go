@@ -110,10 +110,35 @@ func versionString() string {
 	if version != "" {
 		return version
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+	bi, _ := debug.ReadBuildInfo()
+	return buildVersion(bi)
+}
+
+// buildVersion is the version a build says of itself: the module version
+// of a go install, else the commit it was built from (marked -dirty when
+// the tree had changes), else "dev".
+func buildVersion(bi *debug.BuildInfo) string {
+	if bi == nil {
+		return "dev"
+	}
+	if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 		return bi.Main.Version
 	}
-	return "dev"
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "-dirty"
+			}
+		}
+	}
+	if rev == "" {
+		return "dev"
+	}
+	return "dev-" + rev[:min(12, len(rev))] + dirty
 }
 
 // configFlag parses --config for a subcommand.

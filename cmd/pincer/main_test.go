@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -107,5 +108,23 @@ func TestConfigCheckWarnsOfSkippedKeywords(t *testing.T) {
 	}
 	if !strings.Contains(stderr, "warning: channels.onebot.receive.mention.keywords[1]") {
 		t.Errorf("stderr %q", stderr)
+	}
+}
+
+func TestBuildVersion(t *testing.T) {
+	rev := []debug.BuildSetting{{Key: "vcs.revision", Value: "0518986b1c99f00d"}, {Key: "vcs.modified", Value: "false"}}
+	for _, tt := range []struct {
+		bi   *debug.BuildInfo
+		want string
+	}{
+		{nil, "dev"},
+		{&debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}, Settings: rev}, "v1.2.3"},
+		{&debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: rev}, "dev-0518986b1c99"},
+		{&debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "abc"}, {Key: "vcs.modified", Value: "true"}}}, "dev-abc-dirty"},
+		{&debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "dev"},
+	} {
+		if got := buildVersion(tt.bi); got != tt.want {
+			t.Errorf("buildVersion(%+v) = %q, want %q", tt.bi, got, tt.want)
+		}
 	}
 }
