@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -230,5 +231,32 @@ func TestFeishuCardIsReadAsItsSenderWroteIt(t *testing.T) {
 	}
 	if strings.Contains(got, "请升级") {
 		t.Errorf("the degraded card reached the agent:\n%s", got)
+	}
+}
+
+// TestFeishuRecalledMessageIsNotShown: a message its sender recalls
+// before the next reply reaches the agent's history as recalled, not as
+// what it said.
+func TestFeishuRecalledMessageIsNotShown(t *testing.T) {
+	r := newLarkRig(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r.post(t, ctx, feishusim.Message{ID: "om_oops", ChatID: larkGroup, SenderID: larkUserA, Content: `{"text":"我的密码是 hunter2"}`}, feishusim.EventOptions{})
+	if err := r.sim.Recall("om_oops"); err != nil {
+		t.Fatal(err)
+	}
+	r.post(t, ctx, feishusim.CustomEvent{Type: "im.message.recalled_v1", Event: map[string]any{
+		"message_id": "om_oops", "chat_id": larkGroup, "recall_time": fmt.Sprint(time.Now().UnixMilli()), "recall_type": "message_owner",
+	}}, feishusim.EventOptions{})
+	r.post(t, ctx, feishusim.Message{
+		ID: "om_after", ChatID: larkGroup, SenderID: larkUserB, Content: `{"text":"@_user_1 他刚才说了什么"}`,
+		Mentions: []feishusim.Mention{{Key: "@_user_1", ID: feishusim.DefaultBotOpenID, Name: feishusim.DefaultBotName}},
+	}, feishusim.EventOptions{})
+	got := larkText(t, r.waitSent(t, ctx, 1)[0])
+	if strings.Contains(got, "hunter2") {
+		t.Errorf("a recalled message reached the agent:\n%s", got)
+	}
+	if !strings.Contains(got, "张三(ou_a0000000000000000000000000000a): (已撤回)") {
+		t.Errorf("the history does not say the message was recalled:\n%s", got)
 	}
 }

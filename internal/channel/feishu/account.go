@@ -96,6 +96,8 @@ type Account struct {
 	forward *forwards
 	direct  *directChats
 	typing  sync.Map // message id → reaction id
+	// recalled remembers the messages their senders recalled.
+	recalled *seenKeys
 	// storeWarn throttles the warnings of a failing dedup store, busyWarn
 	// those of events refused while pincer is saturated.
 	storeWarn, busyWarn everyMinute
@@ -127,11 +129,12 @@ func New(o Options) *Account {
 	}
 	a := &Account{
 		opts: o, api: newClient(o.AppID, o.AppSecret, o.BaseURL, o.HTTPClient, 30*time.Second),
-		log:     o.Logger.With("channel", string(ChannelID), "account", string(o.ID)),
-		started: o.Now(),
-		known:   make(chan struct{}),
-		seen:    newSeenKeys(DedupTTL, maxSeenKeys),
-		direct:  newDirectChats(maxDirectChats),
+		log:      o.Logger.With("channel", string(ChannelID), "account", string(o.ID)),
+		started:  o.Now(),
+		known:    make(chan struct{}),
+		recalled: newSeenKeys(recallTTL, 1<<14),
+		seen:     newSeenKeys(DedupTTL, maxSeenKeys),
+		direct:   newDirectChats(maxDirectChats),
 	}
 	a.names = newNameCache(a.api, nameTTL)
 	a.forward = newForwards(a)
@@ -213,6 +216,11 @@ func (a *Account) deliver(ctx context.Context, ev larkevent.Envelope) error {
 	switch ev.EventType {
 	case larkevent.EventMessageReceive:
 	case larkevent.EventMessageRecalled:
+		if r, err := larkevent.DecodeMessageRecalled(ev); err == nil {
+			// What the message said is not shown to the agent any more.
+			a.recalled.claim([]string{r.MessageID}, a.opts.Now())
+			a.log.Debug("Feishu message recalled", "message_id", r.MessageID)
+		}
 		return nil
 	default:
 		a.log.Debug("Feishu event ignored", "type", ev.EventType)
@@ -284,6 +292,15 @@ func (a *Account) deliver(ctx context.Context, ev larkevent.Envelope) error {
 		}
 	}()
 	return nil
+}
+
+// recallTTL is how long a recall is remembered: longer than a message
+// waits in a window, a history buffer or a digest is kept.
+const recallTTL = 24 * time.Hour
+
+// wasRecalled reports whether the message id was recalled.
+func (a *Account) wasRecalled(id msg.MessageID) bool {
+	return id != "" && !a.recalled.fresh(string(id), a.opts.Now())
 }
 
 // busyWait is how long an event waits for room in a saturated pincer
@@ -424,6 +441,14 @@ func (s *seenKeys) claim(keys []string, now time.Time) bool {
 		s.queue = append(s.queue, seenEntry{h, t})
 	}
 	return fresh
+}
+
+// fresh reports whether key is not remembered at now, without claiming it.
+func (s *seenKeys) fresh(key string, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at, ok := s.keys[seenHash(key)]
+	return !ok || now.UnixNano()-at > int64(s.ttl)
 }
 
 // release forgets keys claimed by an event that was not taken in.

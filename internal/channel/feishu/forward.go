@@ -92,6 +92,9 @@ func (f *forwards) start(id string, peer msg.Peer, items []larkmsg.Item) *expans
 	return f.job(id, func(e *expansion) { f.run(e, id, peer, items) })
 }
 
+// textRecalled stands for a message its sender recalled.
+const textRecalled = "(已撤回)"
+
 // cardKey is the key of a card's fetch among the expansions, and the
 // reference a card's message defers.
 func cardKey(id string) string { return "card:" + id }
@@ -241,12 +244,20 @@ func (f *forwards) expander(get func(context.Context, string) ([]larkmsg.Item, e
 
 // Enrich implements the pipeline's enricher: every merged forward among
 // msgs reads as the excerpt of its messages (or keeps its placeholder when
-// the expansion failed), and carries no forward left to resolve. The
+// the expansion failed), and carries no forward left to resolve; a card
+// reads as its sender wrote it; a message its sender recalled reads
+// "(已撤回)", whatever it said. The
 // expansions run at once, each at most once (one started when the
 // message arrived is waited for).
 func (a *Account) Enrich(ctx context.Context, msgs []msg.Message) []msg.Message {
 	jobs := make([]*expansion, len(msgs))
 	for i, m := range msgs {
+		if a.wasRecalled(m.ID) {
+			// Recalled by its sender: the agent sees that, not what it said.
+			msgs[i].Text, msgs[i].Segments = textRecalled, []msg.Segment{msg.Text(textRecalled)}
+			msgs[i].ForwardIDs, msgs[i].Deferred = nil, nil
+			continue
+		}
 		if id, ok := cardOf(m); ok {
 			jobs[i] = a.forward.startCard(id)
 		} else if len(m.ForwardIDs) > 0 && a.opts.MergeForward.Enabled {
