@@ -1,7 +1,6 @@
 package config
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -106,26 +105,7 @@ func DefaultFeishu() Feishu {
 // UnmarshalJSON decodes the default app, then each named account over the
 // default app's settings.
 func (f *Feishu) UnmarshalJSON(b []byte) error {
-	var top struct {
-		Accounts map[string]json.RawMessage `json:"accounts"`
-	}
-	if err := json.Unmarshal(b, &top); err != nil {
-		return err
-	}
-	if err := json.Unmarshal(b, &f.FeishuAccount); err != nil {
-		return err
-	}
-	if f.Accounts == nil {
-		f.Accounts = map[string]FeishuAccount{}
-	}
-	for id, raw := range top.Accounts {
-		a := f.inherited(id)
-		if err := json.Unmarshal(raw, &a); err != nil {
-			return fmt.Errorf("accounts.%s: %w", id, err)
-		}
-		f.Accounts[id] = a
-	}
-	return nil
+	return decodeAccounts(b, &f.FeishuAccount, &f.Accounts, f.inherited)
 }
 
 // inherited is what a named account starts from: the default app's
@@ -135,23 +115,13 @@ func (f *Feishu) inherited(id string) FeishuAccount {
 	a.Name, a.AppID, a.AppSecret, a.VerificationToken, a.EncryptKey = "", "", "", "", ""
 	a.AllowFrom = slices.Clone(a.AllowFrom)
 	a.DenyFrom = slices.Clone(a.DenyFrom)
-	a.Receive.Mention.Keywords = slices.Clone(a.Receive.Mention.Keywords)
-	a.Receive.Digest.Peers = slices.Clone(a.Receive.Digest.Peers)
-	a.Receive.Summary.Commands = slices.Clone(a.Receive.Summary.Commands)
-	a.Receive.Summary.Peers = slices.Clone(a.Receive.Summary.Peers)
+	a.Receive = a.Receive.cloned()
 	a.Webhook = FeishuWebhook{Path: DefaultFeishuWebhookPath + "/" + id}
 	return a
 }
 
 // All returns every account by id, the top-level one as "default".
-func (f Feishu) All() map[string]FeishuAccount {
-	out := maps.Clone(f.Accounts)
-	if out == nil {
-		out = map[string]FeishuAccount{}
-	}
-	out["default"] = f.FeishuAccount
-	return out
-}
+func (f Feishu) All() map[string]FeishuAccount { return allAccounts(f.FeishuAccount, f.Accounts) }
 
 // Active reports whether the account should run: it is enabled and has an
 // app id.
@@ -267,16 +237,5 @@ func validFeishuPeerPattern(e string) bool {
 // Warnings lists settings of every account that are skipped rather than
 // refused, with their key paths.
 func (f Feishu) Warnings() []string {
-	var out []string
-	all := f.All()
-	for _, id := range slices.Sorted(maps.Keys(all)) {
-		prefix := "channels.feishu."
-		if id != "default" {
-			prefix += "accounts." + id + "."
-		}
-		for _, w := range all[id].Receive.Warnings() {
-			out = append(out, prefix+w)
-		}
-	}
-	return out
+	return receiveWarnings("channels.feishu", f.All(), func(a FeishuAccount) Receive { return a.Receive })
 }

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -116,26 +115,7 @@ func DefaultOneBot() OneBot {
 // UnmarshalJSON decodes the default account, then each named account
 // over the default account's settings.
 func (o *OneBot) UnmarshalJSON(b []byte) error {
-	var top struct {
-		Accounts map[string]json.RawMessage `json:"accounts"`
-	}
-	if err := json.Unmarshal(b, &top); err != nil {
-		return err
-	}
-	if err := json.Unmarshal(b, &o.OneBotAccount); err != nil {
-		return err
-	}
-	if o.Accounts == nil {
-		o.Accounts = map[string]OneBotAccount{}
-	}
-	for id, raw := range top.Accounts {
-		a := o.inherited(id)
-		if err := json.Unmarshal(raw, &a); err != nil {
-			return fmt.Errorf("accounts.%s: %w", id, err)
-		}
-		o.Accounts[id] = a
-	}
-	return nil
+	return decodeAccounts(b, &o.OneBotAccount, &o.Accounts, o.inherited)
 }
 
 // inherited is what a named account starts from: the default account's
@@ -146,24 +126,14 @@ func (o *OneBot) inherited(id string) OneBotAccount {
 	a.WSURL, a.HTTPURL, a.AccessToken, a.SelfID = "", "", "", ""
 	a.AllowFrom = slices.Clone(a.AllowFrom)
 	a.DenyFrom = slices.Clone(a.DenyFrom)
-	a.Receive.Mention.Keywords = slices.Clone(a.Receive.Mention.Keywords)
-	a.Receive.Digest.Peers = slices.Clone(a.Receive.Digest.Peers)
-	a.Receive.Summary.Commands = slices.Clone(a.Receive.Summary.Commands)
-	a.Receive.Summary.Peers = slices.Clone(a.Receive.Summary.Peers)
+	a.Receive = a.Receive.cloned()
 	a.ReverseWS = OneBotReverseWS{Path: DefaultReverseWSPath + "/" + id}
 	a.HTTPPost = OneBotHTTPPost{Path: DefaultHTTPPostPath + "/" + id}
 	return a
 }
 
 // All returns every account by id, the top-level one as "default".
-func (o OneBot) All() map[string]OneBotAccount {
-	out := maps.Clone(o.Accounts)
-	if out == nil {
-		out = map[string]OneBotAccount{}
-	}
-	out["default"] = o.OneBotAccount
-	return out
-}
+func (o OneBot) All() map[string]OneBotAccount { return allAccounts(o.OneBotAccount, o.Accounts) }
 
 // Active reports whether the account should run: it is enabled and has
 // a way to receive events or to send.
@@ -350,18 +320,7 @@ func validPeerPattern(e string) bool {
 // Warnings lists settings of every account that are skipped rather than
 // refused, with their key paths.
 func (o OneBot) Warnings() []string {
-	var out []string
-	all := o.All()
-	for _, id := range slices.Sorted(maps.Keys(all)) {
-		prefix := "channels.onebot."
-		if id != "default" {
-			prefix += "accounts." + id + "."
-		}
-		for _, w := range all[id].Receive.Warnings() {
-			out = append(out, prefix+w)
-		}
-	}
-	return out
+	return receiveWarnings("channels.onebot", o.All(), func(a OneBotAccount) Receive { return a.Receive })
 }
 
 // Warnings lists the skipped settings of every channel.
