@@ -13,7 +13,6 @@ import (
 
 	"github.com/pincerbot/pincer/internal/channel"
 	"github.com/pincerbot/pincer/internal/channel/feishu"
-	"github.com/pincerbot/pincer/internal/command"
 	"github.com/pincerbot/pincer/internal/config"
 	"github.com/pincerbot/pincer/internal/engine"
 	"github.com/pincerbot/pincer/internal/msg"
@@ -116,19 +115,15 @@ func (l *lark) pipelines(ctx context.Context, eng *engine.Engine, st store.Store
 	var all []*pipeline.Pipeline
 	for _, id := range slices.Sorted(maps.Keys(l.accounts)) {
 		a := l.accounts[id]
-		plog := log.With("channel", string(feishu.ChannelID), "account", string(id))
 		qc := l.quote[id]
 		resolver := quote.New(a, quote.Settings{
 			Enabled: qc.Enabled, MaxNodes: 1, MaxChars: 8000,
 			Timeout: time.Duration(qc.TimeoutMs) * time.Millisecond,
 		}, loc)
-		p, err := startPipeline(ctx, pipeline.Options{
-			Quote: resolver.Block, Enrich: a.Enrich,
-			Receive: ReceiveSettings(l.receive[id]), Bot: a, Engine: engineTurns{eng}, Send: a.Send, History: a,
-			LocalHistory: pipeline.LocalHistory{Log: st, Channel: feishu.ChannelID, Account: id},
-			IsCommand:    eng.Commands().IsControl, IsAbort: command.IsAbort, PlainText: false, Location: loc, Logger: plog,
-			Store: st, Channel: feishu.ChannelID, Account: id, ReplierFor: a.ReplierFor,
-		}, "channels.feishu")
+		p, err := accountPipeline(ctx, eng, st, loc, log, feishu.ChannelID, id, "channels.feishu", pipeline.Options{
+			Quote: resolver.Block, Enrich: a.Enrich, Receive: ReceiveSettings(l.receive[id]),
+			Bot: a, Send: a.Send, History: a, ReplierFor: a.ReplierFor,
+		})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -14,7 +14,6 @@ import (
 	"github.com/pincerbot/pincer/internal/channel"
 	"github.com/pincerbot/pincer/internal/channel/onebot"
 	"github.com/pincerbot/pincer/internal/channel/onebot/wire"
-	"github.com/pincerbot/pincer/internal/command"
 	"github.com/pincerbot/pincer/internal/config"
 	"github.com/pincerbot/pincer/internal/engine"
 	"github.com/pincerbot/pincer/internal/msg"
@@ -140,19 +139,15 @@ func (q *qq) pipelines(ctx context.Context, eng *engine.Engine, st store.Store, 
 	var all []*pipeline.Pipeline
 	for id, r := range q.receive {
 		a, _ := q.channel.Account(id)
-		plog := log.With("channel", string(onebot.ChannelID), "account", string(id))
 		qc := q.quote[id]
 		resolver := quote.New(quote.Cached(a, 2*time.Minute, 1000), quote.Settings{
 			Enabled: qc.Enabled, ResolveForward: qc.ResolveForward, MaxDepth: qc.MaxDepth, MaxNodes: qc.MaxNodes, MaxChars: qc.MaxChars,
 			Timeout: time.Duration(qc.TimeoutMs) * time.Millisecond,
 		}, loc)
-		p, err := startPipeline(ctx, pipeline.Options{
-			Quote:   resolver.Block,
-			Receive: ReceiveSettings(r), Bot: qqBot{a}, Engine: engineTurns{eng}, Send: a.Send, History: a, Ack: a,
-			LocalHistory: pipeline.LocalHistory{Log: st, Channel: onebot.ChannelID, Account: id},
-			IsCommand:    eng.Commands().IsControl, IsAbort: command.IsAbort, PlainText: true, Location: loc, Logger: plog,
-			Store: st, Channel: onebot.ChannelID, Account: id, ReplierFor: a.ReplierFor,
-		}, "channels.onebot")
+		p, err := accountPipeline(ctx, eng, st, loc, log, onebot.ChannelID, id, "channels.onebot", pipeline.Options{
+			Quote: resolver.Block, Receive: ReceiveSettings(r), PlainText: true,
+			Bot: qqBot{a}, Send: a.Send, History: a, Ack: a, ReplierFor: a.ReplierFor,
+		})
 		if err != nil {
 			return nil, nil, err
 		}

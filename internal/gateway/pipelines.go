@@ -32,6 +32,18 @@ func startPipeline(ctx context.Context, o pipeline.Options, configKey string) (*
 	return p, nil
 }
 
+// accountPipeline starts the receive pipeline of account id of channel
+// ch: o holds what is the account's own (its bot, sending, history,
+// quotes), the rest is the same for every chat account.
+func accountPipeline(ctx context.Context, eng *engine.Engine, st store.Store, loc *time.Location, log *slog.Logger, ch msg.ChannelID, id msg.AccountID, section string, o pipeline.Options) (*pipeline.Pipeline, error) {
+	o.Engine = engineTurns{eng}
+	o.IsCommand, o.IsAbort = eng.Commands().IsControl, command.IsAbort
+	o.Location, o.Store, o.Channel, o.Account = loc, st, ch, id
+	o.LocalHistory = pipeline.LocalHistory{Log: st, Channel: ch, Account: id}
+	o.Logger = log.With("channel", string(ch), "account", string(id))
+	return startPipeline(ctx, o, section)
+}
+
 // engineTurns runs the pipeline's turns on the engine.
 type engineTurns struct{ e *engine.Engine }
 
