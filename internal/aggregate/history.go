@@ -32,8 +32,15 @@ type histLine struct {
 	at     int64 // unix nanoseconds
 	text   string
 	chars  int
-	// forwards are the merged forwards the message carries, for a
-	// channel that completes them before a turn reads them (nil mostly).
+	// pending is what the message's channel completes before a turn
+	// reads it (merged forwards, deferred content); nil mostly, so a line
+	// pays one pointer for it.
+	pending *histPending
+}
+
+// histPending is what a channel completes in a message before a turn
+// reads it.
+type histPending struct {
 	forwards []msg.ForwardID
 	deferred []string
 }
@@ -46,7 +53,10 @@ func NewHistory(maxMessages, maxChars int, maxAge time.Duration) *History {
 // Add appends m to key's buffer under the caller's reference ref and trims
 // the buffer; it returns the references of the messages trimmed away.
 func (h *History) Add(key string, m msg.Message, ref int64) (dropped []int64) {
-	l := histLine{ref: ref, id: m.ID, sender: m.Sender, at: m.Time.UnixNano(), text: m.Text, chars: chars(m), forwards: m.ForwardIDs, deferred: m.Deferred}
+	l := histLine{ref: ref, id: m.ID, sender: m.Sender, at: m.Time.UnixNano(), text: m.Text, chars: chars(m)}
+	if len(m.ForwardIDs) > 0 || len(m.Deferred) > 0 {
+		l.pending = &histPending{forwards: m.ForwardIDs, deferred: m.Deferred}
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	b := h.buffers[key]
@@ -96,7 +106,11 @@ func (h *History) Take(key string, exclude []msg.Message, now time.Time) (taken 
 		if skip[l.id] || (h.maxAge > 0 && now.Sub(at) > h.maxAge) {
 			continue
 		}
-		out = append(out, msg.Message{ID: l.id, Sender: l.sender, Time: at, Text: l.text, ForwardIDs: l.forwards, Deferred: l.deferred})
+		m := msg.Message{ID: l.id, Sender: l.sender, Time: at, Text: l.text}
+		if l.pending != nil {
+			m.ForwardIDs, m.Deferred = l.pending.forwards, l.pending.deferred
+		}
+		out = append(out, m)
 	}
 	return out, refs
 }
