@@ -38,10 +38,13 @@ func (p *Pipeline) runRealtime(ctx context.Context, f aggregate.Flushed[held]) {
 		var refs []int64
 		history, refs = p.history.Take(first.Peer.String(), msgs, time.Now())
 		consume.Marks = p.mark(first, store.ViewHistory, refs)
-		for i := range history {
-			history[i].Channel, history[i].Account, history[i].Peer = first.Channel, first.Account, first.Peer
+		if p.opts.Enrich != nil {
+			// The buffer keeps no chat per line; the enricher needs it.
+			for i := range history {
+				history[i].Channel, history[i].Account, history[i].Peer = first.Channel, first.Account, first.Peer
+			}
+			history = p.enrich(ctx, history)
 		}
-		history = p.enrich(ctx, history)
 	}
 	batch := msg.Batch{Kind: msg.Realtime, Messages: msgs, History: history, Trigger: f.Trigger, Flush: f.Reason}
 	quote := ""
