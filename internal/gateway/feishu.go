@@ -6,9 +6,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
-	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/pincerbot/pincer/internal/channel"
@@ -43,30 +41,9 @@ func FeishuOptions(id string, a config.FeishuAccount, workspace string, log *slo
 		VerificationToken: a.VerificationToken.Value(), EncryptKey: a.EncryptKey.Value(), Filter: filter,
 		ChunkLimit: a.TextChunkLimit, TypingReaction: a.TypingReaction,
 		MergeForward: feishu.MergeForward{Enabled: mf.Enabled, MaxDepth: mf.MaxDepth, MaxLines: mf.MaxLines, MaxChars: mf.MaxChars},
-		Workspace: func(p msg.Peer) string {
-			dir := p.ID
-			if p.Kind == msg.Direct {
-				dir = "private-" + p.ID
-			}
-			return filepath.Join(workspace, "feishu", safeName(id), safeName(dir))
-		},
-		Logger: log,
+		Workspace:    feishu.ChatWorkspace(workspace, msg.AccountID(id)),
+		Logger:       log,
 	}, nil
-}
-
-// safeName keeps the characters of a platform id that are safe in a file
-// name.
-func safeName(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if r == '-' || r == '_' || r == '.' || (r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') {
-			return r
-		}
-		return '_'
-	}, s)
-	if s == "" || s == "." || s == ".." {
-		return "_"
-	}
-	return s
 }
 
 // buildFeishu builds the active Feishu apps; nil when there are none. The

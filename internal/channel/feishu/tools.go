@@ -179,6 +179,19 @@ func attachment(it larkmsg.Item) (kind, name, key string) {
 // maxNameBytes bounds a saved file's name part.
 const maxNameBytes = 120
 
+// ChatWorkspace is Options.Workspace for the chats of account under root:
+// root/feishu/<account>/<chat id>, or private-<open_id> for a direct chat,
+// each made safe as a file name.
+func ChatWorkspace(root string, account msg.AccountID) func(msg.Peer) string {
+	return func(p msg.Peer) string {
+		dir := p.ID
+		if p.Kind == msg.Direct {
+			dir = "private-" + p.ID
+		}
+		return filepath.Join(root, string(ChannelID), fileSafe(string(account)), fileSafe(dir))
+	}
+}
+
 // fileSafe keeps the characters of a name that are safe in a file name,
 // at most maxNameBytes bytes of it (its extension kept).
 func fileSafe(s string) string {
