@@ -195,6 +195,11 @@ func TestFeishuSimulator(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, out, regexp.MustCompile(`【合并转发,共 \d+ 条】`))
+	// The forwarded @ line names whom it mentioned, as the chat showed it.
+	waitFor(t, out, regexp.MustCompile(`测试用户:@`+regexp.QuoteMeta(feishusim.DefaultBotName)+` 你好`))
+	if strings.Contains(out.String(), "@_user_") {
+		t.Errorf("a mention key reached the agent:\n%s", out)
+	}
 	waitFor(t, out, regexp.MustCompile(`\(bot removed Typing\)`))
 	if strings.Contains(out.String(), "Merged and Forwarded Message") {
 		t.Errorf("the fixed text reached the agent:\n%s", out)

@@ -121,7 +121,7 @@ func (s *larkSession) forward(botMention []feishusim.Mention) feishusim.Message 
 	now := time.Now()
 	var children []feishusim.Message
 	for i, m := range s.said {
-		children = append(children, feishusim.Message{SenderID: m.SenderID, Content: m.Content, CreateTime: now.Add(time.Duration(i-len(s.said)) * time.Minute)})
+		children = append(children, feishusim.Message{SenderID: m.SenderID, Content: m.Content, Mentions: m.Mentions, CreateTime: now.Add(time.Duration(i-len(s.said)) * time.Minute)})
 	}
 	if len(children) == 0 {
 		children = append(children, feishusim.Message{SenderID: simLarkUser, Content: larkText("（没有可转发的消息）"), CreateTime: now.Add(-time.Minute)})
