@@ -22,7 +22,7 @@ func TestServerStreamsToTheOpenAIProvider(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var seen []Request
-	var doneAt time.Time
+	doneAt := make(chan time.Time, 1)
 	const latency = 50 * time.Millisecond
 	s := Serve(ln, Options{
 		Latency: latency,
@@ -33,11 +33,7 @@ func TestServerStreamsToTheOpenAIProvider(t *testing.T) {
 			defer mu.Unlock()
 			seen = append(seen, r)
 		},
-		OnDone: func(_ Request, at time.Time) {
-			mu.Lock()
-			defer mu.Unlock()
-			doneAt = at
-		},
+		OnDone: func(_ Request, at time.Time) { doneAt <- at },
 	})
 	defer s.Close()
 	p := openai.New("sim", llm.Endpoint{BaseURL: s.URL + "/v1", APIKey: "k"})
@@ -65,13 +61,21 @@ func TestServerStreamsToTheOpenAIProvider(t *testing.T) {
 	if text.String() != "回答：明天几点集合？" || stop != "stop" {
 		t.Errorf("streamed %q, stop %q", text.String(), stop)
 	}
+	// OnDone runs after the last byte is flushed, so the client may
+	// have read it first: wait for the hook rather than racing it.
+	var done time.Time
+	select {
+	case done = <-doneAt:
+	case <-ctx.Done():
+		t.Fatal("OnDone was never called")
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if len(seen) != 1 || seen[0].Model != "bench" || !seen[0].Stream || len(seen[0].Messages) != 4 || seen[0].Messages[0].Role != "system" {
 		t.Fatalf("requests seen: %+v", seen)
 	}
-	if doneAt.Sub(seen[0].At) < latency {
-		t.Errorf("done %s after the request, before the latency", doneAt.Sub(seen[0].At))
+	if done.Sub(seen[0].At) < latency {
+		t.Errorf("done %s after the request, before the latency", done.Sub(seen[0].At))
 	}
 }
 
