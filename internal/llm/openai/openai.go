@@ -5,8 +5,8 @@ package openai
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
+	"fmt"
 	"iter"
 	"net/http"
 	"net/url"
@@ -14,7 +14,6 @@ import (
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/ssestream"
-	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/pincerbot/pincer/internal/llm"
 )
@@ -67,20 +66,28 @@ func isOpenAI(base string) bool {
 // ID implements llm.Provider.
 func (p *Provider) ID() string { return p.id }
 
+// maxToolCalls bounds the tool calls of one answer: a server that numbers
+// one beyond it is broken, and its index must not size an allocation.
+const maxToolCalls = 128
+
 // Stream implements llm.Provider.
 func (p *Provider) Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
 		callCtx, cancel := p.endpoint.CallContext(ctx)
 		defer cancel()
-		stream := p.client.Chat.Completions.NewStreaming(callCtx, p.params(req))
+		stream := p.newStreaming(callCtx, req)
 		defer stream.Close()
 		var finish string
 		var calls []llm.ToolCall // by stream index
 		for stream.Next() {
-			chunk := stream.Current()
-			for _, c := range chunk.Choices {
+			for _, c := range stream.Current().Choices {
 				for _, tc := range c.Delta.ToolCalls {
-					for int(tc.Index) >= len(calls) {
+					if tc.Index < 0 || tc.Index >= maxToolCalls {
+						yield(llm.Event{}, llm.HTTPError(p.id, req.Model, 0, nil, "api_error",
+							fmt.Errorf("tool call index %d out of range [0, %d)", tc.Index, maxToolCalls)))
+						return
+					}
+					for tc.Index >= len(calls) {
 						calls = append(calls, llm.ToolCall{})
 					}
 					call := &calls[tc.Index]
@@ -90,10 +97,8 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Ev
 					call.Name += tc.Function.Name
 					call.Arguments += tc.Function.Arguments
 				}
-				if rc, ok := c.Delta.JSON.ExtraFields["reasoning_content"]; ok {
-					if text := rawString(rc.Raw()); text != "" && !yield(llm.Event{Kind: llm.EventReasoning, Text: text}, nil) {
-						return
-					}
+				if text := c.Delta.ReasoningContent; text != "" && !yield(llm.Event{Kind: llm.EventReasoning, Text: text}, nil) {
+					return
 				}
 				if c.Delta.Content != "" && !yield(llm.Event{Kind: llm.EventText, Text: c.Delta.Content}, nil) {
 					return
@@ -123,56 +128,6 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Ev
 	}
 }
 
-func (p *Provider) params(req llm.Request) sdk.ChatCompletionNewParams {
-	msgs := make([]sdk.ChatCompletionMessageParamUnion, 0, len(req.Messages)+1)
-	if req.System != "" {
-		msgs = append(msgs, sdk.SystemMessage(req.System))
-	}
-	for _, m := range req.Messages {
-		switch m.Role {
-		case llm.RoleAssistant:
-			if len(m.ToolCalls) == 0 {
-				msgs = append(msgs, sdk.AssistantMessage(m.Text))
-				continue
-			}
-			a := sdk.ChatCompletionAssistantMessageParam{}
-			if m.Text != "" {
-				a.Content.OfString = sdk.String(m.Text)
-			}
-			for _, c := range m.ToolCalls {
-				a.ToolCalls = append(a.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{
-					OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{
-						ID:       c.ID,
-						Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: c.Arguments},
-					},
-				})
-			}
-			msgs = append(msgs, sdk.ChatCompletionMessageParamUnion{OfAssistant: &a})
-		case llm.RoleTool:
-			msgs = append(msgs, sdk.ToolMessage(m.Text, m.ToolCallID))
-		default:
-			msgs = append(msgs, sdk.UserMessage(m.Text))
-		}
-	}
-	params := sdk.ChatCompletionNewParams{Model: req.Model, Messages: msgs}
-	for _, t := range req.Tools {
-		params.Tools = append(params.Tools, sdk.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
-			Name: t.Name, Description: sdk.String(t.Description), Parameters: shared.FunctionParameters(t.Parameters),
-		}))
-	}
-	if llm.ThinkingBudget(req.Thinking) > 0 {
-		params.ReasoningEffort = shared.ReasoningEffort(req.Thinking)
-	}
-	if req.MaxTokens > 0 {
-		if p.legacyMaxTokens {
-			params.MaxTokens = sdk.Int(int64(req.MaxTokens))
-		} else {
-			params.MaxCompletionTokens = sdk.Int(int64(req.MaxTokens))
-		}
-	}
-	return params
-}
-
 func (p *Provider) classify(parent context.Context, model string, err error) *llm.Error {
 	var apiErr *sdk.Error
 	if errors.As(err, &apiErr) {
@@ -192,17 +147,4 @@ func (p *Provider) classify(parent context.Context, model string, err error) *ll
 		return llm.HTTPError(p.id, model, 0, nil, "api_error", err)
 	}
 	return llm.Transport(p.id, model, parent, err)
-}
-
-// rawString decodes a JSON string literal, returning "" for null or
-// anything else.
-func rawString(raw string) string {
-	if len(raw) < 2 || raw[0] != '"' {
-		return ""
-	}
-	var s string
-	if err := json.Unmarshal([]byte(raw), &s); err != nil {
-		return ""
-	}
-	return s
 }

@@ -31,14 +31,6 @@ func TestCompatibleServerGetsMaxTokensAndKey(t *testing.T) {
 	}
 }
 
-func TestRawString(t *testing.T) {
-	for in, want := range map[string]string{`"a\nb"`: "a\nb", `null`: "", ``: "", `1`: ""} {
-		if got := rawString(in); got != want {
-			t.Errorf("rawString(%q) = %q", in, got)
-		}
-	}
-}
-
 func TestThinkingLevelBecomesReasoningEffort(t *testing.T) {
 	s := llmtest.NewOpenAI(t)
 	p := New("openai", llm.Endpoint{BaseURL: s.URL + "/v1"})

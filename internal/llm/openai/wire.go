@@ -1,0 +1,159 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/openai/openai-go/v3/packages/ssestream"
+
+	"github.com/pincerbot/pincer/internal/llm"
+)
+
+// The request body is encoded, and the streamed chunks decoded, here from
+// plain structs with encoding/json rather than through the SDK's params
+// and chunk types: their reflective codec cost twice the time and memory
+// of the rest of a call (see BenchmarkStream). The SDK still sends the
+// request (auth, headers, errors) and frames the stream (events, [DONE],
+// error events); TestBodyMatchesTheSDK holds the two encodings of a
+// request to the same JSON.
+
+// chatRequest is a streamed chat-completions request.
+type chatRequest struct {
+	Model               string        `json:"model"`
+	Messages            []chatMessage `json:"messages"`
+	Stream              bool          `json:"stream"`
+	Tools               []chatTool    `json:"tools,omitempty"`
+	ReasoningEffort     string        `json:"reasoning_effort,omitempty"`
+	MaxTokens           int           `json:"max_tokens,omitempty"`
+	MaxCompletionTokens int           `json:"max_completion_tokens,omitempty"`
+}
+
+type chatMessage struct {
+	Role string `json:"role"`
+	// Content is left out only for an assistant turn that made tool
+	// calls and said nothing.
+	Content    *string        `json:"content,omitempty"`
+	ToolCalls  []chatToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string         `json:"tool_call_id,omitempty"`
+}
+
+type chatToolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function chatFunction `json:"function"`
+}
+
+type chatFunction struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+type chatTool struct {
+	Type     string  `json:"type"`
+	Function toolDef `json:"function"`
+}
+
+type toolDef struct {
+	Name        string         `json:"name"`
+	Description string         `json:"description"`
+	Parameters  map[string]any `json:"parameters,omitempty"`
+}
+
+// body returns req as a chat-completions request.
+func (p *Provider) body(req llm.Request) chatRequest {
+	msgs := make([]chatMessage, 0, len(req.Messages)+1)
+	if req.System != "" {
+		msgs = append(msgs, chatMessage{Role: "system", Content: &req.System})
+	}
+	for i := range req.Messages {
+		m := &req.Messages[i]
+		switch m.Role {
+		case llm.RoleAssistant:
+			a := chatMessage{Role: "assistant"}
+			if m.Text != "" || len(m.ToolCalls) == 0 {
+				a.Content = &m.Text
+			}
+			if len(m.ToolCalls) > 0 {
+				a.ToolCalls = make([]chatToolCall, len(m.ToolCalls))
+				for j, c := range m.ToolCalls {
+					a.ToolCalls[j] = chatToolCall{ID: c.ID, Type: "function", Function: chatFunction{Name: c.Name, Arguments: c.Arguments}}
+				}
+			}
+			msgs = append(msgs, a)
+		case llm.RoleTool:
+			msgs = append(msgs, chatMessage{Role: "tool", Content: &m.Text, ToolCallID: m.ToolCallID})
+		default:
+			msgs = append(msgs, chatMessage{Role: "user", Content: &m.Text})
+		}
+	}
+	body := chatRequest{Model: req.Model, Messages: msgs, Stream: true}
+	if len(req.Tools) > 0 {
+		body.Tools = make([]chatTool, len(req.Tools))
+		for i, t := range req.Tools {
+			body.Tools[i] = chatTool{Type: "function", Function: toolDef{Name: t.Name, Description: t.Description, Parameters: t.Parameters}}
+		}
+	}
+	if llm.ThinkingBudget(req.Thinking) > 0 {
+		body.ReasoningEffort = req.Thinking
+	}
+	if req.MaxTokens > 0 {
+		if p.legacyMaxTokens {
+			body.MaxTokens = req.MaxTokens
+		} else {
+			body.MaxCompletionTokens = req.MaxTokens
+		}
+	}
+	return body
+}
+
+// chunk is the part of a streamed chat.completion.chunk the provider
+// reads.
+type chunk struct {
+	Choices []struct {
+		Delta struct {
+			Content string `json:"content"`
+			// ReasoningContent is DeepSeek's and Qwen's thinking.
+			ReasoningContent string `json:"reasoning_content"`
+			ToolCalls        []struct {
+				Index    int          `json:"index"`
+				ID       string       `json:"id"`
+				Function chatFunction `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+}
+
+// UnmarshalJSON decodes a chunk leniently, as the SDK does: a field of an
+// unexpected type (a compatible server's number for a string) is left
+// empty instead of failing the stream; malformed JSON still fails it.
+func (c *chunk) UnmarshalJSON(data []byte) error {
+	type plain chunk
+	err := json.Unmarshal(data, (*plain)(c))
+	if _, wrongType := errors.AsType[*json.UnmarshalTypeError](err); wrongType {
+		return nil
+	}
+	return err
+}
+
+// newStreaming sends req through the SDK's client and returns its chunk
+// stream, as Chat.Completions.NewStreaming would.
+func (p *Provider) newStreaming(ctx context.Context, req llm.Request) *ssestream.Stream[chunk] {
+	// Not recycled: the transport may still be writing a body after the
+	// response arrived.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	var raw *http.Response
+	err := enc.Encode(p.body(req))
+	if err != nil {
+		err = fmt.Errorf("encode request: %w", err)
+	} else {
+		err = p.client.Execute(ctx, http.MethodPost, "chat/completions", buf.Bytes(), &raw)
+	}
+	return ssestream.NewStream[chunk](ssestream.NewDecoder(raw), err)
+}

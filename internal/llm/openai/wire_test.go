@@ -1,0 +1,176 @@
+package openai
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/pincerbot/pincer/internal/llm"
+	"github.com/pincerbot/pincer/internal/llm/llmtest"
+)
+
+// sdkParams builds req as the SDK's own params: the oracle the encoded
+// body must match.
+func sdkParams(p *Provider, req llm.Request) sdk.ChatCompletionNewParams {
+	msgs := make([]sdk.ChatCompletionMessageParamUnion, 0, len(req.Messages)+1)
+	if req.System != "" {
+		msgs = append(msgs, sdk.SystemMessage(req.System))
+	}
+	for _, m := range req.Messages {
+		switch m.Role {
+		case llm.RoleAssistant:
+			if len(m.ToolCalls) == 0 {
+				msgs = append(msgs, sdk.AssistantMessage(m.Text))
+				continue
+			}
+			a := sdk.ChatCompletionAssistantMessageParam{}
+			if m.Text != "" {
+				a.Content.OfString = sdk.String(m.Text)
+			}
+			for _, c := range m.ToolCalls {
+				a.ToolCalls = append(a.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{
+					OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{
+						ID:       c.ID,
+						Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: c.Arguments},
+					},
+				})
+			}
+			msgs = append(msgs, sdk.ChatCompletionMessageParamUnion{OfAssistant: &a})
+		case llm.RoleTool:
+			msgs = append(msgs, sdk.ToolMessage(m.Text, m.ToolCallID))
+		default:
+			msgs = append(msgs, sdk.UserMessage(m.Text))
+		}
+	}
+	params := sdk.ChatCompletionNewParams{Model: req.Model, Messages: msgs}
+	for _, t := range req.Tools {
+		params.Tools = append(params.Tools, sdk.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
+			Name: t.Name, Description: sdk.String(t.Description), Parameters: shared.FunctionParameters(t.Parameters),
+		}))
+	}
+	if llm.ThinkingBudget(req.Thinking) > 0 {
+		params.ReasoningEffort = shared.ReasoningEffort(req.Thinking)
+	}
+	if req.MaxTokens > 0 {
+		if p.legacyMaxTokens {
+			params.MaxTokens = sdk.Int(int64(req.MaxTokens))
+		} else {
+			params.MaxCompletionTokens = sdk.Int(int64(req.MaxTokens))
+		}
+	}
+	return params
+}
+
+func decoded(t *testing.T, v any) map[string]any {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestBodyMatchesTheSDK holds the hand-encoded request to the JSON the
+// SDK's params make of the same request, for every kind of turn.
+func TestBodyMatchesTheSDK(t *testing.T) {
+	tools := benchRequest().Tools
+	for name, req := range map[string]llm.Request{
+		"group turn": benchRequest(),
+		"bare":       {Model: "m", Messages: []llm.Message{{Role: llm.RoleUser, Text: ""}}},
+		"tool round": {Model: "m", System: "s <b>&</b>", Tools: tools, Thinking: "high", MaxTokens: 7, Messages: []llm.Message{
+			{Role: llm.RoleUser, Text: "查一下"},
+			{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c1", Name: "onebot_get_history", Arguments: `{"chat":"1"}`}, {ID: "c2", Name: "x", Arguments: "{}"}}},
+			{Role: llm.RoleTool, ToolCallID: "c1", Text: `{"status":"ok"}`},
+			{Role: llm.RoleTool, ToolCallID: "c2", Text: ""},
+			{Role: llm.RoleAssistant, Text: "先看看", ToolCalls: []llm.ToolCall{{ID: "c3", Name: "x", Arguments: "{}"}}},
+			{Role: llm.RoleTool, ToolCallID: "c3", Text: "done"},
+			{Role: llm.RoleAssistant, Text: ""},
+		}},
+		"thinking off":   {Model: "m", Thinking: "off", Messages: []llm.Message{{Role: llm.RoleUser, Text: "x"}}},
+		"tool no schema": {Model: "m", Tools: []llm.Tool{{Name: "now"}}, Messages: []llm.Message{{Role: llm.RoleUser, Text: "x"}}},
+	} {
+		for _, legacy := range []bool{false, true} {
+			p := &Provider{legacyMaxTokens: legacy}
+			want := decoded(t, sdkParams(p, req))
+			want["stream"] = true // what NewStreaming adds
+			if diff := cmp.Diff(want, decoded(t, p.body(req))); diff != "" {
+				t.Errorf("%s (legacy %v): body differs from the SDK's (-sdk +ours):\n%s", name, legacy, diff)
+			}
+		}
+	}
+}
+
+// sse serves the given data lines as one streamed answer.
+func sse(t *testing.T, lines ...string) *Provider {
+	t.Helper()
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, l := range lines {
+			fmt.Fprintf(w, "data: %s\n\n", l)
+		}
+	}))
+	t.Cleanup(s.Close)
+	return New("compat", llm.Endpoint{BaseURL: s.URL + "/v1"})
+}
+
+// TestChunksOfOddServersAreReadLeniently: a field of an unexpected type
+// (null, a number where a string belongs) is read as empty, as the SDK's
+// own decoder would, and the rest of the chunk still counts.
+func TestChunksOfOddServersAreReadLeniently(t *testing.T) {
+	p := sse(t,
+		`{"choices":[{"index":0,"delta":{"role":"assistant","content":null,"reasoning_content":"想一想"},"finish_reason":null}]}`,
+		`{"choices":[{"index":0,"delta":{"content":"答","refusal":null,"extra":{"x":1}},"finish_reason":null}],"usage":null}`,
+		`{"id":7,"choices":[{"finish_reason":false,"index":0,"delta":{"content":"案"}}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"now","arguments":""}}]}}]}`,
+		`{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
+		`[DONE]`)
+	var calls []llm.ToolCall
+	var text, reasoning string
+	var stop string
+	for ev, err := range p.Stream(t.Context(), llm.Request{Model: "m", Messages: []llm.Message{{Role: llm.RoleUser, Text: "x"}}}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch ev.Kind {
+		case llm.EventText:
+			text += ev.Text
+		case llm.EventReasoning:
+			reasoning += ev.Text
+		case llm.EventToolCall:
+			calls = append(calls, ev.ToolCall)
+		case llm.EventDone:
+			stop = ev.StopReason
+		}
+	}
+	want := []llm.ToolCall{{ID: "c1", Name: "now", Arguments: "{}"}}
+	if text != "答案" || reasoning != "想一想" || stop != "tool_calls" || !cmp.Equal(calls, want) {
+		t.Errorf("text %q, reasoning %q, stop %q, calls %+v", text, reasoning, stop, calls)
+	}
+}
+
+// TestMalformedChunkAndAbsurdToolIndexFailTheCall: broken JSON, and a
+// tool call numbered so high its index would size an allocation, end the
+// call with a server error rather than a panic or a huge slice.
+func TestMalformedChunkAndAbsurdToolIndexFailTheCall(t *testing.T) {
+	for name, line := range map[string]string{
+		"broken JSON":  `{"choices":[{"delta":{"content":"a"`,
+		"absurd index": `{"choices":[{"index":0,"delta":{"tool_calls":[{"index":2000000000,"id":"c","function":{"name":"x"}}]}}]}`,
+		"error event":  `{"error":{"message":"overloaded","type":"server_error"}}`,
+	} {
+		p := sse(t, line, `[DONE]`)
+		_, _, _, err := llmtest.Collect(p.Stream(t.Context(), llm.Request{Model: "m", Messages: []llm.Message{{Role: llm.RoleUser, Text: "x"}}}))
+		if err == nil {
+			t.Errorf("%s: the call succeeded", name)
+		}
+	}
+}
