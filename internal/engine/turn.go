@@ -69,7 +69,7 @@ func (e *Engine) call(ctx context.Context, batch []*waiting, l *lane) (ok bool, 
 	key := mc.SessionKey
 	start := time.Now()
 	st := e.opts.Store
-	sess, created, err := st.OpenSession(ctx, key, e.opts.AgentID)
+	sess, created, prior, err := st.OpenWithTranscript(ctx, key, e.opts.AgentID)
 	if err != nil {
 		return false, fmt.Errorf("turn %s: %w", key, err)
 	}
@@ -78,10 +78,7 @@ func (e *Engine) call(ctx context.Context, batch []*waiting, l *lane) (ok bool, 
 		if sess, err = st.ResetSession(ctx, key, "idle"); err != nil {
 			return false, fmt.Errorf("turn %s: %w", key, err)
 		}
-	}
-	prior, err := st.Transcript(ctx, key)
-	if err != nil {
-		return false, fmt.Errorf("turn %s: %w", key, err)
+		prior = nil // the new generation starts empty
 	}
 	system := e.opts.System()
 	if e.opts.AutoCompact && e.opts.Runner.NeedsCompaction(system, prior) {

@@ -70,6 +70,9 @@ type Sessions interface {
 	// OpenSession returns the session for key, creating it for agentID when
 	// it does not exist; created reports which happened.
 	OpenSession(ctx context.Context, key, agentID string) (s Session, created bool, err error)
+	// OpenWithTranscript is OpenSession that also returns the current
+	// generation's turns (none for a new session), read in the same step.
+	OpenWithTranscript(ctx context.Context, key, agentID string) (s Session, created bool, turns []Turn, err error)
 	// Session returns the session for key or ErrNotFound.
 	Session(ctx context.Context, key string) (Session, error)
 	// SetModelOverride sets or (with "") clears the session's model.

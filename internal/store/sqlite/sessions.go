@@ -46,28 +46,55 @@ func (d *DB) OpenSession(ctx context.Context, key, agentID string) (store.Sessio
 	var s store.Session
 	created := false
 	err := d.tx(ctx, func(tx *sql.Tx) error {
-		// Most calls find the session, so look before inserting.
 		var err error
-		if s, err = scanSession(d.queryRow(ctx, tx, qSession, key)); !errors.Is(err, store.ErrNotFound) {
-			return err
-		}
-		t := millis(now())
-		res, err := d.exec(ctx, tx, qInsertSession, key, agentID, t, t)
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return err
-		}
-		created = n == 1
-		s, err = scanSession(d.queryRow(ctx, tx, qSession, key))
+		s, created, err = d.openIn(ctx, tx, key, agentID)
 		return err
 	})
 	if err != nil {
 		return store.Session{}, false, fmt.Errorf("open session %s: %w", key, err)
 	}
 	return s, created, nil
+}
+
+// OpenWithTranscript implements store.Sessions: opening the session and
+// reading its transcript are one job, so a turn waits for the writer
+// once.
+func (d *DB) OpenWithTranscript(ctx context.Context, key, agentID string) (store.Session, bool, []store.Turn, error) {
+	var s store.Session
+	var turns []store.Turn
+	created := false
+	err := d.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		if s, created, err = d.openIn(ctx, tx, key, agentID); err != nil || created {
+			return err
+		}
+		turns, err = d.transcriptIn(ctx, tx, key)
+		return err
+	})
+	if err != nil {
+		return store.Session{}, false, nil, fmt.Errorf("open session %s: %w", key, err)
+	}
+	return s, created, turns, nil
+}
+
+// openIn looks the session up and inserts it when it is new, inside a
+// job's tx.
+func (d *DB) openIn(ctx context.Context, tx *sql.Tx, key, agentID string) (s store.Session, created bool, err error) {
+	// Most calls find the session, so look before inserting.
+	if s, err = scanSession(d.queryRow(ctx, tx, qSession, key)); !errors.Is(err, store.ErrNotFound) {
+		return s, false, err
+	}
+	t := millis(now())
+	res, err := d.exec(ctx, tx, qInsertSession, key, agentID, t, t)
+	if err != nil {
+		return s, false, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return s, false, err
+	}
+	s, err = scanSession(d.queryRow(ctx, tx, qSession, key))
+	return s, n == 1, err
 }
 
 // Session implements store.Sessions.

@@ -152,7 +152,7 @@ func (d *DB) writeFailed(err error) {
 
 // txQueries run inside transactions; they are prepared at open, because
 // preparing needs the connection a transaction holds.
-var txQueries = []string{qSession, qBumpGeneration, qInsertReset, qInsertTurn, qAppendTurn, qTouchSession, qClaim, qLogInbound, qLogEntry, qSaveChain, qViewMark, qMark, qBuffer, qUnbuffer, qRecordSent, qJournal}
+var txQueries = []string{qSession, qBumpGeneration, qInsertReset, qInsertTurn, qAppendTurn, qTouchSession, qClaim, qLogInbound, qLogEntry, qSaveChain, qViewMark, qMark, qBuffer, qUnbuffer, qRecordSent, qJournal, qTranscript}
 
 func migrate(ctx context.Context, db *sql.DB) error {
 	sub, err := fs.Sub(migrations, "migrations")
@@ -254,26 +254,29 @@ func (d *DB) row(ctx context.Context, query string, args []any, dest ...any) err
 
 // each runs a query as a job and calls fn for every row.
 func (d *DB) each(ctx context.Context, query string, args []any, fn func(*sql.Rows) error) error {
-	return d.w.do(func(tx *sql.Tx) error {
-		ctx := quick(ctx)
-		var rows *sql.Rows
-		var err error
-		if s := d.cached(ctx, tx, query); s != nil {
-			rows, err = s.QueryContext(ctx, args...)
-		} else {
-			rows, err = tx.QueryContext(ctx, query, args...)
-		}
-		if err != nil {
+	return d.w.do(func(tx *sql.Tx) error { return d.eachIn(ctx, tx, query, args, fn) }, false, false)
+}
+
+// eachIn runs a query inside a job's tx and calls fn for every row.
+func (d *DB) eachIn(ctx context.Context, tx *sql.Tx, query string, args []any, fn func(*sql.Rows) error) error {
+	ctx = quick(ctx)
+	var rows *sql.Rows
+	var err error
+	if s := d.cached(ctx, tx, query); s != nil {
+		rows, err = s.QueryContext(ctx, args...)
+	} else {
+		rows, err = tx.QueryContext(ctx, query, args...)
+	}
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			if err := fn(rows); err != nil {
-				return err
-			}
-		}
-		return rows.Err()
-	}, false, false)
+	}
+	return rows.Err()
 }
 
 // Check runs SQLite's integrity check and returns an error unless it

@@ -107,10 +107,26 @@ func (d *DB) insertTurn(ctx context.Context, tx *sql.Tx, key string, gen int, se
 // Transcript implements store.Transcripts.
 func (d *DB) Transcript(ctx context.Context, key string) ([]store.Turn, error) {
 	var out []store.Turn
-	err := d.each(ctx, `
-		SELECT t.seq, t.role, t.text, t.tool_calls, t.tool_call_id, t.partial, t.at
-		FROM turns t JOIN sessions s ON s.key = t.session_key AND s.generation = t.generation
-		WHERE t.session_key = ? ORDER BY t.seq`, []any{key}, func(rows *sql.Rows) error {
+	err := d.w.do(func(tx *sql.Tx) error {
+		var err error
+		out, err = d.transcriptIn(ctx, tx, key)
+		return err
+	}, false, false)
+	if err != nil {
+		return nil, fmt.Errorf("transcript of %s: %w", key, err)
+	}
+	return out, nil
+}
+
+const qTranscript = `
+	SELECT t.seq, t.role, t.text, t.tool_calls, t.tool_call_id, t.partial, t.at
+	FROM turns t JOIN sessions s ON s.key = t.session_key AND s.generation = t.generation
+	WHERE t.session_key = ? ORDER BY t.seq`
+
+// transcriptIn reads the current generation's turns inside a job's tx.
+func (d *DB) transcriptIn(ctx context.Context, tx *sql.Tx, key string) ([]store.Turn, error) {
+	var out []store.Turn
+	err := d.eachIn(ctx, tx, qTranscript, []any{key}, func(rows *sql.Rows) error {
 		var t store.Turn
 		var role, calls string
 		var at int64
@@ -126,8 +142,5 @@ func (d *DB) Transcript(ctx context.Context, key string) ([]store.Turn, error) {
 		out = append(out, t)
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("transcript of %s: %w", key, err)
-	}
-	return out, nil
+	return out, err
 }

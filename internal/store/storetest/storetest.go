@@ -29,6 +29,7 @@ func Run(t *testing.T, open Open) {
 	}{
 		{"SessionsOpenOnce", testSessionsOpenOnce},
 		{"SessionNotFound", testSessionNotFound},
+		{"OpenWithTranscript", testOpenWithTranscript},
 		{"ModelOverride", testModelOverride},
 		{"SessionOptions", testSessionOptions},
 		{"ResetKeepsHistory", testResetKeepsHistory},
@@ -89,6 +90,48 @@ func testSessionsOpenOnce(t *testing.T, s store.Store) {
 	}
 	if a.CreatedAt.IsZero() || a.Generation != 0 {
 		t.Errorf("new session: %+v", a)
+	}
+}
+
+// testOpenWithTranscript: the combined open creates a new session with no
+// turns, and on an existing one returns what OpenSession and Transcript
+// would, the current generation only.
+func testOpenWithTranscript(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	a, created, turns, err := s.OpenWithTranscript(ctx, "k1", "main")
+	if err != nil || !created || len(turns) != 0 || a.Key != "k1" || a.AgentID != "main" {
+		t.Fatalf("first open: %+v created=%v turns=%v err=%v", a, created, turns, err)
+	}
+	for _, text := range []string{"old", "gone"} {
+		if _, err := s.AppendTurn(ctx, "k1", store.Turn{Role: store.RoleUser, Text: text}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.ResetSession(ctx, "k1", "new"); err != nil {
+		t.Fatal(err)
+	}
+	for _, turn := range []store.Turn{{Role: store.RoleUser, Text: "q"}, {Role: store.RoleAssistant, Text: "a", ToolCalls: []store.ToolCall{{ID: "c", Name: "n", Arguments: "{}"}}}} {
+		if _, err := s.AppendTurn(ctx, "k1", turn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, created, turns, err := s.OpenWithTranscript(ctx, "k1", "other")
+	if err != nil || created {
+		t.Fatalf("second open: created=%v err=%v", created, err)
+	}
+	want, err := s.Transcript(ctx, "k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := s.Session(ctx, "k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, turns); diff != "" || len(turns) != 2 || turns[0].Text != "q" {
+		t.Errorf("turns differ from Transcript's (-want +got):\n%s\n%+v", diff, turns)
+	}
+	if diff := cmp.Diff(sess, b); diff != "" || b.Generation != 1 || b.AgentID != "main" {
+		t.Errorf("session differs from Session's (-want +got):\n%s", diff)
 	}
 }
 
