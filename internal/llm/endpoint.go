@@ -2,7 +2,9 @@ package llm
 
 import (
 	"context"
+	"io"
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -15,9 +17,32 @@ type Endpoint struct {
 	Timeout time.Duration
 	// Headers are sent with every request.
 	Headers map[string]string
-	// HTTPClient replaces the SDK's default HTTP client.
+	// HTTPClient replaces the shared client (see Client).
 	HTTPClient *http.Client
 }
+
+// Client returns the endpoint's HTTP client: its own when it has one,
+// else one shared by every provider. Go's default client keeps two idle
+// connections per host, so a model server answering more turns at once
+// than that made every later turn dial (and, over HTTPS, shake hands)
+// again; the shared one keeps up to maxIdlePerHost.
+func (e Endpoint) Client() *http.Client {
+	if e.HTTPClient != nil {
+		return e.HTTPClient
+	}
+	return sharedClient
+}
+
+// maxIdlePerHost is the most idle connections kept to one model server:
+// more than the turns that usually run at once (agents.defaults.
+// maxConcurrent, 8 by default).
+const maxIdlePerHost = 32
+
+var sharedClient = func() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = maxIdlePerHost
+	return &http.Client{Transport: t}
+}()
 
 // CallContext returns ctx bounded by the endpoint's timeout.
 func (e Endpoint) CallContext(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -25,4 +50,36 @@ func (e Endpoint) CallContext(ctx context.Context) (context.Context, context.Can
 		return context.WithTimeout(ctx, e.Timeout)
 	}
 	return context.WithCancel(ctx)
+}
+
+// KeepAlive is a provider's HTTP middleware step: closing the response's
+// body first reads what is left of it. Servers end a streamed body just
+// after its last event, and the SDKs close it on that event, before its
+// end was read; a body closed early takes its connection with it, so the
+// next call had to dial (and shake hands) again. The read gives up after
+// drainBytes or drainWait, for a server that keeps talking.
+func KeepAlive(res *http.Response, err error) (*http.Response, error) {
+	if res != nil && res.Body != nil && res.Body != http.NoBody {
+		res.Body = &drainOnClose{ReadCloser: res.Body}
+	}
+	return res, err
+}
+
+const (
+	drainBytes = 64 << 10
+	drainWait  = 50 * time.Millisecond
+)
+
+type drainOnClose struct {
+	io.ReadCloser
+	once sync.Once
+}
+
+func (d *drainOnClose) Close() error {
+	d.once.Do(func() {
+		t := time.AfterFunc(drainWait, func() { d.ReadCloser.Close() })
+		defer t.Stop()
+		_, _ = io.CopyN(io.Discard, d.ReadCloser, drainBytes)
+	})
+	return d.ReadCloser.Close()
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -113,4 +114,39 @@ func TestClassOfUnclassifiedIsFatal(t *testing.T) {
 	if ClassOf(wrapped) != Retryable {
 		t.Error("ClassOf must look through wrapping")
 	}
+}
+
+// endless is a body whose server keeps the stream open: a read waits
+// until the body is closed.
+type endless struct{ closed chan struct{} }
+
+func (e *endless) Read([]byte) (int, error) { <-e.closed; return 0, errors.New("closed") }
+func (e *endless) Close() error {
+	select {
+	case <-e.closed:
+	default:
+		close(e.closed)
+	}
+	return nil
+}
+
+// TestKeepAliveGivesUpOnAServerThatKeepsTalking: closing a body whose
+// end never comes waits drainWait, then closes it anyway.
+func TestKeepAliveGivesUpOnAServerThatKeepsTalking(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		body := &endless{closed: make(chan struct{})}
+		res, _ := KeepAlive(&http.Response{Body: body}, nil)
+		start := time.Now()
+		if err := res.Body.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if waited := time.Since(start); waited != drainWait {
+			t.Errorf("Close waited %s, want %s", waited, drainWait)
+		}
+		select {
+		case <-body.closed:
+		default:
+			t.Error("the body was not closed")
+		}
+	})
 }

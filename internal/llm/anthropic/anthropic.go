@@ -37,10 +37,14 @@ func New(id string, o llm.Endpoint) *Provider {
 	for k, v := range o.Headers {
 		opts = append(opts, option.WithHeader(k, v))
 	}
-	if o.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(o.HTTPClient))
-	}
+	opts = append(opts, option.WithHTTPClient(o.Client()), option.WithMiddleware(keepAlive))
 	return &Provider{id: id, client: sdk.NewClient(opts...), endpoint: o}
+}
+
+// keepAlive lets a streamed answer's connection serve the next call (see
+// llm.KeepAlive).
+func keepAlive(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	return llm.KeepAlive(next(req))
 }
 
 // ID implements llm.Provider.
