@@ -1,6 +1,7 @@
 package onebot
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -187,8 +188,16 @@ func (c *Conn) Run(ctx context.Context, onEvent func(frame []byte, ev *wire.Even
 	// a watcher for every frame): the socket is closed once ctx ends.
 	stop := context.AfterFunc(ctx, func() { _ = c.ws.CloseNow() })
 	defer stop()
+	// Frames are read into one buffer, reused while it stays small: the
+	// decoding copies what it keeps from a frame below wire.CopiedBelow,
+	// and a larger one keeps its own buffer for the event that points
+	// into it.
+	var buf bytes.Buffer
 	for {
-		_, data, err := c.ws.Read(context.Background())
+		if buf.Cap() >= wire.CopiedBelow {
+			buf = bytes.Buffer{}
+		}
+		data, err := c.read(&buf)
 		if err != nil {
 			switch {
 			case ctx.Err() != nil:
@@ -230,6 +239,19 @@ func (c *Conn) Run(ctx context.Context, onEvent func(frame []byte, ev *wire.Even
 		}
 		ch <- resp
 	}
+}
+
+// read reads the next frame into buf.
+func (c *Conn) read(buf *bytes.Buffer) ([]byte, error) {
+	_, r, err := c.ws.Reader(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	buf.Reset()
+	if _, err := buf.ReadFrom(r); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // echoString reads an echo back as the string it was sent as, even if the

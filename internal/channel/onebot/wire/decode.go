@@ -11,6 +11,11 @@ import (
 // its message (decodeLarge); smaller ones take the fast decoder.
 const largeFrame = 64 << 10
 
+// CopiedBelow is the size under which decoding a frame copies everything
+// the event keeps: the frame's buffer may be reused once the event was
+// decoded. A larger frame's event may point into it.
+const CopiedBelow = largeFrame
+
 // probe is what a frame is decoded into: an event, or the fields that
 // make it an action's answer.
 type probe struct {

@@ -291,3 +291,36 @@ func FuzzScan(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSmallFrameIsCopied: an event decoded from a frame below
+// CopiedBelow keeps nothing of the frame's bytes, so the reader may reuse
+// its buffer: the event, and the message normalized from it, are the same
+// after the frame was overwritten.
+func FuzzSmallFrameIsCopied(f *testing.F) {
+	f.Add(`{"post_type":"message","message_type":"group","group_id":1,"user_id":5,"message_id":9,"raw_message":"hi","message":[{"type":"text","data":{"text":"hi"}},{"type":"at","data":{"qq":"3300000001"}}],"sender":{"nickname":"n","card":"c"}}`)
+	f.Add(`{"post_type":"message","message_type":"private","user_id":5,"message_id":"x","message":"[CQ:reply,id=-5]q&amp;[CQ:image,file=a.png,url=http://x/a.png]"}`)
+	f.Add(`{"post_type":"message","message_type":"group","group_id":1,"user_id":5,"message":[{"type":"forward","data":{"id":"f","content":[{"sender":{"nickname":"a"},"message":[{"type":"text","data":{"text":"inner"}}]}]}}]}`)
+	f.Add(`{"post_type":"meta_event","meta_event_type":"heartbeat","interval":5000,"self_id":1}`)
+	f.Fuzz(func(t *testing.T, frame string) {
+		if len(frame) >= CopiedBelow {
+			return
+		}
+		want, wantResp := Classify([]byte(frame))
+		buf := []byte(frame)
+		got, gotResp := Classify(buf)
+		if want == nil || got == nil || wantResp || gotResp {
+			return
+		}
+		wantMsg, wantErr := want.Normalize(msg.DefaultAccount, 3300000001, 0)
+		for i := range buf {
+			buf[i] = '#'
+		}
+		gotMsg, gotErr := got.Normalize(msg.DefaultAccount, 3300000001, 0)
+		if diff := cmp.Diff(want, got, cmp.AllowUnexported(Event{})); diff != "" {
+			t.Fatalf("the event changed with its frame (-before +after):\n%s", diff)
+		}
+		if diff := cmp.Diff(wantMsg, gotMsg); diff != "" || (wantErr == nil) != (gotErr == nil) {
+			t.Fatalf("the message changed with its frame (-before +after):\n%s\n%v / %v", diff, wantErr, gotErr)
+		}
+	})
+}
