@@ -35,7 +35,7 @@ func (d *DB) Buffer(ctx context.Context, entries []store.Buffered) ([]int64, err
 		ids[i] = d.bufferID.Add(1)
 	}
 	at := millis(now())
-	err := d.w.post(func(tx *sql.Tx) error {
+	err := d.w.post(func(tx *sql.Conn) error {
 		for i, e := range entries {
 			if _, err := d.exec(ctx, tx, qBuffer, ids[i], e.Scope, e.Kind, e.Key, string(e.Trigger), at, bodies[i]); err != nil {
 				return err
@@ -54,13 +54,13 @@ func (d *DB) Unbuffer(ctx context.Context, ids []int64) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	if err := d.w.post(func(tx *sql.Tx) error { return d.unbuffer(ctx, tx, ids) }, false); err != nil {
+	if err := d.w.post(func(tx *sql.Conn) error { return d.unbuffer(ctx, tx, ids) }, false); err != nil {
 		return fmt.Errorf("unbuffer: %w", err)
 	}
 	return nil
 }
 
-func (d *DB) unbuffer(ctx context.Context, tx *sql.Tx, ids []int64) error {
+func (d *DB) unbuffer(ctx context.Context, tx *sql.Conn, ids []int64) error {
 	for _, id := range ids {
 		if _, err := d.exec(ctx, tx, qUnbuffer, id); err != nil {
 			return err

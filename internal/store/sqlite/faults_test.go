@@ -57,10 +57,10 @@ func TestFullDiskIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pages int
-	if err := d.db.QueryRowContext(ctx, "PRAGMA page_count").Scan(&pages); err != nil {
+	if err := d.row(ctx, "PRAGMA page_count", nil, &pages); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.db.ExecContext(ctx, "PRAGMA max_page_count = "+strconv.Itoa(pages)); err != nil {
+	if _, err := d.exec(ctx, nil, "PRAGMA max_page_count = "+strconv.Itoa(pages)); err != nil {
 		t.Fatal(err)
 	}
 	big := strings.Repeat("x", 1<<20)
@@ -83,7 +83,7 @@ func TestFullDiskIsReported(t *testing.T) {
 	if !strings.Contains(logged.String(), "store write failed") || !strings.Contains(logged.String(), "full") {
 		t.Errorf("the failed log entry was not logged: %q", logged.String())
 	}
-	if _, err := d.db.ExecContext(ctx, "PRAGMA max_page_count = 1000000"); err != nil {
+	if _, err := d.exec(ctx, nil, "PRAGMA max_page_count = 1000000"); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.Probe(ctx); err != nil || d.Health() != nil {

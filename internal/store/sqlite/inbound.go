@@ -43,7 +43,7 @@ const sep = "\x1f"
 // the turn consumes are one transaction.
 func (d *DB) AdmitTurn(ctx context.Context, key string, ttl time.Duration, turn []byte, consume store.Consumed) (bool, error) {
 	admitted := false
-	err := d.tx(ctx, func(tx *sql.Tx) error {
+	err := d.tx(ctx, func(tx *sql.Conn) error {
 		t := now()
 		if err := d.consume(ctx, tx, consume); err != nil {
 			return err
@@ -68,14 +68,14 @@ func (d *DB) AdmitTurn(ctx context.Context, key string, ttl time.Duration, turn 
 }
 
 // consume removes buffered entries and applies marks inside tx.
-func (d *DB) consume(ctx context.Context, tx *sql.Tx, c store.Consumed) error {
+func (d *DB) consume(ctx context.Context, tx *sql.Conn, c store.Consumed) error {
 	if err := d.unbuffer(ctx, tx, c.Entries); err != nil {
 		return err
 	}
 	return d.mark(ctx, tx, c.Marks)
 }
 
-func (d *DB) mark(ctx context.Context, tx *sql.Tx, marks []store.Mark) error {
+func (d *DB) mark(ctx context.Context, tx *sql.Conn, marks []store.Mark) error {
 	for _, m := range marks {
 		if _, err := d.exec(ctx, tx, qMark, chatKey(m.Channel, m.Account, m.Peer), int64(m.View), m.Seq); err != nil {
 			return err
@@ -89,7 +89,7 @@ func (d *DB) Advance(ctx context.Context, marks ...store.Mark) error {
 	if len(marks) == 0 {
 		return nil
 	}
-	if err := d.tx(ctx, func(tx *sql.Tx) error { return d.mark(ctx, tx, marks) }); err != nil {
+	if err := d.tx(ctx, func(tx *sql.Conn) error { return d.mark(ctx, tx, marks) }); err != nil {
 		return fmt.Errorf("advance views: %w", err)
 	}
 	return nil
@@ -141,7 +141,7 @@ type logRow struct {
 // statement of many rows would make SQLite keep a statement journal, a
 // temporary file written page by page), and notes the chats' new last
 // entries for saveChains. The writer calls it.
-func (d *DB) insertRows(tx *sql.Tx, rows []*logRow) error {
+func (d *DB) insertRows(tx *sql.Conn, rows []*logRow) error {
 	ctx := context.Background()
 	for _, r := range rows {
 		if _, err := d.exec(ctx, tx, qLogInbound, r.seq, r.chat, r.id, int64(r.views), r.at, r.body, r.prev); err != nil {
@@ -160,7 +160,7 @@ func (d *DB) insertRows(tx *sql.Tx, rows []*logRow) error {
 
 // saveChains writes the chats whose last entry changed in this batch,
 // before it commits. The writer calls it.
-func (d *DB) saveChains(tx *sql.Tx) error {
+func (d *DB) saveChains(tx *sql.Conn) error {
 	ctx := context.Background()
 	for chat := range d.unsaved {
 		h := d.written[chat]
@@ -195,7 +195,7 @@ func (d *DB) loadChains(ctx context.Context) error {
 // walk visits a chat's entries from last back, newest first, until visit
 // returns false, the chain ends, or an entry is missing (one whose batch
 // was lost). It runs inside a job.
-func (d *DB) walk(ctx context.Context, tx *sql.Tx, last int64, visit func(store.LoggedMessage) bool) error {
+func (d *DB) walk(ctx context.Context, tx *sql.Conn, last int64, visit func(store.LoggedMessage) bool) error {
 	for seq := last; seq > 0; {
 		var prev, views, logged int64
 		var body []byte
@@ -221,7 +221,7 @@ func (d *DB) walk(ctx context.Context, tx *sql.Tx, last int64, visit func(store.
 // RecentInbound implements store.InboundLog.
 func (d *DB) RecentInbound(ctx context.Context, ch msg.ChannelID, acct msg.AccountID, peer msg.Peer, limit int) ([]store.LoggedMessage, error) {
 	var out []store.LoggedMessage
-	err := d.w.do(func(tx *sql.Tx) error {
+	err := d.w.do(func(tx *sql.Conn) error {
 		h := d.written[chatKey(ch, acct, peer)]
 		if h == nil || limit <= 0 {
 			return nil
@@ -253,7 +253,7 @@ func maxWalk(limit int) int { return 8*limit + 64 }
 func (d *DB) HeldInbound(ctx context.Context, ch msg.ChannelID, acct msg.AccountID, view store.Views, limit int) ([]store.LoggedMessage, error) {
 	prefix := chatPrefix(ch, acct)
 	var out []store.LoggedMessage
-	err := d.w.do(func(tx *sql.Tx) error {
+	err := d.w.do(func(tx *sql.Conn) error {
 		ctx := quick(ctx)
 		var chats []string
 		for chat, h := range d.written {

@@ -61,7 +61,7 @@ func (d *DB) FinishTurn(ctx context.Context, keys ...string) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	err := d.tx(ctx, func(tx *sql.Tx) error {
+	err := d.tx(ctx, func(tx *sql.Conn) error {
 		for _, k := range keys {
 			if _, err := d.exec(ctx, tx, `DELETE FROM pending_turns WHERE key = ?`, k); err != nil {
 				return err
@@ -84,7 +84,7 @@ func (d *DB) AddOutbox(ctx context.Context, e store.OutboxEntry) (bool, error) {
 		return false, fmt.Errorf("outbox %s: %w", e.ID, err)
 	}
 	var n int64
-	err = d.durableTx(ctx, func(tx *sql.Tx) error {
+	err = d.durableTx(ctx, func(tx *sql.Conn) error {
 		t := millis(now())
 		res, err := d.exec(ctx, tx, qAddOutbox, e.ID, string(e.Channel), string(e.Out.Account), e.Out.Peer.String(),
 			string(body), string(store.OutboxPending), t, t)
@@ -104,7 +104,7 @@ func (d *DB) AddOutbox(ctx context.Context, e store.OutboxEntry) (bool, error) {
 // committed: the platform took a chunk the moment before, and only a
 // crash within that moment can send it again.
 func (d *DB) UpdateOutbox(ctx context.Context, id string, sent, attempts int, state store.OutboxState, lastErr string) error {
-	err := d.durableTx(ctx, func(tx *sql.Tx) error {
+	err := d.durableTx(ctx, func(tx *sql.Conn) error {
 		_, err := d.exec(ctx, tx, qUpdateOutbox, sent, attempts, string(state), lastErr, millis(now()), id)
 		return err
 	})

@@ -19,7 +19,7 @@ func (d *DB) RecordSent(ctx context.Context, ch msg.ChannelID, acct msg.AccountI
 	if len(ids) == 0 {
 		return nil
 	}
-	err := d.tx(ctx, func(tx *sql.Tx) error {
+	err := d.tx(ctx, func(tx *sql.Conn) error {
 		at := millis(now())
 		for _, id := range ids {
 			if _, err := d.exec(ctx, tx, qRecordSent, string(ch), string(acct), string(id), at); err != nil {

@@ -45,7 +45,7 @@ func scanSession(row interface{ Scan(...any) error }) (store.Session, error) {
 func (d *DB) OpenSession(ctx context.Context, key, agentID string) (store.Session, bool, error) {
 	var s store.Session
 	created := false
-	err := d.tx(ctx, func(tx *sql.Tx) error {
+	err := d.tx(ctx, func(tx *sql.Conn) error {
 		var err error
 		s, created, err = d.openIn(ctx, tx, key, agentID)
 		return err
@@ -63,7 +63,7 @@ func (d *DB) OpenWithTranscript(ctx context.Context, key, agentID string) (store
 	var s store.Session
 	var turns []store.Turn
 	created := false
-	err := d.tx(ctx, func(tx *sql.Tx) error {
+	err := d.tx(ctx, func(tx *sql.Conn) error {
 		var err error
 		if s, created, err = d.openIn(ctx, tx, key, agentID); err != nil || created {
 			return err
@@ -79,7 +79,7 @@ func (d *DB) OpenWithTranscript(ctx context.Context, key, agentID string) (store
 
 // openIn looks the session up and inserts it when it is new, inside a
 // job's tx.
-func (d *DB) openIn(ctx context.Context, tx *sql.Tx, key, agentID string) (s store.Session, created bool, err error) {
+func (d *DB) openIn(ctx context.Context, tx *sql.Conn, key, agentID string) (s store.Session, created bool, err error) {
 	// Most calls find the session, so look before inserting.
 	if s, err = scanSession(d.queryRow(ctx, tx, qSession, key)); !errors.Is(err, store.ErrNotFound) {
 		return s, false, err
@@ -100,7 +100,7 @@ func (d *DB) openIn(ctx context.Context, tx *sql.Tx, key, agentID string) (s sto
 // Session implements store.Sessions.
 func (d *DB) Session(ctx context.Context, key string) (store.Session, error) {
 	var s store.Session
-	err := d.w.do(func(tx *sql.Tx) error {
+	err := d.w.do(func(tx *sql.Conn) error {
 		var err error
 		s, err = scanSession(d.queryRow(ctx, tx, qSession, key))
 		return err
@@ -138,7 +138,7 @@ func (d *DB) SetSessionOption(ctx context.Context, key, name, value string) erro
 // ResetSession implements store.Sessions.
 func (d *DB) ResetSession(ctx context.Context, key, reason string) (store.Session, error) {
 	var s store.Session
-	err := d.tx(ctx, func(tx *sql.Tx) error {
+	err := d.tx(ctx, func(tx *sql.Conn) error {
 		var err error
 		s, err = d.reset(ctx, tx, key, reason)
 		return err
@@ -152,7 +152,7 @@ func (d *DB) ResetSession(ctx context.Context, key, reason string) (store.Sessio
 // CompactSession implements store.Sessions.
 func (d *DB) CompactSession(ctx context.Context, key, summary string, keep []store.Turn) (store.Session, error) {
 	var s store.Session
-	err := d.tx(ctx, func(tx *sql.Tx) error {
+	err := d.tx(ctx, func(tx *sql.Conn) error {
 		var err error
 		if s, err = d.reset(ctx, tx, key, "compact"); err != nil {
 			return err
@@ -172,7 +172,7 @@ func (d *DB) CompactSession(ctx context.Context, key, summary string, keep []sto
 }
 
 // reset starts a new generation inside tx.
-func (d *DB) reset(ctx context.Context, tx *sql.Tx, key, reason string) (store.Session, error) {
+func (d *DB) reset(ctx context.Context, tx *sql.Conn, key, reason string) (store.Session, error) {
 	var s store.Session
 	err := func() error {
 		t := millis(now())

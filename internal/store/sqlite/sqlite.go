@@ -38,6 +38,10 @@ type Options struct {
 // DB is a store.Store backed by one SQLite file.
 type DB struct {
 	db *sql.DB
+	// conn is the pool's one connection, held by the writer for good: its
+	// statements are prepared once, not bound again to every batch's
+	// transaction.
+	conn *sql.Conn
 	// stmts caches prepared statements by query text: parsing SQL was the
 	// largest cost of a message's path through the store.
 	stmts sync.Map // string -> *sql.Stmt
@@ -110,13 +114,19 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
 	}
+	if d.conn, err = db.Conn(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
+	}
 	for _, q := range txQueries {
 		if _, err := d.stmt(ctx, q); err != nil {
+			d.closeStmts()
+			d.conn.Close()
 			db.Close()
 			return nil, fmt.Errorf("sqlite: prepare: %w", err)
 		}
 	}
-	d.w = newWriter(db, d.note, d.writeFailed, func(q string) { _, _ = d.stmt(context.Background(), q) }, d.insertRows, d.saveChains)
+	d.w = newWriter(d.conn, d.note, d.writeFailed, d.insertRows, d.saveChains)
 	if d.cp, err = startCheckpointer(dsn, func(err error) { d.log.Warn("store checkpoint failed", "component", "store", "err", err) }); err != nil {
 		d.Close()
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
@@ -150,8 +160,8 @@ func (d *DB) writeFailed(err error) {
 	d.log.Error("store write failed; what it carried may be lost at the next restart", "component", "store", "err", err)
 }
 
-// txQueries run inside transactions; they are prepared at open, because
-// preparing needs the connection a transaction holds.
+// txQueries are the statements of the hot paths, prepared at open (any
+// other is prepared when first run).
 var txQueries = []string{qSession, qBumpGeneration, qInsertReset, qInsertTurn, qAppendTurn, qTouchSession, qClaim, qLogInbound, qLogEntry, qSaveChain, qViewMark, qMark, qBuffer, qUnbuffer, qRecordSent, qJournal, qTranscript}
 
 func migrate(ctx context.Context, db *sql.DB) error {
@@ -180,11 +190,19 @@ func (d *DB) close() error {
 		errs = append(errs, d.cp.close())
 	}
 	d.w.close()
-	d.stmts.Range(func(_, v any) bool {
+	errs = append(errs, d.closeStmts(), d.conn.Close())
+	return errors.Join(append(errs, d.db.Close())...)
+}
+
+// closeStmts closes the prepared statements.
+func (d *DB) closeStmts() error {
+	var errs []error
+	d.stmts.Range(func(q, v any) bool {
 		errs = append(errs, v.(*sql.Stmt).Close())
+		d.stmts.Delete(q)
 		return true
 	})
-	return errors.Join(append(errs, d.db.Close())...)
+	return errors.Join(errs...)
 }
 
 // quick detaches a statement's context from cancellation. Statements here
@@ -193,39 +211,37 @@ func (d *DB) close() error {
 // calls; a turn cut short still records what it did.
 func quick(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
 
-// stmt returns the prepared statement for query, preparing it once. It
-// must not run while the writer holds the connection in a transaction
-// (Open, or the writer between batches).
+// stmt returns the prepared statement for query, preparing it once on
+// the writer's connection. Only the writer's goroutine calls it (Open
+// does before the writer starts).
 func (d *DB) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	if s, ok := d.stmts.Load(query); ok {
 		return s.(*sql.Stmt), nil
 	}
-	s, err := d.db.PrepareContext(ctx, query)
+	s, err := d.conn.PrepareContext(ctx, query)
 	if err != nil {
 		return nil, err
 	}
-	if prev, loaded := d.stmts.LoadOrStore(query, s); loaded {
-		s.Close()
-		return prev.(*sql.Stmt), nil
-	}
+	d.stmts.Store(query, s)
 	return s, nil
 }
 
-// cached returns query's prepared statement inside tx, or nil when it is
-// not prepared yet: then the writer prepares it after the batch.
-func (d *DB) cached(ctx context.Context, tx *sql.Tx, query string) *sql.Stmt {
-	if s, ok := d.stmts.Load(query); ok {
-		return d.w.bound(ctx, tx, s.(*sql.Stmt))
+// cached returns query's prepared statement, or nil when it could not be
+// prepared (the statement then runs unprepared and reports the error).
+// tx is the job's connection, on which every statement is prepared.
+func (d *DB) cached(ctx context.Context, _ *sql.Conn, query string) *sql.Stmt {
+	s, err := d.stmt(ctx, query)
+	if err != nil {
+		return nil
 	}
-	d.w.prepareLater(query)
-	return nil
+	return s
 }
 
 // exec runs a statement: inside tx when it is not nil (the caller is a
 // job), else as a job of its own.
-func (d *DB) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (res sql.Result, err error) {
+func (d *DB) exec(ctx context.Context, tx *sql.Conn, query string, args ...any) (res sql.Result, err error) {
 	if tx == nil {
-		err = d.w.do(func(tx *sql.Tx) error {
+		err = d.w.do(func(tx *sql.Conn) error {
 			res, err = d.exec(ctx, tx, query, args...)
 			return err
 		}, false, false)
@@ -239,7 +255,7 @@ func (d *DB) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (r
 }
 
 // queryRow runs a single-row query inside tx (the caller is a job).
-func (d *DB) queryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
+func (d *DB) queryRow(ctx context.Context, tx *sql.Conn, query string, args ...any) *sql.Row {
 	ctx = quick(ctx)
 	if s := d.cached(ctx, tx, query); s != nil {
 		return s.QueryRowContext(ctx, args...)
@@ -249,16 +265,16 @@ func (d *DB) queryRow(ctx context.Context, tx *sql.Tx, query string, args ...any
 
 // row runs a single-row query as a job and scans it into dest.
 func (d *DB) row(ctx context.Context, query string, args []any, dest ...any) error {
-	return d.w.do(func(tx *sql.Tx) error { return d.queryRow(ctx, tx, query, args...).Scan(dest...) }, false, false)
+	return d.w.do(func(tx *sql.Conn) error { return d.queryRow(ctx, tx, query, args...).Scan(dest...) }, false, false)
 }
 
 // each runs a query as a job and calls fn for every row.
 func (d *DB) each(ctx context.Context, query string, args []any, fn func(*sql.Rows) error) error {
-	return d.w.do(func(tx *sql.Tx) error { return d.eachIn(ctx, tx, query, args, fn) }, false, false)
+	return d.w.do(func(tx *sql.Conn) error { return d.eachIn(ctx, tx, query, args, fn) }, false, false)
 }
 
 // eachIn runs a query inside a job's tx and calls fn for every row.
-func (d *DB) eachIn(ctx context.Context, tx *sql.Tx, query string, args []any, fn func(*sql.Rows) error) error {
+func (d *DB) eachIn(ctx context.Context, tx *sql.Conn, query string, args []any, fn func(*sql.Rows) error) error {
 	ctx = quick(ctx)
 	var rows *sql.Rows
 	var err error
@@ -293,12 +309,12 @@ func (d *DB) Check(ctx context.Context) error {
 }
 
 // tx runs fn as one job: its statements apply together or not at all.
-func (d *DB) tx(_ context.Context, fn func(*sql.Tx) error) error {
+func (d *DB) tx(_ context.Context, fn func(*sql.Conn) error) error {
 	return d.w.do(fn, true, false)
 }
 
 // durableTx is tx that returns only once fn's writes are committed.
-func (d *DB) durableTx(_ context.Context, fn func(*sql.Tx) error) error {
+func (d *DB) durableTx(_ context.Context, fn func(*sql.Conn) error) error {
 	return d.w.do(fn, true, true)
 }
 

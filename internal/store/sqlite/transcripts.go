@@ -35,7 +35,7 @@ func (d *DB) AppendTurn(ctx context.Context, key string, t store.Turn) (store.Tu
 	if err != nil {
 		return t, fmt.Errorf("append turn to %s: %w", key, err)
 	}
-	err = d.tx(ctx, func(tx *sql.Tx) error {
+	err = d.tx(ctx, func(tx *sql.Conn) error {
 		err := d.queryRow(ctx, tx, qAppendTurn, string(t.Role), t.Text, calls, t.ToolCallID, t.Partial, millis(t.At), key).Scan(&t.Seq)
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrNotFound
@@ -65,7 +65,7 @@ func (d *DB) PostTurn(ctx context.Context, key string, t store.Turn) error {
 	if err != nil {
 		return fmt.Errorf("post turn to %s: %w", key, err)
 	}
-	err = d.w.post(func(tx *sql.Tx) error {
+	err = d.w.post(func(tx *sql.Conn) error {
 		var seq int64
 		err := d.queryRow(ctx, tx, qAppendTurn, string(t.Role), t.Text, calls, t.ToolCallID, t.Partial, millis(t.At), key).Scan(&seq)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -92,7 +92,7 @@ func toolCallsJSON(calls []store.ToolCall) (string, error) {
 }
 
 // insertTurn writes t as turn seq of a generation, inside tx.
-func (d *DB) insertTurn(ctx context.Context, tx *sql.Tx, key string, gen int, seq int64, t store.Turn) error {
+func (d *DB) insertTurn(ctx context.Context, tx *sql.Conn, key string, gen int, seq int64, t store.Turn) error {
 	calls, err := toolCallsJSON(t.ToolCalls)
 	if err != nil {
 		return err
@@ -107,7 +107,7 @@ func (d *DB) insertTurn(ctx context.Context, tx *sql.Tx, key string, gen int, se
 // Transcript implements store.Transcripts.
 func (d *DB) Transcript(ctx context.Context, key string) ([]store.Turn, error) {
 	var out []store.Turn
-	err := d.w.do(func(tx *sql.Tx) error {
+	err := d.w.do(func(tx *sql.Conn) error {
 		var err error
 		out, err = d.transcriptIn(ctx, tx, key)
 		return err
@@ -124,7 +124,7 @@ const qTranscript = `
 	WHERE t.session_key = ? ORDER BY t.seq`
 
 // transcriptIn reads the current generation's turns inside a job's tx.
-func (d *DB) transcriptIn(ctx context.Context, tx *sql.Tx, key string) ([]store.Turn, error) {
+func (d *DB) transcriptIn(ctx context.Context, tx *sql.Conn, key string) ([]store.Turn, error) {
 	var out []store.Turn
 	err := d.eachIn(ctx, tx, qTranscript, []any{key}, func(rows *sql.Rows) error {
 		var t store.Turn

@@ -33,7 +33,7 @@ var ErrClosed = errors.New("sqlite: store closed")
 
 // job is one unit of work for the writer.
 type job struct {
-	fn func(tx *sql.Tx) error
+	fn func(tx *sql.Conn) error
 	// durable asks to be told only after the batch holding the job was
 	// committed, with the commit's error.
 	durable bool
@@ -50,23 +50,16 @@ type job struct {
 
 // writer runs jobs on the database's one connection.
 type writer struct {
-	db   *sql.DB
+	conn *sql.Conn
 	note func(error)
 	// fail learns the failures of jobs nobody waits for.
-	fail    func(error)
-	prepare func(query string)
-	// unprepared are queries jobs ran unprepared, to prepare between
-	// batches (only the writer touches it).
-	unprepared map[string]bool
-	// inTx holds the statements bound to the open batch's transaction,
-	// by their prepared statement (only the writer touches it).
-	inTx map[*sql.Stmt]*sql.Stmt
+	fail func(error)
 	// rows are log entries handed in and not yet inserted; insertRows
 	// inserts them (only the writer touches them).
 	rows       []*logRow
-	insertRows func(tx *sql.Tx, rows []*logRow) error
+	insertRows func(tx *sql.Conn, rows []*logRow) error
 	// beforeCommit runs last in every batch.
-	beforeCommit func(tx *sql.Tx) error
+	beforeCommit func(tx *sql.Conn) error
 
 	mu      sync.RWMutex
 	closed  bool
@@ -77,10 +70,9 @@ type writer struct {
 	pool sync.Pool
 }
 
-func newWriter(db *sql.DB, note, fail func(error), prepare func(string), insertRows func(*sql.Tx, []*logRow) error, beforeCommit func(*sql.Tx) error) *writer {
+func newWriter(conn *sql.Conn, note, fail func(error), insertRows func(*sql.Conn, []*logRow) error, beforeCommit func(*sql.Conn) error) *writer {
 	w := &writer{
-		db: db, note: note, fail: fail, prepare: prepare, insertRows: insertRows, beforeCommit: beforeCommit,
-		unprepared: map[string]bool{}, inTx: map[*sql.Stmt]*sql.Stmt{},
+		conn: conn, note: note, fail: fail, insertRows: insertRows, beforeCommit: beforeCommit,
 		jobs: make(chan *job, 1024), stopped: make(chan struct{}),
 	}
 	w.pool.New = func() any { return &job{done: make(chan error, 1)} }
@@ -90,7 +82,7 @@ func newWriter(db *sql.DB, note, fail func(error), prepare func(string), insertR
 
 // do hands fn to the writer and waits until it ran (or, durable, until its
 // batch was committed).
-func (w *writer) do(fn func(tx *sql.Tx) error, atomic, durable bool) error {
+func (w *writer) do(fn func(tx *sql.Conn) error, atomic, durable bool) error {
 	j := w.pool.Get().(*job)
 	j.fn, j.atomic, j.durable, j.async, j.row = fn, atomic, durable, false, nil
 	w.mu.RLock()
@@ -111,7 +103,7 @@ func (w *writer) do(fn func(tx *sql.Tx) error, atomic, durable bool) error {
 // as soon as the job is queued (or, when the queue is full, once there is
 // room: a writer that falls behind slows its callers down). Jobs posted
 // and done by one goroutine run in the order it handed them in.
-func (w *writer) post(fn func(tx *sql.Tx) error, atomic bool) error {
+func (w *writer) post(fn func(tx *sql.Conn) error, atomic bool) error {
 	j := w.pool.Get().(*job)
 	j.fn, j.atomic, j.durable, j.async, j.row = fn, atomic, false, true, nil
 	return w.queue(j)
@@ -144,10 +136,12 @@ func (w *writer) run() {
 
 // batch runs first and whatever else is queued in one transaction.
 func (w *writer) batch(first *job) {
-	tx, err := w.db.BeginTx(context.Background(), nil)
-	if err != nil {
+	// The transaction is the connection's own: BEGIN and COMMIT are
+	// statements, so the prepared ones need no binding to a *sql.Tx.
+	tx, ctx := w.conn, context.Background()
+	if _, err := tx.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		w.note(err)
-		first.done <- err
+		w.finish(first, err)
 		return
 	}
 	var waiting []*job
@@ -228,8 +222,14 @@ func (w *writer) batch(first *job) {
 		w.fail(err)
 		failed(err)
 	}
-	err = tx.Commit()
-	clear(w.inTx)
+	_, err := tx.ExecContext(ctx, "COMMIT")
+	if err != nil {
+		// A failed COMMIT may leave the transaction open: end it, so the
+		// next batch can begin.
+		if _, rerr := tx.ExecContext(ctx, "ROLLBACK"); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+	}
 	w.note(errors.Join(err, dbErr))
 	if err != nil {
 		w.fail(err)
@@ -237,11 +237,17 @@ func (w *writer) batch(first *job) {
 	for i, d := range waiting {
 		d.done <- errors.Join(waitErrs[i], err)
 	}
-	// The connection is free: prepare what this batch ran unprepared.
-	for q := range w.unprepared {
-		w.prepare(q)
-		delete(w.unprepared, q)
+}
+
+// finish tells j's caller err, or the writer's fail when nobody waits.
+func (w *writer) finish(j *job, err error) {
+	if j.async {
+		w.fail(err)
+		j.fn, j.row = nil, nil
+		w.pool.Put(j)
+		return
 	}
+	j.done <- err
 }
 
 // rowsPerInsert is the most log entries kept before they are inserted.
@@ -249,7 +255,7 @@ const rowsPerInsert = 64
 
 // flushRows inserts the log entries handed in so far; a failure goes to
 // fail, as nobody waits for them.
-func (w *writer) flushRows(tx *sql.Tx) error {
+func (w *writer) flushRows(tx *sql.Conn) error {
 	if len(w.rows) == 0 {
 		return nil
 	}
@@ -262,23 +268,8 @@ func (w *writer) flushRows(tx *sql.Tx) error {
 	return err
 }
 
-// prepareLater notes a query a job ran unprepared; the writer prepares it
-// after the batch. Only jobs call it, on the writer's goroutine.
-func (w *writer) prepareLater(q string) { w.unprepared[q] = true }
-
-// bound returns s bound to tx, the open batch's transaction, binding it
-// once a batch. Only jobs call it, on the writer's goroutine.
-func (w *writer) bound(ctx context.Context, tx *sql.Tx, s *sql.Stmt) *sql.Stmt {
-	if b, ok := w.inTx[s]; ok {
-		return b
-	}
-	b := tx.StmtContext(ctx, s)
-	w.inTx[s] = b
-	return b
-}
-
 // exec runs one job inside tx.
-func (w *writer) exec(tx *sql.Tx, j *job) error {
+func (w *writer) exec(tx *sql.Conn, j *job) error {
 	if !j.atomic {
 		return j.fn(tx)
 	}
