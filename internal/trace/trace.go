@@ -1,0 +1,358 @@
+// Package trace answers the question operators of chat bots ask most: why
+// did it (not) reply? Every inbound message gets a Record, and every part
+// of pincer that decides something about it — the channel that drops it,
+// the pipeline's trigger and buffers, quote and forward resolution, the
+// agent run, the delivery — adds a Step in words an operator can read.
+//
+// Records are kept in a bounded ring per account, can be followed live
+// (Subscribe) and, with a Store, are kept for a configurable time. Steps
+// never hold secrets: they are written by pincer's own code from ids,
+// counts, rule names and a short preview of the message.
+package trace
+
+import (
+	"context"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/pincerbot/pincer/internal/msg"
+)
+
+// Stages of a message's path.
+const (
+	StageReceive = "receive" // the channel took or dropped it
+	StageTrigger = "trigger" // the mention / keyword / reply decision
+	StageBuffer  = "buffer"  // history, realtime windows, digests took it
+	StageWindow  = "window"  // a realtime window opened, was joined, flushed
+	StageCommand = "command" // a command or /summary
+	StageQuote   = "quote"   // a quoted message resolved
+	StageForward = "forward" // a merged forward expanded
+	StageAgent   = "agent"   // the agent run: model, fallbacks, tokens, latency
+	StageDeliver = "deliver" // what was sent, or why nothing was
+)
+
+// Key names one inbound message.
+type Key struct {
+	Channel msg.ChannelID `json:"channel"`
+	Account msg.AccountID `json:"account"`
+	Peer    msg.Peer      `json:"peer"`
+	ID      msg.MessageID `json:"id"`
+}
+
+// KeyOf returns m's key.
+func KeyOf(m msg.Message) Key {
+	return Key{Channel: m.Channel, Account: m.Account, Peer: m.Peer, ID: m.ID}
+}
+
+// Chat is the chat part of k, as "channel:account:peer".
+func (k Key) Chat() string { return ChatOf(k.Channel, k.Account, k.Peer) }
+
+// ChatOf names a chat as "channel:account:peer", the form `pincer trace`
+// and the dashboard take.
+func ChatOf(ch msg.ChannelID, acct msg.AccountID, peer msg.Peer) string {
+	return string(ch) + ":" + string(acct) + ":" + peer.String()
+}
+
+// Step is one thing decided about a message.
+type Step struct {
+	At    time.Time `json:"at"`
+	Stage string    `json:"stage"`
+	// Outcome is the step's verdict in a word or two ("dropped",
+	// "triggered", "not triggered", "sent", "no reply"), empty for a step
+	// that only informs.
+	Outcome string `json:"outcome,omitempty"`
+	// Detail says why, in a sentence.
+	Detail string `json:"detail"`
+}
+
+// Record is the trace of one inbound message.
+type Record struct {
+	Key    Key       `json:"key"`
+	Chat   string    `json:"chat"`
+	At     time.Time `json:"at"`
+	Sender string    `json:"sender,omitempty"`
+	// Preview is the start of the message's text.
+	Preview string `json:"preview,omitempty"`
+	Steps   []Step `json:"steps"`
+}
+
+// Outcome is the last verdict among the record's steps.
+func (r Record) Outcome() string {
+	for i := len(r.Steps) - 1; i >= 0; i-- {
+		if r.Steps[i].Outcome != "" {
+			return r.Steps[i].Outcome
+		}
+	}
+	return ""
+}
+
+// Event is what subscribers receive: a record as it stands after Step.
+type Event struct {
+	Record Record `json:"record"`
+	// Step is the step just added.
+	Step Step `json:"step"`
+}
+
+// Store keeps steps beyond the ring. AddStep must not wait for the disk.
+type Store interface {
+	AddTraceStep(ctx context.Context, r Record, s Step) error
+	// TraceRecords returns the records of chat, newest first, at most
+	// limit; only the one of id when id is not empty.
+	TraceRecords(ctx context.Context, chat string, id msg.MessageID, limit int) ([]Record, error)
+	// PruneTraces removes the steps recorded before t.
+	PruneTraces(ctx context.Context, before time.Time) error
+}
+
+// Options configure a Recorder.
+type Options struct {
+	// PerAccount bounds the records kept in memory for one account;
+	// DefaultPerAccount when zero.
+	PerAccount int
+	// Store, when set, keeps every step for Keep.
+	Store Store
+	Keep  time.Duration
+}
+
+// DefaultPerAccount is the ring size of an account.
+const DefaultPerAccount = 1000
+
+// previewRunes bounds a record's preview.
+const previewRunes = 80
+
+// Recorder collects records. A nil *Recorder records nothing, so parts of
+// pincer that may run without one need no checks.
+type Recorder struct {
+	opts Options
+	now  func() time.Time
+
+	mu    sync.Mutex
+	rings map[ringKey]*ring
+	subs  map[chan Event]struct{}
+}
+
+type ringKey struct {
+	ch   msg.ChannelID
+	acct msg.AccountID
+}
+
+// ring keeps an account's newest records.
+type ring struct {
+	recs  []*Record // oldest first, wrapping at next once full
+	next  int
+	byKey map[Key]*Record
+}
+
+// New returns a recorder.
+func New(o Options) *Recorder {
+	if o.PerAccount <= 0 {
+		o.PerAccount = DefaultPerAccount
+	}
+	return &Recorder{opts: o, now: time.Now, rings: map[ringKey]*ring{}, subs: map[chan Event]struct{}{}}
+}
+
+// Begin starts m's record (a message seen again keeps its record). The
+// step says the channel took it.
+func (r *Recorder) Begin(m msg.Message) {
+	if r == nil {
+		return
+	}
+	sender := m.Sender.Name
+	if sender == "" {
+		sender = string(m.Sender.ID)
+	} else if m.Sender.ID != "" {
+		sender += " (" + string(m.Sender.ID) + ")"
+	}
+	r.add(KeyOf(m), sender, Preview(m.Text), Step{Stage: StageReceive, Detail: "received"})
+}
+
+// Step adds a step to the record of k, starting one when there is none
+// (a message dropped before it was normalized has only its key).
+func (r *Recorder) Step(k Key, stage, outcome, detail string) {
+	if r == nil {
+		return
+	}
+	r.add(k, "", "", Step{Stage: stage, Outcome: outcome, Detail: detail})
+}
+
+// StepAll adds the same step to the records of several messages (the
+// messages one turn answers).
+func (r *Recorder) StepAll(keys []Key, stage, outcome, detail string) {
+	for _, k := range keys {
+		r.Step(k, stage, outcome, detail)
+	}
+}
+
+func (r *Recorder) add(k Key, sender, preview string, s Step) {
+	s.At = r.now()
+	r.mu.Lock()
+	rg := r.rings[ringKey{k.Channel, k.Account}]
+	if rg == nil {
+		rg = &ring{byKey: map[Key]*Record{}}
+		r.rings[ringKey{k.Channel, k.Account}] = rg
+	}
+	rec := rg.byKey[k]
+	if rec == nil {
+		rec = &Record{Key: k, Chat: k.Chat(), At: s.At}
+		if len(rg.recs) < r.opts.PerAccount {
+			rg.recs = append(rg.recs, rec)
+		} else {
+			delete(rg.byKey, rg.recs[rg.next].Key)
+			rg.recs[rg.next] = rec
+			rg.next = (rg.next + 1) % len(rg.recs)
+		}
+		rg.byKey[k] = rec
+	}
+	if sender != "" {
+		rec.Sender = sender
+	}
+	if preview != "" {
+		rec.Preview = preview
+	}
+	rec.Steps = append(rec.Steps, s)
+	snapshot := rec.clone()
+	for ch := range r.subs {
+		select {
+		case ch <- Event{Record: snapshot, Step: s}:
+		default: // a slow follower misses steps rather than slowing pincer
+		}
+	}
+	r.mu.Unlock()
+	if r.opts.Store != nil {
+		_ = r.opts.Store.AddTraceStep(context.Background(), snapshot, s)
+	}
+}
+
+func (rec *Record) clone() Record {
+	c := *rec
+	c.Steps = append([]Step(nil), rec.Steps...)
+	return c
+}
+
+// Get returns the record of k from memory, or from the store.
+func (r *Recorder) Get(ctx context.Context, k Key) (Record, bool, error) {
+	if r == nil {
+		return Record{}, false, nil
+	}
+	r.mu.Lock()
+	if rg := r.rings[ringKey{k.Channel, k.Account}]; rg != nil {
+		if rec := rg.byKey[k]; rec != nil {
+			c := rec.clone()
+			r.mu.Unlock()
+			return c, true, nil
+		}
+	}
+	r.mu.Unlock()
+	if r.opts.Store == nil {
+		return Record{}, false, nil
+	}
+	recs, err := r.opts.Store.TraceRecords(ctx, k.Chat(), k.ID, 1)
+	if err != nil || len(recs) == 0 {
+		return Record{}, false, err
+	}
+	return recs[0], true, nil
+}
+
+// Chat returns the newest records of chat ("channel:account:peer"),
+// newest first, at most limit; with id, only that message's. Memory is
+// read first; the store fills in what the ring no longer holds.
+func (r *Recorder) Chat(ctx context.Context, chat string, id msg.MessageID, limit int) ([]Record, error) {
+	if r == nil {
+		return nil, nil
+	}
+	if limit <= 0 {
+		limit = 50
+	}
+	var out []Record
+	seen := map[Key]bool{}
+	r.mu.Lock()
+	for _, rg := range r.rings {
+		for _, rec := range rg.recs {
+			if rec.Chat == chat && (id == "" || rec.Key.ID == id) {
+				out = append(out, rec.clone())
+				seen[rec.Key] = true
+			}
+		}
+	}
+	r.mu.Unlock()
+	if r.opts.Store != nil && len(out) < limit {
+		stored, err := r.opts.Store.TraceRecords(ctx, chat, id, limit)
+		if err != nil {
+			return nil, err
+		}
+		for _, rec := range stored {
+			if !seen[rec.Key] {
+				out = append(out, rec)
+			}
+		}
+	}
+	sortNewestFirst(out)
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// Recent returns the newest records of every account, newest first, at
+// most limit.
+func (r *Recorder) Recent(limit int) []Record {
+	if r == nil {
+		return nil
+	}
+	var out []Record
+	r.mu.Lock()
+	for _, rg := range r.rings {
+		for _, rec := range rg.recs {
+			out = append(out, rec.clone())
+		}
+	}
+	r.mu.Unlock()
+	sortNewestFirst(out)
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out
+}
+
+// Subscribe follows new steps until ctx ends; a follower that falls more
+// than buffer steps behind misses steps.
+func (r *Recorder) Subscribe(ctx context.Context, buffer int) <-chan Event {
+	ch := make(chan Event, max(buffer, 1))
+	if r == nil {
+		close(ch)
+		return ch
+	}
+	r.mu.Lock()
+	r.subs[ch] = struct{}{}
+	r.mu.Unlock()
+	context.AfterFunc(ctx, func() {
+		r.mu.Lock()
+		delete(r.subs, ch)
+		r.mu.Unlock()
+		close(ch)
+	})
+	return ch
+}
+
+// Prune removes what the store holds beyond Keep.
+func (r *Recorder) Prune(ctx context.Context) error {
+	if r == nil || r.opts.Store == nil || r.opts.Keep <= 0 {
+		return nil
+	}
+	return r.opts.Store.PruneTraces(ctx, r.now().Add(-r.opts.Keep))
+}
+
+// Preview returns the start of text, for a record.
+func Preview(text string) string {
+	if utf8.RuneCountInString(text) <= previewRunes {
+		return text
+	}
+	n := 0
+	for i := range text {
+		if n == previewRunes {
+			return text[:i] + "…"
+		}
+		n++
+	}
+	return text
+}

@@ -1,0 +1,118 @@
+package trace
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/pincerbot/pincer/internal/msg"
+)
+
+func message(id string) msg.Message {
+	return msg.Message{ID: msg.MessageID(id), Channel: "onebot", Account: "default",
+		Peer: msg.Peer{Kind: msg.Group, ID: "100"}, Sender: msg.Sender{ID: "7", Name: "小明"}, Text: "hello " + id}
+}
+
+func TestRecordCollectsStepsInOrder(t *testing.T) {
+	r := New(Options{})
+	m := message("1")
+	r.Begin(m)
+	r.Step(KeyOf(m), StageTrigger, "not triggered", "no @ of the bot")
+	rec, ok, err := r.Get(context.Background(), KeyOf(m))
+	if err != nil || !ok {
+		t.Fatalf("Get: %v %v", ok, err)
+	}
+	if rec.Chat != "onebot:default:group:100" || rec.Sender != "小明 (7)" || rec.Preview != "hello 1" {
+		t.Errorf("record %+v", rec)
+	}
+	if len(rec.Steps) != 2 || rec.Steps[1].Detail != "no @ of the bot" || rec.Outcome() != "not triggered" {
+		t.Errorf("steps %+v, outcome %q", rec.Steps, rec.Outcome())
+	}
+}
+
+func TestRingKeepsTheNewestPerAccount(t *testing.T) {
+	r := New(Options{PerAccount: 3})
+	for i := range 5 {
+		r.Begin(message(fmt.Sprint(i)))
+	}
+	other := message("x")
+	other.Account = "second"
+	r.Begin(other)
+	recs, err := r.Chat(context.Background(), "onebot:default:group:100", "", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, rec := range recs {
+		ids = append(ids, string(rec.Key.ID))
+	}
+	if strings.Join(ids, ",") != "4,3,2" && len(ids) != 3 {
+		t.Errorf("kept %v, want the newest three", ids)
+	}
+	if _, ok, _ := r.Get(context.Background(), KeyOf(message("0"))); ok {
+		t.Error("the oldest record outlived the ring")
+	}
+	if _, ok, _ := r.Get(context.Background(), KeyOf(other)); !ok {
+		t.Error("another account's record was pushed out")
+	}
+}
+
+func TestSubscribersFollowStepsAndLeave(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := New(Options{})
+		ctx, cancel := context.WithCancel(context.Background())
+		events := r.Subscribe(ctx, 8)
+		m := message("1")
+		r.Begin(m)
+		r.Step(KeyOf(m), StageDeliver, "sent", "1 message")
+		first, second := <-events, <-events
+		if first.Step.Stage != StageReceive || second.Step.Outcome != "sent" || len(second.Record.Steps) != 2 {
+			t.Errorf("events %+v / %+v", first, second)
+		}
+		cancel()
+		synctest.Wait()
+		if _, open := <-events; open {
+			t.Error("the stream stayed open after its context ended")
+		}
+		r.Step(KeyOf(m), StageDeliver, "", "after") // no follower: must not block
+	})
+}
+
+func TestNilRecorderRecordsNothing(t *testing.T) {
+	var r *Recorder
+	r.Begin(message("1"))
+	r.Step(Key{}, StageTrigger, "", "")
+	if recs, err := r.Chat(context.Background(), "x", "", 1); recs != nil || err != nil {
+		t.Error("a nil recorder returned records")
+	}
+	if _, open := <-r.Subscribe(context.Background(), 1); open {
+		t.Error("a nil recorder's stream is open")
+	}
+}
+
+func TestPreviewIsShort(t *testing.T) {
+	long := strings.Repeat("字", 200)
+	if p := Preview(long); !strings.HasSuffix(p, "…") || len([]rune(p)) != previewRunes+1 {
+		t.Errorf("preview %q", p)
+	}
+	if Preview("short") != "short" {
+		t.Error("a short text changed")
+	}
+}
+
+func TestStepsAreTimed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := New(Options{})
+		m := message("1")
+		r.Begin(m)
+		time.Sleep(time.Second)
+		r.Step(KeyOf(m), StageAgent, "", "model sim/bench")
+		rec, _, _ := r.Get(context.Background(), KeyOf(m))
+		if got := rec.Steps[1].At.Sub(rec.Steps[0].At); got != time.Second {
+			t.Errorf("steps %s apart, want 1s", got)
+		}
+	})
+}
