@@ -4,6 +4,7 @@
 package engine
 
 import (
+	"github.com/pincerbot/pincer/internal/trace"
 	"context"
 	"errors"
 	"fmt"
@@ -28,6 +29,9 @@ import (
 type Options struct {
 	Store  store.Store
 	Runner *agent.Runner
+	// Trace, when set, learns each turn's agent run and delivery, as
+	// steps of the message the turn answers.
+	Trace *trace.Recorder
 	// AgentID names the agent sessions belong to; "main" when empty.
 	AgentID string
 	// Models is the model chain, primary first.

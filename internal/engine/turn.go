@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/pincerbot/pincer/internal/trace"
 	"context"
 	"errors"
 	"fmt"
@@ -248,6 +249,7 @@ func (b *batchReplier) Deliver(ctx context.Context, out msg.Outbound) (msg.Messa
 func (e *Engine) run(ctx context.Context, log *slog.Logger, mc MsgContext, r channel.Replier, slot *slot, start time.Time, in agent.Input, persist func([]store.Turn)) (error, bool) {
 	m := mc.Message
 	var delivered, failed atomic.Int32
+	var sent deliveries // what went out, and what was held back, for the trace
 	base := msg.Outbound{Account: m.Account, Peer: m.Peer}
 	// Delivery outlives a turn cut by shutdown: what was produced still goes out.
 	deliverCtx := context.WithoutCancel(ctx)
@@ -260,10 +262,11 @@ func (e *Engine) run(ctx context.Context, log *slog.Logger, mc MsgContext, r cha
 			if mc.Key != "" {
 				p.ID = mc.Key + "#" + strconv.Itoa(seq)
 			}
-			_, err := r.Deliver(ctx, p)
+			id, err := r.Deliver(ctx, p)
 			if err == nil {
 				delivered.Add(1)
 			}
+			sent.add(id, err)
 			return err
 		},
 		Normalizer: &reply.Normalizer{
@@ -272,6 +275,7 @@ func (e *Engine) run(ctx context.Context, log *slog.Logger, mc MsgContext, r cha
 			Vars:      reply.PrefixVars{Provider: in.Models[0].Provider, Model: in.Models[0].Model, ThinkingLevel: in.Thinking, Identity: e.opts.Identity},
 			OnSkip: func(reason reply.SkipReason, _ msg.Outbound) {
 				log.Info("reply not delivered", "reason", string(reason))
+				sent.skip(string(reason))
 			},
 		},
 		HumanDelay: e.opts.HumanDelay,
@@ -358,6 +362,14 @@ func (e *Engine) run(ctx context.Context, log *slog.Logger, mc MsgContext, r cha
 		log.Info("turn ended without a reply")
 	}
 	e.opts.Metrics.turns.WithLabelValues(outcome).Inc()
+	latency := time.Since(start)
+	log.Info("turn", "model", out.Model.String(), "ms", latency.Milliseconds(), "outcome", outcome, "sent", delivered.Load())
+	if e.opts.Trace != nil {
+		key := trace.KeyOf(m)
+		e.opts.Trace.Step(key, trace.StageAgent, "", agentStep(in.Models, out, runErr, latency))
+		verdict, detail := sent.step(outcome, runErr)
+		e.opts.Trace.Step(key, trace.StageDeliver, verdict, detail)
+	}
 	return runErr, delivered.Load() > 0
 }
 

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
+	"github.com/pincerbot/pincer/internal/trace"
 	"slices"
 	"strings"
 	"time"
@@ -47,12 +49,25 @@ func (p *Pipeline) runRealtime(ctx context.Context, f aggregate.Flushed[held]) {
 		}
 	}
 	batch := msg.Batch{Kind: msg.Realtime, Messages: msgs, History: history, Trigger: f.Trigger, Flush: f.Reason}
+	var keys []trace.Key
+	if p.opts.Trace != nil {
+		keys = make([]trace.Key, len(msgs))
+		for i, m := range msgs {
+			keys[i] = trace.KeyOf(m)
+		}
+		p.opts.Trace.StepAll(keys, trace.StageWindow, "", flushText(f.Reason, len(msgs), len(history), first.ID))
+	}
 	quote := ""
 	if p.opts.Quote != nil && !command {
-		quote = p.quote(ctx, batch)
+		var summary string
+		quote, summary = p.quote(ctx, batch)
+		if summary != "" {
+			p.opts.Trace.StepAll(keys, trace.StageQuote, "", summary)
+		}
 	}
 	hasImage := slices.ContainsFunc(msgs, func(m msg.Message) bool { return m.HasImage() })
 	if strings.TrimSpace(text) == "" && quote == "" && len(history) == 0 && !hasImage {
+		p.opts.Trace.StepAll(keys, trace.StageDeliver, "no reply", "the batch was empty: nothing to answer")
 		p.log.Debug("empty realtime batch skipped", "peer", first.Peer.String(), "reason", string(f.Reason))
 		p.release(consume)
 		return
@@ -100,14 +115,23 @@ func answer(entries []aggregate.Entry[held], err error) {
 
 // quote runs the quoter, containing its failures: the batch goes on
 // without a quote block.
-func (p *Pipeline) quote(ctx context.Context, b msg.Batch) (block string) {
+func (p *Pipeline) quote(ctx context.Context, b msg.Batch) (block, summary string) {
 	defer func() {
 		if v := recover(); v != nil {
 			p.log.Error("quote resolution panicked; going on without it", "panic", v)
-			block = ""
+			block, summary = "", "quote resolution failed; the turn went on without it"
 		}
 	}()
 	return p.opts.Quote(ctx, b)
+}
+
+// flushText says why a batch was answered now, for its messages' traces.
+func flushText(reason msg.FlushReason, messages, history int, first msg.MessageID) string {
+	s := fmt.Sprintf("answered in a batch of %d message(s) led by %s, flushed: %s", messages, first, reason)
+	if history > 0 {
+		s += fmt.Sprintf("; with %d line(s) of chat history", history)
+	}
+	return s
 }
 
 // RealtimeText is what the users of a realtime batch said: each message's

@@ -10,8 +10,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/pincerbot/pincer/internal/trace"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -62,8 +64,9 @@ type Engine interface {
 }
 
 // Quoter resolves the quote and forwards of a realtime batch into a block
-// put before the user's text; empty when there is nothing to show.
-type Quoter func(ctx context.Context, b msg.Batch) string
+// put before the user's text; empty when there is nothing to show. trace
+// says, for the decision trace, what it resolved and spent.
+type Quoter func(ctx context.Context, b msg.Batch) (block, trace string)
 
 // Options configure one account's pipeline.
 type Options struct {
@@ -113,7 +116,9 @@ type Options struct {
 	// ReplierFor rebuilds the replier of a message restored into a
 	// realtime window after a restart.
 	ReplierFor func(msg.Message) channel.Replier
-	Logger     *slog.Logger
+	// Trace, when set, learns every decision about every message taken.
+	Trace  *trace.Recorder
+	Logger *slog.Logger
 }
 
 // held is what a buffered entry carries: the replier of its message and
@@ -228,14 +233,21 @@ func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier, d
 	// What the user typed, without the leading mention of the bot: the
 	// text /summary and commands are matched against.
 	typed := trigger.StripLeadingMention(m, bot.Self)
-	if p.log.Enabled(ctx, slog.LevelDebug) {
-		p.log.Debug("message", "peer", m.Peer.String(), "msg_id", string(m.ID), "sender", string(m.Sender.ID))
-	}
+	tr, key := p.opts.Trace, trace.KeyOf(m)
+	tr.Begin(m)
 	if count, ok := p.summaryCount(m, typed); ok {
+		tr.Step(key, trace.StageCommand, "summary", fmt.Sprintf("/summary of the last %d messages", count))
+		p.debugDecision(ctx, m, "summary")
 		p.takeSummary(ctx, m, count, r, done)
 		return
 	}
 	d := p.eval.Evaluate(m, bot)
+	verdict := "not triggered"
+	if d.Triggered {
+		verdict = "triggered"
+	}
+	tr.Step(key, trace.StageTrigger, verdict, d.Why)
+	p.debugDecision(ctx, m, verdict+": "+d.Why)
 	if d.Triggered && m.Peer.Kind == msg.Group {
 		p.ack(m)
 	}
@@ -295,11 +307,45 @@ func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier, d
 			p.digest.Accept(peer, aggregate.Entry[held]{Message: m, Tag: held{r: r, ref: seq}})
 		}
 	})
+	if tr != nil {
+		tr.Step(key, trace.StageBuffer, "", buffersTaken(want.history, want.realtime, want.digest, command, waiting))
+	}
 	// Like a message sent to a person, a message in a window is done when
 	// its batch is answered; any other once it is buffered.
 	if !waiting {
 		done(nil)
 	}
+}
+
+// debugDecision logs, at debug level, one line per message with what was
+// decided about it.
+func (p *Pipeline) debugDecision(ctx context.Context, m msg.Message, decision string) {
+	if p.log.Enabled(ctx, slog.LevelDebug) {
+		p.log.Debug("message", "peer", m.Peer.String(), "msg_id", string(m.ID), "sender", string(m.Sender.ID), "decision", decision)
+	}
+}
+
+// buffersTaken says which buffers took a message, for its trace.
+func buffersTaken(history, realtime, digest, command, waiting bool) string {
+	var took []string
+	if history {
+		took = append(took, "the history buffer (context for the next reply)")
+	}
+	switch {
+	case command && realtime:
+		took = append(took, "nothing else: a command acts on its own, at once")
+	case realtime && waiting:
+		took = append(took, "a realtime window (it is answered with its batch)")
+	case realtime:
+		took = append(took, "no realtime window: the one it was to join had just ended")
+	}
+	if digest {
+		took = append(took, "the digest buffer")
+	}
+	if len(took) == 0 {
+		return "no buffer took it"
+	}
+	return "taken by " + strings.Join(took, ", ")
 }
 
 // takeSummary starts the summary a /summary command asks for. The

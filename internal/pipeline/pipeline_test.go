@@ -538,12 +538,12 @@ func TestQuoteBlockGoesFirstAndAFailingQuoterIsContained(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newRig(t, defaults())
 		var seen []msg.Batch
-		g.p.opts.Quote = func(_ context.Context, b msg.Batch) string {
+		g.p.opts.Quote = func(_ context.Context, b msg.Batch) (string, string) {
 			seen = append(seen, b)
 			if b.Messages[0].ID == "boom" {
 				panic("resolver bug")
 			}
-			return "[引用消息：原文\n]"
+			return "[引用消息：原文\n]", "quoted message resolved"
 		}
 		g.send(t, mention(gm("1", "1001", "A", "", 0), "这是什么"))
 		time.Sleep(time.Second)

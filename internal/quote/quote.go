@@ -9,6 +9,7 @@ package quote
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -95,6 +96,11 @@ type Result struct {
 	Nodes   []Node
 	// Truncated: a budget cut something, so the agent sees a part.
 	Truncated bool
+	// Calls counts the platform look-ups made: the quoted message's and
+	// the forwards' fetches.
+	Calls int
+	// QuoteFailed: the quoted message could not be fetched.
+	QuoteFailed bool
 }
 
 // Node is one rendered forward message.
@@ -108,18 +114,57 @@ type Node struct {
 // Block resolves a realtime batch and renders it; "" when there is
 // nothing to show or resolution is off. Only realtime batches resolve.
 func (r *Resolver) Block(ctx context.Context, b msg.Batch) string {
+	block, _ := r.BlockTraced(ctx, b)
+	return block
+}
+
+// BlockTraced is Block that also says, for the decision trace, what the
+// resolution did and which budgets it spent; both are "" when there was
+// nothing to resolve.
+func (r *Resolver) BlockTraced(ctx context.Context, b msg.Batch) (block, trace string) {
 	if !r.settings.Enabled || b.Kind != msg.Realtime {
-		return ""
+		return "", ""
 	}
 	src, ok := Source(b)
 	if !ok {
-		return ""
+		return "", ""
 	}
 	res := r.Resolve(ctx, src)
+	trace = res.Summary(r.settings)
 	if !res.Present && len(res.Nodes) == 0 {
-		return ""
+		return "", trace
 	}
-	return Render(res, r.loc)
+	return Render(res, r.loc), trace
+}
+
+// Summary says what a resolution did and spent against the budgets of s.
+func (res Result) Summary(s Settings) string {
+	var parts []string
+	switch {
+	case res.QuoteFailed:
+		parts = append(parts, "the quoted message could not be fetched (shown as a placeholder)")
+	case res.Present:
+		who := res.Quoted.Sender.Name
+		if who == "" {
+			who = string(res.Quoted.Sender.ID)
+		}
+		if who == "" {
+			who = "an unknown sender"
+		}
+		parts = append(parts, "quoted message of "+who+" resolved")
+	}
+	if len(res.Nodes) > 0 || res.Calls > 0 && !res.Present {
+		parts = append(parts, fmt.Sprintf("forwards: %d of at most %d messages, nested up to depth %d", len(res.Nodes), s.MaxNodes, s.MaxDepth))
+	}
+	chars := utf8.RuneCountInString(res.Quoted.Text)
+	for _, n := range res.Nodes {
+		chars += utf8.RuneCountInString(n.Text)
+	}
+	parts = append(parts, fmt.Sprintf("%d platform call(s) of at most %d; %d of %d characters", res.Calls, maxCalls(s.MaxNodes)+1, chars, s.MaxChars))
+	if res.Truncated {
+		parts = append(parts, "truncated: a budget cut it, the agent sees a part")
+	}
+	return strings.Join(parts, "; ")
 }
 
 // Resolve runs the two steps for src: the quoted message, then the
@@ -132,8 +177,10 @@ func (r *Resolver) Resolve(ctx context.Context, src msg.Message) Result {
 	if src.ReplyTo != "" {
 		res.Present = true
 		q, err := r.fetchMessage(ctx, src.ReplyTo)
+		res.Calls++
 		if err != nil {
 			res.Quoted = msg.Message{Text: textFailed}
+			res.QuoteFailed = true
 		} else {
 			res.Quoted = q
 			forwards = append(forwards, q.ForwardIDs...)
@@ -154,6 +201,9 @@ func (r *Resolver) Resolve(ctx context.Context, src msg.Message) Result {
 			res.Nodes = append(res.Nodes, st.expand(ctx, id, inline[id], 0)...)
 		}
 		res.Truncated = st.truncated
+		cancel() // the fetches left over are called off, and
+		st.wait() // their calls count too
+		res.Calls += maxCalls(r.settings.MaxNodes) - int(st.calls.Load())
 	}
 	applyChars(&res, r.settings.MaxChars)
 	return res

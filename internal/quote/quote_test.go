@@ -389,3 +389,21 @@ func TestCacheFetchesOnceWithinTTL(t *testing.T) {
 		}
 	})
 }
+
+// TestSummaryNamesTheBudgets: the trace of a resolution says what it
+// resolved and what it spent of each budget, and that it was cut.
+func TestSummaryNamesTheBudgets(t *testing.T) {
+	s := Settings{MaxDepth: 3, MaxNodes: 100, MaxChars: 4000}
+	res := Result{Present: true, Quoted: msg.Message{Sender: msg.Sender{Name: "小明"}, Text: "原话"},
+		Nodes: []Node{{Text: "一"}, {Text: "二"}}, Calls: 3, Truncated: true}
+	got := res.Summary(s)
+	for _, want := range []string{"quoted message of 小明 resolved", "forwards: 2 of at most 100 messages, nested up to depth 3", "3 platform call(s) of at most 201", "4 of 4000 characters", "truncated"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("summary %q lacks %q", got, want)
+		}
+	}
+	failed := Result{Present: true, QuoteFailed: true, Quoted: msg.Message{Text: textFailed}, Calls: 1}.Summary(s)
+	if !strings.Contains(failed, "could not be fetched") || strings.Contains(failed, "truncated") {
+		t.Errorf("failed quote summary %q", failed)
+	}
+}

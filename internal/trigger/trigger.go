@@ -7,6 +7,7 @@ package trigger
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/pincerbot/pincer/internal/msg"
@@ -41,6 +42,10 @@ type Decision struct {
 	Triggered bool
 	Reason    msg.TriggerReason
 	Keyword   string
+	// Why says in words which rule matched or, for a message that did
+	// not trigger, every rule that did not match and why: what an
+	// operator asking "why did it (not) reply?" reads.
+	Why string
 }
 
 // Bot is what the evaluator needs to know of the bot in a chat account.
@@ -98,25 +103,72 @@ func New(r Rules) (*Evaluator, []string) {
 func (e *Evaluator) Evaluate(m msg.Message, bot Bot) Decision {
 	r := e.rules
 	if !r.Enabled {
-		return Decision{}
+		return Decision{Why: "receive.mention.enabled is off: no message triggers a reply"}
 	}
 	group := m.Peer.Kind == msg.Group
 	if !group && r.AlwaysReplyInDirect {
-		return Decision{Triggered: true, Reason: msg.TriggerDirect}
+		return Decision{Triggered: true, Reason: msg.TriggerDirect, Why: "a direct message (receive.mention.alwaysReplyInDirect)"}
 	}
 	if group && bot.Self != "" && m.Mentioned(bot.Self) {
-		return Decision{Triggered: true, Reason: msg.TriggerMention}
+		return Decision{Triggered: true, Reason: msg.TriggerMention, Why: "an @ of the bot"}
 	}
 	if group && r.TriggerOnReplyToSelf && m.ReplyTo != "" && repliesToBot(m, bot) {
-		return Decision{Triggered: true, Reason: msg.TriggerReplyToSelf}
+		return Decision{Triggered: true, Reason: msg.TriggerReplyToSelf, Why: "a reply to the bot's message " + string(m.ReplyTo)}
 	}
 	if k, ok := e.keyword(m.Text); ok {
-		return Decision{Triggered: true, Reason: msg.TriggerKeyword, Keyword: k}
+		return Decision{Triggered: true, Reason: msg.TriggerKeyword, Keyword: k, Why: fmt.Sprintf("the keyword %q (%s match)", k, e.match())}
 	}
 	if group && !r.RequireMentionInGroup && len(r.Keywords) == 0 {
-		return Decision{Triggered: true}
+		return Decision{Triggered: true, Why: "every group message triggers: receive.mention.requireMentionInGroup is off and no keywords are set"}
 	}
-	return Decision{}
+	return Decision{Why: e.whyNot(m, bot)}
+}
+
+// whyNot lists the rules a message that did not trigger failed.
+func (e *Evaluator) whyNot(m msg.Message, bot Bot) string {
+	r := e.rules
+	var why []string
+	if m.Peer.Kind != msg.Group {
+		why = append(why, "a direct message, but receive.mention.alwaysReplyInDirect is off")
+	} else {
+		switch {
+		case bot.Self == "":
+			why = append(why, "no @ of the bot can count yet: the bot's own id is not known")
+		case m.ReplyToSender == bot.Self && m.ReplyTo != "":
+			why = append(why, "no @ of the bot: the @ right after the reply segment was read as the reply's automatic @ of the quoted message's author")
+		case m.AtAll:
+			why = append(why, "no @ of the bot (an @all never counts)")
+		default:
+			why = append(why, "no @ of the bot")
+		}
+		switch {
+		case m.ReplyTo == "":
+		case !r.TriggerOnReplyToSelf:
+			why = append(why, "it replies to a message, but receive.mention.triggerOnReplyToSelf is off")
+		default:
+			why = append(why, "it replies to message "+string(m.ReplyTo)+", which is not the bot's")
+		}
+	}
+	if len(e.keywords) == 0 {
+		why = append(why, "no keywords are set")
+	} else {
+		words := make([]string, len(e.keywords))
+		for i, k := range e.keywords {
+			words[i] = strconv.Quote(k.word)
+		}
+		why = append(why, fmt.Sprintf("no keyword matched (%s match of %s)", e.match(), strings.Join(words, ", ")))
+	}
+	if m.Peer.Kind == msg.Group && r.RequireMentionInGroup {
+		why = append(why, "receive.mention.requireMentionInGroup is on")
+	}
+	return strings.Join(why, "; ")
+}
+
+func (e *Evaluator) match() Match {
+	if e.rules.KeywordMatch == "" {
+		return Contains
+	}
+	return e.rules.KeywordMatch
 }
 
 func (e *Evaluator) keyword(text string) (string, bool) {

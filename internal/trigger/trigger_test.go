@@ -1,6 +1,7 @@
 package trigger
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/pincerbot/pincer/internal/msg"
@@ -46,7 +47,7 @@ func TestSpecTimeline(t *testing.T) {
 		{"10:00:20", atAllE, Decision{}},
 	}
 	for _, s := range steps {
-		if got := e.Evaluate(s.m, bot); got != s.want {
+		if got := e.Evaluate(s.m, bot); !sameVerdict(got, s.want) {
 			t.Errorf("%s %q: got %+v, want %+v", s.at, s.m.Text, got, s.want)
 		}
 	}
@@ -82,7 +83,7 @@ func TestRuleOrder(t *testing.T) {
 				tt.rules(&r)
 			}
 			e, _ := New(r)
-			if got := e.Evaluate(tt.m, tt.bot); got != tt.want {
+			if got := e.Evaluate(tt.m, tt.bot); !sameVerdict(got, tt.want) {
 				t.Errorf("got %+v, want %+v", got, tt.want)
 			}
 		})
@@ -175,5 +176,48 @@ func TestQuotedAuthorSettlesReplyToSelf(t *testing.T) {
 	m.ReplyToSender = ""
 	if d := e.Evaluate(m, b); !d.Triggered || asked != 1 {
 		t.Errorf("an unknown author: %+v, asked %d times", d, asked)
+	}
+}
+
+// sameVerdict compares decisions without their explanation, which
+// TestWhyNamesTheRules checks.
+func sameVerdict(a, b Decision) bool {
+	a.Why, b.Why = "", ""
+	return a == b
+}
+
+// TestWhyNamesTheRules: every decision explains itself; one that did not
+// trigger names each rule that did not match, including the @ QQ puts
+// after a quote, which is read as the reply's automatic mention.
+func TestWhyNamesTheRules(t *testing.T) {
+	bot := Bot{Self: "10000", SentByBot: func(id msg.MessageID) bool { return id == "bot-1" }}
+	rules := Rules{Enabled: true, RequireMentionInGroup: true, Keywords: []string{"天气"}, TriggerOnReplyToSelf: false}
+	e, _ := New(rules)
+	g := func(text string) msg.Message {
+		return msg.Message{Peer: msg.Peer{Kind: msg.Group, ID: "1"}, Text: text}
+	}
+	quoted := g("谢谢")
+	quoted.ReplyTo, quoted.ReplyToSender = "bot-1", "10000"
+	for _, tc := range []struct {
+		m    msg.Message
+		want []string
+	}{
+		{g("在吗"), []string{"no @ of the bot", `no keyword matched (contains match of "天气")`, "requireMentionInGroup is on"}},
+		{quoted, []string{"read as the reply's automatic @ of the quoted message's author", "triggerOnReplyToSelf is off"}},
+		{g("今天天气"), []string{`the keyword "天气" (contains match)`}},
+	} {
+		d := e.Evaluate(tc.m, bot)
+		for _, w := range tc.want {
+			if !strings.Contains(d.Why, w) {
+				t.Errorf("%q: why %q lacks %q", tc.m.Text, d.Why, w)
+			}
+		}
+	}
+	if d := e.Evaluate(g("在吗"), Bot{}); !strings.Contains(d.Why, "the bot's own id is not known") {
+		t.Errorf("unknown self: %q", d.Why)
+	}
+	off, _ := New(Rules{})
+	if d := off.Evaluate(g("x"), bot); !strings.Contains(d.Why, "receive.mention.enabled is off") {
+		t.Errorf("disabled: %q", d.Why)
 	}
 }
