@@ -4,10 +4,10 @@
 package engine
 
 import (
-	"github.com/pincerbot/pincer/internal/trace"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/pincerbot/pincer/internal/trace"
 	"hash/fnv"
 	"log/slog"
 	"runtime"

@@ -1,10 +1,10 @@
 package engine
 
 import (
-	"github.com/pincerbot/pincer/internal/trace"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/pincerbot/pincer/internal/trace"
 	"log/slog"
 	"slices"
 	"strconv"

@@ -201,7 +201,7 @@ func (r *Resolver) Resolve(ctx context.Context, src msg.Message) Result {
 			res.Nodes = append(res.Nodes, st.expand(ctx, id, inline[id], 0)...)
 		}
 		res.Truncated = st.truncated
-		cancel() // the fetches left over are called off, and
+		cancel()  // the fetches left over are called off, and
 		st.wait() // their calls count too
 		res.Calls += maxCalls(r.settings.MaxNodes) - int(st.calls.Load())
 	}
