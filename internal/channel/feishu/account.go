@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"github.com/pincerbot/pincer/internal/trace"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -53,6 +54,9 @@ type Options struct {
 	VerificationToken string
 	EncryptKey        string
 	Filter            PeerFilter
+	// Trace, when set, learns why a message was dropped before the
+	// pipeline saw it.
+	Trace *trace.Recorder
 	// ChunkLimit bounds one sent message, in characters.
 	ChunkLimit int
 	// TypingReaction shows a "Typing" reaction while the agent works.
@@ -236,20 +240,26 @@ func (a *Account) deliver(ctx context.Context, ev larkevent.Envelope) error {
 		a.log.Warn("Feishu message event dropped: it does not decode", "event_id", ev.EventID, "err", err)
 		return nil
 	}
+	peer, sender := eventPeer(m)
+	key := trace.Key{Channel: ChannelID, Account: a.opts.ID, Peer: peer, ID: msg.MessageID(m.MessageID)}
 	if m.SenderOpenID == string(a.Self()) {
-		return nil // the bot's own message
+		a.opts.Trace.Step(key, trace.StageReceive, "dropped", "the bot's own message")
+		return nil
 	}
 	if t := time.UnixMilli(m.CreateTime); t.Before(a.started.Add(-startGrace)) {
 		a.log.Debug("Feishu message from before start-up not answered", "message_id", m.MessageID, "created", t)
+		a.opts.Trace.Step(key, trace.StageReceive, "dropped", "sent before pincer started ("+t.Format(time.DateTime)+"): not answered")
 		return nil
 	}
-	if peer, sender := eventPeer(m); !a.opts.Filter.Allows(m.ChatID, peer, sender) {
+	if !a.opts.Filter.Allows(m.ChatID, peer, sender) {
 		a.log.Debug("Feishu message from a peer not allowed", "peer", peer.String())
+		a.opts.Trace.Step(key, trace.StageReceive, "dropped", "denied by allowFrom / denyFrom (chat "+m.ChatID+", user "+string(sender)+")")
 		return nil
 	}
 	keys := []string{"event:" + ev.EventID, "msg:" + m.MessageID, "content:" + larkevent.ContentKey(m)}
 	if !a.claim(ctx, keys) {
 		a.log.Debug("Feishu redelivery dropped", "event_id", ev.EventID, "message_id", m.MessageID)
+		a.opts.Trace.Step(key, trace.StageReceive, "dropped", "a redelivery of an event or message already taken")
 		return nil
 	}
 	in := a.normalize(ctx, m)

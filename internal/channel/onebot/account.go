@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/pincerbot/pincer/internal/trace"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -34,6 +35,9 @@ type AccountOptions struct {
 	Token   string
 	SelfID  wire.ID
 	Filter  PeerFilter
+	// Trace, when set, learns why a message was dropped before the
+	// pipeline saw it.
+	Trace *trace.Recorder
 	// Reverse accepts reverse WebSocket connections (ServeReverse).
 	Reverse bool
 	// Post accepts events POSTed to ServePost, signed with PostSecret

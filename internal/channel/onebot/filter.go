@@ -54,20 +54,24 @@ func filterKey(e string) (string, error) {
 }
 
 // allowed reports whether messages of peer are accepted.
-func (f PeerFilter) allowed(peer msg.Peer) bool {
+func (f PeerFilter) allowed(peer msg.Peer) bool { return f.denial(peer) == "" }
+
+// denial names the rule that refuses peer's messages, "" when they are
+// accepted.
+func (f PeerFilter) denial(peer msg.Peer) string {
 	key := peer.String()
 	for _, d := range f.deny {
 		if d == "*" || d == key {
-			return false
+			return fmt.Sprintf("denied by the denyFrom entry %q", d)
 		}
 	}
 	if len(f.allow) == 0 {
-		return true
+		return ""
 	}
 	for _, a := range f.allow {
 		if a == "*" || a == key {
-			return true
+			return ""
 		}
 	}
-	return false
+	return "denied: " + key + " is not among the allowFrom entries"
 }

@@ -3,6 +3,7 @@ package onebot
 import (
 	"context"
 	"errors"
+	"github.com/pincerbot/pincer/internal/trace"
 	"strconv"
 	"sync"
 
@@ -55,12 +56,29 @@ func (a *Account) onEvent(ctx context.Context, c *Conn, header string, frame []b
 	}
 	m, err := ev.Normalize(a.opts.ID, self, a.opts.Inbound.MaxChars)
 	if err != nil {
-		if !errors.Is(err, wire.ErrNotMessage) && !errors.Is(err, wire.ErrSelf) {
+		switch {
+		case errors.Is(err, wire.ErrSelf):
+			if a.opts.Trace != nil {
+				a.opts.Trace.Step(a.eventKey(ev), trace.StageReceive, "dropped", "the bot's own message")
+			}
+		case !errors.Is(err, wire.ErrNotMessage):
 			a.log.Debug("event dropped", "reason", err)
+			if a.opts.Trace != nil && ev.MessageID != 0 {
+				a.opts.Trace.Step(a.eventKey(ev), trace.StageReceive, "dropped", "not a message pincer can read: "+err.Error())
+			}
 		}
 		return
 	}
 	a.admit(ctx, self, m, sink, wg)
+}
+
+// eventKey names the message of an event that did not normalize.
+func (a *Account) eventKey(ev *wire.Event) trace.Key {
+	peer := msg.Peer{Kind: msg.Direct, ID: ev.UserID.String()}
+	if ev.MessageType == "group" {
+		peer = msg.Peer{Kind: msg.Group, ID: ev.GroupID.String()}
+	}
+	return trace.Key{Channel: ChannelID, Account: a.opts.ID, Peer: peer, ID: msg.MessageID(ev.MessageID.String())}
 }
 
 // admit hands m to the sink unless it was seen already (two transports,
@@ -70,10 +88,12 @@ func (a *Account) admit(ctx context.Context, self wire.ID, m msg.Message, sink c
 	key := self.String() + "/" + m.Peer.String() + "/" + string(m.ID)
 	if !a.seen.claim(key) {
 		a.log.Debug("duplicate event dropped", "msg_id", string(m.ID), "peer", m.Peer.String())
+		a.opts.Trace.Step(trace.KeyOf(m), trace.StageReceive, "dropped", "a duplicate: the same message arrived again (another transport or connection, a POST retry, or a backfill)")
 		return
 	}
-	if !a.opts.Filter.allowed(m.Peer) {
+	if why := a.opts.Filter.denial(m.Peer); why != "" {
 		a.log.Debug("peer not allowed", "peer", m.Peer.String())
+		a.opts.Trace.Step(trace.KeyOf(m), trace.StageReceive, "dropped", why)
 		return
 	}
 	a.noteSeen(m)
