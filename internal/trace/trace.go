@@ -75,6 +75,8 @@ type Record struct {
 	// Preview is the start of the message's text.
 	Preview string `json:"preview,omitempty"`
 	Steps   []Step `json:"steps"`
+	// stored: the record's steps go to the store (see notable).
+	stored bool
 }
 
 // Outcome is the last verdict among the record's steps.
@@ -109,9 +111,22 @@ type Options struct {
 	// PerAccount bounds the records kept in memory for one account;
 	// DefaultPerAccount when zero.
 	PerAccount int
-	// Store, when set, keeps every step for Keep.
+	// Store, when set, keeps for Keep the records of messages something
+	// happened to: answered, dropped, commands. The chatter that triggered
+	// nothing, most of a busy group's messages, is kept in memory only.
 	Store Store
 	Keep  time.Duration
+}
+
+// notable reports whether a step makes its record worth storing.
+func notable(s Step) bool {
+	switch s.Stage {
+	case StageReceive, StageCommand, StageWindow, StageQuote, StageForward, StageAgent, StageDeliver:
+		return s.Outcome != "" || s.Stage != StageReceive
+	case StageTrigger:
+		return s.Outcome == "triggered"
+	}
+	return false
 }
 
 // DefaultPerAccount is the ring size of an account.
@@ -217,9 +232,18 @@ func (r *Recorder) add(k Key, sender, preview string, s Step) {
 		default: // a slow follower misses steps rather than slowing pincer
 		}
 	}
-	r.mu.Unlock()
+	var store []Step
 	if r.opts.Store != nil {
-		_ = r.opts.Store.AddTraceStep(context.Background(), snapshot, s)
+		switch {
+		case rec.stored:
+			store = []Step{s}
+		case notable(s):
+			rec.stored, store = true, snapshot.Steps // the steps so far too
+		}
+	}
+	r.mu.Unlock()
+	for _, st := range store {
+		_ = r.opts.Store.AddTraceStep(context.Background(), snapshot, st)
 	}
 }
 
