@@ -20,15 +20,21 @@ import (
 
 // TurnView is one transcript entry as the page shows it.
 type TurnView struct {
-	Role    string    `json:"role"`
-	Text    string    `json:"text"`
+	Role string `json:"role"`
+	Text string `json:"text"`
+	// HTML is Text rendered from Markdown (RenderMarkdown), set for
+	// complete assistant replies.
+	HTML    string    `json:"html,omitempty"`
 	At      time.Time `json:"at"`
 	Partial bool      `json:"partial,omitempty"`
 }
 
 // SessionView is the answer of GET /api/session.
 type SessionView struct {
-	Title      string     `json:"title"`
+	Title string `json:"title"`
+	// Model is the model answering this browser, when the Backend is a
+	// ModelNamer.
+	Model      string     `json:"model,omitempty"`
 	Transcript []TurnView `json:"transcript"`
 }
 
@@ -43,7 +49,7 @@ type PostRequest struct {
 // Server-sent event names of POST /api/messages and GET /api/events.
 const (
 	EventDelta = "delta" // {"text": "..."}: streamed reply text
-	EventReply = "reply" // {"text": "...", "error": bool}: one whole reply
+	EventReply = "reply" // {"text": "...", "html": "...", "error": bool}: one whole reply, html rendered from Markdown
 	EventDone  = "done"  // {}: the turn is over
 	EventFail  = "fail"  // {"error": "..."}: the message was not handled
 )
@@ -66,12 +72,19 @@ func (c *Channel) serveSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	view := SessionView{Title: c.opts.Title, Transcript: []TurnView{}}
+	if n, ok := b.(ModelNamer); ok {
+		view.Model = n.Model(c.peer(browser))
+	}
 	for _, t := range tr {
 		if t.Role == store.RoleAssistant && reply.IsSilent(t.Text) {
 			continue // the agent chose silence; nothing was said
 		}
 		if t.Role == store.RoleUser || t.Role == store.RoleAssistant {
-			view.Transcript = append(view.Transcript, TurnView{Role: string(t.Role), Text: t.Text, At: t.At, Partial: t.Partial})
+			v := TurnView{Role: string(t.Role), Text: t.Text, At: t.At, Partial: t.Partial}
+			if t.Role == store.RoleAssistant && !t.Partial {
+				v.HTML = RenderMarkdown(t.Text)
+			}
+			view.Transcript = append(view.Transcript, v)
 		}
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -156,8 +169,14 @@ func (c *Channel) serveEvents(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// replyView is the data of a reply event: the text, and unless it is an
+// error notice, the text rendered from Markdown.
 func replyView(out msg.Outbound) map[string]any {
-	return map[string]any{"text": out.Text, "error": out.IsError}
+	v := map[string]any{"text": out.Text, "error": out.IsError}
+	if !out.IsError {
+		v["html"] = RenderMarkdown(out.Text)
+	}
+	return v
 }
 
 // sse writes server-sent events and is the channel.Replier of one post.

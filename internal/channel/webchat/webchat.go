@@ -42,6 +42,14 @@ type Backend interface {
 	History(ctx context.Context, ch msg.ChannelID, peer msg.Peer) ([]store.Turn, error)
 }
 
+// ModelNamer is a Backend that can name the model answering a peer; the
+// page shows it in its header (SessionView.Model).
+type ModelNamer interface {
+	// Model returns the model ref answering peer, e.g. "openai/gpt-4o",
+	// or "" when it is not known.
+	Model(peer msg.Peer) string
+}
+
 // Options configure the web chat.
 type Options struct {
 	// Title is shown in the page header.

@@ -2,15 +2,20 @@ package webchat_test
 
 import (
 	"context"
+	"iter"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/pincerbot/pincer/internal/agent"
+	"github.com/pincerbot/pincer/internal/channel"
 	"github.com/pincerbot/pincer/internal/channel/webchat"
 	"github.com/pincerbot/pincer/internal/channel/webchat/webchattest"
+	"github.com/pincerbot/pincer/internal/command"
 	"github.com/pincerbot/pincer/internal/engine"
 	"github.com/pincerbot/pincer/internal/llm"
 	"github.com/pincerbot/pincer/internal/llm/preview"
@@ -20,22 +25,62 @@ import (
 
 func start(t *testing.T) (*httptest.Server, *webchat.Channel) {
 	t.Helper()
+	e := startWith(t, setup{})
+	return e.srv, e.wc
+}
+
+// setup configures startWith.
+type setup struct {
+	// addr, when set, is the address to listen on instead of loopback.
+	addr string
+	// model, when set, makes the backend a webchat.ModelNamer naming it.
+	model string
+}
+
+// env is a running web chat on an engine that answers with fakeModel.
+type env struct {
+	srv     *httptest.Server
+	wc      *webchat.Channel
+	backend *recordingBackend
+}
+
+func startWith(t *testing.T, s setup) *env {
+	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "p.db"), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	runner := agent.NewRunner(agent.Options{Providers: map[string]llm.Provider{preview.ID: preview.Provider{}}, MaxTokens: 100, ContextTokens: 10000})
-	eng := engine.New(engine.Options{Store: st, Runner: runner, Models: []llm.Ref{preview.Ref}, System: func() string { return "You are pincer." }})
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	runner := agent.NewRunner(agent.Options{Providers: map[string]llm.Provider{fakeID: fakeModel{release: release}}, MaxTokens: 100, ContextTokens: 10000})
+	eng := engine.New(engine.Options{
+		Store: st, Runner: runner, Models: []llm.Ref{fakeRef}, System: func() string { return "You are pincer." },
+		Policy: command.Policy{AllowFrom: []string{"*"}},
+	})
 	wc, err := webchat.New(webchat.Options{Title: "pincer test"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	rb := &recordingBackend{Engine: eng}
+	var backend webchat.Backend = rb
+	if s.model != "" {
+		backend = namingBackend{rb, s.model}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); wc.Run(ctx, eng) }()
+	go func() { defer close(done); wc.Run(ctx, backend) }()
 	t.Cleanup(func() { cancel(); <-done })
-	srv := httptest.NewServer(wc.Handler())
+	srv := httptest.NewUnstartedServer(wc.Handler())
+	if s.addr != "" {
+		ln, err := net.Listen("tcp", s.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.Listener.Close()
+		srv.Listener = ln
+	}
+	srv.Start()
 	t.Cleanup(srv.Close)
 	// Wait until Run has installed the backend.
 	for {
@@ -43,7 +88,94 @@ func start(t *testing.T) (*httptest.Server, *webchat.Channel) {
 			break
 		}
 	}
-	return srv, wc
+	return &env{srv: srv, wc: wc, backend: rb}
+}
+
+// recordingBackend is the engine as the web chat's backend, remembering
+// the peer of the last message.
+type recordingBackend struct {
+	*engine.Engine
+	mu   sync.Mutex
+	last msg.Peer
+}
+
+func (b *recordingBackend) Dispatch(ctx context.Context, m msg.Message, r channel.Replier) error {
+	b.mu.Lock()
+	b.last = m.Peer
+	b.mu.Unlock()
+	return b.Engine.Dispatch(ctx, m, r)
+}
+
+func (b *recordingBackend) lastPeer() msg.Peer {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.last
+}
+
+// namingBackend is a backend that names its model.
+type namingBackend struct {
+	*recordingBackend
+	model string
+}
+
+func (b namingBackend) Model(msg.Peer) string { return b.model }
+
+const fakeID = "fake"
+
+var fakeRef = llm.Ref{Provider: fakeID, Model: "echo"}
+
+// Messages fakeModel answers in its own way.
+const (
+	askMarkdown = "show markdown"
+	askForever  = "write forever"
+)
+
+// markdownReply holds a code block, a table and HTML that must not run.
+const markdownReply = "Here is the code:\n\n" +
+	"```go\nfmt.Println(\"<b>hi</b>\")\n```\n\n" +
+	"| Fruit | Qty |\n|:------|----:|\n| apple | 3 |\n| pear | 10 |\n\n" +
+	"<script>window.pwned = 'script'</script>\n\n" +
+	"An image: <img src=x onerror=\"window.pwned = 'img'\"> and [a trap](javascript:window.pwned='link') and [docs](https://example.com).\n"
+
+// foreverFirst is all a forever reply says before it waits to be stopped.
+const foreverFirst = "Counting slowly: 1\n"
+
+// fakeModel answers askMarkdown with markdownReply in pieces, askForever
+// with foreverFirst and then nothing until the turn is stopped (or the
+// test ends), and anything else as the preview provider does.
+type fakeModel struct{ release <-chan struct{} }
+
+func (fakeModel) ID() string { return fakeID }
+
+func (f fakeModel) Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Event, error] {
+	last := ""
+	if n := len(req.Messages); n > 0 {
+		last = req.Messages[n-1].Text
+	}
+	switch {
+	case strings.Contains(last, askMarkdown):
+		return func(yield func(llm.Event, error) bool) {
+			for piece := range strings.Lines(markdownReply) {
+				if !yield(llm.Event{Kind: llm.EventText, Text: piece}, nil) {
+					return
+				}
+			}
+			yield(llm.Event{Kind: llm.EventDone, StopReason: "end"}, nil)
+		}
+	case strings.Contains(last, askForever):
+		return func(yield func(llm.Event, error) bool) {
+			if !yield(llm.Event{Kind: llm.EventText, Text: foreverFirst}, nil) {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				yield(llm.Event{}, llm.Transport(fakeID, req.Model, ctx, ctx.Err()))
+			case <-f.release:
+				yield(llm.Event{Kind: llm.EventDone, StopReason: "released"}, nil)
+			}
+		}
+	}
+	return preview.Provider{}.Stream(ctx, req)
 }
 
 func TestPageIsServed(t *testing.T) {
@@ -207,5 +339,80 @@ func TestSendReachesOpenEventStream(t *testing.T) {
 	}
 	if _, err := wc.Send(context.Background(), msg.Outbound{Peer: msg.Peer{Kind: msg.Group, ID: "1"}, Text: "x"}); err == nil {
 		t.Error("groups do not exist in the web chat")
+	}
+}
+
+func TestSessionNamesTheModel(t *testing.T) {
+	named := startWith(t, setup{model: "openai/gpt-test"})
+	view, err := webchattest.New(named.srv.URL).Session()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if view["model"] != "openai/gpt-test" {
+		t.Errorf("model = %v, want the backend's", view["model"])
+	}
+
+	srv, _ := start(t) // a backend that is no ModelNamer
+	view, err = webchattest.New(srv.URL).Session()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, ok := view["model"]; ok {
+		t.Errorf("model = %v from a backend that names none", m)
+	}
+}
+
+func TestRepliesCarryRenderedMarkdown(t *testing.T) {
+	srv, _ := start(t)
+	c := webchattest.New(srv.URL)
+	res, _, err := c.Post("please "+askMarkdown, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, err := webchattest.Events(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var html string
+	for _, e := range events {
+		switch e.Name {
+		case webchat.EventDelta:
+			if _, ok := e.Data["html"]; ok {
+				t.Error("a delta carries html; streamed text is shown as text")
+			}
+		case webchat.EventReply:
+			html, _ = e.Data["html"].(string)
+		}
+	}
+	check := func(where, html string) {
+		t.Helper()
+		for _, want := range []string{"<table>", `<pre><code class="language-go">`, `<a href="https://example.com"`, "&lt;script&gt;"} {
+			if !strings.Contains(html, want) {
+				t.Errorf("%s: html lacks %q:\n%s", where, want, html)
+			}
+		}
+		for _, banned := range []string{"<script", "<img", "javascript:"} {
+			if strings.Contains(html, banned) {
+				t.Errorf("%s: html has %q:\n%s", where, banned, html)
+			}
+		}
+	}
+	check("reply event", html)
+
+	view, err := c.Session()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := view["transcript"].([]any)
+	if len(tr) != 2 {
+		t.Fatalf("transcript: %v", tr)
+	}
+	if _, ok := tr[0].(map[string]any)["html"]; ok {
+		t.Error("the user's turn has html; only replies are rendered")
+	}
+	stored, _ := tr[1].(map[string]any)["html"].(string)
+	check("session", stored)
+	if stored != html {
+		t.Errorf("the session renders the reply differently from the reply event:\n%s\n%s", stored, html)
 	}
 }
