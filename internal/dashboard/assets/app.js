@@ -1,0 +1,410 @@
+// pincer dashboard: follows the decision trace live and polls pincer's status.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const MAX_ROWS = 500;
+const SVG = "http://www.w3.org/2000/svg";
+
+// el makes an element with a class and text; text is never parsed as HTML.
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined && text !== null) e.textContent = String(text);
+  return e;
+}
+
+function svg(tag, attrs) {
+  const e = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, String(v));
+  return e;
+}
+
+function isZero(iso) { return !iso || iso.startsWith("0001-"); }
+
+function fmtTime(iso) {
+  if (isZero(iso)) return "";
+  const d = new Date(iso);
+  const today = new Date().toDateString() === d.toDateString();
+  return today ? d.toLocaleTimeString() : d.toLocaleString();
+}
+
+function fmtDuration(ms) {
+  let s = Math.max(0, Math.floor(ms / 1000));
+  const d = Math.floor(s / 86400); s -= d * 86400;
+  const h = Math.floor(s / 3600); s -= h * 3600;
+  const m = Math.floor(s / 60); s -= m * 60;
+  if (d) return d + "d " + h + "h";
+  if (h) return h + "h " + m + "m";
+  if (m) return m + "m " + s + "s";
+  return s + "s";
+}
+
+async function getJSON(url) {
+  const res = await fetch(url, { credentials: "same-origin", cache: "no-store" });
+  const body = await res.json().catch(() => ({ error: res.statusText }));
+  if (!res.ok) throw new Error(body.error || res.statusText);
+  return body;
+}
+
+// outcomeOf is the last verdict among a record's steps.
+function outcomeOf(rec) {
+  for (let i = rec.steps.length - 1; i >= 0; i--) if (rec.steps[i].outcome) return rec.steps[i].outcome;
+  return "";
+}
+
+function outcomeClass(o) {
+  if (/fail|error|refused|timed out/i.test(o)) return "bad";
+  if (/^not |^no |dropped|ignored|skipped|silent/i.test(o)) return "skip";
+  if (/sent|triggered|replied|answered/i.test(o)) return "good";
+  return "info";
+}
+
+function recKey(rec) { return rec.chat + "|" + rec.key.id; }
+
+// ---- decision rows ----
+
+const expanded = new Set();
+
+function stepsList(rec) {
+  const ol = el("ol", "steps");
+  for (const s of rec.steps) {
+    const li = el("li", "step");
+    li.append(el("time", "muted", fmtTime(s.at)), el("span", "stage", s.stage));
+    if (s.outcome) li.append(el("span", "badge " + outcomeClass(s.outcome), s.outcome));
+    li.append(el("span", "detail", s.detail));
+    ol.append(li);
+  }
+  return ol;
+}
+
+// fillRow renders a record into its list item.
+function fillRow(li, rec) {
+  li.replaceChildren();
+  li.dataset.ms = String(Date.parse(rec.at));
+  li.dataset.key = recKey(rec);
+  const o = outcomeOf(rec);
+  const head = el("div", "row");
+  head.tabIndex = 0;
+  head.setAttribute("role", "button");
+  head.setAttribute("aria-expanded", expanded.has(recKey(rec)) ? "true" : "false");
+  const chat = el("a", "chat", rec.chat);
+  chat.href = "#chat=" + encodeURIComponent(rec.chat);
+  chat.addEventListener("click", (e) => { e.preventDefault(); e.stopPropagation(); showChat(rec.chat); });
+  head.append(el("time", "muted", fmtTime(rec.at)), chat, el("span", "sender", rec.sender || ""),
+    el("span", "preview", rec.preview || ""), el("span", "badge outcome " + outcomeClass(o), o || "…"));
+  const toggle = () => {
+    const k = recKey(rec);
+    if (expanded.has(k)) expanded.delete(k); else expanded.add(k);
+    fillRow(li, li.rec);
+  };
+  head.addEventListener("click", toggle);
+  head.addEventListener("keydown", (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); toggle(); } });
+  li.append(head);
+  if (expanded.has(recKey(rec))) { li.classList.add("open"); li.append(stepsList(rec)); } else li.classList.remove("open");
+  li.rec = rec;
+  li.hidden = !matchesFilter(rec);
+}
+
+// upsert shows rec in list, keeping it newest first; a snapshot with fewer
+// steps than the one shown is older and ignored.
+function upsert(list, rows, rec, max) {
+  const k = recKey(rec);
+  const li = rows.get(k);
+  if (li) {
+    if (rec.steps.length >= li.rec.steps.length) fillRow(li, rec);
+    return;
+  }
+  const n = el("li", "decision");
+  fillRow(n, rec);
+  rows.set(k, n);
+  let before = null;
+  const ms = Date.parse(rec.at);
+  for (const c of list.children) { if (Number(c.dataset.ms) < ms) { before = c; break; } }
+  list.insertBefore(n, before);
+  while (list.children.length > max) {
+    const last = list.lastElementChild;
+    rows.delete(last.dataset.key);
+    last.remove();
+  }
+}
+
+const stream = $("stream");
+const streamRows = new Map();
+
+function streamChanged() { $("stream-empty").hidden = stream.children.length > 0; }
+
+function matchesFilter(rec) {
+  const f = $("filter").value.trim().toLowerCase();
+  if (!f) return true;
+  return [rec.chat, rec.sender, rec.preview, outcomeOf(rec)].some((v) => (v || "").toLowerCase().includes(f));
+}
+
+$("filter").addEventListener("input", () => {
+  for (const li of stream.children) li.hidden = !matchesFilter(li.rec);
+});
+
+async function loadRecent() {
+  try {
+    const body = await getJSON("api/trace?limit=200");
+    for (const rec of body.records) upsert(stream, streamRows, rec, MAX_ROWS);
+    streamChanged();
+  } catch (e) {
+    $("live").textContent = "could not load the trace: " + e.message;
+  }
+}
+
+function follow() {
+  const es = new EventSource("api/trace/stream");
+  es.addEventListener("open", () => {
+    $("live").textContent = "live";
+    $("live").className = "ok";
+    loadRecent(); // fills in what was missed while disconnected
+  });
+  es.addEventListener("error", () => {
+    $("live").textContent = "reconnecting…";
+    $("live").className = "bad";
+  });
+  es.addEventListener("step", (e) => {
+    const ev = JSON.parse(e.data);
+    upsert(stream, streamRows, ev.record, MAX_ROWS);
+    streamChanged();
+    if (ev.record.chat === currentChat) scheduleChat();
+  });
+}
+
+// ---- status ----
+
+function fact(dl, name, value) {
+  if (value === undefined || value === null || value === "") return;
+  dl.append(el("dt", "", name), el("dd", "", value));
+}
+
+function renderStatus(st) {
+  $("version").textContent = st.version ? "pincer " + st.version : "";
+  const dl = $("facts");
+  dl.replaceChildren();
+  fact(dl, "Version", st.version);
+  if (!isZero(st.started)) {
+    fact(dl, "Started", fmtTime(st.started));
+    fact(dl, "Uptime", fmtDuration(new Date(st.now) - new Date(st.started)));
+  }
+  renderConfig(st.config);
+  renderQueues(st.queues);
+  renderAccounts(st.accounts);
+  renderErrors(st.errors);
+  renderRates(st.rates);
+}
+
+function renderConfig(c) {
+  const box = $("config");
+  box.replaceChildren();
+  const head = el("p", "", "Configuration: ");
+  const bad = c.errors.length > 0;
+  head.append(el("span", "badge " + (bad ? "bad" : c.ok ? "good" : "skip"),
+    bad ? c.errors.length + " error(s)" : c.warnings.length ? "ok, " + c.warnings.length + " warning(s)" : c.ok ? "ok" : "not checked"));
+  box.append(head);
+  const ul = el("ul", "lines");
+  for (const e of c.errors) ul.append(el("li", "bad", e));
+  for (const w of c.warnings) ul.append(el("li", "warn", w));
+  if (ul.children.length) box.append(ul);
+}
+
+function renderQueues(qs) {
+  const box = $("queues");
+  box.replaceChildren();
+  if (!qs.length) return;
+  box.append(el("h3", "", "Queues"));
+  for (const q of qs) {
+    const row = el("div", "queue");
+    const meter = el("meter");
+    meter.max = q.capacity || 1;
+    meter.value = q.depth;
+    meter.high = (q.capacity || 1) * 0.8;
+    row.append(el("span", "", q.name), meter, el("span", "muted", q.depth + " / " + q.capacity));
+    box.append(row);
+  }
+}
+
+function stateClass(s) {
+  if (s === "connected") return "good";
+  if (s === "failed") return "bad";
+  return "skip";
+}
+
+function renderAccounts(accts) {
+  const box = $("accounts");
+  box.replaceChildren();
+  if (!accts.length) { box.append(el("p", "muted", "No accounts reported.")); return; }
+  for (const a of accts) {
+    const card = el("div", "account");
+    card.dataset.account = a.channel + ":" + a.id;
+    const head = el("div", "account-head");
+    head.append(el("strong", "", a.channel + ":" + a.id), el("span", "badge state " + stateClass(a.state), a.state || "unknown"));
+    card.append(head);
+    const dl = el("dl");
+    const self = [a.name, a.self ? "(" + a.self + ")" : ""].filter(Boolean).join(" ");
+    fact(dl, "Bot", self);
+    fact(dl, "Implementation", [a.implementation, a.version].filter(Boolean).join(" "));
+    if (a.last_error) fact(dl, "Last error", a.last_error + (isZero(a.last_error_at) ? "" : " (" + fmtTime(a.last_error_at) + ")"));
+    card.append(dl);
+    box.append(card);
+  }
+}
+
+function renderErrors(lines) {
+  const ul = $("errors");
+  ul.replaceChildren();
+  if (!lines.length) { ul.append(el("li", "muted", "None.")); return; }
+  for (const l of lines) {
+    const li = el("li", l.level === "ERROR" ? "bad" : "warn");
+    li.append(el("time", "muted", fmtTime(l.at)), el("span", "", " " + l.message + " "), el("code", "", l.attrs || ""));
+    ul.append(li);
+  }
+}
+
+// renderRates draws the series as bars (messages) and a line (replies).
+function renderRates(rates) {
+  const pts = rates.points;
+  const W = 600, H = 140, P = 18;
+  const max = Math.max(1, ...pts.map((p) => Math.max(p.messages, p.replies)));
+  const bw = (W - P) / pts.length;
+  const y = (v) => H - P - (v / max) * (H - 2 * P);
+  const chart = svg("svg", { id: "rate-chart", viewBox: "0 0 " + W + " " + H, role: "img", preserveAspectRatio: "none" });
+  const title = svg("title");
+  const totalM = pts.reduce((a, p) => a + p.messages, 0), totalR = pts.reduce((a, p) => a + p.replies, 0);
+  title.textContent = totalM + " messages and " + totalR + " replies in the last " + Math.round(pts.length * rates.bucket_seconds / 60) + " minutes";
+  chart.append(title);
+  chart.append(svg("line", { x1: P, y1: H - P, x2: W, y2: H - P, class: "axis" }));
+  const top = svg("text", { x: 0, y: P - 4, class: "tick" });
+  top.textContent = String(max);
+  chart.append(top);
+  const now = svg("text", { x: W, y: H - 4, class: "tick end" });
+  now.textContent = "now";
+  chart.append(now);
+  const ago = svg("text", { x: P, y: H - 4, class: "tick" });
+  ago.textContent = "-" + Math.round(pts.length * rates.bucket_seconds / 60) + " min";
+  chart.append(ago);
+  pts.forEach((p, i) => {
+    if (!p.messages) return;
+    const r = svg("rect", { x: P + i * bw + 0.5, y: y(p.messages), width: Math.max(1, bw - 1), height: H - P - y(p.messages), class: "bar-messages" });
+    const t = svg("title");
+    t.textContent = fmtTime(p.at) + ": " + p.messages + " messages, " + p.replies + " replies";
+    r.append(t);
+    chart.append(r);
+  });
+  const line = pts.map((p, i) => (P + i * bw + bw / 2).toFixed(1) + "," + y(p.replies).toFixed(1)).join(" ");
+  chart.append(svg("polyline", { points: line, class: "line-replies" }));
+  $("rates").replaceChildren(chart);
+  $("rates-total").textContent = "(" + title.textContent + ")";
+}
+
+async function pollStatus() {
+  try {
+    renderStatus(await getJSON("api/dashboard/status"));
+  } catch (e) {
+    $("facts").replaceChildren(el("p", "bad", "status unavailable: " + e.message));
+  }
+}
+
+// ---- chat view ----
+
+let currentChat = "";
+let chatTimer = 0;
+
+function scheduleChat() {
+  if (chatTimer) return;
+  chatTimer = setTimeout(() => { chatTimer = 0; if (currentChat) loadChat(currentChat); }, 500);
+}
+
+function section(title) {
+  const s = el("div", "chat-section");
+  s.append(el("h3", "", title));
+  return s;
+}
+
+async function loadChat(chat) {
+  const box = $("chat-view");
+  let view, traces;
+  try {
+    [view, traces] = await Promise.all([
+      getJSON("api/dashboard/chat?chat=" + encodeURIComponent(chat)),
+      getJSON("api/trace?limit=50&chat=" + encodeURIComponent(chat)),
+    ]);
+  } catch (e) {
+    box.replaceChildren(el("p", "bad", e.message));
+    return;
+  }
+  if (chat !== currentChat) return;
+  box.replaceChildren(el("p", "chat-name", view.chat));
+
+  const sess = section("Session");
+  if (view.session) {
+    const dl = el("dl");
+    fact(dl, "Key", view.session.key);
+    fact(dl, "Model", view.session.model);
+    fact(dl, "Turns", String(view.session.turns));
+    if (!isZero(view.session.updated)) fact(dl, "Updated", fmtTime(view.session.updated));
+    sess.append(dl);
+  } else sess.append(el("p", "muted", "No session."));
+  box.append(sess);
+
+  const win = section("Realtime window");
+  if (view.window) {
+    win.append(el("p", "", "Open since " + fmtTime(view.window.opened) + " with " + view.window.messages + " message(s)" +
+      (isZero(view.window.closes) ? "" : "; flushes at " + fmtTime(view.window.closes))));
+  } else win.append(el("p", "muted", "No open window."));
+  box.append(win);
+
+  const hist = section("Buffered history (" + view.history.length + ")");
+  if (view.history.length) {
+    const ul = el("ul", "lines");
+    for (const l of view.history) {
+      const li = el("li");
+      li.append(el("time", "muted", fmtTime(l.at)), el("strong", "", " " + l.sender + ": "), el("span", "", l.text));
+      ul.append(li);
+    }
+    hist.append(ul);
+  } else hist.append(el("p", "muted", "Empty."));
+  box.append(hist);
+
+  const dig = section("Digests and summaries");
+  if (view.digests.length) {
+    const ul = el("ul", "lines");
+    for (const d of view.digests) {
+      const li = el("li");
+      li.append(el("time", "muted", fmtTime(d.at)), el("p", "digest", d.text));
+      ul.append(li);
+    }
+    dig.append(ul);
+  } else dig.append(el("p", "muted", "None."));
+  box.append(dig);
+
+  const tr = section("Recent decisions");
+  const ol = el("ol", "chat-traces");
+  const rows = new Map();
+  for (const rec of traces.records) upsert(ol, rows, rec, 50);
+  tr.append(traces.records.length ? ol : el("p", "muted", "No traced messages."));
+  box.append(tr);
+}
+
+function showChat(chat) {
+  chat = chat.trim();
+  if (!chat) return;
+  currentChat = chat;
+  $("chat-input").value = chat;
+  history.replaceState(null, "", "#chat=" + encodeURIComponent(chat));
+  loadChat(chat);
+  $("chat-card").scrollIntoView({ behavior: "smooth", block: "start" });
+}
+
+$("chat-form").addEventListener("submit", (e) => { e.preventDefault(); showChat($("chat-input").value); });
+
+// ---- start ----
+
+follow();
+pollStatus();
+setInterval(pollStatus, 5000);
+setInterval(() => { if (currentChat) loadChat(currentChat); }, 10000);
+const m = location.hash.match(/^#chat=(.+)$/);
+if (m) showChat(decodeURIComponent(m[1]));
+streamChanged();
