@@ -21,6 +21,7 @@ type Config struct {
 	Commands Commands `json:"commands"`
 	Session  Session  `json:"session"`
 	Channels Channels `json:"channels"`
+	Trace    Trace    `json:"trace"`
 }
 
 // Default returns the built-in configuration that pincer runs on when no
@@ -51,6 +52,7 @@ func Default() Config {
 		Commands: Commands{AllowFrom: []string{"*"}, OwnerAllowFrom: []string{"webchat:*"}},
 		Session:  Session{AutoCompact: true, DMScope: "per-peer", GroupScope: "per-group"},
 		Channels: Channels{Webchat: DefaultWebchat(), OneBot: DefaultOneBot(), Feishu: DefaultFeishu()},
+		Trace:    Trace{PerAccount: 1000, KeepHours: 72},
 	}
 }
 
@@ -68,6 +70,7 @@ func (c *Config) Validate() error {
 		nest("session", c.Session.Validate()),
 		nest("channels", c.Channels.Validate()),
 		nest("channels.onebot", c.Channels.OneBot.validateExposed(c.Gateway)),
+		nest("trace", c.Trace.Validate()),
 	)
 }
 

@@ -268,3 +268,30 @@ func (w Webchat) Validate() error {
 	errs = append(errs, nest("receive", w.Receive.Validate()))
 	return errors.Join(errs...)
 }
+
+// Trace configures the decision traces: why each message was (not)
+// answered, shown by the dashboard and `pincer trace`.
+type Trace struct {
+	// PerAccount is how many recent messages' traces each account keeps
+	// in memory.
+	PerAccount int `json:"perAccount"`
+	// KeepHours is how long the traces of messages something happened to
+	// (answered, dropped, commands) are kept in the store; 0 keeps none
+	// there.
+	KeepHours int `json:"keepHours"`
+}
+
+// Keep returns KeepHours as a duration.
+func (t Trace) Keep() time.Duration { return time.Duration(t.KeepHours) * time.Hour }
+
+// Validate checks the trace section.
+func (t Trace) Validate() error {
+	var errs []error
+	if t.PerAccount < 1 {
+		errs = append(errs, problem("perAccount", "must be at least 1, got %d", t.PerAccount))
+	}
+	if t.KeepHours < 0 {
+		errs = append(errs, problem("keepHours", "must not be negative"))
+	}
+	return errors.Join(errs...)
+}

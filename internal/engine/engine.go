@@ -204,6 +204,10 @@ const (
 	ScopeMain = "main"
 )
 
+// Tracer returns the decision trace recorder the engine writes to; nil
+// when there is none.
+func (e *Engine) Tracer() *trace.Recorder { return e.opts.Trace }
+
 // SessionKey returns the session a message belongs to:
 // "agent:<agent>:<channel>:group:<id>" per group and
 // "agent:<agent>:<channel>:direct:<id>" per direct peer by default, so two

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/pincerbot/pincer/internal/trace"
 	"io"
 	"log/slog"
 	"maps"
@@ -180,7 +181,14 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	if err := tools.Add(agent.CurrentTime(loc)); err != nil {
 		return err
 	}
-	qqs, err := buildOneBot(cfg.Channels.OneBot, cfg.Messages.Inbound, st, out, log)
+	// Why each message was (not) answered: kept per account in memory,
+	// and in the store for the messages something happened to.
+	topts := trace.Options{PerAccount: cfg.Trace.PerAccount}
+	if keep := cfg.Trace.Keep(); keep > 0 {
+		topts.Store, topts.Keep = st, keep
+	}
+	tracer := trace.New(topts)
+	qqs, err := buildOneBot(cfg.Channels.OneBot, cfg.Messages.Inbound, st, out, tracer, log)
 	if err != nil {
 		return err
 	}
@@ -191,7 +199,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		}
 		maps.Copy(endpoints, qqs.endpoints)
 	}
-	larks, err := buildFeishu(cfg.Channels.Feishu, d.Workspace, st, out, log)
+	larks, err := buildFeishu(cfg.Channels.Feishu, d.Workspace, st, out, tracer, log)
 	if err != nil {
 		return err
 	}
@@ -211,7 +219,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		FirstTokenTimeout: d.FirstTokenTimeout(), Logger: log,
 	})
 	eng := engine.New(engine.Options{
-		Store: st, Runner: runner, Models: chain, Metrics: metrics, Logger: log, DedupTTL: cfg.Messages.Inbound.DedupTTL(),
+		Store: st, Runner: runner, Trace: tracer, Models: chain, Metrics: metrics, Logger: log, DedupTTL: cfg.Messages.Inbound.DedupTTL(),
 		Location: loc, ResponsePrefix: cfg.Messages.ResponsePrefix,
 		HumanDelay: reply.DelayRange{Min: lo, Max: hi}, Blocks: blocks,
 		Policy:  command.Policy{AllowFrom: cfg.Commands.AllowFrom, OwnerAllowFrom: cfg.Commands.OwnerAllowFrom},
@@ -316,6 +324,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		return nil
 	})
 	g.Go(func() error { return eng.Run(gctx) })
+	g.Go(func() error { pruneTraces(gctx, tracer, log); return nil })
 	g.Go(func() error {
 		every := o.StoreProbeInterval
 		if every <= 0 {
@@ -473,4 +482,21 @@ func queueByChannel(q config.Queue) map[msg.ChannelID]engine.QueueMode {
 		out[msg.ChannelID(ch)] = engine.QueueMode(m)
 	}
 	return out
+}
+
+// pruneTraces removes stored traces older than their keep time, at start
+// and hourly, until ctx ends.
+func pruneTraces(ctx context.Context, tr *trace.Recorder, log *slog.Logger) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		if err := tr.Prune(ctx); err != nil {
+			log.Warn("pruning old traces failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"github.com/pincerbot/pincer/internal/trace"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -58,7 +59,7 @@ type qq struct {
 // buildOneBot builds the active QQ accounts; nil when there are none.
 // in bounds inbound messages; sent keeps the ids of the bot's messages
 // across restarts; the accounts deliver through out and are its senders.
-func buildOneBot(cfg config.OneBot, in config.Inbound, sent store.SentLog, out *outbox.Outbox, log *slog.Logger) (*qq, error) {
+func buildOneBot(cfg config.OneBot, in config.Inbound, sent store.SentLog, out *outbox.Outbox, tr *trace.Recorder, log *slog.Logger) (*qq, error) {
 	all := cfg.All()
 	var accounts []*onebot.Account
 	q := &qq{endpoints: map[string]http.Handler{}, tools: map[msg.AccountID]*onebot.Account{}, receive: map[msg.AccountID]config.Receive{}, quote: map[msg.AccountID]config.Quote{}}
@@ -68,6 +69,7 @@ func buildOneBot(cfg config.OneBot, in config.Inbound, sent store.SentLog, out *
 			continue
 		}
 		o, err := OneBotOptions(id, c, in, log)
+		o.Trace = tr
 		if err != nil {
 			return nil, err
 		}

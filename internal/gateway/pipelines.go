@@ -36,7 +36,7 @@ func startPipeline(ctx context.Context, o pipeline.Options, configKey string) (*
 // ch: o holds what is the account's own (its bot, sending, history,
 // quotes), the rest is the same for every chat account.
 func accountPipeline(ctx context.Context, eng *engine.Engine, st store.Store, loc *time.Location, log *slog.Logger, ch msg.ChannelID, id msg.AccountID, section string, o pipeline.Options) (*pipeline.Pipeline, error) {
-	o.Engine = engineTurns{eng}
+	o.Engine, o.Trace = engineTurns{eng}, eng.Tracer()
 	o.IsCommand, o.IsAbort = eng.Commands().IsControl, command.IsAbort
 	o.Location, o.Store, o.Channel, o.Account = loc, st, ch, id
 	o.LocalHistory = pipeline.LocalHistory{Log: st, Channel: ch, Account: id}
@@ -88,7 +88,7 @@ func webchatPipeline(ctx context.Context, c config.Webchat, wc *webchat.Channel,
 		Receive: ReceiveSettings(c.Receive), Bot: noBot{}, Engine: engineTurns{eng}, Send: wc.Send,
 		History:   pipeline.LocalHistory{Log: st, Channel: webchat.ID, Account: msg.DefaultAccount},
 		IsCommand: eng.Commands().IsControl, IsAbort: command.IsAbort, Location: loc, Logger: plog,
-		Store: st, Channel: webchat.ID, Account: msg.DefaultAccount,
+		Store: st, Channel: webchat.ID, Account: msg.DefaultAccount, Trace: eng.Tracer(),
 		ReplierFor: func(msg.Message) channel.Replier { return channel.SenderReplier{Adapter: wc} },
 	}, "channels.webchat")
 }
