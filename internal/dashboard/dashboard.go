@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/pincerbot/pincer/internal/trace"
 )
@@ -85,10 +86,24 @@ func New(o Options) (*Dashboard, error) {
 }
 
 // Run counts messages and replies for the rate chart until ctx ends; then
-// it ends the open event streams. Call it once.
+// it ends the open event streams. What the recorder holds when Run starts
+// is counted too. Call it once.
 func (d *Dashboard) Run(ctx context.Context) error {
 	defer d.stopOnce.Do(func() { close(d.stopped) })
-	for ev := range d.opts.Recorder.Subscribe(ctx, 1024) {
+	events := d.opts.Recorder.Subscribe(ctx, 1024)
+	// Steps both in the records taken now and among the events (added
+	// between Subscribe and Recent) are counted once.
+	counted := d.rates.seed(d.opts.Recorder.Recent(0))
+	forget := time.Now().Add(RateSpan)
+	for ev := range events {
+		if counted != nil {
+			if n, ok := counted[ev.Record.Key]; ok && len(ev.Record.Steps) <= n {
+				continue
+			}
+			if ev.Step.At.After(forget) {
+				counted = nil // all it held has left the chart
+			}
+		}
 		d.rates.add(ev)
 	}
 	<-ctx.Done() // a nil recorder's stream is closed at once

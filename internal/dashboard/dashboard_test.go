@@ -466,3 +466,35 @@ func TestRatesCountMessagesAndRepliesPerBucket(t *testing.T) {
 		}
 	})
 }
+
+func TestRatesCountWhatWasRecordedBeforeRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		now := time.Now()
+		time.Sleep(now.Truncate(dashboard.RateBucket).Add(dashboard.RateBucket).Sub(now))
+		rec := trace.New(trace.Options{})
+		a, b := groupMessage("main", "1", "a", "x"), groupMessage("main", "1", "b", "y")
+		rec.Begin(a)
+		rec.Begin(b)
+		rec.StepAll([]trace.Key{trace.KeyOf(a), trace.KeyOf(b)}, trace.StageDeliver, "sent", "1 message")
+		time.Sleep(dashboard.RateBucket)
+
+		d, err := dashboard.New(dashboard.Options{Recorder: rec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, stop := context.WithCancel(context.Background())
+		defer stop()
+		go func() { _ = d.Run(ctx) }()
+		synctest.Wait()
+		c := groupMessage("main", "1", "c", "z")
+		rec.Begin(c)
+		rec.Step(trace.KeyOf(a), trace.StageDeliver, "sent", "a second reply")
+		synctest.Wait()
+
+		pts := decode[dashboard.StatusView](t, get(t, d.Handler(), "/api/dashboard/status")).Rates.Points
+		n := len(pts)
+		if pts[n-2].Messages != 2 || pts[n-2].Replies != 1 || pts[n-1].Messages != 1 || pts[n-1].Replies != 1 {
+			t.Errorf("buckets %+v, %+v; want 2 messages and 1 reply, then 1 and 1", pts[n-2], pts[n-1])
+		}
+	})
+}

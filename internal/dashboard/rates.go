@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -52,33 +53,75 @@ func bucketOf(t time.Time) int64 { return t.UnixNano() / int64(RateBucket) }
 // slot is the place of bucket n in the ring.
 func slot(n int64) int { return int((n%int64(rateBuckets) + int64(rateBuckets)) % int64(rateBuckets)) }
 
-// add counts one step.
-func (r *rates) add(ev trace.Event) {
-	message := len(ev.Record.Steps) == 1
-	reply := ev.Step.Stage == trace.StageDeliver && ev.Step.Outcome == "sent"
+func isReply(s trace.Step) bool { return s.Stage == trace.StageDeliver && s.Outcome == "sent" }
+
+// seed counts what recs hold, the records taken when counting began, and
+// returns how many steps each had, so that the same steps arriving as
+// events are not counted again. A delivery recorded on several messages of
+// a chat within a second with the same detail is one reply.
+func (r *rates) seed(recs []trace.Record) map[trace.Key]int {
+	counted := make(map[trace.Key]int, len(recs))
+	type sent struct {
+		id string
+		at time.Time
+	}
+	var replies []sent
+	for _, rec := range recs {
+		counted[rec.Key] = len(rec.Steps)
+		if len(rec.Steps) > 0 {
+			r.count(rec.Steps[0].At, 1, 0)
+		}
+		for _, s := range rec.Steps {
+			if isReply(s) {
+				replies = append(replies, sent{rec.Chat + "\x00" + s.Detail, s.At})
+			}
+		}
+	}
+	slices.SortFunc(replies, func(a, b sent) int { return a.at.Compare(b.at) })
+	last := map[string]time.Time{}
+	for _, s := range replies {
+		if prev, ok := last[s.id]; ok && s.at.Sub(prev) < time.Second {
+			continue
+		}
+		last[s.id] = s.at
+		r.count(s.at, 0, 1)
+	}
+	return counted
+}
+
+// count adds to the bucket of t.
+func (r *rates) count(t time.Time, messages, replies int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var same bool
-	if reply {
-		id := ev.Record.Chat + "\x00" + ev.Step.Detail
-		same = id == r.lastReply
-		r.lastReply = id
-	} else {
-		r.lastReply = ""
-	}
-	if !message && (!reply || same) {
-		return
-	}
-	n := bucketOf(ev.Step.At)
+	n := bucketOf(t)
 	b := &r.buckets[slot(n)]
 	if b.n != n {
 		*b = bucket{n: n}
 	}
-	if message {
-		b.messages++
+	b.messages += messages
+	b.replies += replies
+}
+
+// add counts one step.
+func (r *rates) add(ev trace.Event) {
+	message := len(ev.Record.Steps) == 1
+	reply := isReply(ev.Step)
+	if reply {
+		id := ev.Record.Chat + "\x00" + ev.Step.Detail
+		reply = id != r.lastReply
+		r.lastReply = id
+	} else {
+		r.lastReply = ""
 	}
-	if reply && !same {
-		b.replies++
+	var m, n int
+	if message {
+		m = 1
+	}
+	if reply {
+		n = 1
+	}
+	if m+n > 0 {
+		r.count(ev.Step.At, m, n)
 	}
 }
 
