@@ -269,7 +269,7 @@ function renderRates(rates) {
   const max = Math.max(1, ...pts.map((p) => Math.max(p.messages, p.replies)));
   const bw = (W - P) / pts.length;
   const y = (v) => H - P - (v / max) * (H - 2 * P);
-  const chart = svg("svg", { id: "rate-chart", viewBox: "0 0 " + W + " " + H, role: "img", preserveAspectRatio: "none" });
+  const chart = svg("svg", { id: "rate-chart", viewBox: "0 0 " + W + " " + H, role: "img" });
   const title = svg("title");
   const totalM = pts.reduce((a, p) => a + p.messages, 0), totalR = pts.reduce((a, p) => a + p.replies, 0);
   title.textContent = totalM + " messages and " + totalR + " replies in the last " + Math.round(pts.length * rates.bucket_seconds / 60) + " minutes";
