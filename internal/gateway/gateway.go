@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/pincerbot/pincer/internal/dashboard"
 	"github.com/pincerbot/pincer/internal/trace"
 	"io"
 	"log/slog"
@@ -56,6 +57,11 @@ type Options struct {
 	// error in the log when it stops being writable);
 	// DefaultStoreProbeInterval when zero.
 	StoreProbeInterval time.Duration
+	// Version is pincer's version, shown on the dashboard.
+	Version string
+	// Errors, when set, is the log's record of recent warnings and errors
+	// the dashboard shows.
+	Errors *dashboard.ErrorLog
 }
 
 // Providers builds the configured model providers, plus the preview
@@ -287,6 +293,23 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 			sink = deb
 		}
 	}
+	// The dashboard is served next to the web chat, behind the same token.
+	dash, err := dashboard.New(dashboard.Options{
+		Recorder: tracer, Errors: o.Errors, Logger: log,
+		Source: &dashboardSource{
+			version: o.Version, started: time.Now(), qq: qqs, lark: larks, ingest: ingest,
+			capacity: cfg.Messages.Inbound.QueueOrDefault(), out: out, st: st, eng: eng,
+		},
+	})
+	if err != nil {
+		return err
+	}
+	appMux := http.NewServeMux()
+	dash.Register(appMux)
+	if app != nil {
+		appMux.Handle("/", app)
+	}
+	app = appMux
 	// What a previous run left undone goes on: replies not yet confirmed,
 	// then turns admitted and never answered.
 	if err := out.Start(ctx); err != nil {
@@ -325,6 +348,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	})
 	g.Go(func() error { return eng.Run(gctx) })
 	g.Go(func() error { pruneTraces(gctx, tracer, log); return nil })
+	g.Go(func() error { return dash.Run(gctx) })
 	g.Go(func() error {
 		every := o.StoreProbeInterval
 		if every <= 0 {

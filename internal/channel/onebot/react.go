@@ -23,6 +23,8 @@ var _ channel.Acker = (*Account)(nil)
 // (Lagrange.OneBot).
 type reactor struct {
 	lagrange atomic.Bool
+	// impl is the implementation's name and version, once known.
+	impl atomic.Pointer[[2]string]
 }
 
 // learn asks the implementation its name once per connection.
@@ -32,12 +34,23 @@ func (r *reactor) learn(ctx context.Context, c caller, log *slog.Logger) {
 		return
 	}
 	var info struct {
-		AppName string `json:"app_name"`
+		AppName    string `json:"app_name"`
+		AppVersion string `json:"app_version"`
 	}
 	if json.Unmarshal(data, &info) == nil && info.AppName != "" {
 		r.lagrange.Store(strings.Contains(strings.ToLower(info.AppName), "lagrange"))
-		log.Info("implementation", "app_name", info.AppName)
+		r.impl.Store(&[2]string{info.AppName, info.AppVersion})
+		log.Info("implementation", "app_name", info.AppName, "app_version", info.AppVersion)
 	}
+}
+
+// Implementation returns the name and version the OneBot implementation
+// gave for itself (get_version_info); empty until it answered.
+func (a *Account) Implementation() (name, version string) {
+	if p := a.reactor.impl.Load(); p != nil {
+		return p[0], p[1]
+	}
+	return "", ""
 }
 
 // Ack acknowledges a group message the bot is going to answer, with the

@@ -1,0 +1,106 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/pincerbot/pincer/internal/channel/onebot"
+	"github.com/pincerbot/pincer/internal/channel/webchat"
+	"github.com/pincerbot/pincer/internal/dashboard"
+	"github.com/pincerbot/pincer/internal/engine"
+	"github.com/pincerbot/pincer/internal/lanes"
+	"github.com/pincerbot/pincer/internal/msg"
+	"github.com/pincerbot/pincer/internal/outbox"
+	"github.com/pincerbot/pincer/internal/store"
+)
+
+// dashboardSource is what the gateway shows on the dashboard besides the
+// decision trace.
+type dashboardSource struct {
+	version  string
+	started  time.Time
+	qq       *qq
+	lark     *lark
+	ingest   *lanes.Lanes
+	capacity int
+	out      *outbox.Outbox
+	st       store.Store
+	eng      *engine.Engine
+	warnings []string
+}
+
+var _ dashboard.Source = (*dashboardSource)(nil)
+
+// Status implements dashboard.Source.
+func (s *dashboardSource) Status(context.Context) dashboard.Status {
+	st := dashboard.Status{Version: s.version, Started: s.started,
+		Config: dashboard.ConfigCheck{OK: true, Warnings: s.warnings, Errors: []string{}}}
+	if s.qq != nil {
+		for _, id := range slices.Sorted(maps.Keys(s.qq.tools)) {
+			a := s.qq.tools[id]
+			state, live, err := a.Health()
+			acct := dashboard.Account{Channel: string(onebot.ChannelID), ID: string(id), State: string(state)}
+			if state == onebot.StateListening && !live {
+				acct.State = dashboard.StateWaiting
+			}
+			if self := a.Self(); self != 0 {
+				acct.Self = self.String()
+			}
+			acct.Implementation, acct.Version = a.Implementation()
+			if err != nil {
+				acct.LastError = err.Error()
+			}
+			st.Accounts = append(st.Accounts, acct)
+		}
+	}
+	if s.lark != nil {
+		for _, id := range slices.Sorted(maps.Keys(s.lark.accounts)) {
+			a := s.lark.accounts[id]
+			acct := dashboard.Account{Channel: "feishu", ID: string(id), State: dashboard.StateConnected, Self: string(a.Self())}
+			if acct.Self == "" {
+				acct.State = dashboard.StateConnecting
+			}
+			st.Accounts = append(st.Accounts, acct)
+		}
+	}
+	st.Queues = append(st.Queues, dashboard.Queue{Name: "ingest", Depth: s.ingest.Len(), Capacity: s.capacity})
+	if s.out != nil {
+		st.Queues = append(st.Queues, dashboard.Queue{Name: "outbox (replies not yet confirmed)", Depth: s.out.Pending()})
+	}
+	return st
+}
+
+// Chat implements dashboard.Source: the chat's logged messages (the
+// history its buffers draw on) and its agent session.
+func (s *dashboardSource) Chat(ctx context.Context, chat string) (dashboard.ChatView, error) {
+	ch, acct, peer, err := dashboard.ParseChat(chat)
+	if err != nil {
+		return dashboard.ChatView{}, fmt.Errorf("%w: %w", dashboard.ErrNoChat, err)
+	}
+	view := dashboard.ChatView{Chat: chat, History: []dashboard.Line{}, Digests: []dashboard.Digest{}}
+	logged, err := s.st.RecentInbound(ctx, ch, acct, peer, 30)
+	if err != nil {
+		return view, err
+	}
+	for _, l := range logged {
+		sender := l.Message.Sender.Name
+		if sender == "" {
+			sender = string(l.Message.Sender.ID)
+		}
+		view.History = append(view.History, dashboard.Line{At: l.Message.Time, Sender: sender, Text: l.Message.Text})
+	}
+	key := s.eng.SessionKey(msg.Message{Channel: ch, Account: acct, Peer: peer})
+	if sess, err := s.st.Session(ctx, key); err == nil {
+		view.Session = &dashboard.Session{Key: key, Model: sess.ModelOverride, Updated: sess.UpdatedAt}
+		if tr, err := s.st.Transcript(ctx, key); err == nil {
+			view.Session.Turns = len(tr)
+		}
+	}
+	if len(view.History) == 0 && view.Session == nil && ch != webchat.ID {
+		return view, fmt.Errorf("%w: %s", dashboard.ErrNoChat, chat)
+	}
+	return view, nil
+}

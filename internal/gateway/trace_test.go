@@ -1,0 +1,115 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pincerbot/pincer/internal/channel/onebot/onebottest"
+	"github.com/pincerbot/pincer/internal/config"
+	"github.com/pincerbot/pincer/internal/trace"
+)
+
+// traceOf asks the running gateway for a message's trace, as `pincer
+// trace` and the dashboard do, until want shows in it.
+func traceOf(t *testing.T, ctx context.Context, base, chat, id, want string) trace.Record {
+	t.Helper()
+	for {
+		res, err := http.Get(base + "/api/trace?chat=" + url.QueryEscape(chat) + "&id=" + url.QueryEscape(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Records []trace.Record `json:"records"`
+		}
+		err = json.NewDecoder(res.Body).Decode(&got)
+		res.Body.Close()
+		if err != nil || res.StatusCode != http.StatusOK {
+			t.Fatalf("GET /api/trace: %d %v", res.StatusCode, err)
+		}
+		if len(got.Records) == 1 {
+			b, _ := json.Marshal(got.Records[0])
+			if strings.Contains(string(b), want) {
+				return got.Records[0]
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no trace of %s %s showing %q; last: %+v", chat, id, want, got.Records)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// TestWhyItDidNotReplyEndToEnd: through the real gateway and a OneBot
+// implementation over a WebSocket, a group message without an @ leaves a
+// trace naming the rules that did not match, one with an @ a trace from
+// the trigger to the sent message's id, and a message the implementation
+// delivers twice a trace saying the second was a duplicate.
+func TestWhyItDidNotReplyEndToEnd(t *testing.T) {
+	p := onebottest.New(t, func(action string, _ json.RawMessage) (any, int, string) {
+		switch action {
+		case "get_login_info":
+			return map[string]any{"user_id": botQQ, "nickname": "bot"}, 0, ""
+		case "send_group_msg":
+			return map[string]any{"message_id": 9001}, 0, ""
+		}
+		return nil, 0, ""
+	})
+	cfg := config.Default()
+	cfg.Channels.OneBot.WSURL = p.URL
+	cfg.Channels.OneBot.Receive.Mention.Keywords = []string{"天气"}
+	g := startGateway(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := p.Connected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Push(ctx, qqGroupEvent(1, seg("text", map[string]any{"text": "just chatting"}))); err != nil {
+		t.Fatal(err)
+	}
+	chat := fmt.Sprintf("onebot:default:group:%d", 700000001)
+	quiet := traceOf(t, ctx, g.url, chat, "1", "not triggered")
+	why := ""
+	for _, s := range quiet.Steps {
+		if s.Stage == trace.StageTrigger {
+			why = s.Detail
+		}
+	}
+	for _, want := range []string{"no @ of the bot", `no keyword matched (contains match of "天气")`, "requireMentionInGroup is on"} {
+		if !strings.Contains(why, want) {
+			t.Errorf("the trigger step %q does not say %q", why, want)
+		}
+	}
+	if quiet.Sender != "张三 (10001)" || quiet.Preview != "just chatting" {
+		t.Errorf("record header %+v", quiet)
+	}
+
+	asked := qqGroupEvent(2, seg("at", map[string]any{"qq": botQQ}), seg("text", map[string]any{"text": " 你好"}))
+	if err := p.Push(ctx, asked); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Push(ctx, asked); err != nil { // delivered twice
+		t.Fatal(err)
+	}
+	answered := traceOf(t, ctx, g.url, chat, "2", "9001")
+	stages := map[string]trace.Step{}
+	for _, s := range answered.Steps {
+		stages[s.Stage] = s
+	}
+	if s := stages[trace.StageTrigger]; s.Outcome != "triggered" || s.Detail != "an @ of the bot" {
+		t.Errorf("trigger step %+v", s)
+	}
+	if s := stages[trace.StageAgent]; !strings.Contains(s.Detail, "answered in") {
+		t.Errorf("agent step %+v", s)
+	}
+	if s := stages[trace.StageDeliver]; s.Outcome != "sent" || !strings.Contains(s.Detail, "1 message(s) sent (9001)") {
+		t.Errorf("deliver step %+v", s)
+	}
+	traceOf(t, ctx, g.url, chat, "2", "a duplicate")
+}
