@@ -17,6 +17,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/pincerbot/pincer/internal/dashboard"
 	"io"
 	"log/slog"
 	"os"
@@ -49,6 +50,10 @@ Usage:
                                         Feishu channel (webhook mode) from the terminal
   pincer bench [flags]                  measure pincer end to end under a burst and a steady
                                         load of QQ messages (pincer bench -h for the flags)
+  pincer status [--config FILE]         a running gateway's accounts, queues and recent errors
+  pincer trace [--config FILE] CHAT [MESSAGE-ID]
+                                        why the newest messages of a chat (channel:account:peer,
+                                        e.g. onebot:default:group:123456) were or were not answered
   pincer version                        print the version
 
 Without --config, pincer reads $PINCER_CONFIG, else ./pincer.json5, else
@@ -95,6 +100,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	case "bench":
 		return benchCmd(rest, stdout, stderr)
+	case "status":
+		return status(rest, stdout, stderr)
+	case "trace":
+		return traceCmd(rest, stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintf(stdout, "pincer %s (%s %s/%s)\n", versionString(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		return 0
@@ -218,7 +227,9 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 	logs := logHandler(cfg.Log, stderr)
 	defer logs.Flush(context.Background()) // what the throttle held back
-	log := slog.New(logs)
+	// The dashboard shows the latest warnings and errors.
+	errlog := dashboard.NewErrorLog(logs, dashboard.ErrorLogOptions{})
+	log := slog.New(errlog)
 	if p == "" {
 		log.Info("no config file: running on built-in defaults")
 	} else {
@@ -230,7 +241,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		<-ctx.Done()
 		stop() // a second signal kills the process at once
 	}()
-	if err := gateway.Run(ctx, cfg, gateway.Options{Logger: log, Ready: stdout}); err != nil {
+	if err := gateway.Run(ctx, cfg, gateway.Options{Logger: log, Ready: stdout, Version: versionString(), Errors: errlog}); err != nil {
 		log.Error("pincer stopped", "err", err)
 		return 1
 	}

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/pincerbot/pincer/internal/config"
+	"github.com/pincerbot/pincer/internal/dashboard"
+	"github.com/pincerbot/pincer/internal/trace"
+)
+
+// gatewayClient reaches a running pincer's HTTP API as the configuration
+// names it: gateway.listen, with gateway.token.
+type gatewayClient struct {
+	base  string
+	token string
+	http  *http.Client
+}
+
+func newGatewayClient(cfg config.Config, override string) (*gatewayClient, error) {
+	base := override
+	if base == "" {
+		host, port, err := net.SplitHostPort(cfg.Gateway.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("gateway.listen %q: %w", cfg.Gateway.Listen, err)
+		}
+		if host == "" || host == "0.0.0.0" || host == "::" {
+			host = "127.0.0.1"
+		}
+		base = "http://" + net.JoinHostPort(host, port)
+	}
+	return &gatewayClient{base: strings.TrimSuffix(base, "/"), token: cfg.Gateway.Token.Value(), http: &http.Client{Timeout: 10 * time.Second}}, nil
+}
+
+// get decodes the JSON answer to GET path into v.
+func (c *gatewayClient) get(ctx context.Context, path string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
+	if err != nil {
+		return err
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	res, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("is pincer running? %w", err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(res.Body, 16<<20))
+	if err != nil {
+		return err
+	}
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s: %s", path, res.Status, strings.TrimSpace(string(body)))
+	}
+	return json.Unmarshal(body, v)
+}
+
+// inspectFlags parses the flags `pincer status` and `pincer trace` share.
+func inspectFlags(name string, args []string, stderr io.Writer, extra func(*flag.FlagSet)) (*gatewayClient, *flag.FlagSet, bool, bool) {
+	fs := flag.NewFlagSet("pincer "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "", "configuration file of the running gateway (JSON5)")
+	addr := fs.String("url", "", "the gateway's address (default: from gateway.listen)")
+	asJSON := fs.Bool("json", false, "print the answer as JSON")
+	if extra != nil {
+		extra(fs)
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, nil, false, false
+	}
+	cfg, _, err := load(*path)
+	if err != nil {
+		fmt.Fprintf(stderr, "pincer %s: config: %v\n", name, err)
+		return nil, nil, false, false
+	}
+	c, err := newGatewayClient(cfg, *addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "pincer %s: %v\n", name, err)
+		return nil, nil, false, false
+	}
+	return c, fs, *asJSON, true
+}
+
+// status prints a running gateway's accounts, queues and recent errors.
+func status(args []string, stdout, stderr io.Writer) int {
+	c, fs, asJSON, ok := inspectFlags("status", args, stderr, nil)
+	if !ok {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "pincer status: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	var raw json.RawMessage
+	if err := c.get(ctx, "/api/dashboard/status", &raw); err != nil {
+		fmt.Fprintf(stderr, "pincer status: %v\n", err)
+		return 1
+	}
+	if asJSON {
+		fmt.Fprintln(stdout, string(raw))
+		return 0
+	}
+	var st dashboard.Status
+	if err := json.Unmarshal(raw, &st); err != nil {
+		fmt.Fprintf(stderr, "pincer status: %v\n", err)
+		return 1
+	}
+	printStatus(stdout, st)
+	return 0
+}
+
+func printStatus(w io.Writer, st dashboard.Status) {
+	fmt.Fprintf(w, "pincer %s, up since %s\n", st.Version, st.Started.Format(time.DateTime))
+	fmt.Fprintln(w, "\naccounts:")
+	if len(st.Accounts) == 0 {
+		fmt.Fprintln(w, "  none (the web chat only)")
+	}
+	for _, a := range st.Accounts {
+		line := fmt.Sprintf("  %s/%s  %s", a.Channel, a.ID, a.State)
+		if a.Self != "" {
+			line += "  self " + a.Self
+		}
+		if a.Implementation != "" {
+			line += "  " + strings.TrimSpace(a.Implementation+" "+a.Version)
+		}
+		if a.LastError != "" {
+			line += "  last error: " + a.LastError
+		}
+		fmt.Fprintln(w, line)
+	}
+	fmt.Fprintln(w, "\nqueues:")
+	for _, q := range st.Queues {
+		if q.Capacity > 0 {
+			fmt.Fprintf(w, "  %s: %d of %d\n", q.Name, q.Depth, q.Capacity)
+		} else {
+			fmt.Fprintf(w, "  %s: %d\n", q.Name, q.Depth)
+		}
+	}
+	fmt.Fprintln(w, "\nrecent errors:")
+	if len(st.Errors) == 0 {
+		fmt.Fprintln(w, "  none")
+	}
+	for i, e := range st.Errors {
+		if i == 10 {
+			fmt.Fprintf(w, "  … and %d more on the dashboard\n", len(st.Errors)-i)
+			break
+		}
+		b, _ := json.Marshal(e)
+		fmt.Fprintf(w, "  %s\n", b)
+	}
+	if !st.Config.OK || len(st.Config.Warnings) > 0 {
+		fmt.Fprintln(w, "\nconfiguration:")
+		for _, e := range st.Config.Errors {
+			fmt.Fprintln(w, "  error: "+e)
+		}
+		for _, e := range st.Config.Warnings {
+			fmt.Fprintln(w, "  warning: "+e)
+		}
+	}
+}
+
+// traceCmd prints why the messages of a chat were (not) answered.
+func traceCmd(args []string, stdout, stderr io.Writer) int {
+	var limit int
+	c, fs, asJSON, ok := inspectFlags("trace", args, stderr, func(fs *flag.FlagSet) {
+		fs.IntVar(&limit, "n", 10, "how many of the chat's newest messages")
+	})
+	if !ok {
+		return 2
+	}
+	if fs.NArg() < 1 || fs.NArg() > 2 {
+		fmt.Fprintln(stderr, "usage: pincer trace [flags] CHAT [MESSAGE-ID]   (CHAT: channel:account:peer, e.g. onebot:default:group:123456)")
+		return 2
+	}
+	chat := fs.Arg(0)
+	if _, _, _, err := dashboard.ParseChat(chat); err != nil {
+		fmt.Fprintf(stderr, "pincer trace: %v\n", err)
+		return 2
+	}
+	q := url.Values{"chat": {chat}, "limit": {fmt.Sprint(limit)}}
+	if fs.NArg() == 2 {
+		q.Set("id", fs.Arg(1))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	var got struct {
+		Records []trace.Record `json:"records"`
+	}
+	if err := c.get(ctx, "/api/trace?"+q.Encode(), &got); err != nil {
+		fmt.Fprintf(stderr, "pincer trace: %v\n", err)
+		return 1
+	}
+	if asJSON {
+		b, _ := json.MarshalIndent(got.Records, "", "  ")
+		fmt.Fprintln(stdout, string(b))
+		return 0
+	}
+	if len(got.Records) == 0 {
+		fmt.Fprintf(stderr, "pincer trace: no trace of %s (traces of messages nothing happened to are kept for the newest %s only)\n", strings.Join(fs.Args(), " "), "trace.perAccount messages")
+		return 1
+	}
+	for i, r := range got.Records {
+		if i > 0 {
+			fmt.Fprintln(stdout)
+		}
+		printRecord(stdout, r)
+	}
+	return 0
+}
+
+func printRecord(w io.Writer, r trace.Record) {
+	outcome := r.Outcome()
+	if outcome == "" {
+		outcome = "pending"
+	}
+	fmt.Fprintf(w, "%s  message %s from %s: %s\n", r.At.Format(time.DateTime), r.Key.ID, r.Sender, outcome)
+	if r.Preview != "" {
+		fmt.Fprintf(w, "  %q\n", r.Preview)
+	}
+	for _, s := range r.Steps {
+		verdict := ""
+		if s.Outcome != "" {
+			verdict = " [" + s.Outcome + "]"
+		}
+		fmt.Fprintf(w, "  %s  %-8s%s %s\n", s.At.Format("15:04:05.000"), s.Stage, verdict, s.Detail)
+	}
+}
+
