@@ -325,8 +325,26 @@ func (p *Pipeline) debugDecision(ctx context.Context, m msg.Message, decision st
 	}
 }
 
-// buffersTaken says which buffers took a message, for its trace.
+// buffersTaken says which buffers took a message, for its trace; the
+// few combinations are worded once.
 func buffersTaken(history, realtime, digest, command, waiting bool) string {
+	i := 0
+	for bit, on := range []bool{history, realtime, digest, command, waiting} {
+		if on {
+			i |= 1 << bit
+		}
+	}
+	return buffersWording[i]
+}
+
+var buffersWording = func() (w [32]string) {
+	for i := range w {
+		w[i] = wordBuffers(i&1 != 0, i&2 != 0, i&4 != 0, i&8 != 0, i&16 != 0)
+	}
+	return w
+}()
+
+func wordBuffers(history, realtime, digest, command, waiting bool) string {
 	var took []string
 	if history {
 		took = append(took, "the history buffer (context for the next reply)")

@@ -225,20 +225,28 @@ func (r *Recorder) add(k Key, sender, preview string, s Step) {
 		rec.Preview = preview
 	}
 	rec.Steps = append(rec.Steps, s)
-	snapshot := rec.clone()
-	for ch := range r.subs {
-		select {
-		case ch <- Event{Record: snapshot, Step: s}:
-		default: // a slow follower misses steps rather than slowing pincer
-		}
-	}
 	var store []Step
 	if r.opts.Store != nil {
 		switch {
 		case rec.stored:
 			store = []Step{s}
 		case notable(s):
-			rec.stored, store = true, snapshot.Steps // the steps so far too
+			rec.stored, store = true, rec.Steps // the steps so far too
+		}
+	}
+	// Copied only for someone to read: most messages of a busy chat are
+	// neither followed nor stored.
+	var snapshot Record
+	if len(r.subs) > 0 || store != nil {
+		snapshot = rec.clone()
+		if len(store) > 1 {
+			store = snapshot.Steps
+		}
+	}
+	for ch := range r.subs {
+		select {
+		case ch <- Event{Record: snapshot, Step: s}:
+		default: // a slow follower misses steps rather than slowing pincer
 		}
 	}
 	r.mu.Unlock()
