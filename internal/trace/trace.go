@@ -77,6 +77,11 @@ type Record struct {
 	Steps   []Step `json:"steps"`
 	// stored: the record's steps go to the store (see notable).
 	stored bool
+	// The ring's records keep the sender's parts and their first steps in
+	// place, and name their chat only when copied out (clone): a busy
+	// account begins thousands of records a second.
+	senderName, senderID string
+	first                [4]Step
 }
 
 // Outcome is the last verdict among the record's steps.
@@ -172,13 +177,18 @@ func (r *Recorder) Begin(m msg.Message) {
 	if r == nil {
 		return
 	}
-	sender := m.Sender.Name
-	if sender == "" {
-		sender = string(m.Sender.ID)
-	} else if m.Sender.ID != "" {
-		sender += " (" + string(m.Sender.ID) + ")"
+	r.add(KeyOf(m), m.Sender, Preview(m.Text), Step{Stage: StageReceive, Detail: "received"})
+}
+
+// senderText names a sender as "name (id)".
+func senderText(name, id string) string {
+	switch {
+	case name == "":
+		return id
+	case id == "":
+		return name
 	}
-	r.add(KeyOf(m), sender, Preview(m.Text), Step{Stage: StageReceive, Detail: "received"})
+	return name + " (" + id + ")"
 }
 
 // Step adds a step to the record of k, starting one when there is none
@@ -187,7 +197,7 @@ func (r *Recorder) Step(k Key, stage, outcome, detail string) {
 	if r == nil {
 		return
 	}
-	r.add(k, "", "", Step{Stage: stage, Outcome: outcome, Detail: detail})
+	r.add(k, msg.Sender{}, "", Step{Stage: stage, Outcome: outcome, Detail: detail})
 }
 
 // StepAll adds the same step to the records of several messages (the
@@ -198,7 +208,7 @@ func (r *Recorder) StepAll(keys []Key, stage, outcome, detail string) {
 	}
 }
 
-func (r *Recorder) add(k Key, sender, preview string, s Step) {
+func (r *Recorder) add(k Key, sender msg.Sender, preview string, s Step) {
 	s.At = r.now()
 	r.mu.Lock()
 	rg := r.rings[ringKey{k.Channel, k.Account}]
@@ -208,7 +218,8 @@ func (r *Recorder) add(k Key, sender, preview string, s Step) {
 	}
 	rec := rg.byKey[k]
 	if rec == nil {
-		rec = &Record{Key: k, Chat: k.Chat(), At: s.At}
+		rec = &Record{Key: k, At: s.At}
+		rec.Steps = rec.first[:0]
 		if len(rg.recs) < r.opts.PerAccount {
 			rg.recs = append(rg.recs, rec)
 		} else {
@@ -218,8 +229,8 @@ func (r *Recorder) add(k Key, sender, preview string, s Step) {
 		}
 		rg.byKey[k] = rec
 	}
-	if sender != "" {
-		rec.Sender = sender
+	if sender.Name != "" || sender.ID != "" {
+		rec.senderName, rec.senderID = sender.Name, string(sender.ID)
 	}
 	if preview != "" {
 		rec.Preview = preview
@@ -255,8 +266,12 @@ func (r *Recorder) add(k Key, sender, preview string, s Step) {
 	}
 }
 
+// clone copies a ring record out, named and with steps of its own.
 func (rec *Record) clone() Record {
-	c := *rec
+	c := Record{Key: rec.Key, Chat: rec.Key.Chat(), At: rec.At, Sender: rec.Sender, Preview: rec.Preview, stored: rec.stored}
+	if rec.senderName != "" || rec.senderID != "" {
+		c.Sender = senderText(rec.senderName, rec.senderID)
+	}
 	c.Steps = append([]Step(nil), rec.Steps...)
 	return c
 }
@@ -300,7 +315,7 @@ func (r *Recorder) Chat(ctx context.Context, chat string, id msg.MessageID, limi
 	r.mu.Lock()
 	for _, rg := range r.rings {
 		for _, rec := range rg.recs {
-			if rec.Chat == chat && (id == "" || rec.Key.ID == id) {
+			if (id == "" || rec.Key.ID == id) && rec.Key.Chat() == chat {
 				out = append(out, rec.clone())
 				seen[rec.Key] = true
 			}

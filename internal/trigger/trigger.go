@@ -61,6 +61,9 @@ type Bot struct {
 type Evaluator struct {
 	rules    Rules
 	keywords []keyword
+	// whyNotDirect and whyNotGroup are the worded whyNot combinations.
+	whyNotDirect string
+	whyNotGroup  [mentionKinds][replyKinds]string
 }
 
 type keyword struct {
@@ -96,6 +99,12 @@ func New(r Rules) (*Evaluator, []string) {
 		}
 		e.keywords = append(e.keywords, kw)
 	}
+	e.whyNotDirect = e.wordWhyNot(false, 0, 0)
+	for mention := range mentionKinds {
+		for reply := range replyKinds {
+			e.whyNotGroup[mention][reply] = e.wordWhyNot(true, mention, reply)
+		}
+	}
 	return e, warnings
 }
 
@@ -124,29 +133,68 @@ func (e *Evaluator) Evaluate(m msg.Message, bot Bot) Decision {
 	return Decision{Why: e.whyNot(m, bot)}
 }
 
-// whyNot lists the rules a message that did not trigger failed.
+// Why a group message did not mention the bot, and what it replied to:
+// the parts of whyNot that vary with the message.
+const (
+	mentionNone = iota
+	mentionSelfUnknown
+	mentionAuto
+	mentionAll
+	mentionKinds
+)
+
+const (
+	replyNone = iota
+	replyOff
+	replyOther
+	replyKinds
+)
+
+// whyNot lists the rules a message that did not trigger failed. The few
+// combinations are worded once, by New: most messages of a busy group
+// trigger nothing, and each is traced.
 func (e *Evaluator) whyNot(m msg.Message, bot Bot) string {
+	if m.Peer.Kind != msg.Group {
+		return e.whyNotDirect
+	}
+	mention := mentionNone
+	switch {
+	case bot.Self == "":
+		mention = mentionSelfUnknown
+	case m.ReplyToSender == bot.Self && m.ReplyTo != "":
+		mention = mentionAuto
+	case m.AtAll:
+		mention = mentionAll
+	}
+	reply := replyNone
+	switch {
+	case m.ReplyTo == "":
+	case !e.rules.TriggerOnReplyToSelf:
+		reply = replyOff
+	default:
+		reply = replyOther
+	}
+	return e.whyNotGroup[mention][reply]
+}
+
+// wordWhyNot words one combination of whyNot.
+func (e *Evaluator) wordWhyNot(group bool, mention, reply int) string {
 	r := e.rules
 	var why []string
-	if m.Peer.Kind != msg.Group {
+	if !group {
 		why = append(why, "a direct message, but receive.mention.alwaysReplyInDirect is off")
 	} else {
-		switch {
-		case bot.Self == "":
-			why = append(why, "no @ of the bot can count yet: the bot's own id is not known")
-		case m.ReplyToSender == bot.Self && m.ReplyTo != "":
-			why = append(why, "no @ of the bot: the @ right after the reply segment was read as the reply's automatic @ of the quoted message's author")
-		case m.AtAll:
-			why = append(why, "no @ of the bot (an @all never counts)")
-		default:
-			why = append(why, "no @ of the bot")
-		}
-		switch {
-		case m.ReplyTo == "":
-		case !r.TriggerOnReplyToSelf:
+		why = append(why, [mentionKinds]string{
+			mentionNone:        "no @ of the bot",
+			mentionSelfUnknown: "no @ of the bot can count yet: the bot's own id is not known",
+			mentionAuto:        "no @ of the bot: the @ right after the reply segment was read as the reply's automatic @ of the quoted message's author",
+			mentionAll:         "no @ of the bot (an @all never counts)",
+		}[mention])
+		switch reply {
+		case replyOff:
 			why = append(why, "it replies to a message, but receive.mention.triggerOnReplyToSelf is off")
-		default:
-			why = append(why, "it replies to message "+string(m.ReplyTo)+", which is not the bot's")
+		case replyOther:
+			why = append(why, "it replies to a message that is not the bot's")
 		}
 	}
 	if len(e.keywords) == 0 {
@@ -158,7 +206,7 @@ func (e *Evaluator) whyNot(m msg.Message, bot Bot) string {
 		}
 		why = append(why, fmt.Sprintf("no keyword matched (%s match of %s)", e.match(), strings.Join(words, ", ")))
 	}
-	if m.Peer.Kind == msg.Group && r.RequireMentionInGroup {
+	if group && r.RequireMentionInGroup {
 		why = append(why, "receive.mention.requireMentionInGroup is on")
 	}
 	return strings.Join(why, "; ")

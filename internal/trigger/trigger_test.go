@@ -221,3 +221,19 @@ func TestWhyNamesTheRules(t *testing.T) {
 		t.Errorf("disabled: %q", d.Why)
 	}
 }
+
+// TestChatterIsExplainedWithoutAllocating: the explanation of a group
+// message that triggers nothing, most of a busy group's messages, is
+// worded in advance.
+func TestChatterIsExplainedWithoutAllocating(t *testing.T) {
+	e, _ := New(Rules{Enabled: true, RequireMentionInGroup: true, TriggerOnReplyToSelf: true, Keywords: []string{"天气"}})
+	m := msg.Message{Peer: msg.Peer{Kind: msg.Group, ID: "1"}, Text: "随便聊聊", ReplyTo: "5"}
+	bot := Bot{Self: "10000", SentByBot: func(msg.MessageID) bool { return false }}
+	var d Decision
+	if n := testing.AllocsPerRun(100, func() { d = e.Evaluate(m, bot) }); n != 0 {
+		t.Errorf("%v allocations per message", n)
+	}
+	if d.Triggered || !strings.Contains(d.Why, "not the bot's") {
+		t.Errorf("decision %+v", d)
+	}
+}
