@@ -295,6 +295,7 @@ var keyDocs = map[string]string{
 	"models.providers.*.headers":        "Extra HTTP headers sent with every request.",
 	"models.aliases":                    "Short names for /model: \"/model fast\".",
 	"agents":                            "What every agent starts from.",
+	"channels":                          "The chat channels. The web chat is on by default at http://<gateway.listen>/.",
 	"agents.defaults.model.primary":     "The model that answers, as provider/model.",
 	"agents.defaults.model.fallbacks":   "Tried in order when the primary fails (errors, rate limits, overload).",
 	"agents.defaults.workspace":         "SYSTEM.md and AGENTS.md found here are added to the system prompt.",
@@ -1158,4 +1159,24 @@ func (im *importer) feishuAccount(a map[string]any, src string, dst []string) {
 		im.used[src+"."+k] = true
 		im.note(src+"."+k, reasonFor("channels.*."+k))
 	}
+}
+
+// Keys lists the key paths of the settings the draft writes, in the
+// order they are written.
+func (d *Draft) Keys() []string {
+	var out []string
+	var walk func(o *draftObject, prefix string)
+	walk = func(o *draftObject, prefix string) {
+		for _, e := range o.entries {
+			if sub, ok := e.value.(*draftObject); ok {
+				walk(sub, join(prefix, e.key))
+				continue
+			}
+			out = append(out, join(prefix, e.key))
+		}
+	}
+	if d.root != nil {
+		walk(d.root, "")
+	}
+	return out
 }
