@@ -6,6 +6,8 @@
 //	pincer serve [--config FILE]          run the gateway
 //	pincer config check [--config FILE]   validate a configuration
 //	pincer config example                 print a commented example configuration
+//	pincer init                           write a pincer.json5 (asking, or --from openclaw.json)
+//	pincer doctor [--config FILE]         check the configuration and everything it points at
 //	pincer send --target T TEXT           send a QQ message as the bot
 //	pincer dev onebot-sim                 a simulated QQ implementation to try pincer with
 //	pincer dev feishu-sim                 a simulated Feishu open platform to try pincer with
@@ -41,6 +43,13 @@ Usage:
   pincer serve [--config FILE]          run the gateway
   pincer config check [--config FILE]   validate a configuration and list every problem
   pincer config example                 print a fully commented example configuration
+  pincer init [--non-interactive] [--from openclaw.json] [--force]
+                                        write a commented pincer.json5: asks for the QQ
+                                        connection and the model (or takes flags, pincer
+                                        init -h), or carries an OpenClaw config over
+  pincer doctor [--config FILE] [--json]
+                                        check the configuration, the store, every QQ and
+                                        Feishu account and every model provider
   pincer send --target T [--account A] TEXT
                                         send a QQ message as the bot (T: group:<id>, private:<qq>)
   pincer dev onebot-sim [--listen ADDR] a simulated QQ (OneBot v11) implementation to chat
@@ -89,6 +98,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	case "send":
 		return send(rest, stdout, stderr)
+	case "init":
+		return initCmd(rest, os.Stdin, stdout, stderr)
+	case "doctor":
+		return doctorCmd(rest, stdout, stderr)
 	case "dev":
 		switch {
 		case len(rest) > 0 && rest[0] == "onebot-sim":
@@ -188,6 +201,9 @@ func check(args []string, stdout, stderr io.Writer) int {
 		name = "built-in defaults"
 	}
 	if err != nil {
+		if describeOpenClaw(p, stderr) {
+			return 1
+		}
 		problems := config.Problems(err)
 		fmt.Fprintf(stderr, "%s: %d %s\n", name, len(problems), plural(len(problems), "problem", "problems"))
 		for _, e := range problems {
