@@ -52,7 +52,7 @@ func Default() Config {
 		Commands: Commands{AllowFrom: []string{"*"}, OwnerAllowFrom: []string{"webchat:*"}},
 		Session:  Session{AutoCompact: true, DMScope: "per-peer", GroupScope: "per-group"},
 		Channels: Channels{Webchat: DefaultWebchat(), OneBot: DefaultOneBot(), Feishu: DefaultFeishu()},
-		Trace:    Trace{PerAccount: 1000, KeepHours: 72},
+		Trace:    Trace{PerAccount: 500, KeepHours: 72},
 	}
 }
 

@@ -90,14 +90,14 @@ func New(o Options) (*Dashboard, error) {
 // is counted too. Call it once.
 func (d *Dashboard) Run(ctx context.Context) error {
 	defer d.stopOnce.Do(func() { close(d.stopped) })
-	events := d.opts.Recorder.Subscribe(ctx, 1024)
+	events := d.opts.Recorder.SubscribeLight(ctx, 1024)
 	// Steps both in the records taken now and among the events (added
 	// between Subscribe and Recent) are counted once.
 	counted := d.rates.seed(d.opts.Recorder.Recent(0))
 	forget := time.Now().Add(RateSpan)
 	for ev := range events {
 		if counted != nil {
-			if n, ok := counted[ev.Record.Key]; ok && len(ev.Record.Steps) <= n {
+			if n, ok := counted[ev.Record.Key]; ok && ev.Index < n {
 				continue
 			}
 			if ev.Step.At.After(forget) {

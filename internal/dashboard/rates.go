@@ -102,12 +102,12 @@ func (r *rates) count(t time.Time, messages, replies int) {
 	b.replies += replies
 }
 
-// add counts one step.
+// add counts one step, from a light event (trace.SubscribeLight).
 func (r *rates) add(ev trace.Event) {
-	message := len(ev.Record.Steps) == 1
+	message := ev.Index == 0
 	reply := isReply(ev.Step)
 	if reply {
-		id := ev.Record.Chat + "\x00" + ev.Step.Detail
+		id := ev.Record.Key.Chat() + "\x00" + ev.Step.Detail
 		reply = id != r.lastReply
 		r.lastReply = id
 	} else {

@@ -237,7 +237,7 @@ func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier, d
 	tr.Begin(m)
 	if count, ok := p.summaryCount(m, typed); ok {
 		tr.Step(key, trace.StageCommand, "summary", fmt.Sprintf("/summary of the last %d messages", count))
-		p.debugDecision(ctx, m, "summary")
+		p.debugDecision(ctx, m, "summary", "")
 		p.takeSummary(ctx, m, count, r, done)
 		return
 	}
@@ -247,7 +247,7 @@ func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier, d
 		verdict = "triggered"
 	}
 	tr.Step(key, trace.StageTrigger, verdict, d.Why)
-	p.debugDecision(ctx, m, verdict+": "+d.Why)
+	p.debugDecision(ctx, m, verdict, d.Why)
 	if d.Triggered && m.Peer.Kind == msg.Group {
 		p.ack(m)
 	}
@@ -319,9 +319,9 @@ func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier, d
 
 // debugDecision logs, at debug level, one line per message with what was
 // decided about it.
-func (p *Pipeline) debugDecision(ctx context.Context, m msg.Message, decision string) {
+func (p *Pipeline) debugDecision(ctx context.Context, m msg.Message, decision, why string) {
 	if p.log.Enabled(ctx, slog.LevelDebug) {
-		p.log.Debug("message", "peer", m.Peer.String(), "msg_id", string(m.ID), "sender", string(m.Sender.ID), "decision", decision)
+		p.log.Debug("message", "peer", m.Peer.String(), "msg_id", string(m.ID), "sender", string(m.Sender.ID), "decision", decision, "why", why)
 	}
 }
 

@@ -77,11 +77,10 @@ type Record struct {
 	Steps   []Step `json:"steps"`
 	// stored: the record's steps go to the store (see notable).
 	stored bool
-	// The ring's records keep the sender's parts and their first steps in
-	// place, and name their chat only when copied out (clone): a busy
-	// account begins thousands of records a second.
+	// The ring's records keep the sender's parts and name their chat only
+	// when copied out (clone): a busy account begins thousands of records
+	// a second.
 	senderName, senderID string
-	first                [4]Step
 }
 
 // Outcome is the last verdict among the record's steps.
@@ -97,8 +96,9 @@ func (r Record) Outcome() string {
 // Event is what subscribers receive: a record as it stands after Step.
 type Event struct {
 	Record Record `json:"record"`
-	// Step is the step just added.
-	Step Step `json:"step"`
+	// Step is the step just added, the record's Index-th (from 0).
+	Step  Step `json:"step"`
+	Index int  `json:"index"`
 }
 
 // Store keeps steps beyond the ring. AddStep must not wait for the disk.
@@ -135,7 +135,7 @@ func notable(s Step) bool {
 }
 
 // DefaultPerAccount is the ring size of an account.
-const DefaultPerAccount = 1000
+const DefaultPerAccount = 500
 
 // previewRunes bounds a record's preview.
 const previewRunes = 80
@@ -148,7 +148,10 @@ type Recorder struct {
 
 	mu    sync.Mutex
 	rings map[ringKey]*ring
-	subs  map[chan Event]struct{}
+	// subs are the followers; a light one (true) gets each event's
+	// record with its key and time only.
+	subs map[chan Event]bool
+	full int // followers that are not light
 }
 
 type ringKey struct {
@@ -168,7 +171,7 @@ func New(o Options) *Recorder {
 	if o.PerAccount <= 0 {
 		o.PerAccount = DefaultPerAccount
 	}
-	return &Recorder{opts: o, now: time.Now, rings: map[ringKey]*ring{}, subs: map[chan Event]struct{}{}}
+	return &Recorder{opts: o, now: time.Now, rings: map[ringKey]*ring{}, subs: map[chan Event]bool{}}
 }
 
 // Begin starts m's record (a message seen again keeps its record). The
@@ -218,15 +221,20 @@ func (r *Recorder) add(k Key, sender msg.Sender, preview string, s Step) {
 	}
 	rec := rg.byKey[k]
 	if rec == nil {
-		rec = &Record{Key: k, At: s.At}
-		rec.Steps = rec.first[:0]
+		var steps []Step
 		if len(rg.recs) < r.opts.PerAccount {
+			rec, steps = new(Record), make([]Step, 0, 4)
 			rg.recs = append(rg.recs, rec)
 		} else {
-			delete(rg.byKey, rg.recs[rg.next].Key)
-			rg.recs[rg.next] = rec
+			// The oldest record makes room, and its memory is the new
+			// one's: only the ring points to its records (readers get
+			// copies), and a busy account begins thousands a second.
+			rec = rg.recs[rg.next]
+			delete(rg.byKey, rec.Key)
 			rg.next = (rg.next + 1) % len(rg.recs)
+			steps = rec.Steps[:0]
 		}
+		*rec = Record{Key: k, At: s.At, Steps: steps}
 		rg.byKey[k] = rec
 	}
 	if sender.Name != "" || sender.ID != "" {
@@ -248,15 +256,20 @@ func (r *Recorder) add(k Key, sender msg.Sender, preview string, s Step) {
 	// Copied only for someone to read: most messages of a busy chat are
 	// neither followed nor stored.
 	var snapshot Record
-	if len(r.subs) > 0 || store != nil {
+	if r.full > 0 || store != nil {
 		snapshot = rec.clone()
 		if len(store) > 1 {
 			store = snapshot.Steps
 		}
 	}
-	for ch := range r.subs {
+	index := len(rec.Steps) - 1
+	for ch, light := range r.subs {
+		ev := Event{Record: snapshot, Step: s, Index: index}
+		if light {
+			ev.Record = Record{Key: rec.Key, At: rec.At}
+		}
 		select {
-		case ch <- Event{Record: snapshot, Step: s}:
+		case ch <- ev:
 		default: // a slow follower misses steps rather than slowing pincer
 		}
 	}
@@ -364,17 +377,34 @@ func (r *Recorder) Recent(limit int) []Record {
 // Subscribe follows new steps until ctx ends; a follower that falls more
 // than buffer steps behind misses steps.
 func (r *Recorder) Subscribe(ctx context.Context, buffer int) <-chan Event {
+	return r.subscribe(ctx, buffer, false)
+}
+
+// SubscribeLight is Subscribe for followers that count steps: each
+// event's Record carries only its Key and At, so following costs no copy
+// of the record.
+func (r *Recorder) SubscribeLight(ctx context.Context, buffer int) <-chan Event {
+	return r.subscribe(ctx, buffer, true)
+}
+
+func (r *Recorder) subscribe(ctx context.Context, buffer int, light bool) <-chan Event {
 	ch := make(chan Event, max(buffer, 1))
 	if r == nil {
 		close(ch)
 		return ch
 	}
 	r.mu.Lock()
-	r.subs[ch] = struct{}{}
+	r.subs[ch] = light
+	if !light {
+		r.full++
+	}
 	r.mu.Unlock()
 	context.AfterFunc(ctx, func() {
 		r.mu.Lock()
 		delete(r.subs, ch)
+		if !light {
+			r.full--
+		}
 		r.mu.Unlock()
 		close(ch)
 	})
