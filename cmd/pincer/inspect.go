@@ -236,4 +236,3 @@ func printRecord(w io.Writer, r trace.Record) {
 		fmt.Fprintf(w, "  %s  %-8s%s %s\n", s.At.Format("15:04:05.000"), s.Stage, verdict, s.Detail)
 	}
 }
-
