@@ -86,6 +86,11 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", opts.BusyTimeout.Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
+	// A 1 MiB page cache per connection (SQLite's default is 2 MiB):
+	// writes append to the ends of a few tables and indexes, whose pages
+	// stay cached, and the cache is memory outside Go's heap that a burst
+	// fills.
+	q.Add("_pragma", "cache_size(-1000)")
 	q.Add("_pragma", "foreign_keys(ON)")
 	// Checkpoints run in the background (see checkpoint.go).
 	q.Add("_pragma", "wal_autocheckpoint(0)")
