@@ -9,6 +9,7 @@ import (
 
 	"github.com/pincerbot/pincer/internal/channel/onebot/onebottest"
 	"github.com/pincerbot/pincer/internal/config"
+	"github.com/pincerbot/pincer/internal/trace"
 )
 
 const botQQ = 3300000001
@@ -284,7 +285,7 @@ func TestQQQuoteEndToEnd(t *testing.T) {
 	cfg.Channels.OneBot.WSURL = p.URL
 	cfg.Channels.OneBot.SelfID = "3300000001"
 	cfg.Channels.OneBot.Receive.History.Enabled = false
-	startGateway(t, cfg)
+	g := startGateway(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := p.Connected(ctx); err != nil {
@@ -308,6 +309,17 @@ func TestQQQuoteEndToEnd(t *testing.T) {
 	for _, want := range []string{"[引用 李四(10002) 于 ", " 的消息：转给你看[合并转发]", "\n  - 王五(10003) ", "：原来的话\n]\n这是什么"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("%q missing from\n%s", want, got)
+		}
+	}
+	// Its trace says what the resolution did and spent of its budgets.
+	rec := traceOf(t, ctx, g.url, "onebot:default:group:700000001", "60", "platform call")
+	for _, step := range rec.Steps {
+		if step.Stage == trace.StageQuote {
+			for _, want := range []string{"quoted message of 李四 resolved", "forwards: 1 of at most", "2 platform call(s) of at most", "characters"} {
+				if !strings.Contains(step.Detail, want) {
+					t.Errorf("quote step %q lacks %q", step.Detail, want)
+				}
+			}
 		}
 	}
 }

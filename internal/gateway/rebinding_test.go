@@ -52,6 +52,10 @@ func TestLoopbackGatewayRefusesReboundHosts(t *testing.T) {
 			{http.MethodGet, "/", ""},
 			{http.MethodGet, "/healthz", ""},
 			{http.MethodGet, "/metrics", ""},
+			{http.MethodGet, "/dashboard", ""},
+			{http.MethodGet, "/api/trace", ""},
+			{http.MethodGet, "/api/trace/stream", ""},
+			{http.MethodGet, "/api/dashboard/status", ""},
 		} {
 			code, body := asHost(t, g.url, r.method, r.path, host, r.body)
 			if code != http.StatusMisdirectedRequest || !strings.Contains(body, "gateway.allowedHosts") {

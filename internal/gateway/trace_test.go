@@ -113,3 +113,47 @@ func TestWhyItDidNotReplyEndToEnd(t *testing.T) {
 	}
 	traceOf(t, ctx, g.url, chat, "2", "a duplicate")
 }
+
+// TestDashboardAndTracesNeedTheGatewayToken: off loopback the dashboard,
+// the traces and their event stream answer only with the gateway token,
+// like the web chat.
+func TestDashboardAndTracesNeedTheGatewayToken(t *testing.T) {
+	cfg := config.Default()
+	cfg.Gateway.Token = "gateway-secret"
+	g := startExposed(t, cfg)
+	for _, path := range []string{"/dashboard", "/api/trace", "/api/trace?chat=onebot:default:group:1", "/api/dashboard/status", "/api/dashboard/chat?chat=webchat:default:direct:x", "/api/session"} {
+		res, err := http.Get(g.url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusUnauthorized {
+			t.Errorf("GET %s without the token: %d", path, res.StatusCode)
+		}
+	}
+	for _, path := range []string{"/dashboard", "/api/trace", "/api/dashboard/status"} {
+		req, _ := http.NewRequest(http.MethodGet, g.url+path, nil)
+		req.Header.Set("Authorization", "Bearer gateway-secret")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Errorf("GET %s with the token: %d", path, res.StatusCode)
+		}
+	}
+	// The event stream opens with the token and ends with the request.
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, g.url+"/api/trace/stream", nil)
+	req.Header.Set("Authorization", "Bearer gateway-secret")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != http.StatusOK || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
+		t.Errorf("stream: %d %q", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	cancel()
+	res.Body.Close()
+}
