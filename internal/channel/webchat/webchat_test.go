@@ -52,7 +52,6 @@ func startWith(t *testing.T, s setup) *env {
 	}
 	t.Cleanup(func() { st.Close() })
 	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
 	runner := agent.NewRunner(agent.Options{Providers: map[string]llm.Provider{fakeID: fakeModel{release: release}}, MaxTokens: 100, ContextTokens: 10000})
 	eng := engine.New(engine.Options{
 		Store: st, Runner: runner, Models: []llm.Ref{fakeRef}, System: func() string { return "You are pincer." },
@@ -82,6 +81,9 @@ func startWith(t *testing.T, s setup) *env {
 	}
 	srv.Start()
 	t.Cleanup(srv.Close)
+	// Replies the fake model keeps writing end first, so that closing the
+	// server does not wait for them.
+	t.Cleanup(func() { close(release) })
 	// Wait until Run has installed the backend.
 	for {
 		if _, err := webchattest.New(srv.URL).Session(); err == nil {
