@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/pincerbot/pincer/internal/msg"
 	"log/slog"
 	"slices"
 	"sort"
@@ -93,6 +94,21 @@ func (e *Engine) cmdCommands(_ context.Context, mc MsgContext, _ string) (string
 		}
 	}
 	return b.String(), nil
+}
+
+// Model names the model that answers peer of channel ch first: the
+// session's override (/model) or the configured primary; "" when none is
+// configured.
+func (e *Engine) Model(ctx context.Context, ch msg.ChannelID, peer msg.Peer) string {
+	key := e.SessionKey(msg.Message{Channel: ch, Peer: peer})
+	sess, err := e.opts.Store.Session(ctx, key)
+	if err != nil {
+		sess = store.Session{} // a new session answers with the configured chain
+	}
+	if chain := e.chain(sess); len(chain) > 0 {
+		return chain[0].String()
+	}
+	return ""
 }
 
 // chain returns the session's model chain: its override first, then the

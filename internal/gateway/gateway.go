@@ -107,6 +107,16 @@ func (b webchatBackend) History(ctx context.Context, ch msg.ChannelID, peer msg.
 	return b.engine.History(ctx, ch, peer)
 }
 
+var _ webchat.ModelNamer = webchatBackend{}
+
+// Model implements webchat.ModelNamer: the page shows the model that
+// answers the browser.
+func (b webchatBackend) Model(peer msg.Peer) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	return b.engine.Model(ctx, webchat.ID, peer)
+}
+
 // Run runs pincer until ctx ends, then shuts down: it stops accepting
 // connections, gives in-flight replies gateway.shutdownTimeoutMs to finish
 // (cutting and persisting them after that), and closes the store.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pincerbot/pincer/internal/channel/onebot/onebottest"
+	"github.com/pincerbot/pincer/internal/channel/webchat/webchattest"
 	"github.com/pincerbot/pincer/internal/config"
 	"github.com/pincerbot/pincer/internal/trace"
 )
@@ -156,4 +157,17 @@ func TestDashboardAndTracesNeedTheGatewayToken(t *testing.T) {
 	}
 	cancel()
 	res.Body.Close()
+}
+
+// TestWebChatNamesTheModel: the web chat's session names the model that
+// answers the browser, the configured primary.
+func TestWebChatNamesTheModel(t *testing.T) {
+	g := startGateway(t, withOpenAI("http://127.0.0.1:1"))
+	s, err := webchattest.New(g.url).Session()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s["model"] != "openai/gpt-4o-mini" {
+		t.Errorf("session %v: want model openai/gpt-4o-mini", s)
+	}
 }
