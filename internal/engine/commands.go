@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/pincerbot/pincer/internal/msg"
 	"log/slog"
 	"slices"
 	"sort"
@@ -15,6 +14,7 @@ import (
 	"github.com/pincerbot/pincer/internal/agent"
 	"github.com/pincerbot/pincer/internal/command"
 	"github.com/pincerbot/pincer/internal/llm"
+	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/store"
 )
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -169,5 +170,28 @@ func TestWebChatNamesTheModel(t *testing.T) {
 	}
 	if s["model"] != "openai/gpt-4o-mini" {
 		t.Errorf("session %v: want model openai/gpt-4o-mini", s)
+	}
+}
+
+// TestWebChatLinksToTheDashboard: the web chat's page links to the
+// dashboard, which the gateway serves there.
+func TestWebChatLinksToTheDashboard(t *testing.T) {
+	g := startGateway(t, config.Default())
+	res, err := http.Get(g.url + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if !strings.Contains(string(page), `href="dashboard"`) {
+		t.Fatal("the web chat page has no link to the dashboard")
+	}
+	res, err = http.Get(g.url + "/dashboard")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") {
+		t.Errorf("GET /dashboard: %d %s", res.StatusCode, res.Header.Get("Content-Type"))
 	}
 }
