@@ -358,6 +358,12 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	})
 	g.Go(func() error { return eng.Run(gctx) })
 	g.Go(func() error { pruneTraces(gctx, tracer, log); return nil })
+	g.Go(func() error {
+		if err := tracer.Run(gctx); err != nil {
+			log.Warn("storing traces failed", "err", err)
+		}
+		return nil
+	})
 	g.Go(func() error { return dash.Run(gctx) })
 	g.Go(func() error {
 		every := o.StoreProbeInterval

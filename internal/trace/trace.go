@@ -5,7 +5,8 @@
 // agent run, the delivery — adds a Step in words an operator can read.
 //
 // Records are kept in a bounded ring per account, can be followed live
-// (Subscribe) and, with a Store, are kept for a configurable time. Steps
+// (Subscribe) and, with a Store (and Run), are kept for a configurable
+// time. Steps
 // never hold secrets: they are written by pincer's own code from ids,
 // counts, rule names and a short preview of the message.
 package trace
@@ -101,15 +102,27 @@ type Event struct {
 	Index int  `json:"index"`
 }
 
-// Store keeps steps beyond the ring. AddStep must not wait for the disk.
+// Store keeps steps beyond the ring.
 type Store interface {
-	AddTraceStep(ctx context.Context, r Record, s Step) error
+	// AddTraceSteps keeps steps, each with its record's header (Key,
+	// Chat, Sender, Preview; no Steps). It must not wait for the disk.
+	AddTraceSteps(ctx context.Context, steps []Stored) error
 	// TraceRecords returns the records of chat, newest first, at most
 	// limit; only the one of id when id is not empty.
 	TraceRecords(ctx context.Context, chat string, id msg.MessageID, limit int) ([]Record, error)
 	// PruneTraces removes the steps recorded before t.
 	PruneTraces(ctx context.Context, before time.Time) error
 }
+
+// Stored is a step on its way to the store, with its record's header.
+type Stored struct {
+	Record Record
+	Step   Step
+}
+
+// flushEvery spaces the writes of stored steps: they go to the store in
+// batches, off the path of the messages they describe.
+const flushEvery = time.Second
 
 // Options configure a Recorder.
 type Options struct {
@@ -152,6 +165,8 @@ type Recorder struct {
 	// record with its key and time only.
 	subs map[chan Event]bool
 	full int // followers that are not light
+	// pending are the steps the next Flush stores.
+	pending []Stored
 }
 
 type ringKey struct {
@@ -244,23 +259,23 @@ func (r *Recorder) add(k Key, sender msg.Sender, preview string, s Step) {
 		rec.Preview = preview
 	}
 	rec.Steps = append(rec.Steps, s)
-	var store []Step
 	if r.opts.Store != nil {
 		switch {
 		case rec.stored:
-			store = []Step{s}
+			r.pending = append(r.pending, Stored{Record: rec.header(), Step: s})
 		case notable(s):
-			rec.stored, store = true, rec.Steps // the steps so far too
+			rec.stored = true
+			h := rec.header()
+			for _, st := range rec.Steps { // the steps so far too
+				r.pending = append(r.pending, Stored{Record: h, Step: st})
+			}
 		}
 	}
 	// Copied only for someone to read: most messages of a busy chat are
-	// neither followed nor stored.
+	// not followed.
 	var snapshot Record
-	if r.full > 0 || store != nil {
+	if r.full > 0 {
 		snapshot = rec.clone()
-		if len(store) > 1 {
-			store = snapshot.Steps
-		}
 	}
 	index := len(rec.Steps) - 1
 	for ch, light := range r.subs {
@@ -274,8 +289,52 @@ func (r *Recorder) add(k Key, sender msg.Sender, preview string, s Step) {
 		}
 	}
 	r.mu.Unlock()
-	for _, st := range store {
-		_ = r.opts.Store.AddTraceStep(context.Background(), snapshot, st)
+}
+
+// header is the record without its steps.
+func (rec *Record) header() Record {
+	h := Record{Key: rec.Key, At: rec.At, Sender: rec.Sender, Preview: rec.Preview}
+	if rec.senderName != "" || rec.senderID != "" {
+		h.Sender = senderText(rec.senderName, rec.senderID)
+	}
+	return h
+}
+
+// Flush hands the steps waiting for the store to it.
+func (r *Recorder) Flush(ctx context.Context) error {
+	if r == nil || r.opts.Store == nil {
+		return nil
+	}
+	r.mu.Lock()
+	batch := r.pending
+	r.pending = nil
+	r.mu.Unlock()
+	if len(batch) == 0 {
+		return nil
+	}
+	for i := range batch {
+		batch[i].Record.Chat = batch[i].Record.Key.Chat()
+	}
+	return r.opts.Store.AddTraceSteps(ctx, batch)
+}
+
+// Run stores steps every second until ctx ends, then stores what is left.
+func (r *Recorder) Run(ctx context.Context) error {
+	if r == nil || r.opts.Store == nil {
+		<-ctx.Done()
+		return nil
+	}
+	t := time.NewTicker(flushEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return r.Flush(context.WithoutCancel(ctx))
+		case <-t.C:
+			if err := r.Flush(ctx); err != nil {
+				return err
+			}
+		}
 	}
 }
 
@@ -305,6 +364,9 @@ func (r *Recorder) Get(ctx context.Context, k Key) (Record, bool, error) {
 	r.mu.Unlock()
 	if r.opts.Store == nil {
 		return Record{}, false, nil
+	}
+	if err := r.Flush(ctx); err != nil {
+		return Record{}, false, err
 	}
 	recs, err := r.opts.Store.TraceRecords(ctx, k.Chat(), k.ID, 1)
 	if err != nil || len(recs) == 0 {
@@ -336,6 +398,9 @@ func (r *Recorder) Chat(ctx context.Context, chat string, id msg.MessageID, limi
 	}
 	r.mu.Unlock()
 	if r.opts.Store != nil && len(out) < limit {
+		if err := r.Flush(ctx); err != nil {
+			return nil, err
+		}
 		stored, err := r.opts.Store.TraceRecords(ctx, chat, id, limit)
 		if err != nil {
 			return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -118,6 +119,68 @@ func TestStepsAreTimed(t *testing.T) {
 		rec, _, _ := r.Get(context.Background(), KeyOf(m))
 		if got := rec.Steps[1].At.Sub(rec.Steps[0].At); got != time.Second {
 			t.Errorf("steps %s apart, want 1s", got)
+		}
+	})
+}
+
+// memStore is a trace.Store in memory.
+type memStore struct {
+	mu    sync.Mutex
+	steps []Stored
+}
+
+func (m *memStore) AddTraceSteps(_ context.Context, steps []Stored) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.steps = append(m.steps, steps...)
+	return nil
+}
+
+func (m *memStore) TraceRecords(context.Context, string, msg.MessageID, int) ([]Record, error) {
+	return nil, nil
+}
+
+func (m *memStore) PruneTraces(context.Context, time.Time) error { return nil }
+
+func (m *memStore) count() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.steps)
+}
+
+// TestStepsAreStoredInBatches: the steps of a message something happened
+// to reach the store every second, all of them with their record's
+// header, and what is left when Run ends; chatter never does.
+func TestStepsAreStoredInBatches(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := &memStore{}
+		r := New(Options{Store: st, Keep: time.Hour})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- r.Run(ctx) }()
+		chatter, asked := message("1"), message("2")
+		r.Begin(chatter)
+		r.Step(KeyOf(chatter), StageTrigger, "not triggered", "no @ of the bot")
+		r.Begin(asked)
+		r.Step(KeyOf(asked), StageTrigger, "triggered", "an @ of the bot")
+		if st.count() != 0 {
+			t.Fatal("stored at once, on the message's path")
+		}
+		time.Sleep(flushEvery)
+		synctest.Wait()
+		if st.count() != 2 {
+			t.Fatalf("%d steps stored after a second, want the asked message's 2", st.count())
+		}
+		if h := st.steps[0]; h.Record.Chat != "onebot:default:group:100" || h.Record.Sender != "小明 (7)" || h.Step.Stage != StageReceive {
+			t.Errorf("stored step %+v", h)
+		}
+		r.Step(KeyOf(asked), StageDeliver, "sent", "1 message(s) sent")
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if st.count() != 3 {
+			t.Errorf("%d steps stored when Run ended, want 3", st.count())
 		}
 	})
 }

@@ -15,17 +15,36 @@ var _ trace.Store = (*DB)(nil)
 
 const qTraceStep = `INSERT INTO trace_steps (chat, msg, key, sender, preview, at, stage, outcome, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
-// AddTraceStep implements trace.Store: the step is written by the
-// writer's next batch, without waiting for it.
-func (d *DB) AddTraceStep(ctx context.Context, r trace.Record, s trace.Step) error {
-	key, err := json.Marshal(r.Key)
-	if err != nil {
-		return fmt.Errorf("trace step: %w", err)
+// AddTraceSteps implements trace.Store: the steps are written by one job
+// of the writer's next batch, without waiting for it.
+func (d *DB) AddTraceSteps(ctx context.Context, steps []trace.Stored) error {
+	type row struct {
+		key string
+		st  trace.Stored
+	}
+	rows := make([]row, 0, len(steps))
+	keys := map[trace.Key]string{}
+	for _, st := range steps {
+		key, ok := keys[st.Record.Key]
+		if !ok {
+			b, err := json.Marshal(st.Record.Key)
+			if err != nil {
+				return fmt.Errorf("trace steps: %w", err)
+			}
+			key = string(b)
+			keys[st.Record.Key] = key
+		}
+		rows = append(rows, row{key, st})
 	}
 	return d.w.post(func(tx *sql.Conn) error {
-		_, err := d.exec(ctx, tx, qTraceStep, r.Chat, string(r.Key.ID), string(key), r.Sender, r.Preview, millis(s.At), s.Stage, s.Outcome, s.Detail)
-		return err
-	}, false)
+		for _, r := range rows {
+			rec, s := r.st.Record, r.st.Step
+			if _, err := d.exec(ctx, tx, qTraceStep, rec.Chat, string(rec.Key.ID), r.key, rec.Sender, rec.Preview, millis(s.At), s.Stage, s.Outcome, s.Detail); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, true)
 }
 
 // TraceRecords implements trace.Store.

@@ -31,6 +31,12 @@ func TestTracesOfNotableMessagesAreStored(t *testing.T) {
 	rec.Step(trace.KeyOf(asked), trace.StageTrigger, "triggered", "an @ of the bot")
 	rec.Step(trace.KeyOf(asked), trace.StageDeliver, "sent", "1 message(s) sent (55)")
 	chat := trace.KeyOf(asked).Chat()
+	if got, err := d.TraceRecords(ctx, chat, "", 10); err != nil || len(got) != 0 {
+		t.Fatalf("stored before the recorder flushed: %+v %v", got, err)
+	}
+	if err := rec.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
 	got, err := d.TraceRecords(ctx, chat, "", 10)
 	if err != nil {
 		t.Fatal(err)
