@@ -102,27 +102,21 @@ type Event struct {
 	Index int  `json:"index"`
 }
 
-// Store keeps steps beyond the ring.
+// Store keeps records beyond the ring.
 type Store interface {
-	// AddTraceSteps keeps steps, each with its record's header (Key,
-	// Chat, Sender, Preview; no Steps). It must not wait for the disk.
-	AddTraceSteps(ctx context.Context, steps []Stored) error
+	// AddTraceRecords keeps records, replacing what it kept of the same
+	// messages. It must not wait for the disk.
+	AddTraceRecords(ctx context.Context, recs []Record) error
 	// TraceRecords returns the records of chat, newest first, at most
 	// limit; only the one of id when id is not empty.
 	TraceRecords(ctx context.Context, chat string, id msg.MessageID, limit int) ([]Record, error)
-	// PruneTraces removes the steps recorded before t.
+	// PruneTraces removes the records begun before t.
 	PruneTraces(ctx context.Context, before time.Time) error
 }
 
-// Stored is a step on its way to the store, with its record's header.
-type Stored struct {
-	Record Record
-	Step   Step
-}
-
-// flushEvery spaces the writes of stored steps: they go to the store in
+// flushEvery spaces the writes of records to the store: they go in small
 // batches, off the path of the messages they describe.
-const flushEvery = time.Second
+const flushEvery = 200 * time.Millisecond
 
 // Options configure a Recorder.
 type Options struct {
@@ -130,19 +124,23 @@ type Options struct {
 	// DefaultPerAccount when zero.
 	PerAccount int
 	// Store, when set, keeps for Keep the records of messages something
-	// happened to: answered, dropped, commands. The chatter that triggered
-	// nothing, most of a busy group's messages, is kept in memory only.
+	// happened to (see settles): answered, dropped, commands. The chatter
+	// that triggered nothing, most of a busy group's messages, is kept in
+	// memory only.
 	Store Store
 	Keep  time.Duration
 }
 
-// notable reports whether a step makes its record worth storing.
-func notable(s Step) bool {
+// settles reports whether a step settles its record's fate, so that the
+// record is worth storing: a reply sent or not, a drop, a command. The
+// chatter that triggered nothing is never stored; a stored record is
+// stored again with each later step.
+func settles(s Step) bool {
 	switch s.Stage {
-	case StageReceive, StageCommand, StageWindow, StageQuote, StageForward, StageAgent, StageDeliver:
-		return s.Outcome != "" || s.Stage != StageReceive
-	case StageTrigger:
-		return s.Outcome == "triggered"
+	case StageDeliver, StageCommand:
+		return s.Outcome != ""
+	case StageReceive:
+		return s.Outcome == "dropped"
 	}
 	return false
 }
@@ -165,8 +163,9 @@ type Recorder struct {
 	// record with its key and time only.
 	subs map[chan Event]bool
 	full int // followers that are not light
-	// pending are the steps the next Flush stores.
-	pending []Stored
+	// pending are the records the next Flush stores, copied when a step
+	// settled them or came after.
+	pending []Record
 }
 
 type ringKey struct {
@@ -259,17 +258,9 @@ func (r *Recorder) add(k Key, sender msg.Sender, preview string, s Step) {
 		rec.Preview = preview
 	}
 	rec.Steps = append(rec.Steps, s)
-	if r.opts.Store != nil {
-		switch {
-		case rec.stored:
-			r.pending = append(r.pending, Stored{Record: rec.header(), Step: s})
-		case notable(s):
-			rec.stored = true
-			h := rec.header()
-			for _, st := range rec.Steps { // the steps so far too
-				r.pending = append(r.pending, Stored{Record: h, Step: st})
-			}
-		}
+	if r.opts.Store != nil && (rec.stored || settles(s)) {
+		rec.stored = true
+		r.pending = append(r.pending, rec.clone())
 	}
 	// Copied only for someone to read: most messages of a busy chat are
 	// not followed.
@@ -291,16 +282,8 @@ func (r *Recorder) add(k Key, sender msg.Sender, preview string, s Step) {
 	r.mu.Unlock()
 }
 
-// header is the record without its steps.
-func (rec *Record) header() Record {
-	h := Record{Key: rec.Key, At: rec.At, Sender: rec.Sender, Preview: rec.Preview}
-	if rec.senderName != "" || rec.senderID != "" {
-		h.Sender = senderText(rec.senderName, rec.senderID)
-	}
-	return h
-}
-
-// Flush hands the steps waiting for the store to it.
+// Flush hands the records waiting for the store to it, the latest copy
+// of each.
 func (r *Recorder) Flush(ctx context.Context) error {
 	if r == nil || r.opts.Store == nil {
 		return nil
@@ -312,13 +295,21 @@ func (r *Recorder) Flush(ctx context.Context) error {
 	if len(batch) == 0 {
 		return nil
 	}
-	for i := range batch {
-		batch[i].Record.Chat = batch[i].Record.Key.Chat()
+	latest := make(map[Key]int, len(batch))
+	out := batch[:0]
+	for _, rec := range batch {
+		if i, ok := latest[rec.Key]; ok {
+			out[i] = rec
+			continue
+		}
+		latest[rec.Key] = len(out)
+		out = append(out, rec)
 	}
-	return r.opts.Store.AddTraceSteps(ctx, batch)
+	return r.opts.Store.AddTraceRecords(ctx, out)
 }
 
-// Run stores steps every second until ctx ends, then stores what is left.
+// Run stores records every flushEvery until ctx ends, then stores what
+// is left.
 func (r *Recorder) Run(ctx context.Context) error {
 	if r == nil || r.opts.Store == nil {
 		<-ctx.Done()

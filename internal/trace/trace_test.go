@@ -126,13 +126,15 @@ func TestStepsAreTimed(t *testing.T) {
 // memStore is a trace.Store in memory.
 type memStore struct {
 	mu    sync.Mutex
-	steps []Stored
+	recs  []Record
+	calls int
 }
 
-func (m *memStore) AddTraceSteps(_ context.Context, steps []Stored) error {
+func (m *memStore) AddTraceRecords(_ context.Context, recs []Record) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.steps = append(m.steps, steps...)
+	m.recs = append(m.recs, recs...)
+	m.calls++
 	return nil
 }
 
@@ -142,16 +144,17 @@ func (m *memStore) TraceRecords(context.Context, string, msg.MessageID, int) ([]
 
 func (m *memStore) PruneTraces(context.Context, time.Time) error { return nil }
 
-func (m *memStore) count() int {
+func (m *memStore) stored() []Record {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return len(m.steps)
+	return append([]Record(nil), m.recs...)
 }
 
-// TestStepsAreStoredInBatches: the steps of a message something happened
-// to reach the store every second, all of them with their record's
-// header, and what is left when Run ends; chatter never does.
-func TestStepsAreStoredInBatches(t *testing.T) {
+// TestSettledRecordsAreStoredInBatches: a message whose fate is settled
+// (a reply sent, a drop) reaches the store at the next flush, whole and
+// once however many steps came since; a step after that stores it again;
+// chatter never reaches it; Run stores what is left when it ends.
+func TestSettledRecordsAreStoredInBatches(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := &memStore{}
 		r := New(Options{Store: st, Keep: time.Hour})
@@ -163,24 +166,24 @@ func TestStepsAreStoredInBatches(t *testing.T) {
 		r.Step(KeyOf(chatter), StageTrigger, "not triggered", "no @ of the bot")
 		r.Begin(asked)
 		r.Step(KeyOf(asked), StageTrigger, "triggered", "an @ of the bot")
-		if st.count() != 0 {
+		r.Step(KeyOf(asked), StageDeliver, "sent", "1 message(s) sent (9)")
+		r.Step(KeyOf(asked), StageReceive, "dropped", "a duplicate")
+		if len(st.stored()) != 0 {
 			t.Fatal("stored at once, on the message's path")
 		}
 		time.Sleep(flushEvery)
 		synctest.Wait()
-		if st.count() != 2 {
-			t.Fatalf("%d steps stored after a second, want the asked message's 2", st.count())
+		got := st.stored()
+		if len(got) != 1 || got[0].Key != KeyOf(asked) || len(got[0].Steps) != 4 || got[0].Chat != "onebot:default:group:100" || got[0].Sender != "小明 (7)" {
+			t.Fatalf("stored %+v", got)
 		}
-		if h := st.steps[0]; h.Record.Chat != "onebot:default:group:100" || h.Record.Sender != "小明 (7)" || h.Step.Stage != StageReceive {
-			t.Errorf("stored step %+v", h)
-		}
-		r.Step(KeyOf(asked), StageDeliver, "sent", "1 message(s) sent")
+		r.Step(KeyOf(asked), StageReceive, "dropped", "a duplicate again")
 		cancel()
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
-		if st.count() != 3 {
-			t.Errorf("%d steps stored when Run ended, want 3", st.count())
+		if got := st.stored(); len(got) != 2 || len(got[1].Steps) != 5 {
+			t.Errorf("after Run ended: %+v", got)
 		}
 	})
 }

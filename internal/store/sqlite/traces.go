@@ -13,33 +13,31 @@ import (
 
 var _ trace.Store = (*DB)(nil)
 
-const qTraceStep = `INSERT INTO trace_steps (chat, msg, key, sender, preview, at, stage, outcome, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+const qTraceRecord = `INSERT INTO traces (chat, msg, key, sender, preview, at, steps) VALUES (?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT (chat, msg) DO UPDATE SET sender = excluded.sender, preview = excluded.preview, steps = excluded.steps`
 
-// AddTraceSteps implements trace.Store: the steps are written by one job
-// of the writer's next batch, without waiting for it.
-func (d *DB) AddTraceSteps(ctx context.Context, steps []trace.Stored) error {
+// AddTraceRecords implements trace.Store: the records are written by one
+// job of the writer's next batch, without waiting for it.
+func (d *DB) AddTraceRecords(ctx context.Context, recs []trace.Record) error {
 	type row struct {
-		key string
-		st  trace.Stored
+		rec        trace.Record
+		key, steps string
 	}
-	rows := make([]row, 0, len(steps))
-	keys := map[trace.Key]string{}
-	for _, st := range steps {
-		key, ok := keys[st.Record.Key]
-		if !ok {
-			b, err := json.Marshal(st.Record.Key)
-			if err != nil {
-				return fmt.Errorf("trace steps: %w", err)
-			}
-			key = string(b)
-			keys[st.Record.Key] = key
+	rows := make([]row, 0, len(recs))
+	for _, r := range recs {
+		key, err := json.Marshal(r.Key)
+		if err != nil {
+			return fmt.Errorf("trace of %s: %w", r.Key.ID, err)
 		}
-		rows = append(rows, row{key, st})
+		steps, err := json.Marshal(r.Steps)
+		if err != nil {
+			return fmt.Errorf("trace of %s: %w", r.Key.ID, err)
+		}
+		rows = append(rows, row{r, string(key), string(steps)})
 	}
 	return d.w.post(func(tx *sql.Conn) error {
 		for _, r := range rows {
-			rec, s := r.st.Record, r.st.Step
-			if _, err := d.exec(ctx, tx, qTraceStep, rec.Chat, string(rec.Key.ID), r.key, rec.Sender, rec.Preview, millis(s.At), s.Stage, s.Outcome, s.Detail); err != nil {
+			if _, err := d.exec(ctx, tx, qTraceRecord, r.rec.Chat, string(r.rec.Key.ID), r.key, r.rec.Sender, r.rec.Preview, millis(r.rec.At), r.steps); err != nil {
 				return err
 			}
 		}
@@ -52,56 +50,39 @@ func (d *DB) TraceRecords(ctx context.Context, chat string, id msg.MessageID, li
 	if limit <= 0 {
 		limit = 50
 	}
-	// The newest messages of the chat first, then all their steps.
-	q := `SELECT msg, key, sender, preview, at, stage, outcome, detail FROM trace_steps
-		WHERE chat = ? AND msg IN (SELECT msg FROM trace_steps WHERE chat = ? GROUP BY msg ORDER BY max(id) DESC LIMIT ?)
-		ORDER BY id`
-	args := []any{chat, chat, limit}
+	q := `SELECT key, sender, preview, at, steps FROM traces WHERE chat = ? ORDER BY at DESC LIMIT ?`
+	args := []any{chat, limit}
 	if id != "" {
-		q = `SELECT msg, key, sender, preview, at, stage, outcome, detail FROM trace_steps WHERE chat = ? AND msg = ? ORDER BY id`
+		q = `SELECT key, sender, preview, at, steps FROM traces WHERE chat = ? AND msg = ?`
 		args = []any{chat, string(id)}
 	}
-	byMsg := map[string]*trace.Record{}
-	var order []string
+	var out []trace.Record
 	err := d.each(ctx, q, args, func(rows *sql.Rows) error {
-		var m, key, sender, preview string
+		var key, steps string
 		var at int64
-		var s trace.Step
-		if err := rows.Scan(&m, &key, &sender, &preview, &at, &s.Stage, &s.Outcome, &s.Detail); err != nil {
+		rec := trace.Record{Chat: chat}
+		if err := rows.Scan(&key, &rec.Sender, &rec.Preview, &at, &steps); err != nil {
 			return err
 		}
-		s.At = fromMillis(at)
-		rec := byMsg[m]
-		if rec == nil {
-			rec = &trace.Record{Chat: chat, At: s.At}
-			if err := json.Unmarshal([]byte(key), &rec.Key); err != nil {
-				return fmt.Errorf("trace key %q: %w", key, err)
-			}
-			byMsg[m] = rec
-			order = append(order, m)
+		rec.At = fromMillis(at)
+		if err := json.Unmarshal([]byte(key), &rec.Key); err != nil {
+			return fmt.Errorf("trace key %q: %w", key, err)
 		}
-		if sender != "" {
-			rec.Sender = sender
+		if err := json.Unmarshal([]byte(steps), &rec.Steps); err != nil {
+			return fmt.Errorf("trace steps of %s: %w", rec.Key.ID, err)
 		}
-		if preview != "" {
-			rec.Preview = preview
-		}
-		rec.Steps = append(rec.Steps, s)
+		out = append(out, rec)
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("traces of %s: %w", chat, err)
-	}
-	out := make([]trace.Record, 0, len(order))
-	for i := len(order) - 1; i >= 0; i-- {
-		out = append(out, *byMsg[order[i]])
 	}
 	return out, nil
 }
 
 // PruneTraces implements trace.Store.
 func (d *DB) PruneTraces(ctx context.Context, before time.Time) error {
-	if _, err := d.exec(ctx, nil, `DELETE FROM trace_steps WHERE at < ?`, millis(before)); err != nil {
+	if _, err := d.exec(ctx, nil, `DELETE FROM traces WHERE at < ?`, millis(before)); err != nil {
 		return fmt.Errorf("prune traces: %w", err)
 	}
 	return nil

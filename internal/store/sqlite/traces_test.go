@@ -47,8 +47,16 @@ func TestTracesOfNotableMessagesAreStored(t *testing.T) {
 	if steps := got[0].Steps; len(steps) != 3 || steps[0].Stage != trace.StageReceive || steps[2].Detail != "1 message(s) sent (55)" {
 		t.Errorf("stored steps %+v", steps)
 	}
+	// A later step replaces the stored record.
+	rec.Step(trace.KeyOf(asked), trace.StageReceive, "dropped", "a duplicate")
+	if err := rec.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := d.TraceRecords(ctx, chat, "", 10); err != nil || len(again) != 1 || len(again[0].Steps) != 4 {
+		t.Errorf("after one more step: %+v %v", again, err)
+	}
 	one, err := d.TraceRecords(ctx, chat, "2", 1)
-	if err != nil || len(one) != 1 || one[0].Outcome() != "sent" {
+	if err != nil || len(one) != 1 || one[0].Outcome() != "dropped" {
 		t.Errorf("by id: %+v %v", one, err)
 	}
 	if err := d.PruneTraces(ctx, time.Now().Add(time.Minute)); err != nil {
