@@ -57,7 +57,7 @@ func (d *Dashboard) serveStatus(w http.ResponseWriter, r *http.Request) {
 	st.Config.Warnings = orEmpty(st.Config.Warnings)
 	st.Config.Errors = orEmpty(st.Config.Errors)
 	now := time.Now()
-	writeJSON(w, http.StatusOK, StatusView{Status: st, Title: d.opts.Title, Now: now, Rates: d.rates.series(now)})
+	writeJSON(w, http.StatusOK, StatusView{Status: st, Title: d.opts.Title, Now: now, Rates: series(d.opts.Recorder, now)})
 }
 
 func (d *Dashboard) serveChat(w http.ResponseWriter, r *http.Request) {

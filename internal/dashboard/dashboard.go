@@ -18,7 +18,6 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
-	"time"
 
 	"github.com/pincerbot/pincer/internal/trace"
 )
@@ -47,7 +46,6 @@ type Dashboard struct {
 	log    *slog.Logger
 	page   *template.Template
 	static http.Handler
-	rates  rates
 
 	// stopped is closed when Run returns, ending open event streams so a
 	// server shutdown does not wait for them.
@@ -85,28 +83,11 @@ func New(o Options) (*Dashboard, error) {
 	}, nil
 }
 
-// Run counts messages and replies for the rate chart until ctx ends; then
-// it ends the open event streams. What the recorder holds when Run starts
-// is counted too. Call it once.
+// Run serves until ctx ends, then ends the open event streams (so a
+// server shutdown does not wait for them). Call it once.
 func (d *Dashboard) Run(ctx context.Context) error {
 	defer d.stopOnce.Do(func() { close(d.stopped) })
-	events := d.opts.Recorder.SubscribeLight(ctx, 1024)
-	// Steps both in the records taken now and among the events (added
-	// between Subscribe and Recent) are counted once.
-	counted := d.rates.seed(d.opts.Recorder.Recent(0))
-	forget := time.Now().Add(RateSpan)
-	for ev := range events {
-		if counted != nil {
-			if n, ok := counted[ev.Record.Key]; ok && ev.Index < n {
-				continue
-			}
-			if ev.Step.At.After(forget) {
-				counted = nil // all it held has left the chart
-			}
-		}
-		d.rates.add(ev)
-	}
-	<-ctx.Done() // a nil recorder's stream is closed at once
+	<-ctx.Done()
 	return nil
 }
 

@@ -159,13 +159,59 @@ type Recorder struct {
 
 	mu    sync.Mutex
 	rings map[ringKey]*ring
-	// subs are the followers; a light one (true) gets each event's
-	// record with its key and time only.
+	// subs are the followers of new steps.
 	subs map[chan Event]bool
-	full int // followers that are not light
 	// pending are the records the next Flush stores, copied when a step
 	// settled them or came after.
 	pending []Record
+	// counts are the messages begun and replies sent per CountBucket.
+	counts [countBuckets]countBucket
+}
+
+// Counts: messages begun and replies sent are counted per CountBucket,
+// over the last CountSpan.
+const (
+	CountBucket  = 10 * time.Second
+	CountSpan    = 10 * time.Minute
+	countBuckets = int(CountSpan / CountBucket)
+)
+
+type countBucket struct {
+	n                 int64 // the bucket's number since the epoch
+	messages, replies int
+}
+
+// count adds to the bucket of t; r.mu is held.
+func (r *Recorder) count(t time.Time, messages, replies int) {
+	n := t.UnixNano() / int64(CountBucket)
+	b := &r.counts[(n%int64(countBuckets)+int64(countBuckets))%int64(countBuckets)]
+	if b.n != n {
+		*b = countBucket{n: n}
+	}
+	b.messages += messages
+	b.replies += replies
+}
+
+// Counts returns, oldest first, the messages begun (a record started) and
+// the replies sent (deliver steps with the outcome "sent"; one for a
+// delivery StepAll records on several messages) in each CountBucket of
+// the CountSpan that ends with the bucket holding now, and the start of
+// the first bucket.
+func (r *Recorder) Counts(now time.Time) (start time.Time, messages, replies []int) {
+	last := now.UnixNano() / int64(CountBucket)
+	first := last - int64(countBuckets-1)
+	messages, replies = make([]int, countBuckets), make([]int, countBuckets)
+	if r != nil {
+		r.mu.Lock()
+		for i := range countBuckets {
+			n := first + int64(i)
+			if b := r.counts[(n%int64(countBuckets)+int64(countBuckets))%int64(countBuckets)]; b.n == n {
+				messages[i], replies[i] = b.messages, b.replies
+			}
+		}
+		r.mu.Unlock()
+	}
+	return time.Unix(0, first*int64(CountBucket)).UTC(), messages, replies
 }
 
 type ringKey struct {
@@ -220,14 +266,25 @@ func (r *Recorder) Step(k Key, stage, outcome, detail string) {
 // StepAll adds the same step to the records of several messages (the
 // messages one turn answers).
 func (r *Recorder) StepAll(keys []Key, stage, outcome, detail string) {
-	for _, k := range keys {
-		r.Step(k, stage, outcome, detail)
+	if r == nil {
+		return
+	}
+	for i, k := range keys {
+		r.addCounted(k, msg.Sender{}, "", Step{Stage: stage, Outcome: outcome, Detail: detail}, i == 0)
 	}
 }
 
 func (r *Recorder) add(k Key, sender msg.Sender, preview string, s Step) {
+	r.addCounted(k, sender, preview, s, true)
+}
+
+// addCounted adds s; a sent delivery counts as a reply when countReply.
+func (r *Recorder) addCounted(k Key, sender msg.Sender, preview string, s Step, countReply bool) {
 	s.At = r.now()
 	r.mu.Lock()
+	if countReply && s.Stage == StageDeliver && s.Outcome == "sent" {
+		r.count(s.At, 0, 1)
+	}
 	rg := r.rings[ringKey{k.Channel, k.Account}]
 	if rg == nil {
 		rg = &ring{byKey: map[Key]*Record{}}
@@ -250,6 +307,7 @@ func (r *Recorder) add(k Key, sender msg.Sender, preview string, s Step) {
 		}
 		*rec = Record{Key: k, At: s.At, Steps: steps}
 		rg.byKey[k] = rec
+		r.count(s.At, 1, 0)
 	}
 	if sender.Name != "" || sender.ID != "" {
 		rec.senderName, rec.senderID = sender.Name, string(sender.ID)
@@ -265,17 +323,13 @@ func (r *Recorder) add(k Key, sender msg.Sender, preview string, s Step) {
 	// Copied only for someone to read: most messages of a busy chat are
 	// not followed.
 	var snapshot Record
-	if r.full > 0 {
+	if len(r.subs) > 0 {
 		snapshot = rec.clone()
 	}
 	index := len(rec.Steps) - 1
-	for ch, light := range r.subs {
-		ev := Event{Record: snapshot, Step: s, Index: index}
-		if light {
-			ev.Record = Record{Key: rec.Key, At: rec.At}
-		}
+	for ch := range r.subs {
 		select {
-		case ch <- ev:
+		case ch <- Event{Record: snapshot, Step: s, Index: index}:
 		default: // a slow follower misses steps rather than slowing pincer
 		}
 	}
@@ -433,34 +487,17 @@ func (r *Recorder) Recent(limit int) []Record {
 // Subscribe follows new steps until ctx ends; a follower that falls more
 // than buffer steps behind misses steps.
 func (r *Recorder) Subscribe(ctx context.Context, buffer int) <-chan Event {
-	return r.subscribe(ctx, buffer, false)
-}
-
-// SubscribeLight is Subscribe for followers that count steps: each
-// event's Record carries only its Key and At, so following costs no copy
-// of the record.
-func (r *Recorder) SubscribeLight(ctx context.Context, buffer int) <-chan Event {
-	return r.subscribe(ctx, buffer, true)
-}
-
-func (r *Recorder) subscribe(ctx context.Context, buffer int, light bool) <-chan Event {
 	ch := make(chan Event, max(buffer, 1))
 	if r == nil {
 		close(ch)
 		return ch
 	}
 	r.mu.Lock()
-	r.subs[ch] = light
-	if !light {
-		r.full++
-	}
+	r.subs[ch] = true
 	r.mu.Unlock()
 	context.AfterFunc(ctx, func() {
 		r.mu.Lock()
 		delete(r.subs, ch)
-		if !light {
-			r.full--
-		}
 		r.mu.Unlock()
 		close(ch)
 	})
