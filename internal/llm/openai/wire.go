@@ -110,6 +110,20 @@ func (p *Provider) body(req llm.Request) chatRequest {
 	return body
 }
 
+// bodySize estimates the encoded size of req's body: its texts, with
+// room for the JSON around them and the escapes in them.
+func bodySize(req llm.Request) int {
+	n := 256 + len(req.System) + len(req.Model)
+	for _, m := range req.Messages {
+		n += 64 + len(m.Text)
+		for _, c := range m.ToolCalls {
+			n += 96 + len(c.Name) + len(c.Arguments)
+		}
+	}
+	n += 512 * len(req.Tools)
+	return n + n/8
+}
+
 // chunk is the part of a streamed chat.completion.chunk the provider
 // reads.
 type chunk struct {
@@ -144,8 +158,9 @@ func (c *chunk) UnmarshalJSON(data []byte) error {
 // stream, as Chat.Completions.NewStreaming would.
 func (p *Provider) newStreaming(ctx context.Context, req llm.Request) *ssestream.Stream[chunk] {
 	// Not recycled: the transport may still be writing a body after the
-	// response arrived.
+	// response arrived. Sized once, from the texts it carries.
 	var buf bytes.Buffer
+	buf.Grow(bodySize(req))
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	var raw *http.Response
@@ -155,5 +170,5 @@ func (p *Provider) newStreaming(ctx context.Context, req llm.Request) *ssestream
 	} else {
 		err = p.client.Execute(ctx, http.MethodPost, "chat/completions", buf.Bytes(), &raw)
 	}
-	return ssestream.NewStream[chunk](ssestream.NewDecoder(raw), err)
+	return ssestream.NewStream[chunk](newSSEDecoder(raw), err)
 }
