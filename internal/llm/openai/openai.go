@@ -83,8 +83,13 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Ev
 		defer stream.Close()
 		var finish string
 		var calls []llm.ToolCall // by stream index
+		var usage llm.Usage
 		for stream.Next() {
-			for _, c := range stream.Current().Choices {
+			cur := stream.Current()
+			if u := cur.Usage; u != nil {
+				usage = llm.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
+			}
+			for _, c := range cur.Choices {
 				for _, tc := range c.Delta.ToolCalls {
 					if tc.Index < 0 || tc.Index >= maxToolCalls {
 						yield(llm.Event{}, llm.HTTPError(p.id, req.Model, 0, nil, "api_error",
@@ -128,7 +133,7 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Ev
 				return
 			}
 		}
-		yield(llm.Event{Kind: llm.EventDone, StopReason: finish}, nil)
+		yield(llm.Event{Kind: llm.EventDone, StopReason: finish, Usage: usage}, nil)
 	}
 }
 

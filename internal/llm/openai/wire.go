@@ -140,6 +140,12 @@ type chunk struct {
 		} `json:"delta"`
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
+	// Usage comes in a last chunk from servers that send it (OpenAI only
+	// when asked; DeepSeek, Qwen and others always).
+	Usage *struct {
+		PromptTokens     int64 `json:"prompt_tokens"`
+		CompletionTokens int64 `json:"completion_tokens"`
+	} `json:"usage"`
 }
 
 // UnmarshalJSON decodes a chunk leniently, as the SDK does: a field of an

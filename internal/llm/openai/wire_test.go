@@ -133,10 +133,12 @@ func TestChunksOfOddServersAreReadLeniently(t *testing.T) {
 		`{"id":7,"choices":[{"finish_reason":false,"index":0,"delta":{"content":"案"}}]}`,
 		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"now","arguments":""}}]}}]}`,
 		`{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
+		`{"choices":[],"usage":{"prompt_tokens":120,"completion_tokens":7,"total_tokens":127}}`,
 		`[DONE]`)
 	var calls []llm.ToolCall
 	var text, reasoning string
 	var stop string
+	var usage llm.Usage
 	for ev, err := range p.Stream(t.Context(), llm.Request{Model: "m", Messages: []llm.Message{{Role: llm.RoleUser, Text: "x"}}}) {
 		if err != nil {
 			t.Fatal(err)
@@ -149,10 +151,13 @@ func TestChunksOfOddServersAreReadLeniently(t *testing.T) {
 		case llm.EventToolCall:
 			calls = append(calls, ev.ToolCall)
 		case llm.EventDone:
-			stop = ev.StopReason
+			stop, usage = ev.StopReason, ev.Usage
 		}
 	}
 	want := []llm.ToolCall{{ID: "c1", Name: "now", Arguments: "{}"}}
+	if usage != (llm.Usage{InputTokens: 120, OutputTokens: 7}) {
+		t.Errorf("usage %+v: the server's last chunk said 120 in, 7 out", usage)
+	}
 	if text != "答案" || reasoning != "想一想" || stop != "tool_calls" || !cmp.Equal(calls, want) {
 		t.Errorf("text %q, reasoning %q, stop %q, calls %+v", text, reasoning, stop, calls)
 	}
