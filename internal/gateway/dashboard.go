@@ -36,8 +36,10 @@ var _ dashboard.Source = (*dashboardSource)(nil)
 
 // Status implements dashboard.Source.
 func (s *dashboardSource) Status(context.Context) dashboard.Status {
+	// The configuration passed its check to start at all; what the check
+	// warned of stays true while pincer runs.
 	st := dashboard.Status{Version: s.version, Started: s.started,
-		Config: dashboard.ConfigCheck{OK: true, Warnings: s.warnings, Errors: []string{}}}
+		Config: dashboard.ConfigCheck{OK: true, Warnings: append([]string{}, s.warnings...), Errors: []string{}}}
 	if s.qq != nil {
 		for _, id := range slices.Sorted(maps.Keys(s.qq.tools)) {
 			a := s.qq.tools[id]

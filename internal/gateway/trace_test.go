@@ -195,3 +195,30 @@ func TestWebChatLinksToTheDashboard(t *testing.T) {
 		t.Errorf("GET /dashboard: %d %s", res.StatusCode, res.Header.Get("Content-Type"))
 	}
 }
+
+// TestDashboardShowsTheConfigCheck: what `pincer config check` warns of
+// (here a keyword that is not a valid regular expression) shows on the
+// dashboard's status.
+func TestDashboardShowsTheConfigCheck(t *testing.T) {
+	cfg := config.Default()
+	cfg.Channels.Webchat.Receive.Mention.KeywordMatch = "regex"
+	cfg.Channels.Webchat.Receive.Mention.Keywords = []string{"(unclosed"}
+	g := startGateway(t, cfg)
+	res, err := http.Get(g.url + "/api/dashboard/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var st struct {
+		Config struct {
+			OK       bool     `json:"ok"`
+			Warnings []string `json:"warnings"`
+		} `json:"config"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	if !st.Config.OK || len(st.Config.Warnings) != 1 || !strings.Contains(st.Config.Warnings[0], `"(unclosed" is not a valid regular expression`) {
+		t.Errorf("config check on the dashboard: %+v", st.Config)
+	}
+}
