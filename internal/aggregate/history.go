@@ -115,6 +115,22 @@ func (h *History) Take(key string, exclude []msg.Message, now time.Time) (taken 
 	return out, refs
 }
 
+// Peek returns what key's buffer holds, oldest first, without draining
+// it: id, sender, time and text of each message.
+func (h *History) Peek(key string) []msg.Message {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	b := h.buffers[key]
+	if b == nil {
+		return nil
+	}
+	out := make([]msg.Message, len(b.lines))
+	for i, l := range b.lines {
+		out[i] = msg.Message{ID: l.id, Sender: l.sender, Time: time.Unix(0, l.at), Text: l.text}
+	}
+	return out
+}
+
 // Len reports how many messages key's buffer holds.
 func (h *History) Len(key string) int {
 	h.mu.Lock()

@@ -1,6 +1,7 @@
 package aggregate
 
 import (
+	"strings"
 	"sync"
 	"time"
 
@@ -37,6 +38,7 @@ type Realtime[T any] struct {
 }
 
 type rtWindow[T any] struct {
+	opened  time.Time
 	entries []Entry[T]
 	chars   int
 	trigger msg.TriggerReason
@@ -67,7 +69,7 @@ func (r *Realtime[T]) Accept(key string, e Entry[T], triggered bool, reason msg.
 			r.mu.Unlock()
 			return false
 		}
-		w = &rtWindow[T]{trigger: reason}
+		w = &rtWindow[T]{trigger: reason, opened: time.Now()}
 		r.windows[key] = w
 		w.hard = time.AfterFunc(r.opts.MaxWindow, func() { r.expire(key, w, msg.FlushMaxWindow) })
 	}
@@ -134,6 +136,26 @@ func (r *Realtime[T]) FlushAll(reason msg.FlushReason) {
 	for _, f := range out {
 		r.opts.Flush(f)
 	}
+}
+
+// WindowInfo describes an open window.
+type WindowInfo struct {
+	Key      string
+	Opened   time.Time
+	Messages int
+}
+
+// Windows lists the open windows whose keys start with prefix.
+func (r *Realtime[T]) Windows(prefix string) []WindowInfo {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []WindowInfo
+	for key, w := range r.windows {
+		if strings.HasPrefix(key, prefix) {
+			out = append(out, WindowInfo{Key: key, Opened: w.opened, Messages: len(w.entries)})
+		}
+	}
+	return out
 }
 
 // Open reports how many windows are open.

@@ -14,6 +14,7 @@ import (
 	"github.com/pincerbot/pincer/internal/lanes"
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/outbox"
+	"github.com/pincerbot/pincer/internal/pipeline"
 	"github.com/pincerbot/pincer/internal/store"
 )
 
@@ -30,6 +31,7 @@ type dashboardSource struct {
 	st       store.Store
 	eng      *engine.Engine
 	warnings []string
+	pipes    []*pipeline.Pipeline
 }
 
 var _ dashboard.Source = (*dashboardSource)(nil)
@@ -83,16 +85,33 @@ func (s *dashboardSource) Chat(ctx context.Context, chat string) (dashboard.Chat
 		return dashboard.ChatView{}, fmt.Errorf("%w: %w", dashboard.ErrNoChat, err)
 	}
 	view := dashboard.ChatView{Chat: chat, History: []dashboard.Line{}, Digests: []dashboard.Digest{}}
-	logged, err := s.st.RecentInbound(ctx, ch, acct, peer, 30)
-	if err != nil {
-		return view, err
-	}
-	for _, l := range logged {
-		sender := l.Message.Sender.Name
-		if sender == "" {
-			sender = string(l.Message.Sender.ID)
+	known := false
+	for _, p := range s.pipes {
+		if !p.Serves(ch, acct) {
+			continue
 		}
-		view.History = append(view.History, dashboard.Line{At: l.Message.Time, Sender: sender, Text: l.Message.Text})
+		held := p.Holds(peer)
+		for _, m := range held.History {
+			view.History = append(view.History, dashboard.Line{At: m.Time, Sender: senderName(m.Sender), Text: m.Text})
+		}
+		for _, w := range held.Windows {
+			if view.Window == nil {
+				view.Window = &dashboard.Window{Opened: w.Opened}
+			}
+			view.Window.Messages += w.Messages
+			if w.Opened.Before(view.Window.Opened) {
+				view.Window.Opened = w.Opened
+			}
+		}
+		known = len(held.History) > 0 || len(held.Windows) > 0
+	}
+	if !known {
+		// Nothing buffered: pincer's log of the chat, if it has one.
+		logged, err := s.st.RecentInbound(ctx, ch, acct, peer, 1)
+		if err != nil {
+			return view, err
+		}
+		known = len(logged) > 0
 	}
 	key := s.eng.SessionKey(msg.Message{Channel: ch, Account: acct, Peer: peer})
 	if sess, err := s.st.Session(ctx, key); err == nil {
@@ -101,8 +120,15 @@ func (s *dashboardSource) Chat(ctx context.Context, chat string) (dashboard.Chat
 			view.Session.Turns = len(tr)
 		}
 	}
-	if len(view.History) == 0 && view.Session == nil && ch != webchat.ID {
+	if !known && view.Session == nil && ch != webchat.ID {
 		return view, fmt.Errorf("%w: %s", dashboard.ErrNoChat, chat)
 	}
 	return view, nil
+}
+
+func senderName(s msg.Sender) string {
+	if s.Name == "" {
+		return string(s.ID)
+	}
+	return s.Name + " (" + string(s.ID) + ")"
 }

@@ -309,7 +309,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		Source: &dashboardSource{
 			version: o.Version, started: time.Now(), qq: qqs, lark: larks, ingest: ingest,
 			capacity: cfg.Messages.Inbound.QueueOrDefault(), out: out, st: st, eng: eng,
-			warnings: cfg.Channels.Warnings(),
+			warnings: cfg.Channels.Warnings(), pipes: pipes,
 		},
 	})
 	if err != nil {

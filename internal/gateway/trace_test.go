@@ -222,3 +222,49 @@ func TestDashboardShowsTheConfigCheck(t *testing.T) {
 		t.Errorf("config check on the dashboard: %+v", st.Config)
 	}
 }
+
+// TestDashboardShowsWhatAChatHolds: a chat's view shows its history
+// buffer (chatter kept as context) and the realtime window an @ opened.
+func TestDashboardShowsWhatAChatHolds(t *testing.T) {
+	p := onebottest.New(t, func(action string, _ json.RawMessage) (any, int, string) {
+		if action == "get_login_info" {
+			return map[string]any{"user_id": botQQ, "nickname": "bot"}, 0, ""
+		}
+		return nil, 0, ""
+	})
+	cfg := config.Default()
+	cfg.Channels.OneBot.WSURL = p.URL
+	rt := &cfg.Channels.OneBot.Receive.Realtime
+	rt.Enabled, rt.WindowMs, rt.MaxWindowMs = true, 60000, 120000
+	g := startGateway(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := p.Connected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Push(ctx, qqGroupEvent(1, seg("text", map[string]any{"text": "context for later"}))); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Push(ctx, qqGroupEvent(2, seg("at", map[string]any{"qq": botQQ}), seg("text", map[string]any{"text": " 等等再答"}))); err != nil {
+		t.Fatal(err)
+	}
+	traceOf(t, ctx, g.url, "onebot:default:group:700000001", "2", "a realtime window")
+	res, err := http.Get(g.url + "/api/dashboard/chat?chat=" + url.QueryEscape("onebot:default:group:700000001"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var view struct {
+		History []struct{ Sender, Text string } `json:"history"`
+		Window  *struct{ Messages int }         `json:"window"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&view); err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("chat view: %d %v", res.StatusCode, err)
+	}
+	if len(view.History) == 0 || view.History[0].Text != "context for later" || !strings.Contains(view.History[0].Sender, "10001") {
+		t.Errorf("history %+v", view.History)
+	}
+	if view.Window == nil || view.Window.Messages != 1 {
+		t.Errorf("window %+v: the @ opened one holding it", view.Window)
+	}
+}

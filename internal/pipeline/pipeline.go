@@ -317,6 +317,27 @@ func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier, d
 	}
 }
 
+// Chat is what the pipeline holds of one chat now.
+type Chat struct {
+	// History is the history buffer, oldest first: the lines the next
+	// reply in the chat gets as context.
+	History []msg.Message
+	// Windows are the open realtime windows, one per sender.
+	Windows []aggregate.WindowInfo
+}
+
+// Serves reports whether the pipeline takes the messages of account acct
+// of channel ch.
+func (p *Pipeline) Serves(ch msg.ChannelID, acct msg.AccountID) bool {
+	return p.opts.Channel == ch && p.opts.Account == acct
+}
+
+// Holds returns what the pipeline holds of peer's chat.
+func (p *Pipeline) Holds(peer msg.Peer) Chat {
+	key := peer.String()
+	return Chat{History: p.history.Peek(key), Windows: p.realtime.Windows(key + "::")}
+}
+
 // debugDecision logs, at debug level, one line per message with what was
 // decided about it.
 func (p *Pipeline) debugDecision(ctx context.Context, m msg.Message, decision, why string) {
