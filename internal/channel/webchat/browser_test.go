@@ -3,66 +3,23 @@ package webchat_test
 import (
 	"context"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/pincerbot/pincer/internal/browsertest"
+
 	"github.com/pincerbot/pincer/internal/msg"
 )
-
-// chromium finds a Chromium binary. Without one the browser test skips,
-// unless PINCER_REQUIRE_BROWSER is set (as CI does), where it fails.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("PINCER_REQUIRE_BROWSER") != "" {
-		t.Fatal("no Chromium found, and PINCER_REQUIRE_BROWSER is set")
-	}
-	t.Skip("no Chromium on this machine")
-	return ""
-}
-
-func browser(t *testing.T) context.Context {
-	t.Helper()
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chromium(t)),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 60*time.Second)
-	t.Cleanup(func() { cancelTimeout(); cancel(); cancelAlloc() })
-	return ctx
-}
 
 // TestBrowserChat types a message into the page in a real browser and
 // watches the streamed preview reply arrive, then reloads the page and finds
 // the conversation again.
 func TestBrowserChat(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a browser")
-	}
 	srv, _ := start(t)
-	ctx := browser(t)
+	ctx := browsertest.New(t)
 	const lastReplyDone = `(() => { const m = document.querySelectorAll('.msg.assistant'); return m.length > 0 && m[m.length-1].textContent.includes('=== End of preview ===') && !m[m.length-1].classList.contains('partial'); })()`
 	err := chromedp.Do(ctx,
 		chromedp.Navigate(srv.URL+"/"),
@@ -74,9 +31,9 @@ func TestBrowserChat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	title := run(t, ctx, chromedp.Title())
-	user := run(t, ctx, chromedp.Text(chromedp.CSS(".msg.user")))
-	reply := run(t, ctx, chromedp.Text(chromedp.CSS(".msg.assistant")))
+	title := browsertest.Run(t, ctx, chromedp.Title())
+	user := browsertest.Run(t, ctx, chromedp.Text(chromedp.CSS(".msg.user")))
+	reply := browsertest.Run(t, ctx, chromedp.Text(chromedp.CSS(".msg.assistant")))
 	if title != "pincer test" {
 		t.Errorf("title %q", title)
 	}
@@ -90,39 +47,13 @@ func TestBrowserChat(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Reload(), chromedp.Poll[chromedp.Void](`document.querySelectorAll('.msg').length === 2`)); err != nil {
 		t.Fatal(err)
 	}
-	if restored := run(t, ctx, chromedp.Text(chromedp.CSS(".msg.user"))); restored != "hello from a browser" {
+	if restored := browsertest.Run(t, ctx, chromedp.Text(chromedp.CSS(".msg.user"))); restored != "hello from a browser" {
 		t.Errorf("after reload the user bubble reads %q; the envelope must not show", restored)
 	}
-	if restored := run(t, ctx, chromedp.Text(chromedp.CSS(".msg.assistant"))); restored != reply {
+	if restored := browsertest.Run(t, ctx, chromedp.Text(chromedp.CSS(".msg.assistant"))); restored != reply {
 		t.Errorf("after reload the reply reads %q, want %q", restored, reply)
 	}
-	screenshot(t, ctx, "webchat.png")
-}
-
-func run[T any](t *testing.T, ctx context.Context, a chromedp.Action[T]) T {
-	t.Helper()
-	v, err := chromedp.Run(ctx, a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
-// screenshot saves the page as a test artifact (see go help testflag,
-// -artifacts) and logs where.
-func screenshot(t *testing.T, ctx context.Context, name string) {
-	t.Helper()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Errorf("screenshot %s: %v", name, err)
-		return
-	}
-	path := filepath.Join(t.ArtifactDir(), name)
-	if err := os.WriteFile(path, png, 0o644); err != nil {
-		t.Errorf("screenshot %s: %v", name, err)
-		return
-	}
-	t.Logf("screenshot: %s", path)
+	browsertest.Screenshot(t, ctx, "webchat.png")
 }
 
 // nonLoopbackIPv4 returns an IPv4 address of this machine other than
@@ -155,19 +86,16 @@ const lastReply = `(() => { const m = document.querySelectorAll('.msg.assistant'
 // secure context: sending, streaming, the event stream and copying code
 // all have to work without the APIs limited to secure contexts.
 func TestBrowserPlainHTTPByIP(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a browser")
-	}
 	ip := nonLoopbackIPv4(t)
 	e := startWith(t, setup{addr: net.JoinHostPort(ip, "0"), model: "fake/echo"})
 	if !strings.HasPrefix(e.srv.URL, "http://"+ip+":") {
 		t.Fatalf("server at %s, want %s", e.srv.URL, ip)
 	}
-	ctx := browser(t)
+	ctx := browsertest.New(t)
 	if err := chromedp.Do(ctx, chromedp.Navigate(e.srv.URL+"/"), chromedp.WaitVisible(chromedp.ID("input"))); err != nil {
 		t.Fatal(err)
 	}
-	if secure := run(t, ctx, chromedp.Evaluate[bool](`window.isSecureContext`)); secure {
+	if secure := browsertest.Run(t, ctx, chromedp.Evaluate[bool](`window.isSecureContext`)); secure {
 		t.Fatalf("%s is a secure context; the test must open an insecure one", e.srv.URL)
 	}
 	t.Logf("opened %s: window.isSecureContext === false", e.srv.URL)
@@ -180,11 +108,11 @@ func TestBrowserPlainHTTPByIP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reply := run(t, ctx, chromedp.Evaluate[string](lastReply))
+	reply := browsertest.Run(t, ctx, chromedp.Evaluate[string](lastReply))
 	if !strings.Contains(reply, "hello over plain http") {
 		t.Errorf("reply %q", reply)
 	}
-	if hidden := run(t, ctx, chromedp.Evaluate[bool](`document.getElementById('welcome').hidden`)); !hidden {
+	if hidden := browsertest.Run(t, ctx, chromedp.Evaluate[bool](`document.getElementById('welcome').hidden`)); !hidden {
 		t.Error("the welcome still shows under the conversation")
 	}
 
@@ -211,7 +139,7 @@ func TestBrowserPlainHTTPByIP(t *testing.T) {
 	const spy = `window.copied = []; const exec = document.execCommand.bind(document);
 document.execCommand = (cmd, ...rest) => { window.copied.push([cmd, document.activeElement.value]); return exec(cmd, ...rest); };
 navigator.clipboard === undefined`
-	if noClipboard := run(t, ctx, chromedp.Evaluate[bool](spy)); !noClipboard {
+	if noClipboard := browsertest.Run(t, ctx, chromedp.Evaluate[bool](spy)); !noClipboard {
 		t.Error("navigator.clipboard exists in an insecure context")
 	}
 	err = chromedp.Do(ctx,
@@ -221,24 +149,21 @@ navigator.clipboard === undefined`
 	if err != nil {
 		t.Fatal(err)
 	}
-	if label := run(t, ctx, chromedp.Text(chromedp.CSS(".msg.assistant .code .copy"))); label != "Copied" {
+	if label := browsertest.Run(t, ctx, chromedp.Text(chromedp.CSS(".msg.assistant .code .copy"))); label != "Copied" {
 		t.Errorf("copy button reads %q", label)
 	}
-	copied := run(t, ctx, chromedp.Evaluate[[][]string](`window.copied`))
+	copied := browsertest.Run(t, ctx, chromedp.Evaluate[[][]string](`window.copied`))
 	if want := [][]string{{"copy", "fmt.Println(\"<b>hi</b>\")\n"}}; !slices.EqualFunc(copied, want, slices.Equal) {
 		t.Errorf("execCommand calls %q, want %q", copied, want)
 	}
-	screenshot(t, ctx, "webchat-plain-http.png")
+	browsertest.Screenshot(t, ctx, "webchat-plain-http.png")
 }
 
 // TestBrowserRendersMarkdownSafely shows a reply with a code block, a
 // table and HTML that would run if it reached the page as HTML.
 func TestBrowserRendersMarkdownSafely(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a browser")
-	}
 	srv, _ := start(t)
-	ctx := browser(t)
+	ctx := browsertest.New(t)
 	err := chromedp.Do(ctx,
 		chromedp.Navigate(srv.URL+"/"),
 		chromedp.WaitVisible(chromedp.ID("input")),
@@ -272,7 +197,7 @@ func TestBrowserRendersMarkdownSafely(t *testing.T) {
 		Pwned       string   `json:"pwned"`
 		Shown       string   `json:"shown"`
 	}
-	got := run(t, ctx, chromedp.Evaluate[page](inspect))
+	got := browsertest.Run(t, ctx, chromedp.Evaluate[page](inspect))
 	// The HTML block shows as code, like any text the page should not run.
 	if want := []string{"fmt.Println(\"<b>hi</b>\")\n", "<script>window.pwned = 'script'</script>\n"}; !slices.Equal(got.Code, want) {
 		t.Errorf("code blocks %q, want %q", got.Code, want)
@@ -295,7 +220,7 @@ func TestBrowserRendersMarkdownSafely(t *testing.T) {
 	if !strings.Contains(got.Shown, `<img src=x onerror="window.pwned = 'img'">`) || !strings.Contains(got.Shown, "a trap") {
 		t.Errorf("the HTML should show as text:\n%s", got.Shown)
 	}
-	screenshot(t, ctx, "webchat-markdown.png")
+	browsertest.Screenshot(t, ctx, "webchat-markdown.png")
 
 	// On a phone-sized screen nothing is wider than the screen: the code
 	// block and the table scroll inside the bubble.
@@ -303,20 +228,17 @@ func TestBrowserRendersMarkdownSafely(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if overflow := run(t, ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth`)); overflow {
+	if overflow := browsertest.Run(t, ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth`)); overflow {
 		t.Error("the page is wider than a phone screen")
 	}
-	screenshot(t, ctx, "webchat-phone.png")
+	browsertest.Screenshot(t, ctx, "webchat-phone.png")
 }
 
 // TestBrowserStopCancelsStreamingReply stops a reply that would otherwise
 // never end.
 func TestBrowserStopCancelsStreamingReply(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a browser")
-	}
 	srv, _ := start(t)
-	ctx := browser(t)
+	ctx := browsertest.New(t)
 	const streaming = `(() => { const b = document.querySelector('.msg.assistant'); return b !== null && b.classList.contains('partial') && b.textContent.includes('Counting slowly: 1') && !document.getElementById('stop').hidden && document.getElementById('send').hidden; })()`
 	err := chromedp.Do(ctx,
 		chromedp.Navigate(srv.URL+"/"),
@@ -328,7 +250,7 @@ func TestBrowserStopCancelsStreamingReply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	screenshot(t, ctx, "webchat-streaming.png")
+	browsertest.Screenshot(t, ctx, "webchat-streaming.png")
 	// The fake model ends its reply only when the turn is cancelled (or
 	// the test is over), so the reply ending here is the stop working.
 	err = chromedp.Do(ctx,
@@ -338,10 +260,10 @@ func TestBrowserStopCancelsStreamingReply(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the reply was not stopped: %v", err)
 	}
-	if n := run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('.msg').length`)); n != 2 {
+	if n := browsertest.Run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('.msg').length`)); n != 2 {
 		t.Errorf("%d bubbles after stopping, want the message and the cut reply", n)
 	}
-	screenshot(t, ctx, "webchat-stopped.png")
+	browsertest.Screenshot(t, ctx, "webchat-stopped.png")
 
 	// The chat goes on.
 	err = chromedp.Do(ctx,
@@ -356,11 +278,8 @@ func TestBrowserStopCancelsStreamingReply(t *testing.T) {
 
 // TestBrowserNewChat starts over with the New chat button.
 func TestBrowserNewChat(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a browser")
-	}
 	srv, _ := start(t)
-	ctx := browser(t)
+	ctx := browsertest.New(t)
 	const cleared = `document.querySelectorAll('.msg').length === 0 && !document.getElementById('welcome').hidden && document.querySelector('.note') !== null && document.querySelector('.note').textContent.startsWith('New session started')`
 	err := chromedp.Do(ctx,
 		chromedp.Navigate(srv.URL+"/"),
@@ -374,13 +293,13 @@ func TestBrowserNewChat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	screenshot(t, ctx, "webchat-new-chat.png")
+	browsertest.Screenshot(t, ctx, "webchat-new-chat.png")
 	// The server started over too: a reload finds nothing to show.
 	err = chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("welcome")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('.msg').length`)); n != 0 {
+	if n := browsertest.Run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('.msg').length`)); n != 0 {
 		t.Errorf("%d bubbles after a reload of the new chat", n)
 	}
 }
