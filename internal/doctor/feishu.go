@@ -41,10 +41,7 @@ func feishuChecks(cfg config.Config, o Options) []func(context.Context) []Result
 		if !a.Active() {
 			continue
 		}
-		key := "channels.feishu."
-		if id != "default" {
-			key += "accounts." + id + "."
-		}
+		key := accountKey("channels.feishu", id)
 		checks = append(checks, one(func(ctx context.Context) Result {
 			res := checkFeishu(ctx, "feishu "+id, key, a, o)
 			if res.Status == OK && a.Mode == config.FeishuWebhookMode {

@@ -19,6 +19,15 @@ import (
 	"github.com/pincerbot/pincer/internal/config"
 )
 
+// accountKey is the key path prefix of account id of a channel section:
+// the section itself for the default account.
+func accountKey(section, id string) string {
+	if id == "default" {
+		return section + "."
+	}
+	return section + ".accounts." + id + "."
+}
+
 // oneBotChecks checks every enabled QQ account: its forward WebSocket and
 // HTTP API are dialed with the access token and asked get_login_info and
 // get_version_info; its reverse WebSocket and HTTP POST endpoints are
@@ -31,10 +40,7 @@ func oneBotChecks(cfg config.Config, o Options) []func(context.Context) []Result
 		if !a.Active() {
 			continue
 		}
-		key := "channels.onebot."
-		if id != "default" {
-			key += "accounts." + id + "."
-		}
+		key := accountKey("channels.onebot", id)
 		name := "qq " + id
 		if a.WSURL != "" {
 			checks = append(checks, one(func(ctx context.Context) Result { return checkForward(ctx, name+" ws", key, a, o) }))
