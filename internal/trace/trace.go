@@ -76,7 +76,7 @@ type Record struct {
 	// Preview is the start of the message's text.
 	Preview string `json:"preview,omitempty"`
 	Steps   []Step `json:"steps"`
-	// stored: the record's steps go to the store (see notable).
+	// stored: the record goes to the store with each step (see settles).
 	stored bool
 	// The ring's records keep the sender's parts and name their chat only
 	// when copied out (clone): a busy account begins thousands of records
@@ -160,7 +160,7 @@ type Recorder struct {
 	mu    sync.Mutex
 	rings map[ringKey]*ring
 	// subs are the followers of new steps.
-	subs map[chan Event]bool
+	subs map[chan Event]struct{}
 	// pending are the records the next Flush stores, copied when a step
 	// settled them or came after.
 	pending []Record
@@ -231,7 +231,7 @@ func New(o Options) *Recorder {
 	if o.PerAccount <= 0 {
 		o.PerAccount = DefaultPerAccount
 	}
-	return &Recorder{opts: o, now: time.Now, rings: map[ringKey]*ring{}, subs: map[chan Event]bool{}}
+	return &Recorder{opts: o, now: time.Now, rings: map[ringKey]*ring{}, subs: map[chan Event]struct{}{}}
 }
 
 // Begin starts m's record (a message seen again keeps its record). The
@@ -493,7 +493,7 @@ func (r *Recorder) Subscribe(ctx context.Context, buffer int) <-chan Event {
 		return ch
 	}
 	r.mu.Lock()
-	r.subs[ch] = true
+	r.subs[ch] = struct{}{}
 	r.mu.Unlock()
 	context.AfterFunc(ctx, func() {
 		r.mu.Lock()

@@ -233,8 +233,9 @@ func (d *DB) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 
 // cached returns query's prepared statement, or nil when it could not be
 // prepared (the statement then runs unprepared and reports the error).
-// tx is the job's connection, on which every statement is prepared.
-func (d *DB) cached(ctx context.Context, _ *sql.Conn, query string) *sql.Stmt {
+// Only jobs call it: every statement is prepared on the writer's
+// connection.
+func (d *DB) cached(ctx context.Context, query string) *sql.Stmt {
 	s, err := d.stmt(ctx, query)
 	if err != nil {
 		return nil
@@ -253,7 +254,7 @@ func (d *DB) exec(ctx context.Context, tx *sql.Conn, query string, args ...any) 
 		return res, err
 	}
 	ctx = quick(ctx)
-	if s := d.cached(ctx, tx, query); s != nil {
+	if s := d.cached(ctx, query); s != nil {
 		return s.ExecContext(ctx, args...)
 	}
 	return tx.ExecContext(ctx, query, args...)
@@ -262,7 +263,7 @@ func (d *DB) exec(ctx context.Context, tx *sql.Conn, query string, args ...any) 
 // queryRow runs a single-row query inside tx (the caller is a job).
 func (d *DB) queryRow(ctx context.Context, tx *sql.Conn, query string, args ...any) *sql.Row {
 	ctx = quick(ctx)
-	if s := d.cached(ctx, tx, query); s != nil {
+	if s := d.cached(ctx, query); s != nil {
 		return s.QueryRowContext(ctx, args...)
 	}
 	return tx.QueryRowContext(ctx, query, args...)
@@ -283,7 +284,7 @@ func (d *DB) eachIn(ctx context.Context, tx *sql.Conn, query string, args []any,
 	ctx = quick(ctx)
 	var rows *sql.Rows
 	var err error
-	if s := d.cached(ctx, tx, query); s != nil {
+	if s := d.cached(ctx, query); s != nil {
 		rows, err = s.QueryContext(ctx, args...)
 	} else {
 		rows, err = tx.QueryContext(ctx, query, args...)

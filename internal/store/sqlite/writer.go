@@ -175,16 +175,10 @@ func (w *writer) batch(first *job) {
 			failed(err)
 		}
 		switch {
-		case j.async:
-			if err != nil {
-				w.fail(err)
-			}
-			j.fn, j.row = nil, nil
-			w.pool.Put(j)
 		case j.durable:
 			waiting, waitErrs = append(waiting, j), append(waitErrs, err)
 		default:
-			j.done <- err
+			w.finish(j, err)
 		}
 		if n+1 >= maxBatch || time.Since(start) >= maxBatchAge {
 			break
@@ -242,7 +236,9 @@ func (w *writer) batch(first *job) {
 // finish tells j's caller err, or the writer's fail when nobody waits.
 func (w *writer) finish(j *job, err error) {
 	if j.async {
-		w.fail(err)
+		if err != nil {
+			w.fail(err)
+		}
 		j.fn, j.row = nil, nil
 		w.pool.Put(j)
 		return
