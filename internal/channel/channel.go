@@ -143,3 +143,24 @@ type Fetcher interface {
 	// FetchForward returns the messages of a merged forward, oldest first.
 	FetchForward(ctx context.Context, id msg.ForwardID) ([]msg.Message, error)
 }
+
+// Blob is downloaded content.
+type Blob struct {
+	Data []byte
+	// MIME is the content type the platform or the content says; may be
+	// empty when neither does.
+	MIME string
+	// Name is the file name, when known.
+	Name string
+}
+
+// ErrTooLarge reports content over the size a download may take.
+var ErrTooLarge = errors.New("content over the size limit")
+
+// Downloader is an adapter that can fetch the content of an inbound
+// attachment (an image, a voice note, a file) it decoded, by the URL and
+// ids of its segment. Content over limit bytes fails with ErrTooLarge; a
+// download never reads more than limit+1 bytes.
+type Downloader interface {
+	Download(ctx context.Context, a msg.Attachment, limit int64) (Blob, error)
+}

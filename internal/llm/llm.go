@@ -32,6 +32,16 @@ type Message struct {
 	ToolCallID string
 	// IsError marks a RoleTool result that reports a failure.
 	IsError bool
+	// Images go with a RoleUser message, after its text, to models that
+	// can see them.
+	Images []Image
+}
+
+// Image is one picture a user message shows the model.
+type Image struct {
+	// MIME is image/png, image/jpeg, image/gif or image/webp.
+	MIME string
+	Data []byte
 }
 
 // ToolCall is one tool invocation by the model.
