@@ -121,7 +121,10 @@ type Turn struct {
 	ToolCallID string
 	// Partial marks an assistant reply cut short (shutdown, abort, error).
 	Partial bool
-	At      time.Time
+	// Images are the staged image files (absolute paths) a user turn
+	// showed the model.
+	Images []string
+	At     time.Time
 }
 
 // Transcripts stores the ordered turns of each session's current

@@ -12,14 +12,14 @@ import (
 )
 
 const (
-	qAppendTurn = `INSERT INTO turns (session_key, generation, seq, role, text, tool_calls, tool_call_id, partial, at)
+	qAppendTurn = `INSERT INTO turns (session_key, generation, seq, role, text, tool_calls, tool_call_id, partial, at, images)
 		SELECT s.key, s.generation,
 			COALESCE((SELECT MAX(t.seq) FROM turns t WHERE t.session_key = s.key AND t.generation = s.generation), 0) + 1,
-			?, ?, ?, ?, ?, ?
+			?, ?, ?, ?, ?, ?, ?
 		FROM sessions s WHERE s.key = ?
 		RETURNING seq`
 	qTouchSession = `UPDATE sessions SET updated_at = ? WHERE key = ?`
-	qInsertTurn   = `INSERT INTO turns (session_key, generation, seq, role, text, tool_calls, tool_call_id, partial, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	qInsertTurn   = `INSERT INTO turns (session_key, generation, seq, role, text, tool_calls, tool_call_id, partial, at, images) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 )
 
 // AppendTurn implements store.Transcripts. One statement finds the
@@ -31,12 +31,12 @@ func (d *DB) AppendTurn(ctx context.Context, key string, t store.Turn) (store.Tu
 		t.At = now()
 	}
 	t.At = t.At.Truncate(time.Millisecond)
-	calls, err := toolCallsJSON(t.ToolCalls)
+	calls, images, err := turnJSON(t)
 	if err != nil {
 		return t, fmt.Errorf("append turn to %s: %w", key, err)
 	}
 	err = d.tx(ctx, func(tx *sql.Conn) error {
-		err := d.queryRow(ctx, tx, qAppendTurn, string(t.Role), t.Text, calls, t.ToolCallID, t.Partial, millis(t.At), key).Scan(&t.Seq)
+		err := d.queryRow(ctx, tx, qAppendTurn, string(t.Role), t.Text, calls, t.ToolCallID, t.Partial, millis(t.At), images, key).Scan(&t.Seq)
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrNotFound
 		}
@@ -61,13 +61,13 @@ func (d *DB) PostTurn(ctx context.Context, key string, t store.Turn) error {
 		t.At = now()
 	}
 	t.At = t.At.Truncate(time.Millisecond)
-	calls, err := toolCallsJSON(t.ToolCalls)
+	calls, images, err := turnJSON(t)
 	if err != nil {
 		return fmt.Errorf("post turn to %s: %w", key, err)
 	}
 	err = d.w.post(func(tx *sql.Conn) error {
 		var seq int64
-		err := d.queryRow(ctx, tx, qAppendTurn, string(t.Role), t.Text, calls, t.ToolCallID, t.Partial, millis(t.At), key).Scan(&seq)
+		err := d.queryRow(ctx, tx, qAppendTurn, string(t.Role), t.Text, calls, t.ToolCallID, t.Partial, millis(t.At), images, key).Scan(&seq)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("post turn to %s: %w", key, store.ErrNotFound)
 		}
@@ -83,24 +83,36 @@ func (d *DB) PostTurn(ctx context.Context, key string, t store.Turn) error {
 	return nil
 }
 
-func toolCallsJSON(calls []store.ToolCall) (string, error) {
-	if len(calls) == 0 {
-		return "", nil
+// turnJSON encodes the JSON columns of t: its tool calls and its images,
+// each "" when there are none.
+func turnJSON(t store.Turn) (calls, images string, err error) {
+	if len(t.ToolCalls) > 0 {
+		b, err := json.Marshal(t.ToolCalls)
+		if err != nil {
+			return "", "", err
+		}
+		calls = string(b)
 	}
-	b, err := json.Marshal(calls)
-	return string(b), err
+	if len(t.Images) > 0 {
+		b, err := json.Marshal(t.Images)
+		if err != nil {
+			return "", "", err
+		}
+		images = string(b)
+	}
+	return calls, images, nil
 }
 
 // insertTurn writes t as turn seq of a generation, inside tx.
 func (d *DB) insertTurn(ctx context.Context, tx *sql.Conn, key string, gen int, seq int64, t store.Turn) error {
-	calls, err := toolCallsJSON(t.ToolCalls)
+	calls, images, err := turnJSON(t)
 	if err != nil {
 		return err
 	}
 	if t.At.IsZero() {
 		t.At = now()
 	}
-	_, err = d.exec(ctx, tx, qInsertTurn, key, gen, seq, string(t.Role), t.Text, calls, t.ToolCallID, t.Partial, millis(t.At))
+	_, err = d.exec(ctx, tx, qInsertTurn, key, gen, seq, string(t.Role), t.Text, calls, t.ToolCallID, t.Partial, millis(t.At), images)
 	return err
 }
 
@@ -119,7 +131,7 @@ func (d *DB) Transcript(ctx context.Context, key string) ([]store.Turn, error) {
 }
 
 const qTranscript = `
-	SELECT t.seq, t.role, t.text, t.tool_calls, t.tool_call_id, t.partial, t.at
+	SELECT t.seq, t.role, t.text, t.tool_calls, t.tool_call_id, t.partial, t.at, t.images
 	FROM turns t JOIN sessions s ON s.key = t.session_key AND s.generation = t.generation
 	WHERE t.session_key = ? ORDER BY t.seq`
 
@@ -128,15 +140,20 @@ func (d *DB) transcriptIn(ctx context.Context, tx *sql.Conn, key string) ([]stor
 	var out []store.Turn
 	err := d.eachIn(ctx, tx, qTranscript, []any{key}, func(rows *sql.Rows) error {
 		var t store.Turn
-		var role, calls string
+		var role, calls, images string
 		var at int64
-		if err := rows.Scan(&t.Seq, &role, &t.Text, &calls, &t.ToolCallID, &t.Partial, &at); err != nil {
+		if err := rows.Scan(&t.Seq, &role, &t.Text, &calls, &t.ToolCallID, &t.Partial, &at, &images); err != nil {
 			return err
 		}
 		t.Role, t.At = store.Role(role), fromMillis(at)
 		if calls != "" {
 			if err := json.Unmarshal([]byte(calls), &t.ToolCalls); err != nil {
 				return fmt.Errorf("turn %d tool calls: %w", t.Seq, err)
+			}
+		}
+		if images != "" {
+			if err := json.Unmarshal([]byte(images), &t.Images); err != nil {
+				return fmt.Errorf("turn %d images: %w", t.Seq, err)
 			}
 		}
 		out = append(out, t)

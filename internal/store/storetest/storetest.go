@@ -276,7 +276,7 @@ func testTranscriptOrder(t *testing.T, s store.Store) {
 	mustOpen(t, s, "k")
 	mustOpen(t, s, "other")
 	in := []store.Turn{
-		{Role: store.RoleUser, Text: "what is the weather?"},
+		{Role: store.RoleUser, Text: "what is the weather?", Images: []string{"/ws/media/inbound/0a1b2c3d4e5f6a7b.png", "/ws/media/inbound/sky.jpg"}},
 		{Role: store.RoleAssistant, ToolCalls: []store.ToolCall{{ID: "c1", Name: "weather", Arguments: `{"city":"Hangzhou"}`}}},
 		{Role: store.RoleTool, ToolCallID: "c1", Text: "sunny"},
 		{Role: store.RoleAssistant, Text: "It is sunny.", Partial: true},
