@@ -22,6 +22,7 @@ type Config struct {
 	Session  Session  `json:"session"`
 	Channels Channels `json:"channels"`
 	Trace    Trace    `json:"trace"`
+	Media    Media    `json:"media"`
 }
 
 // Default returns the built-in configuration that pincer runs on when no
@@ -53,6 +54,7 @@ func Default() Config {
 		Session:  Session{AutoCompact: true, DMScope: "per-peer", GroupScope: "per-group"},
 		Channels: Channels{Webchat: DefaultWebchat(), OneBot: DefaultOneBot(), Feishu: DefaultFeishu()},
 		Trace:    Trace{PerAccount: 500, KeepHours: 72},
+		Media:    DefaultMedia(),
 	}
 }
 
@@ -71,6 +73,7 @@ func (c *Config) Validate() error {
 		nest("channels", c.Channels.Validate()),
 		nest("channels.onebot", c.Channels.OneBot.validateExposed(c.Gateway)),
 		nest("trace", c.Trace.Validate()),
+		nest("media", c.Media.Validate(&c.Models)),
 	)
 }
 

@@ -428,10 +428,10 @@ func refersToEnv(v any) bool {
 var openClawOnly = []string{
 	"meta", "wizard", "auth", "plugins", "skills", "hooks", "browser", "ui", "env", "bindings",
 	"tools", "cron", "talk", "broadcast", "discovery", "canvasHost", "update", "diagnostics",
-	"logging", "$include", "$schema", "media", "approvals", "memory",
+	"logging", "$include", "$schema", "approvals", "memory",
 	"gateway.port", "gateway.bind", "gateway.auth", "gateway.mode", "gateway.controlUi",
 	"gateway.tailscale", "gateway.remote", "gateway.reload",
-	"models.mode", "models.providers.*.models", "agents.list", "agents.defaults.models",
+	"models.mode", "agents.list", "agents.defaults.models",
 	"channels.snowluma", "channels.telegram", "channels.whatsapp", "channels.discord",
 	"channels.slack", "channels.signal", "channels.imessage", "channels.qqbot",
 	"channels.feishu.connectionMode", "channels.feishu.dmPolicy", "channels.feishu.groupPolicy",
@@ -616,7 +616,7 @@ var reasons = map[string]string{
 	"bindings":                  "pincer has one agent; routing bindings do not apply",
 	"agents.list":               "pincer has one agent, configured by agents.defaults",
 	"models.mode":               "pincer uses exactly the providers configured",
-	"models.providers.*.models": "pincer needs no model catalog: the model id is the part of the ref after the provider",
+	"models.providers.*.models": "pincer needs no model catalog: the model id is the part of the ref after the provider; only a model's input list (whether it sees images) is carried over",
 	"gateway.auth.mode":         "pincer's gateway authenticates with a token only",
 	"gateway.mode":              "pincer always runs the gateway locally",
 	"gateway.controlUi":         "pincer's web chat is at the gateway's root",
@@ -777,6 +777,33 @@ func (im *importer) models(m map[string]any) {
 			im.d.Set(hs, "", "models", "providers", id, "headers")
 			im.use("models", "providers", id, "headers")
 		}
+		im.modelInputs(id, p["models"])
+	}
+}
+
+// modelInputs carries over what the models of provider id read (their
+// input lists); the rest of OpenClaw's model catalog pincer does not need.
+func (im *importer) modelInputs(id string, v any) {
+	list, _ := v.([]any)
+	var specs []any
+	for _, item := range list {
+		m := obj(item)
+		mid, _ := m["id"].(string)
+		in, _ := m["input"].([]any)
+		if mid == "" || len(in) == 0 {
+			continue
+		}
+		inputs := []any{}
+		for _, x := range in {
+			if s, ok := x.(string); ok && (s == InputText || s == InputImage) {
+				inputs = append(inputs, s)
+			}
+		}
+		specs = append(specs, map[string]any{"id": mid, "input": inputs})
+	}
+	if len(specs) > 0 {
+		im.use("models", "providers", id, "models")
+		im.d.Set(specs, "Which models see images (input), from OpenClaw's model list.", "models", "providers", id, "models")
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/pincerbot/pincer/internal/llm"
 )
 
 // sampleOpenClaw is an openclaw.json as OpenClaw's onboarding and a user
@@ -25,7 +27,8 @@ const sampleOpenClaw = `// ~/.openclaw/openclaw.json
         api: 'openai-completions',
         models: [{ id: 'deepseek-chat', name: 'DeepSeek V3', contextWindow: 128000, maxTokens: 8192 }],
       },
-      local: { baseUrl: 'http://127.0.0.1:11434/v1', apiKey: 'OLLAMA_KEY', api: 'openai-responses' },
+      local: { baseUrl: 'http://127.0.0.1:11434/v1', apiKey: 'OLLAMA_KEY', api: 'openai-responses',
+        models: [{ id: 'my-vl', name: 'Mine', input: ['text', 'image'] }, { id: 'plain', input: ['text'] }] },
       gemini: { api: 'google-generative-ai', apiKey: 'GEMINI_API_KEY' },
     },
   },
@@ -100,6 +103,8 @@ func TestFromOpenClawCarriesOver(t *testing.T) {
 		{"deepseek key from ${}", cfg.Models.Providers["deepseek"].APIKey.Value(), "sk-d"},
 		{"local key named by env var", strings.Contains(string(out), `"${OLLAMA_KEY}"`), true},
 		{"local api (responses) as openai", cfg.Models.Providers["local"].API, APIOpenAI},
+		{"local vision model carried", cfg.Models.SeesImages(llm.Ref{Provider: "local", Model: "my-vl"}), true},
+		{"local text model carried", cfg.Models.SeesImages(llm.Ref{Provider: "local", Model: "plain"}), false},
 		{"built-in anthropic added", cfg.Models.Providers["anthropic"].API, APIAnthropic},
 		{"anthropic key", cfg.Models.Providers["anthropic"].APIKey.Value(), "sk-a"},
 		{"gemini not carried", cfg.Models.Providers["gemini"].API, ""},
@@ -247,7 +252,7 @@ func TestLooksLikeOpenClaw(t *testing.T) {
 		{sampleOpenClaw, true},
 		{`{ gateway: { port: 18789 } }`, true},
 		{`{ channels: { snowluma: { wsUrl: 'ws://x' } } }`, true},
-		{`{ models: { providers: { x: { models: [] } } } }`, true},
+		{`{ models: { providers: { x: { models: [] } } } }`, false},
 		{string(Example), false},
 		{`{ gateway: { listen: '127.0.0.1:1' } }`, false},
 		{`not json`, false},

@@ -190,6 +190,9 @@ type Provider struct {
 	TimeoutMs int `json:"timeoutMs"`
 	// Headers are extra HTTP headers sent with every request.
 	Headers map[string]string `json:"headers"`
+	// Models describes models of this provider where their names do not
+	// tell enough, e.g. [{id: 'my-vl', input: ['text', 'image']}].
+	Models []ModelSpec `json:"models"`
 }
 
 // ResolvedAPI returns API, or the API implied by the provider id.
@@ -225,6 +228,9 @@ func (p Provider) Validate() error {
 	}
 	if p.TimeoutMs < 0 {
 		errs = append(errs, problem("timeoutMs", "must not be negative"))
+	}
+	for i, m := range p.Models {
+		errs = append(errs, nest(fmt.Sprintf("models[%d]", i), m.validate()))
 	}
 	return errors.Join(errs...)
 }
