@@ -39,7 +39,10 @@ type Options struct {
 	// (no text, reasoning or tool call) for this long since it started;
 	// the chain moves on to the next model. 0 means the default of 30s.
 	FirstTokenTimeout time.Duration
-	Logger            *slog.Logger
+	// SeesImages says which models are sent the images of a turn's user
+	// messages (store.Turn.Images); nil sends none.
+	SeesImages func(llm.Ref) bool
+	Logger     *slog.Logger
 }
 
 // Runner runs agent turns. It is safe for concurrent use.
@@ -151,8 +154,15 @@ func (r *Runner) Run(ctx context.Context, in Input) (Output, error) {
 		if round < r.opts.MaxToolRounds {
 			req.Tools = r.opts.Tools.specs(in.Elevated)
 		}
-		req.Messages = Fit(Messages(tr), r.opts.ContextTokens-r.opts.MaxTokens-EstimateTokens(in.System))
-		out, calls, err := r.call(ctx, in.Models, req, in.Stream)
+		budget := r.opts.ContextTokens - r.opts.MaxTokens - EstimateTokens(in.System)
+		var seen []llm.Message
+		if r.opts.SeesImages != nil && slices.ContainsFunc(in.Models, r.opts.SeesImages) && hasImages(tr) {
+			seen = Fit(messages(tr, r.loadImage), budget)
+			req.Messages = withoutImages(seen)
+		} else {
+			req.Messages = Fit(Messages(tr), budget)
+		}
+		out, calls, err := r.call(ctx, in.Models, req, seen, in.Stream)
 		total.Model, total.Usage = out.Model, addUsage(total.Usage, out.Usage)
 		total.Reasoning += out.Reasoning
 		if out.Text != "" {
@@ -198,7 +208,10 @@ func addUsage(a, b llm.Usage) llm.Usage {
 // call makes one model call along the chain: a failure before any of its
 // text was shown is retried (retryable failures, a bounded number of times)
 // and then moves on to the next model.
-func (r *Runner) call(ctx context.Context, models []llm.Ref, req llm.Request, stream Stream) (Output, []llm.ToolCall, error) {
+// seen, when set, is req's messages with their images, for the models
+// that see them.
+func (r *Runner) call(ctx context.Context, models []llm.Ref, req llm.Request, seen []llm.Message, stream Stream) (Output, []llm.ToolCall, error) {
+	text := req.Messages
 	var lastErr error = ErrNoModel
 	chain := r.cool.order(models, time.Now())
 	for i, ref := range chain {
@@ -208,6 +221,10 @@ func (r *Runner) call(ctx context.Context, models []llm.Ref, req llm.Request, st
 			continue
 		}
 		req.Model = ref.Model
+		req.Messages = text
+		if seen != nil && r.opts.SeesImages(ref) {
+			req.Messages = seen
+		}
 		for attempt := 0; ; attempt++ {
 			if stream != nil {
 				stream.Begin()

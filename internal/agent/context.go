@@ -10,13 +10,33 @@ import (
 // Messages converts a transcript to model messages. Summaries stand in for
 // the turns they replaced; tool calls and results are replayed, and a result
 // whose call is not in the transcript is left out.
-func Messages(tr []store.Turn) []llm.Message {
+func Messages(tr []store.Turn) []llm.Message { return messages(tr, nil) }
+
+// messages is Messages that, when load is set, shows the images of the
+// current exchange's user turns (those after the last reply) through load;
+// older turns keep only their text, which names their files.
+func messages(tr []store.Turn, load func(path string) (llm.Image, bool)) []llm.Message {
 	out := make([]llm.Message, 0, len(tr))
 	calls := map[string]bool{}
-	for _, t := range tr {
+	current := 0
+	for i := len(tr) - 1; i >= 0; i-- {
+		if tr[i].Role == store.RoleAssistant && len(tr[i].ToolCalls) == 0 {
+			current = i + 1
+			break
+		}
+	}
+	for i, t := range tr {
 		switch t.Role {
 		case store.RoleUser:
-			out = append(out, llm.Message{Role: llm.RoleUser, Text: t.Text})
+			m := llm.Message{Role: llm.RoleUser, Text: t.Text}
+			if load != nil && i >= current {
+				for _, p := range t.Images {
+					if img, ok := load(p); ok {
+						m.Images = append(m.Images, img)
+					}
+				}
+			}
+			out = append(out, m)
 		case store.RoleAssistant:
 			m := llm.Message{Role: llm.RoleAssistant, Text: t.Text}
 			for _, c := range t.ToolCalls {
@@ -57,6 +77,10 @@ func EstimateTokens(s string) int {
 // perMessageTokens is the framing overhead counted for each message.
 const perMessageTokens = 4
 
+// imageTokens is what one image is counted as: providers charge from
+// about 85 (a small low-detail picture) to about 1600 tokens (a large one).
+const imageTokens = 1000
+
 // Fit drops the oldest messages until the estimate fits budget. Everything
 // from the last user message on is always kept, and the result never starts
 // with an assistant message or a tool result cut off from its call.
@@ -68,7 +92,7 @@ func Fit(msgs []llm.Message, budget int) []llm.Message {
 	total := 0
 	start := len(msgs)
 	for i := len(msgs) - 1; i >= 0; i-- {
-		total += EstimateTokens(msgs[i].Text) + perMessageTokens
+		total += EstimateTokens(msgs[i].Text) + perMessageTokens + imageTokens*len(msgs[i].Images)
 		for _, c := range msgs[i].ToolCalls {
 			total += EstimateTokens(c.Name) + EstimateTokens(c.Arguments)
 		}

@@ -53,25 +53,30 @@ type MsgContext struct {
 	Key string
 	// Resumed marks a turn run again after a restart.
 	Resumed bool
+	// Media are the pictures, voice notes and files the turn shows: its
+	// messages', its quoted message's and its merged forwards' (see
+	// MediaReader).
+	Media []msg.Attachment
 }
 
 // journaled is what the journal keeps of a turn.
 type journaled struct {
-	Message      msg.Message     `json:"message"`
-	Body         string          `json:"body,omitempty"`
-	BodyForAgent string          `json:"bodyForAgent,omitempty"`
-	RawBody      string          `json:"rawBody,omitempty"`
-	CommandBody  string          `json:"commandBody,omitempty"`
-	NoCommands   bool            `json:"noCommands,omitempty"`
-	Standalone   bool            `json:"standalone,omitempty"`
-	Delivery     json.RawMessage `json:"delivery,omitempty"`
+	Message      msg.Message      `json:"message"`
+	Body         string           `json:"body,omitempty"`
+	BodyForAgent string           `json:"bodyForAgent,omitempty"`
+	RawBody      string           `json:"rawBody,omitempty"`
+	CommandBody  string           `json:"commandBody,omitempty"`
+	NoCommands   bool             `json:"noCommands,omitempty"`
+	Standalone   bool             `json:"standalone,omitempty"`
+	Delivery     json.RawMessage  `json:"delivery,omitempty"`
+	Media        []msg.Attachment `json:"media,omitempty"`
 }
 
 // encodeTurn is the journal's record of mc.
 func encodeTurn(mc MsgContext) ([]byte, error) {
 	return json.Marshal(journaled{
 		Message: mc.Message, Body: mc.Body, BodyForAgent: mc.BodyForAgent, RawBody: mc.RawBody, CommandBody: mc.CommandBody,
-		NoCommands: mc.NoCommands, Standalone: mc.Standalone, Delivery: mc.Delivery,
+		NoCommands: mc.NoCommands, Standalone: mc.Standalone, Delivery: mc.Delivery, Media: mc.Media,
 	})
 }
 
@@ -83,7 +88,7 @@ func decodeTurn(b []byte) (MsgContext, error) {
 	}
 	return MsgContext{
 		Message: j.Message, Body: j.Body, BodyForAgent: j.BodyForAgent, RawBody: j.RawBody, CommandBody: j.CommandBody,
-		NoCommands: j.NoCommands, Standalone: j.Standalone, Delivery: j.Delivery,
+		NoCommands: j.NoCommands, Standalone: j.Standalone, Delivery: j.Delivery, Media: j.Media,
 	}, nil
 }
 

@@ -83,8 +83,17 @@ type Options struct {
 	// ElevatedAllowFrom admits senders to /elevate, in the form of
 	// command.Policy entries.
 	ElevatedAllowFrom []string
-	Metrics           *Metrics
-	Logger            *slog.Logger
+	// Media, when set, reads a turn's pictures, voice notes and links
+	// before the agent runs; SeesImages says which models are shown the
+	// pictures themselves rather than notes about them.
+	Media      MediaReader
+	SeesImages func(llm.Ref) bool
+	// MediaRoots are the directories a reply may send local files from
+	// (its "MEDIA: <path>" lines), the agent's workspace first: relative
+	// paths are taken from it. None: replies send URLs only.
+	MediaRoots []string
+	Metrics    *Metrics
+	Logger     *slog.Logger
 }
 
 // Engine dispatches inbound messages to agent turns. It is a channel.Sink.

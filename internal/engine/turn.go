@@ -90,17 +90,37 @@ func (e *Engine) call(ctx context.Context, batch []*waiting, l *lane) (ok bool, 
 		}
 	}
 	dropped := e.takeDropped(l)
+	models := e.chain(sess)
+	if mc.Heartbeat && e.opts.Heartbeat.Model != (llm.Ref{}) {
+		models = append([]llm.Ref{e.opts.Heartbeat.Model}, models...)
+	}
 	transcript := prior
+	var fresh []int // the batch's messages not in the transcript yet
 	for i, w := range batch {
-		body := w.mc.BodyForAgent
-		if i == 0 && len(dropped) > 0 {
-			body = droppedNotice(dropped) + body
-		}
-		if w.mc.Resumed && inTranscript(transcript, body) {
+		if w.mc.Resumed && inTranscript(transcript, w.mc.BodyForAgent) {
 			log.Info("resumed turn: its message is in the transcript already")
 			continue
 		}
-		userTurn, err := e.appendUserTurn(ctx, key, e.userTurn(w.mc, body, transcript))
+		fresh = append(fresh, i)
+	}
+	mcs := make([]MsgContext, len(fresh))
+	for j, i := range fresh {
+		mcs[j] = batch[i].mc
+	}
+	var primary llm.Ref
+	if len(models) > 0 {
+		primary = models[0]
+	}
+	reads := e.readMedia(ctx, mcs, primary)
+	for j, i := range fresh {
+		w := batch[i]
+		body := withNotes(w.mc.BodyForAgent, reads[j])
+		if i == 0 && len(dropped) > 0 {
+			body = droppedNotice(dropped) + body
+		}
+		ut := e.userTurn(w.mc, body, transcript)
+		ut.Images = reads[j].Images
+		userTurn, err := e.appendUserTurn(ctx, key, ut)
 		if err != nil {
 			return false, fmt.Errorf("turn %s: %w", key, err)
 		}
@@ -162,10 +182,6 @@ func (e *Engine) call(ctx context.Context, batch []*waiting, l *lane) (ok bool, 
 		return false, nil
 	}
 	defer slot.release()
-	models := e.chain(sess)
-	if mc.Heartbeat && e.opts.Heartbeat.Model != (llm.Ref{}) {
-		models = append([]llm.Ref{e.opts.Heartbeat.Model}, models...)
-	}
 	// The whole turn has a deadline, whatever its calls and tools do.
 	runCtx, cancelRun := context.WithTimeoutCause(ctx, e.opts.TurnTimeout, errTurnTimeout)
 	defer cancelRun()
@@ -195,10 +211,11 @@ func (e *Engine) call(ctx context.Context, batch []*waiting, l *lane) (ok bool, 
 }
 
 // inTranscript reports whether a user turn with body was appended since
-// the last reply: a resumed turn's message may be there already.
+// the last reply: a resumed turn's message may be there already (inside
+// its envelope, before the notes of its media).
 func inTranscript(tr []store.Turn, body string) bool {
 	for i := len(tr) - 1; i >= 0 && tr[i].Role == store.RoleUser; i-- {
-		if strings.HasSuffix(tr[i].Text, body) {
+		if strings.Contains(tr[i].Text, body) {
 			return true
 		}
 	}
@@ -301,6 +318,7 @@ func (e *Engine) run(ctx context.Context, log *slog.Logger, mc MsgContext, r cha
 			stream.blocks.Add(1)
 			p := base
 			p.Text = block
+			e.attach(log, &p)
 			disp.SendBlock(p)
 		})
 	}
@@ -340,6 +358,7 @@ func (e *Engine) run(ctx context.Context, log *slog.Logger, mc MsgContext, r cha
 	case text != "":
 		p := base
 		p.Text = text
+		e.attach(log, &p)
 		disp.SendFinal(p)
 	case stream.silent:
 		log.Info("reply not delivered", "reason", string(reply.SkipSilent))

@@ -29,6 +29,7 @@ const (
 	StageCommand = "command" // a command or /summary
 	StageQuote   = "quote"   // a quoted message resolved
 	StageForward = "forward" // a merged forward expanded
+	StageMedia   = "media"   // images, voice and links read for the turn
 	StageAgent   = "agent"   // the agent run: model, fallbacks, tokens, latency
 	StageDeliver = "deliver" // what was sent, or why nothing was
 )
