@@ -93,9 +93,9 @@ func decodeTurn(b []byte) (MsgContext, error) {
 }
 
 // NewMsgContext builds the context of a plain message: every body is its
-// text.
+// text, and its media are its own.
 func NewMsgContext(m msg.Message) MsgContext {
-	return MsgContext{Message: m, Body: m.Text, BodyForAgent: m.Text, RawBody: m.Text, CommandBody: m.Text}
+	return MsgContext{Message: m, Body: m.Text, BodyForAgent: m.Text, RawBody: m.Text, CommandBody: m.Text, Media: m.Attachments(msg.AttachedHere)}
 }
 
 // Finalize fills the derived fields and decides authorization: commands are

@@ -100,7 +100,7 @@ func (l *lark) pipelines(ctx context.Context, eng *engine.Engine, st store.Store
 			Timeout: time.Duration(qc.TimeoutMs) * time.Millisecond,
 		}, loc)
 		p, err := accountPipeline(ctx, eng, st, loc, log, feishu.ChannelID, id, "channels.feishu", pipeline.Options{
-			Quote: resolver.BlockTraced, Enrich: a.Enrich, Receive: ReceiveSettings(l.receive[id]),
+			Quote: resolver.Resolved, Enrich: a.Enrich, Receive: ReceiveSettings(l.receive[id]),
 			Bot: a, Send: a.Send, History: a, ReplierFor: a.ReplierFor,
 		})
 		if err != nil {

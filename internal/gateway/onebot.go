@@ -147,7 +147,7 @@ func (q *qq) pipelines(ctx context.Context, eng *engine.Engine, st store.Store, 
 			Timeout: time.Duration(qc.TimeoutMs) * time.Millisecond,
 		}, loc)
 		p, err := accountPipeline(ctx, eng, st, loc, log, onebot.ChannelID, id, "channels.onebot", pipeline.Options{
-			Quote: resolver.BlockTraced, Receive: ReceiveSettings(r), PlainText: true,
+			Quote: resolver.Resolved, Receive: ReceiveSettings(r), PlainText: true,
 			Bot: qqBot{a}, Send: a.Send, History: a, Ack: a, ReplierFor: a.ReplierFor,
 		})
 		if err != nil {

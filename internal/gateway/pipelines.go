@@ -51,7 +51,7 @@ func (t engineTurns) Turn(ctx context.Context, turn pipeline.Turn, r channel.Rep
 	return t.e.DispatchContext(ctx, engine.MsgContext{
 		Message: turn.Message, Body: turn.Body, BodyForAgent: turn.BodyForAgent,
 		RawBody: turn.RawBody, CommandBody: turn.CommandBody, NoCommands: turn.NoCommands,
-		Standalone: turn.Standalone, Consume: turn.Consume, Delivery: turn.Delivery,
+		Standalone: turn.Standalone, Consume: turn.Consume, Delivery: turn.Delivery, Media: turn.Media,
 	}, r)
 }
 

@@ -58,9 +58,21 @@ func (p *Pipeline) runRealtime(ctx context.Context, f aggregate.Flushed[held]) {
 		p.opts.Trace.StepAll(keys, trace.StageWindow, "", flushText(f.Reason, len(msgs), len(history), first.ID))
 	}
 	quote := ""
+	var media []msg.Attachment
+	for _, m := range msgs {
+		media = append(media, m.Attachments(msg.AttachedHere)...)
+	}
 	if p.opts.Quote != nil && !command {
 		var summary string
-		quote, summary = p.quote(ctx, batch)
+		var quoted []msg.Attachment
+		quote, summary, quoted = p.quote(ctx, batch)
+		for _, a := range quoted {
+			// Forward nodes may not say where they were seen.
+			if a.Channel == "" {
+				a.Channel, a.Account, a.Peer = first.Channel, first.Account, first.Peer
+			}
+			media = append(media, a)
+		}
 		if summary != "" {
 			p.opts.Trace.StepAll(keys, trace.StageQuote, "", summary)
 		}
@@ -76,7 +88,7 @@ func (p *Pipeline) runRealtime(ctx context.Context, f aggregate.Flushed[held]) {
 	m := first
 	m.Text = text
 	r := &filtered{Wrapper: channel.Wrapper{Replier: f.Entries[0].Tag.r}, mentionable: mentionable(history, msgs)}
-	t := Turn{Message: m, Body: text, BodyForAgent: body, RawBody: text, CommandBody: text, Consume: consume, Delivery: replyDelivery(first, r)}
+	t := Turn{Message: m, Body: text, BodyForAgent: body, RawBody: text, CommandBody: text, Consume: consume, Delivery: replyDelivery(first, r), Media: media}
 	p.log.Debug("realtime batch", "peer", first.Peer.String(), "messages", len(msgs), "history", len(history), "trigger", string(f.Trigger), "flush", string(f.Reason))
 	if err = p.opts.Engine.Turn(ctx, t, r); err != nil {
 		p.log.Warn("realtime batch", "peer", first.Peer.String(), "err", err)
@@ -115,11 +127,11 @@ func answer(entries []aggregate.Entry[held], err error) {
 
 // quote runs the quoter, containing its failures: the batch goes on
 // without a quote block.
-func (p *Pipeline) quote(ctx context.Context, b msg.Batch) (block, summary string) {
+func (p *Pipeline) quote(ctx context.Context, b msg.Batch) (block, summary string, media []msg.Attachment) {
 	defer func() {
 		if v := recover(); v != nil {
 			p.log.Error("quote resolution panicked; going on without it", "panic", v)
-			block, summary = "", "quote resolution failed; the turn went on without it"
+			block, summary, media = "", "quote resolution failed; the turn went on without it", nil
 		}
 	}()
 	return p.opts.Quote(ctx, b)

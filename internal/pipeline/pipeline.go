@@ -56,6 +56,9 @@ type Turn struct {
 	// Delivery describes the reply path, so a turn resumed after a
 	// restart answers the same way (see ReplierFrom).
 	Delivery json.RawMessage
+	// Media are the pictures, voice notes and files the turn shows: its
+	// messages' own, then its quote's and forwards'.
+	Media []msg.Attachment
 }
 
 // Engine runs turns; the gateway adapts the engine to it.
@@ -65,8 +68,9 @@ type Engine interface {
 
 // Quoter resolves the quote and forwards of a realtime batch into a block
 // put before the user's text; empty when there is nothing to show. trace
-// says, for the decision trace, what it resolved and spent.
-type Quoter func(ctx context.Context, b msg.Batch) (block, trace string)
+// says, for the decision trace, what it resolved and spent; media are the
+// attachments the block shows (the quoted message's, the forwards').
+type Quoter func(ctx context.Context, b msg.Batch) (block, trace string, media []msg.Attachment)
 
 // Options configure one account's pipeline.
 type Options struct {

@@ -538,14 +538,17 @@ func TestQuoteBlockGoesFirstAndAFailingQuoterIsContained(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newRig(t, defaults())
 		var seen []msg.Batch
-		g.p.opts.Quote = func(_ context.Context, b msg.Batch) (string, string) {
+		g.p.opts.Quote = func(_ context.Context, b msg.Batch) (string, string, []msg.Attachment) {
 			seen = append(seen, b)
 			if b.Messages[0].ID == "boom" {
 				panic("resolver bug")
 			}
-			return "[引用消息：原文\n]", "quoted message resolved"
+			quoted := msg.Attachment{Message: "q1", Segment: msg.Segment{Kind: msg.SegImage, URL: "https://img.test/q.png"}, From: msg.AttachedQuote}
+			return "[引用消息：原文\n]", "quoted message resolved", []msg.Attachment{quoted}
 		}
-		g.send(t, mention(gm("1", "1001", "A", "", 0), "这是什么"))
+		own := mention(gm("1", "1001", "A", "", 0), "这是什么")
+		own.Segments = append(own.Segments, msg.Segment{Kind: msg.SegImage, URL: "https://img.test/own.png"})
+		g.send(t, own)
 		time.Sleep(time.Second)
 		synctest.Wait()
 		g.send(t, mention(gm("boom", "1001", "A", "", 0), "再问一次"))
@@ -557,6 +560,13 @@ func TestQuoteBlockGoesFirstAndAFailingQuoterIsContained(t *testing.T) {
 		}
 		if got := turns[0].mc.BodyForAgent; got != "[引用消息：原文\n]\n这是什么" || turns[0].mc.RawBody != "这是什么" {
 			t.Errorf("body %q raw %q", got, turns[0].mc.RawBody)
+		}
+		// The turn shows its own image first, then the quote's, which
+		// learns the chat it was seen in.
+		if media := turns[0].mc.Media; len(media) != 2 || media[0].Segment.URL != "https://img.test/own.png" || media[0].From != msg.AttachedHere ||
+			media[0].Message != "1" || media[1].Segment.URL != "https://img.test/q.png" || media[1].From != msg.AttachedQuote ||
+			media[1].Channel != own.Channel || media[1].Peer != own.Peer || media[1].Message != "q1" {
+			t.Errorf("turn media = %+v", media)
 		}
 		if got := turns[1].mc.BodyForAgent; got != "再问一次" {
 			t.Errorf("a panicking resolver leaves the block out: %q", got)

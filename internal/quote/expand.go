@@ -182,7 +182,7 @@ func (s *state) expand(ctx context.Context, id msg.ForwardID, inline []msg.Messa
 			break
 		}
 		s.remaining--
-		out = append(out, Node{Depth: depth, Sender: m.Sender, Time: m.Time, Text: m.Text})
+		out = append(out, Node{Depth: depth, Sender: m.Sender, Time: m.Time, Text: m.Text, Media: m.Attachments(msg.AttachedForward)})
 		if depth >= s.r.settings.MaxDepth {
 			continue
 		}

@@ -109,6 +109,22 @@ type Node struct {
 	Sender msg.Sender
 	Time   time.Time
 	Text   string
+	// Media are the node's pictures, voice notes and files.
+	Media []msg.Attachment
+}
+
+// Media returns the attachments a resolution showed: the quoted message's,
+// then those of the forward nodes that were rendered (the budgets apply to
+// them as to the text).
+func (res Result) Media() []msg.Attachment {
+	var out []msg.Attachment
+	if res.Present && !res.QuoteFailed {
+		out = res.Quoted.Attachments(msg.AttachedQuote)
+	}
+	for _, n := range res.Nodes {
+		out = append(out, n.Media...)
+	}
+	return out
 }
 
 // Block resolves a realtime batch and renders it; "" when there is
@@ -122,19 +138,26 @@ func (r *Resolver) Block(ctx context.Context, b msg.Batch) string {
 // resolution did and which budgets it spent; both are "" when there was
 // nothing to resolve.
 func (r *Resolver) BlockTraced(ctx context.Context, b msg.Batch) (block, trace string) {
+	block, trace, _ = r.Resolved(ctx, b)
+	return block, trace
+}
+
+// Resolved is BlockTraced that also returns the media the block shows
+// (Result.Media), for the turn to read.
+func (r *Resolver) Resolved(ctx context.Context, b msg.Batch) (block, trace string, media []msg.Attachment) {
 	if !r.settings.Enabled || b.Kind != msg.Realtime {
-		return "", ""
+		return "", "", nil
 	}
 	src, ok := Source(b)
 	if !ok {
-		return "", ""
+		return "", "", nil
 	}
 	res := r.Resolve(ctx, src)
 	trace = res.Summary(r.settings)
 	if !res.Present && len(res.Nodes) == 0 {
-		return "", trace
+		return "", trace, nil
 	}
-	return Render(res, r.loc), trace
+	return Render(res, r.loc), trace, res.Media()
 }
 
 // Summary says what a resolution did and spent against the budgets of s.
