@@ -4,6 +4,7 @@ package anthropic
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"iter"
@@ -147,7 +148,7 @@ func params(req llm.Request) sdk.MessageNewParams {
 			}
 			msgs = append(msgs, sdk.NewUserMessage(block))
 		default:
-			msgs = append(msgs, sdk.NewUserMessage(sdk.NewTextBlock(m.Text)))
+			msgs = append(msgs, sdk.NewUserMessage(userBlocks(m)...))
 		}
 	}
 	maxTokens := int64(req.MaxTokens)
@@ -168,6 +169,23 @@ func params(req llm.Request) sdk.MessageNewParams {
 		p.Tools = append(p.Tools, sdk.ToolUnionParam{OfTool: &sdk.ToolParam{Name: t.Name, Description: sdk.String(t.Description), InputSchema: schema}})
 	}
 	return p
+}
+
+// userBlocks is a user turn's content: its text, then its images, each
+// inline in base64. A turn with images and no text has no text block (the
+// API refuses empty ones); a turn with neither keeps its one.
+func userBlocks(m llm.Message) []sdk.ContentBlockParamUnion {
+	if len(m.Images) == 0 {
+		return []sdk.ContentBlockParamUnion{sdk.NewTextBlock(m.Text)}
+	}
+	blocks := make([]sdk.ContentBlockParamUnion, 0, len(m.Images)+1)
+	if m.Text != "" {
+		blocks = append(blocks, sdk.NewTextBlock(m.Text))
+	}
+	for _, img := range m.Images {
+		blocks = append(blocks, sdk.NewImageBlockBase64(img.MIME, base64.StdEncoding.EncodeToString(img.Data)))
+	}
+	return blocks
 }
 
 // isToolResults reports a user message made only of tool results.

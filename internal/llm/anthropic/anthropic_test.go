@@ -1,7 +1,10 @@
 package anthropic
 
 import (
+	"encoding/base64"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/pincerbot/pincer/internal/llm"
 	"github.com/pincerbot/pincer/internal/llm/llmtest"
@@ -54,5 +57,38 @@ func TestThinkingLevelBecomesBudget(t *testing.T) {
 	thinking, _ := body["thinking"].(map[string]any)
 	if thinking["type"] != "enabled" || thinking["budget_tokens"] != float64(8192) || body["max_tokens"] != float64(9192) {
 		t.Errorf("body %v", body)
+	}
+}
+
+// TestUserImagesAreImageBlocks: a user turn's images follow its text as
+// base64 image blocks; a turn with images and no text sends no empty text
+// block; a turn without images is one text block as before.
+func TestUserImagesAreImageBlocks(t *testing.T) {
+	s := llmtest.NewAnthropic(t)
+	p := New("anthropic", llm.Endpoint{BaseURL: s.URL})
+	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xfb\xff\xfe")
+	req := llm.Request{Model: "claude-sonnet-4-5", Messages: []llm.Message{
+		{Role: llm.RoleUser, Text: "看这个", Images: []llm.Image{{MIME: "image/png", Data: png}, {MIME: "image/jpeg", Data: []byte{0xff, 0xd8, 0xff}}}},
+		{Role: llm.RoleAssistant, Text: "一张图"},
+		{Role: llm.RoleUser, Images: []llm.Image{{MIME: "image/webp", Data: []byte("RIFF")}}},
+		{Role: llm.RoleAssistant, Text: "又一张"},
+		{Role: llm.RoleUser, Text: "plain"},
+	}}
+	if _, _, _, err := llmtest.Collect(p.Stream(t.Context(), req)); err != nil {
+		t.Fatal(err)
+	}
+	image := func(mime, data string) map[string]any {
+		return map[string]any{"type": "image", "source": map[string]any{"type": "base64", "media_type": mime, "data": data}}
+	}
+	text := func(s string) map[string]any { return map[string]any{"type": "text", "text": s} }
+	want := []any{
+		map[string]any{"role": "user", "content": []any{text("看这个"), image("image/png", base64.StdEncoding.EncodeToString(png)), image("image/jpeg", "/9j/")}},
+		map[string]any{"role": "assistant", "content": []any{text("一张图")}},
+		map[string]any{"role": "user", "content": []any{image("image/webp", "UklGRg==")}},
+		map[string]any{"role": "assistant", "content": []any{text("又一张")}},
+		map[string]any{"role": "user", "content": []any{text("plain")}},
+	}
+	if diff := cmp.Diff(want, s.Requests()[0].Body["messages"]); diff != "" {
+		t.Errorf("messages sent (-want +got):\n%s", diff)
 	}
 }

@@ -1,8 +1,10 @@
 // Package llmsim is a fake OpenAI-compatible model server: it answers
 // POST /v1/chat/completions with a streamed (SSE) completion after a
 // configurable latency, and tells its owner when each request arrived
-// and when its answer was done. pincer bench runs it as the model under
-// load. It does not import testing, so the pincer binary can link it.
+// and when its answer was done. It also lists its models (GET /v1/models)
+// and transcribes any audio to a fixed text (POST /v1/audio/transcriptions).
+// pincer bench runs it as the model under load. It does not import
+// testing, so the pincer binary can link it.
 package llmsim
 
 import (
@@ -60,7 +62,20 @@ type Options struct {
 	// OnDone, when set, is called once the last byte of an answer was
 	// written and flushed, with the time it was.
 	OnDone func(r Request, at time.Time)
+	// Transcript is the text every audio transcription answers;
+	// DefaultTranscript when empty.
+	Transcript string
+	// Models are the model ids GET /v1/models lists; DefaultModels when
+	// empty.
+	Models []string
 }
+
+// DefaultTranscript is what the server makes of any audio unless told
+// otherwise.
+const DefaultTranscript = "(simulated transcript)"
+
+// DefaultModels are the models the server lists unless told otherwise.
+var DefaultModels = []string{"sim"}
 
 // Server is a fake OpenAI-compatible model server.
 type Server struct {
@@ -77,6 +92,12 @@ type Server struct {
 func New(o Options) *Server {
 	if o.Chunks <= 0 {
 		o.Chunks = 3
+	}
+	if o.Transcript == "" {
+		o.Transcript = DefaultTranscript
+	}
+	if len(o.Models) == 0 {
+		o.Models = DefaultModels
 	}
 	return &Server{opts: o}
 }
@@ -98,12 +119,55 @@ func (s *Server) Close() {
 	s.wg.Wait()
 }
 
-// Handler serves POST /v1/chat/completions (and /chat/completions).
+// Handler serves POST /v1/chat/completions, POST /v1/audio/transcriptions
+// and GET /v1/models (each also without /v1).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/chat/completions", s.complete)
-	mux.HandleFunc("POST /chat/completions", s.complete)
+	for _, prefix := range []string{"/v1", ""} {
+		mux.HandleFunc("POST "+prefix+"/chat/completions", s.complete)
+		mux.HandleFunc("POST "+prefix+"/audio/transcriptions", s.transcribe)
+		mux.HandleFunc("GET "+prefix+"/models", s.models)
+	}
 	return mux
+}
+
+// maxAudio bounds the audio a transcription request may carry.
+const maxAudio = 25 << 20
+
+// transcribe answers a transcription request (a multipart form with the
+// audio in "file") with the fixed transcript, as {"text":…}, or as plain
+// text when response_format is "text".
+func (s *Server) transcribe(w http.ResponseWriter, req *http.Request) {
+	req.Body = http.MaxBytesReader(w, req.Body, maxAudio+1<<20)
+	if err := req.ParseMultipartForm(1 << 20); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "llmsim: bad form: "+err.Error())
+		return
+	}
+	defer req.MultipartForm.RemoveAll()
+	f, _, err := req.FormFile("file")
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "llmsim: no audio file: "+err.Error())
+		return
+	}
+	f.Close()
+	switch req.FormValue("response_format") {
+	case "text":
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, s.opts.Transcript+"\n")
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"text": s.opts.Transcript})
+	}
+}
+
+// models lists the configured models as OpenAI's API does.
+func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
+	data := make([]any, len(s.opts.Models))
+	for i, id := range s.opts.Models {
+		data[i] = map[string]any{"id": id, "object": "model", "created": 1700000000, "owned_by": "llmsim"}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": data})
 }
 
 // wireRequest is the part of a chat-completions request the server reads.

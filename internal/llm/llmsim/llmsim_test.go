@@ -2,13 +2,17 @@ package llmsim
 
 import (
 	"context"
+	"encoding/json"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/pincerbot/pincer/internal/llm"
+	"github.com/pincerbot/pincer/internal/llm/llmtest"
 	"github.com/pincerbot/pincer/internal/llm/openai"
 )
 
@@ -92,6 +96,84 @@ func TestPiecesKeepRunesWhole(t *testing.T) {
 			if !strings.ContainsRune(p, '\uFFFD') && strings.ToValidUTF8(p, "\uFFFD") != p {
 				t.Errorf("pieces(%q, %d) cut a rune: %q", tc.s, tc.n, got)
 			}
+		}
+	}
+}
+
+// TestContentPartsAreRead: a message whose content is an array of parts
+// (text and images, as a user turn with pictures is sent) counts by its
+// text parts, joined; the images do not upset the decoding.
+func TestContentPartsAreRead(t *testing.T) {
+	var mu sync.Mutex
+	var last Request
+	seen := func() Request {
+		mu.Lock()
+		defer mu.Unlock()
+		return last
+	}
+	s := httptest.NewServer(New(Options{
+		Reply: func(r Request) string { return "saw: " + r.LastUser() },
+		OnRequest: func(r Request) {
+			mu.Lock()
+			defer mu.Unlock()
+			last = r
+		},
+	}).Handler())
+	defer s.Close()
+	p := openai.New("sim", llm.Endpoint{BaseURL: s.URL + "/v1"})
+	text, _, _, err := llmtest.Collect(p.Stream(t.Context(), llm.Request{Model: "vision", Messages: []llm.Message{
+		{Role: llm.RoleUser, Text: "看这个", Images: []llm.Image{{MIME: "image/png", Data: []byte("\x89PNG\r\n")}}},
+		{Role: llm.RoleAssistant, Text: "嗯"},
+		{Role: llm.RoleUser, Images: []llm.Image{{MIME: "image/jpeg", Data: []byte{0xff, 0xd8}}}},
+	}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := seen()
+	if text != "saw: " || got.Messages[0].Content != "看这个" || got.Messages[2].Content != "" {
+		t.Errorf("answered %q to %+v", text, got.Messages)
+	}
+
+	body := `{"model":"m","stream":false,"messages":[{"role":"user","content":[` +
+		`{"type":"text","text":"one "},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0K"}},{"type":"text","text":"two"}]}]}`
+	res, err := http.Post(s.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var answer struct {
+		Choices []struct {
+			Message struct{ Content string } `json:"message"`
+		} `json:"choices"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&answer); err != nil || res.StatusCode != http.StatusOK || len(answer.Choices) != 1 {
+		t.Fatalf("HTTP %d, %+v, %v", res.StatusCode, answer, err)
+	}
+	if c := answer.Choices[0].Message.Content; c != "saw: one two" || seen().LastUser() != "one two" {
+		t.Errorf("answered %q, last user %q", c, seen().LastUser())
+	}
+}
+
+func TestTranscribesAndListsModels(t *testing.T) {
+	s := httptest.NewServer(New(Options{Models: []string{"sim-chat", "sim-whisper"}}).Handler())
+	defer s.Close()
+	text, err := openai.NewTranscriber(openai.TranscriberOptions{BaseURL: s.URL + "/v1"}).Transcribe(t.Context(), []byte("OggS"), "voice.ogg", "audio/ogg")
+	if err != nil || text != DefaultTranscript {
+		t.Errorf("transcript %q, %v", text, err)
+	}
+	for _, path := range []string{"/v1/models", "/models"} {
+		res, err := http.Get(s.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var list struct {
+			Object string
+			Data   []struct{ ID, Object string }
+		}
+		err = json.NewDecoder(res.Body).Decode(&list)
+		res.Body.Close()
+		if err != nil || list.Object != "list" || len(list.Data) != 2 || list.Data[1].ID != "sim-whisper" || list.Data[1].Object != "model" {
+			t.Errorf("GET %s: %+v, %v", path, list, err)
 		}
 	}
 }

@@ -6,9 +6,20 @@ import (
 )
 
 // NewAnthropic starts a fake Anthropic messages server; use URL as the
-// SDK's base URL.
+// SDK's base URL. Besides messages it lists models.
 func NewAnthropic(t testing.TB) *Server {
 	s := &Server{}
+	s.modelList = func(ids []string) any {
+		data := make([]any, len(ids))
+		for i, id := range ids {
+			data[i] = map[string]any{"id": id, "type": "model", "display_name": id, "created_at": "2025-01-01T00:00:00Z"}
+		}
+		list := map[string]any{"data": data, "has_more": false, "first_id": nil, "last_id": nil}
+		if len(ids) > 0 {
+			list["first_id"], list["last_id"] = ids[0], ids[len(ids)-1]
+		}
+		return list
+	}
 	s.errBody = func(r Reply) any {
 		typ := r.ErrorType
 		if typ == "" {
@@ -60,6 +71,6 @@ func NewAnthropic(t testing.TB) *Server {
 		event(w, f, "message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 7}})
 		event(w, f, "message_stop", map[string]any{"type": "message_stop"})
 	}
-	s.serve(t, "/v1/messages")
+	s.serve(t, "/v1/messages", nil)
 	return s
 }

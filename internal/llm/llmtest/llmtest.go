@@ -1,6 +1,8 @@
 // Package llmtest provides in-process model servers that speak the OpenAI
 // chat-completions and Anthropic messages streaming formats (SSE), so the
-// real SDK clients can be tested end to end.
+// real SDK clients can be tested end to end. Both also list their models
+// (GET /v1/models), and the OpenAI one transcribes audio
+// (POST /v1/audio/transcriptions).
 package llmtest
 
 import (
@@ -9,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"unicode/utf8"
@@ -49,16 +52,42 @@ type Request struct {
 	Body   map[string]any
 }
 
+// Transcription is one audio transcription request the server received.
+type Transcription struct {
+	Header http.Header
+	// Model and ResponseFormat are the form's fields of those names.
+	Model          string
+	ResponseFormat string
+	// FileName and ContentType are the file part's; Audio its bytes.
+	FileName    string
+	ContentType string
+	Audio       []byte
+	// Fields are all the form's text fields.
+	Fields map[string]string
+}
+
+// DefaultTranscript is what the fake OpenAI server makes of any audio
+// until told otherwise.
+const DefaultTranscript = "transcribed audio"
+
+// DefaultModels are the models the fake servers list until told
+// otherwise.
+var DefaultModels = []string{"fake-large", "fake-small"}
+
 // Server is a fake model server. Replies are served in order; the last one
 // repeats.
 type Server struct {
 	URL string
 
-	mu       sync.Mutex
-	replies  []Reply
-	requests []Request
-	write    func(w http.ResponseWriter, f http.Flusher, req *http.Request, r Reply)
-	errBody  func(r Reply) any
+	mu             sync.Mutex
+	replies        []Reply
+	requests       []Request
+	transcripts    []Reply
+	transcriptions []Transcription
+	models         []string
+	write          func(w http.ResponseWriter, f http.Flusher, req *http.Request, r Reply)
+	errBody        func(r Reply) any
+	modelList      func(ids []string) any
 }
 
 // Script sets the replies to serve, replacing earlier ones.
@@ -75,21 +104,127 @@ func (s *Server) Requests() []Request {
 	return append([]Request(nil), s.requests...)
 }
 
+// SetTranscript makes every later transcription answer text.
+func (s *Server) SetTranscript(text string) {
+	s.ScriptTranscripts(Reply{Text: []string{text}})
+}
+
+// ScriptTranscripts sets the answers to transcription requests, served
+// in order, the last one repeating: a reply's Text joined, or its
+// Status, ErrorType and Header as for a chat reply.
+func (s *Server) ScriptTranscripts(replies ...Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.transcripts = replies
+}
+
+// Transcriptions returns the transcription requests received so far.
+func (s *Server) Transcriptions() []Transcription {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Transcription(nil), s.transcriptions...)
+}
+
+// SetModels sets the model ids GET /v1/models lists, replacing
+// DefaultModels.
+func (s *Server) SetModels(ids ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.models = append([]string{}, ids...)
+}
+
 func (s *Server) next() Reply {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.replies) == 0 {
-		return Reply{Text: []string{"ok"}}
+	return pop(&s.replies, Reply{Text: []string{"ok"}})
+}
+
+// pop returns the first of *replies, keeping the last one, or def when
+// there are none.
+func pop(replies *[]Reply, def Reply) Reply {
+	if len(*replies) == 0 {
+		return def
 	}
-	r := s.replies[0]
-	if len(s.replies) > 1 {
-		s.replies = s.replies[1:]
+	r := (*replies)[0]
+	if len(*replies) > 1 {
+		*replies = (*replies)[1:]
 	}
 	return r
 }
 
-func (s *Server) serve(t testing.TB, path string) {
+// formMemory is how much of a transcription form is held in memory; the
+// rest waits in temporary files.
+const formMemory = 32 << 20
+
+// transcribe serves POST /v1/audio/transcriptions: a multipart form with
+// the audio in "file", answered as {"text":…}.
+func (s *Server) transcribe(w http.ResponseWriter, req *http.Request) {
+	if err := req.ParseMultipartForm(formMemory); err != nil {
+		s.writeError(w, Reply{Status: http.StatusBadRequest, ErrorType: "invalid_request_error"})
+		return
+	}
+	defer req.MultipartForm.RemoveAll()
+	tr := Transcription{Header: req.Header.Clone(), Fields: map[string]string{}}
+	for k, vs := range req.MultipartForm.Value {
+		if len(vs) > 0 {
+			tr.Fields[k] = vs[0]
+		}
+	}
+	tr.Model, tr.ResponseFormat = tr.Fields["model"], tr.Fields["response_format"]
+	f, fh, err := req.FormFile("file")
+	if err == nil {
+		tr.FileName, tr.ContentType = fh.Filename, fh.Header.Get("Content-Type")
+		tr.Audio, err = io.ReadAll(f)
+		f.Close()
+	}
+	if err != nil {
+		s.writeError(w, Reply{Status: http.StatusBadRequest, ErrorType: "invalid_request_error"})
+		return
+	}
+	s.mu.Lock()
+	s.transcriptions = append(s.transcriptions, tr)
+	r := pop(&s.transcripts, Reply{Text: []string{DefaultTranscript}})
+	s.mu.Unlock()
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	if r.Status != 0 && r.Status != http.StatusOK {
+		s.writeError(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"text": strings.Join(r.Text, "")})
+}
+
+// listModels serves GET /v1/models.
+func (s *Server) listModels(w http.ResponseWriter, _ *http.Request) {
+	s.mu.Lock()
+	ids := s.models
+	s.mu.Unlock()
+	if ids == nil {
+		ids = DefaultModels
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(s.modelList(ids))
+}
+
+// writeError answers with r's status and an error body of its type.
+func (s *Server) writeError(w http.ResponseWriter, r Reply) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(r.Status)
+	_ = json.NewEncoder(w).Encode(s.errBody(r))
+}
+
+// serve starts the server: chat at POST path, the model list at
+// GET /v1/models, and whatever more routes adds.
+func (s *Server) serve(t testing.TB, path string, routes map[string]http.HandlerFunc) {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/models", s.listModels)
+	for pattern, h := range routes {
+		mux.HandleFunc(pattern, h)
+	}
 	mux.HandleFunc("POST "+path, func(w http.ResponseWriter, req *http.Request) {
 		body, err := io.ReadAll(req.Body)
 		if err != nil {
@@ -111,9 +246,7 @@ func (s *Server) serve(t testing.TB, path string) {
 			}
 		}
 		if r.Status != 0 && r.Status != http.StatusOK {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(r.Status)
-			_ = json.NewEncoder(w).Encode(s.errBody(r))
+			s.writeError(w, r)
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")

@@ -6,9 +6,17 @@ import (
 )
 
 // NewOpenAI starts a fake OpenAI-compatible server; use URL+"/v1" as the
-// SDK's base URL.
+// SDK's base URL. Besides chat completions it lists models and
+// transcribes audio (see SetTranscript and Transcriptions).
 func NewOpenAI(t testing.TB) *Server {
 	s := &Server{}
+	s.modelList = func(ids []string) any {
+		data := make([]any, len(ids))
+		for i, id := range ids {
+			data[i] = map[string]any{"id": id, "object": "model", "created": 1700000000, "owned_by": "llmtest"}
+		}
+		return map[string]any{"object": "list", "data": data}
+	}
 	s.errBody = func(r Reply) any {
 		typ := r.ErrorType
 		if typ == "" {
@@ -55,6 +63,6 @@ func NewOpenAI(t testing.TB) *Server {
 		event(w, f, "", chunk(map[string]any{}, finish))
 		_, _ = w.Write([]byte("data: [DONE]\n\n"))
 	}
-	s.serve(t, "/v1/chat/completions")
+	s.serve(t, "/v1/chat/completions", map[string]http.HandlerFunc{"POST /v1/audio/transcriptions": s.transcribe})
 	return s
 }

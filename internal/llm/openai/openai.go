@@ -138,6 +138,13 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Ev
 }
 
 func (p *Provider) classify(parent context.Context, model string, err error) *llm.Error {
+	return classify(parent, p.id, model, err)
+}
+
+// classify makes err, from a call of provider id to model, an *llm.Error:
+// an HTTP error answer by its status and error type, an error event
+// inside a stream as a server failure, anything else by llm.Transport.
+func classify(parent context.Context, id, model string, err error) *llm.Error {
 	var apiErr *sdk.Error
 	if errors.As(err, &apiErr) {
 		var h http.Header
@@ -148,12 +155,12 @@ func (p *Provider) classify(parent context.Context, model string, err error) *ll
 		if apiErr.Code != "" {
 			typ = apiErr.Code
 		}
-		return llm.HTTPError(p.id, model, apiErr.StatusCode, h, typ, err)
+		return llm.HTTPError(id, model, apiErr.StatusCode, h, typ, err)
 	}
 	var streamErr *ssestream.StreamError
 	if errors.As(err, &streamErr) {
 		// An error event inside a 200 stream: the server failed mid-reply.
-		return llm.HTTPError(p.id, model, 0, nil, "api_error", err)
+		return llm.HTTPError(id, model, 0, nil, "api_error", err)
 	}
-	return llm.Transport(p.id, model, parent, err)
+	return llm.Transport(id, model, parent, err)
 }

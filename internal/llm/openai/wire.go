@@ -3,6 +3,7 @@ package openai
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,11 +35,75 @@ type chatRequest struct {
 
 type chatMessage struct {
 	Role string `json:"role"`
-	// Content is left out only for an assistant turn that made tool
+	// Content is a *string, or a []contentPart for a user turn that shows
+	// images. It is left out only for an assistant turn that made tool
 	// calls and said nothing.
-	Content    *string        `json:"content,omitempty"`
+	Content    any            `json:"content,omitempty"`
 	ToolCalls  []chatToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string         `json:"tool_call_id,omitempty"`
+}
+
+// contentPart is one part of a user turn's content: its text, or an
+// image.
+type contentPart struct {
+	Type     string    `json:"type"`
+	Text     string    `json:"text,omitempty"`
+	ImageURL *imageURL `json:"image_url,omitempty"`
+}
+
+// imageURL is an image part's picture, sent inline as a data URL.
+type imageURL llm.Image
+
+// MarshalJSON encodes the image as {"url":"data:<mime>;base64,<data>"},
+// its base64 written once into a buffer of the exact size.
+func (u *imageURL) MarshalJSON() ([]byte, error) {
+	mime := u.MIME
+	if !plainJSON(u.MIME) {
+		quoted, err := json.Marshal(u.MIME)
+		if err != nil {
+			return nil, fmt.Errorf("image MIME type: %w", err)
+		}
+		mime = string(quoted[1 : len(quoted)-1])
+	}
+	b := make([]byte, 0, len(imageURLHead)+len(mime)+len(imageURLMid)+base64.StdEncoding.EncodedLen(len(u.Data))+len(imageURLTail))
+	b = append(b, imageURLHead...)
+	b = append(b, mime...)
+	b = append(b, imageURLMid...)
+	b = base64.StdEncoding.AppendEncode(b, u.Data)
+	return append(b, imageURLTail...), nil
+}
+
+const (
+	imageURLHead = `{"url":"data:`
+	imageURLMid  = `;base64,`
+	imageURLTail = `"}`
+)
+
+// plainJSON reports a string that needs no escapes inside JSON quotes.
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// userContent is a user turn's content: its text alone, as a string,
+// unless it shows images; then its text (when there is any) and the
+// images as parts.
+func userContent(m *llm.Message) any {
+	if len(m.Images) == 0 {
+		return &m.Text
+	}
+	parts := make([]contentPart, 0, len(m.Images)+1)
+	if m.Text != "" {
+		parts = append(parts, contentPart{Type: "text", Text: m.Text})
+	}
+	for i := range m.Images {
+		parts = append(parts, contentPart{Type: "image_url", ImageURL: (*imageURL)(&m.Images[i])})
+	}
+	return parts
 }
 
 type chatToolCall struct {
@@ -87,7 +152,7 @@ func (p *Provider) body(req llm.Request) chatRequest {
 		case llm.RoleTool:
 			msgs = append(msgs, chatMessage{Role: "tool", Content: &m.Text, ToolCallID: m.ToolCallID})
 		default:
-			msgs = append(msgs, chatMessage{Role: "user", Content: &m.Text})
+			msgs = append(msgs, chatMessage{Role: "user", Content: userContent(m)})
 		}
 	}
 	body := chatRequest{Model: req.Model, Messages: msgs, Stream: true}
@@ -111,17 +176,22 @@ func (p *Provider) body(req llm.Request) chatRequest {
 }
 
 // bodySize estimates the encoded size of req's body: its texts, with
-// room for the JSON around them and the escapes in them.
+// room for the JSON around them and the escapes in them, and its images
+// in base64.
 func bodySize(req llm.Request) int {
 	n := 256 + len(req.System) + len(req.Model)
+	images := 0
 	for _, m := range req.Messages {
 		n += 64 + len(m.Text)
 		for _, c := range m.ToolCalls {
 			n += 96 + len(c.Name) + len(c.Arguments)
 		}
+		for _, img := range m.Images {
+			images += 96 + len(img.MIME) + base64.StdEncoding.EncodedLen(len(img.Data))
+		}
 	}
 	n += 512 * len(req.Tools)
-	return n + n/8
+	return n + n/8 + images
 }
 
 // chunk is the part of a streamed chat.completion.chunk the provider

@@ -1,10 +1,14 @@
 package openai
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -45,7 +49,20 @@ func sdkParams(p *Provider, req llm.Request) sdk.ChatCompletionNewParams {
 		case llm.RoleTool:
 			msgs = append(msgs, sdk.ToolMessage(m.Text, m.ToolCallID))
 		default:
-			msgs = append(msgs, sdk.UserMessage(m.Text))
+			if len(m.Images) == 0 {
+				msgs = append(msgs, sdk.UserMessage(m.Text))
+				continue
+			}
+			var parts []sdk.ChatCompletionContentPartUnionParam
+			if m.Text != "" {
+				parts = append(parts, sdk.TextContentPart(m.Text))
+			}
+			for _, img := range m.Images {
+				parts = append(parts, sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{
+					URL: "data:" + img.MIME + ";base64," + base64.StdEncoding.EncodeToString(img.Data),
+				}))
+			}
+			msgs = append(msgs, sdk.UserMessage(parts))
 		}
 	}
 	params := sdk.ChatCompletionNewParams{Model: req.Model, Messages: msgs}
@@ -98,6 +115,12 @@ func TestBodyMatchesTheSDK(t *testing.T) {
 		}},
 		"thinking off":   {Model: "m", Thinking: "off", Messages: []llm.Message{{Role: llm.RoleUser, Text: "x"}}},
 		"tool no schema": {Model: "m", Tools: []llm.Tool{{Name: "now"}}, Messages: []llm.Message{{Role: llm.RoleUser, Text: "x"}}},
+		"images": {Model: "m", System: "s", Messages: []llm.Message{
+			{Role: llm.RoleUser, Text: "看这张图 <b>", Images: []llm.Image{{MIME: "image/png", Data: pngBytes}}},
+			{Role: llm.RoleAssistant, Text: "一只猫"},
+			{Role: llm.RoleUser, Images: []llm.Image{{MIME: "image/jpeg", Data: bytes.Repeat([]byte{0xff, 0xd8, 0x00}, 700)}, {MIME: "image/webp", Data: []byte{}}}},
+			{Role: llm.RoleUser, Text: "and this?", Images: []llm.Image{{MIME: "image/gif", Data: []byte("GIF89a")}}},
+		}},
 	} {
 		for _, legacy := range []bool{false, true} {
 			p := &Provider{legacyMaxTokens: legacy}
@@ -107,6 +130,64 @@ func TestBodyMatchesTheSDK(t *testing.T) {
 				t.Errorf("%s (legacy %v): body differs from the SDK's (-sdk +ours):\n%s", name, legacy, diff)
 			}
 		}
+	}
+}
+
+// pngBytes is the start of a PNG file: bytes whose base64 has every
+// kind of character.
+var pngBytes = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xfb\xff\xfe")
+
+// TestUserImagesAreContentParts: a user turn with images is sent with
+// its content as parts, the text first (none when it is empty), then
+// each image as a data URL; a turn without images keeps its content a
+// plain string, byte for byte as before.
+func TestUserImagesAreContentParts(t *testing.T) {
+	bodies := make(chan []byte, 1)
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		bodies <- b
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+	}))
+	defer s.Close()
+	p := New("openai", llm.Endpoint{BaseURL: s.URL + "/v1"})
+	req := llm.Request{Model: "gpt-4o", Messages: []llm.Message{
+		{Role: llm.RoleUser, Text: "plain"},
+		{Role: llm.RoleUser, Text: "看 <this>", Images: []llm.Image{{MIME: "image/png", Data: pngBytes}, {MIME: "image/jpeg", Data: []byte{0xff, 0xd8, 0xff}}}},
+		{Role: llm.RoleUser, Images: []llm.Image{{MIME: "image/gif", Data: []byte("GIF89a")}}},
+	}}
+	if _, _, _, err := llmtest.Collect(p.Stream(t.Context(), req)); err != nil {
+		t.Fatal(err)
+	}
+	body := string(<-bodies)
+	png := base64.StdEncoding.EncodeToString(pngBytes)
+	want := `"messages":[{"role":"user","content":"plain"},` +
+		`{"role":"user","content":[{"type":"text","text":"看 <this>"},` +
+		`{"type":"image_url","image_url":{"url":"data:image/png;base64,` + png + `"}},` +
+		`{"type":"image_url","image_url":{"url":"data:image/jpeg;base64,/9j/"}}]},` +
+		`{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/gif;base64,R0lGODlh"}}]}],`
+	if !strings.Contains(body, want) {
+		t.Errorf("body\n%s\nlacks\n%s", body, want)
+	}
+	if !strings.ContainsAny(png, "+/") {
+		t.Fatalf("%s: the test image should need base64's + or /", png)
+	}
+}
+
+// TestOddImageMIMEStaysValidJSON: a MIME type that needs escapes is
+// escaped, not spliced raw into the body.
+func TestOddImageMIMEStaysValidJSON(t *testing.T) {
+	odd := "image/\"x\\y\n"
+	data, err := json.Marshal((*imageURL)(&llm.Image{MIME: odd, Data: []byte{1, 2, 3}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct{ URL string }
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatalf("%s: %v", data, err)
+	}
+	if want := "data:" + odd + ";base64,AQID"; got.URL != want {
+		t.Errorf("url %q, want %q", got.URL, want)
 	}
 }
 

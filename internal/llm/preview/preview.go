@@ -63,13 +63,25 @@ func Render(req llm.Request) string {
 	for _, m := range history {
 		fmt.Fprintf(&b, "%s: %s", m.Role, m.Text)
 		newline(&b)
+		images(&b, m)
 	}
 	section(&b, "User message")
 	b.WriteString(current.Text)
 	newline(&b)
+	images(&b, current)
 	section(&b, "End of preview")
 	b.WriteString("To get real replies, configure a provider under models.providers and set agents.defaults.model.primary (see `pincer config example`).\n")
 	return b.String()
+}
+
+// images writes a line for each image a user message shows the model.
+func images(b *strings.Builder, m llm.Message) {
+	if m.Role != llm.RoleUser {
+		return
+	}
+	for _, img := range m.Images {
+		fmt.Fprintf(b, "[image %s, %d bytes]\n", img.MIME, len(img.Data))
+	}
 }
 
 func section(b *strings.Builder, title string) {

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -20,9 +21,11 @@ func TestRenderGolden(t *testing.T) {
 		Model:  "echo",
 		System: "You are pincer, a helpful assistant.\n\n# AGENTS.md\nBe brief.",
 		Messages: []llm.Message{
-			{Role: llm.RoleUser, Text: "[webchat you +0s Mon 2026-11-30 10:00 UTC] hi"},
+			{Role: llm.RoleUser, Text: "[webchat you +0s Mon 2026-11-30 10:00 UTC] hi", Images: []llm.Image{{MIME: "image/jpeg", Data: make([]byte, 2048)}}},
 			{Role: llm.RoleAssistant, Text: "hello!"},
-			{Role: llm.RoleUser, Text: "[webchat you +1m Mon 2026-11-30 10:01 UTC] what can you do?"},
+			{Role: llm.RoleUser, Text: "[webchat you +1m Mon 2026-11-30 10:01 UTC] what can you do?", Images: []llm.Image{
+				{MIME: "image/png", Data: make([]byte, 12345)}, {MIME: "image/webp", Data: []byte("RIFF")},
+			}},
 		},
 	}
 	got := Render(req)
@@ -58,5 +61,14 @@ func TestStreamStopsOnCancel(t *testing.T) {
 	_, _, _, err := llmtest.Collect(Provider{}.Stream(ctx, llm.Request{}))
 	if llm.ClassOf(err) != llm.Fatal {
 		t.Fatalf("want a fatal cancellation, got %v", err)
+	}
+}
+
+// TestImageOnlyMessage: a user message that is only a picture shows as
+// the picture's line, with no empty line for its text.
+func TestImageOnlyMessage(t *testing.T) {
+	got := Render(llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Images: []llm.Image{{MIME: "image/gif", Data: []byte("GIF89a")}}}}})
+	if want := "\n=== User message ===\n[image image/gif, 6 bytes]\n\n=== End of preview ===\n"; !strings.Contains(got, want) {
+		t.Errorf("rendering\n%s\nlacks\n%s", got, want)
 	}
 }
