@@ -1,9 +1,11 @@
 package media
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"syscall"
 )
 
@@ -72,12 +74,36 @@ func checkPublic(ap netip.AddrPort) error {
 // control is a net.Dialer Control func: it sees the resolved address of
 // every connection just before it is made, after DNS, so redirects and
 // rebinding answers are judged like the first request.
-func control(check func(netip.AddrPort) error) func(network, address string, _ syscall.RawConn) error {
-	return func(network, address string, _ syscall.RawConn) error {
+func control(check func(netip.AddrPort) error) func(ctx context.Context, network, address string, _ syscall.RawConn) error {
+	return func(ctx context.Context, network, address string, _ syscall.RawConn) error {
 		ap, err := netip.ParseAddrPort(address)
 		if err != nil {
 			return fmt.Errorf("%w: unparsable address %q", ErrPrivateAddress, address)
 		}
+		if trusted, _ := ctx.Value(trustKey{}).([]netip.Addr); slices.Contains(trusted, ap.Addr().Unmap()) {
+			return nil
+		}
 		return check(ap)
 	}
+}
+
+// trustKey keys the addresses a context trusts (see Trusting).
+type trustKey struct{}
+
+// Trusting returns a context under which a Fetcher may also connect to
+// addrs, whatever their kind: the host of a chat platform's own server
+// (a OneBot implementation on this machine serving the files of the
+// messages it delivered), which is not a user's choice. Every other
+// non-public address stays refused.
+func Trusting(ctx context.Context, addrs ...netip.Addr) context.Context {
+	trusted := make([]netip.Addr, 0, len(addrs))
+	for _, a := range addrs {
+		if a.IsValid() {
+			trusted = append(trusted, a.Unmap())
+		}
+	}
+	if len(trusted) == 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, trustKey{}, trusted)
 }

@@ -1,6 +1,7 @@
 package media
 
 import (
+	"context"
 	"errors"
 	"net/netip"
 	"testing"
@@ -67,13 +68,36 @@ func TestIsPublic(t *testing.T) {
 
 func TestControlRefusesWhatItCannotParse(t *testing.T) {
 	check := control(checkPublic)
-	if err := check("tcp", "not an address", nil); !errors.Is(err, ErrPrivateAddress) {
+	ctx := context.Background()
+	if err := check(ctx, "tcp", "not an address", nil); !errors.Is(err, ErrPrivateAddress) {
 		t.Errorf("unparsable address: %v", err)
 	}
-	if err := check("tcp4", "10.0.0.1:80", nil); !errors.Is(err, ErrPrivateAddress) {
+	if err := check(ctx, "tcp4", "10.0.0.1:80", nil); !errors.Is(err, ErrPrivateAddress) {
 		t.Errorf("private address: %v", err)
 	}
-	if err := check("tcp6", "[2606:4700:4700::1111]:443", nil); err != nil {
+	if err := check(ctx, "tcp6", "[2606:4700:4700::1111]:443", nil); err != nil {
 		t.Errorf("public address: %v", err)
+	}
+}
+
+// TestTrustingAdmitsOnlyTheTrustedHost: a context trusting the platform's
+// own host reaches it on any port; every other private address is still
+// refused.
+func TestTrustingAdmitsOnlyTheTrustedHost(t *testing.T) {
+	check := control(checkPublic)
+	ctx := Trusting(context.Background(), netip.MustParseAddr("127.0.0.1"), netip.Addr{})
+	if err := check(ctx, "tcp4", "127.0.0.1:8080", nil); err != nil {
+		t.Errorf("trusted host refused: %v", err)
+	}
+	if err := check(ctx, "tcp6", "[::ffff:127.0.0.1]:9", nil); err != nil {
+		t.Errorf("trusted host, mapped, refused: %v", err)
+	}
+	for _, addr := range []string{"127.0.0.2:80", "10.0.0.1:80", "169.254.169.254:80", "[::1]:80"} {
+		if err := check(ctx, "tcp", addr, nil); !errors.Is(err, ErrPrivateAddress) {
+			t.Errorf("%s: %v, want refused", addr, err)
+		}
+	}
+	if Trusting(context.Background()) != context.Background() {
+		t.Error("trusting nothing must keep the context")
 	}
 }

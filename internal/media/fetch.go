@@ -70,7 +70,7 @@ func NewFetcher(o FetchOptions) *Fetcher {
 		Timeout:   10 * time.Second,
 		KeepAlive: 30 * time.Second,
 		// The indirection lets tests swap check after construction.
-		Control: control(func(ap netip.AddrPort) error { return f.check(ap) }),
+		ControlContext: control(func(ap netip.AddrPort) error { return f.check(ap) }),
 	}
 	transport := &http.Transport{
 		Proxy:                 nil,

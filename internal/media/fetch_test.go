@@ -232,3 +232,17 @@ func TestGetHonoursTimeout(t *testing.T) {
 		t.Fatalf("got %v, want DeadlineExceeded", err)
 	}
 }
+
+// TestGetTrustingTheHost: a loopback server refused by default is reached
+// under a context that trusts its address.
+func TestGetTrustingTheHost(t *testing.T) {
+	srv := serve(t, func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok")) })
+	f := NewFetcher(FetchOptions{})
+	if _, err := f.Get(context.Background(), srv.URL, 10); !errors.Is(err, ErrPrivateAddress) {
+		t.Fatalf("untrusted loopback: %v", err)
+	}
+	b, err := f.Get(Trusting(context.Background(), netip.MustParseAddr("127.0.0.1")), srv.URL, 10)
+	if err != nil || string(b.Data) != "ok" {
+		t.Fatalf("trusted loopback: %q %v", b.Data, err)
+	}
+}
