@@ -50,6 +50,23 @@ type AccountOptions struct {
 	AutoReact  bool
 	ReactEmoji string
 	ChunkLimit int
+	// InlineLocalMedia sends local media files (absolute paths and
+	// file:// URIs in a reply's media) inline, as base64:// data, instead
+	// of by path for the implementation to read: set it when the
+	// implementation runs in another container or on another host and
+	// cannot see pincer's files. It applies to image, record and video
+	// segments and to file uploads alike. A file over InlineMediaLimit is
+	// still sent by path, with a warning. http(s) URLs always go as they
+	// are: the implementation downloads them.
+	InlineLocalMedia bool
+	// InlineMediaLimit is the largest file InlineLocalMedia sends inline,
+	// in bytes; DefaultInlineMediaLimit (10 MiB) when 0.
+	InlineMediaLimit int64
+	// Fetch downloads an inbound attachment's URL for Download, reading
+	// at most limit+1 bytes and failing with channel.ErrTooLarge beyond
+	// limit. The gateway passes one that refuses private addresses. Nil
+	// is a plain HTTP GET, for tests and development only.
+	Fetch func(ctx context.Context, url string, limit int64) (channel.Blob, error)
 	// ChunkGap paces the chunks of one long reply.
 	ChunkGap       time.Duration
 	RequestTimeout time.Duration

@@ -75,7 +75,7 @@ func (c *Channel) Send(ctx context.Context, out msg.Outbound) (msg.MessageID, er
 // over the HTTP API when it has one, else over a short-lived forward
 // WebSocket.
 func SendOnce(ctx context.Context, o AccountOptions, out msg.Outbound) (msg.MessageID, error) {
-	ob := &chunkSender{ChunkLimit: o.ChunkLimit, ChunkGap: o.ChunkGap}
+	ob := &chunkSender{ChunkLimit: o.ChunkLimit, ChunkGap: o.ChunkGap, Media: mediaOptions{Inline: o.InlineLocalMedia, InlineLimit: o.InlineMediaLimit, Log: o.Logger}}
 	if o.Sent != nil {
 		// A running gateway recognises replies to what was sent here.
 		acct := cmp.Or(o.ID, msg.DefaultAccount)

@@ -31,10 +31,12 @@ func (a *Account) Send(ctx context.Context, out msg.Outbound) (msg.MessageID, er
 	return first, err
 }
 
-// SendParts implements outbox.Sender: the chunks of out from chunk from on,
-// paced per chat and paused while QQ's risk control holds the chat. A
-// refusal by the implementation (other than risk control) is permanent;
-// no connection, a lost one, a timeout or a pause are worth retrying.
+// SendParts implements outbox.Sender: the parts of out from part from on
+// (its text's chunks, then its media; see chunkSender.SendFrom), paced
+// per chat and paused while QQ's risk control holds the chat. A refusal
+// by the implementation (other than risk control) is permanent, and so is
+// a media file that does not exist; no connection, a lost one, a timeout
+// or a pause are worth retrying.
 func (a *Account) SendParts(ctx context.Context, out msg.Outbound, from int, confirmed func(part int, id msg.MessageID)) error {
 	if err := a.opts.backoff.check(out.Peer); err != nil {
 		return err
@@ -50,7 +52,7 @@ func (a *Account) SendParts(ctx context.Context, out msg.Outbound, from int, con
 	if a.opts.Debug {
 		a.log.Info("outbound", "peer", out.Peer.String(), "reply_to", string(out.ReplyTo), "text", out.Text, "media", len(out.Media), "from_chunk", from)
 	}
-	ob := &chunkSender{Caller: c, ChunkLimit: a.opts.ChunkLimit, OnSent: a.recordSent, ChunkGap: a.opts.ChunkGap}
+	ob := &chunkSender{Caller: c, ChunkLimit: a.opts.ChunkLimit, OnSent: a.recordSent, ChunkGap: a.opts.ChunkGap, Media: a.mediaOptions()}
 	err = ob.SendFrom(ctx, out, optionsFor(out), from, confirmed)
 	var ae *wire.ActionError
 	switch {
@@ -60,10 +62,15 @@ func (a *Account) SendParts(ctx context.Context, out msg.Outbound, from int, con
 		return retryAfter{err, wait}
 	case err == nil:
 		a.opts.backoff.ok(out.Peer)
-	case errors.As(err, &ae) || errors.Is(err, errNoTarget):
+	case errors.As(err, &ae) || errors.Is(err, errNoTarget) || errors.Is(err, errBadMedia):
 		return outbox.Permanent(err)
 	}
 	return err
+}
+
+// mediaOptions are the account's rules for sending local media files.
+func (a *Account) mediaOptions() mediaOptions {
+	return mediaOptions{Inline: a.opts.InlineLocalMedia, InlineLimit: a.opts.InlineMediaLimit, Log: a.log}
 }
 
 // retryAfter is an error that says when a retry makes sense.

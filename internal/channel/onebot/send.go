@@ -12,22 +12,25 @@ import (
 	"github.com/pincerbot/pincer/internal/msg"
 )
 
-// chunkSender delivers outbound payloads over a OneBot connection, chunk by
-// chunk.
+// chunkSender delivers outbound payloads over a OneBot connection, part
+// by part: the chunks of the text, then each media item.
 type chunkSender struct {
 	Caller     caller
 	ChunkLimit int
 	// OnSent, when set, is told the id of every message sent (each
-	// chunk's).
+	// chunk's and each media message's).
 	OnSent func(ctx context.Context, id msg.MessageID)
-	// ChunkGap waits between the chunks of one payload: QQ treats a rapid
+	// ChunkGap waits between the parts of one payload: QQ treats a rapid
 	// run of long messages as risky.
 	ChunkGap time.Duration
+	// Media says how local media files reach the implementation.
+	Media mediaOptions
 }
 
 // Send delivers out: its text split into chunks that never break a CQ code,
-// the reply segment on the first chunk only, mentions rewritten per opts.
-// It returns the id of the first message sent; whitespace-only text sends
+// mentions rewritten per opts, then its media, one message (or upload)
+// each. The reply segment goes on the first message only. It returns the
+// id of the first message sent; whitespace-only text without media sends
 // nothing.
 func (s *chunkSender) Send(ctx context.Context, out msg.Outbound, opts outboundOptions) (msg.MessageID, error) {
 	var first msg.MessageID
@@ -39,9 +42,18 @@ func (s *chunkSender) Send(ctx context.Context, out msg.Outbound, opts outboundO
 	return first, err
 }
 
-// SendFrom is Send from chunk from on (the chunks before it were sent
-// already), telling confirmed of each chunk the implementation accepted,
-// with the message id it gave (empty when it gave none).
+// SendFrom is Send from part from on (the parts before it were sent
+// already), telling confirmed of each part the implementation accepted,
+// with the message id it gave (empty when it gave none, as for uploads).
+// The parts are numbered in a fixed order: the text's chunks first, then
+// the media in order, so a resumed payload never sends a part twice.
+//
+// Media go as an image, record or video segment, each in a message of its
+// own, or as an upload (upload_group_file, upload_private_file) for other
+// files; see mediaSegmentType. A caption is the text, sent before them.
+// The reply segment goes on the first text chunk, or, for a payload with
+// no text, on its first image: QQ's voice, video and file messages cannot
+// quote.
 func (s *chunkSender) SendFrom(ctx context.Context, out msg.Outbound, opts outboundOptions, from int, confirmed func(part int, id msg.MessageID)) error {
 	if out.Peer.Kind == msg.Direct {
 		opts.Mentions = false // no rewriting in direct chats
@@ -53,10 +65,10 @@ func (s *chunkSender) SendFrom(ctx context.Context, out msg.Outbound, opts outbo
 	if err != nil {
 		return err
 	}
-	for i, chunk := range chunkText(out.Text, s.ChunkLimit) {
-		if i < from {
-			continue
-		}
+	chunks := chunkText(out.Text, s.ChunkLimit)
+	replyAt := replyPart(out, len(chunks))
+	from = max(from, 0)
+	for i := from; i < len(chunks)+len(out.Media); i++ {
 		if i > from && s.ChunkGap > 0 {
 			t := time.NewTimer(s.ChunkGap)
 			select {
@@ -66,26 +78,17 @@ func (s *chunkSender) SendFrom(ctx context.Context, out msg.Outbound, opts outbo
 			case <-t.C:
 			}
 		}
-		segs := outboundSegments(chunk, opts)
-		if i == 0 && out.ReplyTo != "" {
-			segs = append([]wire.Segment{wire.NewSegment("reply", "id", string(out.ReplyTo))}, segs...)
-		}
-		params := map[string]any{"message": segs}
-		for k, v := range target {
-			params[k] = v
-		}
-		data, err := s.Caller.Call(ctx, action, params, 0)
-		if err != nil {
-			return fmt.Errorf("onebot: send to %s (chunk %d): %w", out.Peer, i+1, err)
-		}
-		var res struct {
-			MessageID wire.ID `json:"message_id"`
-		}
 		var id msg.MessageID
-		if err := json.Unmarshal(data, &res); err == nil && res.MessageID != 0 {
-			id = msg.MessageID(res.MessageID.String())
-			if s.OnSent != nil {
-				s.OnSent(ctx, id)
+		if i < len(chunks) {
+			id, err = s.sendMessage(ctx, action, target, out.ReplyTo, i == replyAt, outboundSegments(chunks[i], opts), 0)
+			if err != nil {
+				return fmt.Errorf("onebot: send to %s (chunk %d): %w", out.Peer, i+1, err)
+			}
+		} else {
+			m := out.Media[i-len(chunks)]
+			id, err = s.sendMedia(ctx, out, m, action, target, i == replyAt)
+			if err != nil {
+				return fmt.Errorf("onebot: send to %s (media %d, %s): %w", out.Peer, i-len(chunks)+1, describeMedia(m), err)
 			}
 		}
 		if confirmed != nil {
@@ -93,6 +96,56 @@ func (s *chunkSender) SendFrom(ctx context.Context, out msg.Outbound, opts outbo
 		}
 	}
 	return nil
+}
+
+// replyPart is the part of out that carries its reply segment: the first
+// text chunk, else the first image; -1 for none.
+func replyPart(out msg.Outbound, chunks int) int {
+	switch {
+	case out.ReplyTo == "":
+		return -1
+	case chunks > 0:
+		return 0
+	}
+	for j, m := range out.Media {
+		if carriesReply(mediaSegmentType(m)) {
+			return chunks + j
+		}
+	}
+	return -1
+}
+
+// sendMessage sends one message of segs, after a reply segment quoting
+// replyTo when reply is set, and returns the id the implementation gave.
+// timeout 0 is the connection's own.
+func (s *chunkSender) sendMessage(ctx context.Context, action string, target map[string]any, replyTo msg.MessageID, reply bool, segs []wire.Segment, timeout time.Duration) (msg.MessageID, error) {
+	if reply && replyTo != "" {
+		segs = append([]wire.Segment{wire.NewSegment("reply", "id", string(replyTo))}, segs...)
+	}
+	params := map[string]any{"message": segs}
+	for k, v := range target {
+		params[k] = v
+	}
+	data, err := s.Caller.Call(ctx, action, params, timeout)
+	if err != nil {
+		return "", err
+	}
+	var res struct {
+		MessageID wire.ID `json:"message_id"`
+	}
+	if err := json.Unmarshal(data, &res); err != nil || res.MessageID == 0 {
+		return "", nil
+	}
+	id := msg.MessageID(res.MessageID.String())
+	if s.OnSent != nil {
+		s.OnSent(ctx, id)
+	}
+	return id, nil
+}
+
+// mediaSegment is the segment of one media item.
+func mediaSegment(typ, file string) []wire.Segment {
+	return []wire.Segment{wire.NewSegment(typ, "file", file)}
 }
 
 // errNoTarget: a payload's chat cannot be sent to at all.

@@ -41,7 +41,12 @@ type Peer struct {
 	mu      sync.Mutex
 	handler Handler
 	silent  map[string]bool
+	refused map[string]refusal
 	calls   []Call
+	sent    []Message
+	uploads []Upload
+	files   map[string]File
+	rkey    int
 	conns   []*websocket.Conn
 	connCh  chan struct{}
 	called  chan string
@@ -54,7 +59,10 @@ type Peer struct {
 // its Handler with a server of your own, set URL and HTTPURL, and call
 // DropAll (or Close) when done. Serve does all of that on a listener.
 func New(h Handler) *Peer {
-	return &Peer{handler: h, silent: map[string]bool{}, connCh: make(chan struct{}, 16), called: make(chan string, 256)}
+	return &Peer{
+		handler: h, silent: map[string]bool{}, refused: map[string]refusal{}, files: map[string]File{},
+		connCh: make(chan struct{}, 16), called: make(chan string, 256),
+	}
 }
 
 // Serve starts a peer on ln, answering with h: a development simulator,
@@ -81,10 +89,15 @@ func (p *Peer) Close() {
 	p.wg.Wait()
 }
 
-// Handler serves the forward WebSocket on any path and the HTTP API as
-// POST /<action>.
+// Handler serves the forward WebSocket on any path, the HTTP API as
+// POST /<action>, and the files of SetFile at their URLs (GET /download,
+// without a token, as QQ's media servers serve them).
 func (p *Peer) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.URL.Path == downloadPath && !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+			p.serveFile(w, r)
+			return
+		}
 		if !p.authorized(r) {
 			status := http.StatusUnauthorized
 			if r.Header.Get("Authorization") != "" || r.URL.Query().Has("access_token") {
@@ -114,6 +127,23 @@ func (p *Peer) Silence(action string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.silent[action] = true
+}
+
+// Refuse makes the peer fail action with retcode and message, whatever
+// its handler says; retcode 0 lifts the refusal.
+func (p *Peer) Refuse(action string, retcode int, message string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if retcode == 0 {
+		delete(p.refused, action)
+		return
+	}
+	p.refused[action] = refusal{retcode, message}
+}
+
+type refusal struct {
+	retcode int
+	message string
 }
 
 // Calls returns the actions received so far.
@@ -239,11 +269,14 @@ func (p *Peer) forget(c *websocket.Conn) {
 }
 
 // answer records a call and builds its response; ok is false for a
-// silenced action.
+// silenced action. A refused action fails; the peer's own actions
+// (uploads, and the files of SetFile) are answered by the peer; the rest
+// by the handler.
 func (p *Peer) answer(action string, params json.RawMessage) (map[string]any, bool) {
 	p.mu.Lock()
 	p.calls = append(p.calls, Call{Action: action, Params: params})
-	silent, h := p.silent[action], p.handler
+	p.record(action, params)
+	silent, refused, h := p.silent[action], p.refused[action], p.handler
 	p.mu.Unlock()
 	select {
 	case p.called <- action:
@@ -252,7 +285,18 @@ func (p *Peer) answer(action string, params json.RawMessage) (map[string]any, bo
 	if silent {
 		return nil, false
 	}
-	data, retcode, message := h(action, params)
+	var (
+		data    any
+		retcode int
+		message string
+	)
+	if refused.retcode != 0 {
+		retcode, message = refused.retcode, refused.message
+	} else if d, ok := p.builtin(action, params); ok {
+		data = d
+	} else {
+		data, retcode, message = h(action, params)
+	}
 	resp := map[string]any{"status": "ok", "retcode": retcode, "data": data, "message": message}
 	if retcode != 0 {
 		resp["status"] = "failed"

@@ -23,6 +23,19 @@ type Call = onebotsim.Call
 // Peer is an in-process OneBot implementation; see onebotsim.Peer.
 type Peer = onebotsim.Peer
 
+// Message is a message a peer was asked to send; see onebotsim.Message.
+type Message = onebotsim.Message
+
+// Segment is one segment of a sent message.
+type Segment = onebotsim.Segment
+
+// Upload is a file a peer was asked to upload.
+type Upload = onebotsim.Upload
+
+// File is a file a peer hands out through get_image, get_record and
+// get_file; see onebotsim.File.
+type File = onebotsim.File
+
 // ReverseOptions describe how a peer dials pincer's reverse WebSocket.
 type ReverseOptions = onebotsim.ReverseOptions
 
