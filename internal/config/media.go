@@ -123,8 +123,8 @@ func (m Media) Validate(models *Models) error {
 	if m.MaxBytes < 1024 {
 		errs = append(errs, problem("maxBytes", "must be at least 1024, got %d", m.MaxBytes))
 	}
-	if m.MaxImages < 0 {
-		errs = append(errs, problem("maxImages", "must not be negative"))
+	if m.MaxImages < 1 {
+		errs = append(errs, problem("maxImages", "must be at least 1, got %d", m.MaxImages))
 	}
 	if m.Links.Max < 0 {
 		errs = append(errs, problem("links.max", "must not be negative"))
