@@ -44,6 +44,16 @@ func (a *Account) Download(ctx context.Context, att msg.Attachment, limit int64)
 	if !msg.IsMedia(seg.Kind) {
 		return fail(fmt.Errorf("%w: a %s segment is not media", errNothingToFetch, seg.Kind))
 	}
+	if seg.Kind == msg.SegVoice && seg.ID != "" {
+		// QQ keeps voice as SILK, which speech models do not read: the
+		// implementation converts it to mp3 when asked by id.
+		if b, err := a.fetchByID(ctx, att, limit); err == nil || errors.Is(err, channel.ErrTooLarge) || ctx.Err() != nil {
+			if err != nil {
+				return fail(err)
+			}
+			return b, nil
+		}
+	}
 	var urlErr error
 	if isHTTP(seg.URL) {
 		b, err := a.fetch(ctx, seg.URL, limit)

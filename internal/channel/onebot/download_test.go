@@ -197,3 +197,26 @@ func TestDownloadErrorsHideTheRkey(t *testing.T) {
 		t.Errorf("no URL, no id: %v", err)
 	}
 }
+
+// TestDownloadVoicePrefersTheConvertedRecord: a voice note's URL serves
+// QQ's SILK, which speech models cannot read, so the implementation's mp3
+// comes first; the URL is the fallback.
+func TestDownloadVoicePrefersTheConvertedRecord(t *testing.T) {
+	p := filePeer(t)
+	var fetched []string
+	a := NewAccount(AccountOptions{HTTPURL: p.HTTPURL, Fetch: func(_ context.Context, url string, _ int64) (channel.Blob, error) {
+		fetched = append(fetched, url)
+		return channel.Blob{Data: []byte("#!SILK_V3"), MIME: "audio/silk"}, nil
+	}})
+	mp3 := []byte("\xff\xfb\x90\x64 frames")
+	p.SetFileAnswer("v2.amr", onebottest.File{Data: mp3, NoURL: true})
+	b, err := a.Download(context.Background(), attachment(msg.SegVoice, "https://voice.test/v2.silk", "v2.amr"), 1<<20)
+	if err != nil || !bytes.Equal(b.Data, mp3) || len(fetched) != 0 {
+		t.Fatalf("blob %q err %v fetched %v", b.Data, err, fetched)
+	}
+	p.Refuse("get_record", 100, "no such record")
+	b, err = a.Download(context.Background(), attachment(msg.SegVoice, "https://voice.test/v2.silk", "v2.amr"), 1<<20)
+	if err != nil || string(b.Data) != "#!SILK_V3" || len(fetched) != 1 {
+		t.Fatalf("fallback: blob %q err %v fetched %v", b.Data, err, fetched)
+	}
+}
