@@ -19,7 +19,10 @@ const (
 	CodeInvisible        = 230050   // message invisible to the caller
 	CodeDeleted          = 230110   // message deleted, or unknown
 	CodeReplyUnavailable = 231003   // reply target unavailable
+	CodeUploadInvalid    = 234001   // upload: invalid request param
 	CodeFileNotInMessage = 234003   // resource not in the message
+	CodeUploadTooLarge   = 234006   // upload: over the size limit
+	CodeUploadEmpty      = 234010   // upload: an empty image or file
 	CodeRateLimited      = 99991400 // API rate limit (HTTP 429)
 	CodeTokenMissing     = 99991661 // no access token
 	CodeTokenInvalid     = 99991663 // invalid or expired tenant token
@@ -174,6 +177,12 @@ func codeText(code int) string {
 		return "The message to reply is unavailable."
 	case CodeFileNotInMessage:
 		return "File not in msg."
+	case CodeUploadInvalid:
+		return "Invalid request param."
+	case CodeUploadTooLarge:
+		return "The file size exceed the max value."
+	case CodeUploadEmpty:
+		return "File's size can't be 0."
 	case CodeRateLimited:
 		return "request trigger frequency limit"
 	case CodeTokenMissing:

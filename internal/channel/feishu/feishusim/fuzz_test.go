@@ -56,6 +56,8 @@ func FuzzHandler(f *testing.F) {
 		{"GET", "/open-apis/im/v1/messages/om_fwd/resources/file_1", "type=file", ""},
 		{"POST", "/open-apis/contact/v3/users/basic_batch", "user_id_type=open_id", `{"user_ids":["` + userA + `"]}`},
 		{"GET", "/open-apis/bot/v3/info", "", ""},
+		{"POST", "/open-apis/im/v1/images", "", "--x\r\nContent-Disposition: form-data; name=\"image_type\"\r\n\r\nmessage\r\n--x--\r\n"},
+		{"POST", "/open-apis/im/v1/messages", "receive_id_type=chat_id", `{"receive_id":"` + chatGroup + `","msg_type":"image","content":"{\"image_key\":\"img_x\"}"}`},
 		{"POST", "/open-apis/auth/v3/tenant_access_token/internal", "", `{"app_id":1}`},
 		{"PUT", "/open-apis/im/v1/messages//x/", "%zz", `{`},
 	}

@@ -394,6 +394,27 @@ type sendRequest struct {
 	ReplyInThread bool   `json:"reply_in_thread"`
 }
 
+// mediaTypes are the msg_types that show an uploaded image or file.
+var mediaTypes = map[string]bool{"image": true, "file": true, "audio": true, "media": true}
+
+// withFileName adds the uploaded file's name to a sent file message's
+// content, as the platform serves it.
+func withFileName(content, name string) string {
+	var obj map[string]any
+	if json.Unmarshal([]byte(content), &obj) != nil {
+		return content
+	}
+	if _, has := obj["file_name"]; has {
+		return content
+	}
+	obj["file_name"] = name
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return content
+	}
+	return string(b)
+}
+
 // sendable lists the msg_types a bot can send.
 var sendable = map[string]bool{
 	"text": true, "post": true, "image": true, "file": true, "audio": true, "media": true,
@@ -493,6 +514,13 @@ func (s *Sim) send(q *request, req sendRequest, chatID, idType string, target *r
 			}
 		}
 	}
+	var up Upload
+	if mediaTypes[req.MsgType] {
+		var a *answer
+		if up, a = s.checkMediaKey(&req); a != nil {
+			return a
+		}
+	}
 	if s.rateLimit {
 		recent := s.sendTimes[chatID][:0]
 		for _, t := range s.sendTimes[chatID] {
@@ -512,6 +540,13 @@ func (s *Sim) send(q *request, req sendRequest, chatID, idType string, target *r
 	}
 	if req.MsgType == "interactive" {
 		m.CardContent, m.Content = req.Content, DegradedCard
+	}
+	if up.Key != "" {
+		// What the bot sent can be downloaded back through the message.
+		m.Resources = map[string][]byte{up.Key: up.Data}
+		if up.FileName != "" && req.MsgType != "image" {
+			m.Content = withFileName(req.Content, up.FileName)
+		}
 	}
 	if target != nil {
 		m.ParentID = target.m.ID
@@ -537,7 +572,7 @@ func (s *Sim) send(q *request, req sendRequest, chatID, idType string, target *r
 		s.uuids[req.UUID] = uuidEntry{messageID: id, at: now}
 	}
 	sm := SentMessage{
-		MessageID: id, ChatID: chatID, MsgType: req.MsgType, Content: req.Content,
+		MessageID: id, ChatID: chatID, MsgType: req.MsgType, Content: req.Content, Key: up.Key,
 		UUID: req.UUID, ReplyInThread: req.ReplyInThread, Time: now,
 	}
 	if target != nil {
@@ -644,7 +679,12 @@ func (s *Sim) getResource(q *request) *answer {
 		name = c.FileName
 	}
 	h := http.Header{}
-	h.Set("Content-Type", "application/octet-stream")
+	ct := "application/octet-stream"
+	if q.query("type") == "image" {
+		// Images come with their type; files as a stream.
+		ct = http.DetectContentType(data)
+	}
+	h.Set("Content-Type", ct)
 	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": name}))
 	return &answer{status: http.StatusOK, header: h, raw: append([]byte{}, data...)}
 }

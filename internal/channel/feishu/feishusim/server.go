@@ -10,9 +10,13 @@ import (
 	"time"
 )
 
-// maxBody bounds a request body; the platform's own limits are far
-// below it (30 KB cards, 150 KB text).
-const maxBody = 4 << 20
+// maxBody bounds a request body: a file upload at the platform's limit
+// (30 MB) and its multipart framing; messages are far below it (30 KB
+// cards, 150 KB text).
+const maxBody = MaxFileUpload + 1<<20
+
+// maxCallUpload bounds the body of an upload kept in the request log.
+const maxCallUpload = 64 << 10
 
 // API paths the simulator serves.
 const (
@@ -20,6 +24,8 @@ const (
 	PathBotInfo     = "/open-apis/bot/v3/info"
 	PathMessages    = "/open-apis/im/v1/messages"
 	PathBasicBatch  = "/open-apis/contact/v3/users/basic_batch"
+	PathImages      = "/open-apis/im/v1/images"
+	PathFiles       = "/open-apis/im/v1/files"
 )
 
 // answer is one HTTP answer: a JSON value or raw bytes.
@@ -164,6 +170,10 @@ func match(method, path string) (ep endpoint, params []string, needsToken, found
 		routes = []route{{http.MethodGet, (*Sim).botInfo}}
 	case path == PathBasicBatch:
 		routes = []route{{http.MethodPost, (*Sim).basicBatch}}
+	case path == PathImages:
+		routes = []route{{http.MethodPost, (*Sim).uploadImage}}
+	case path == PathFiles:
+		routes = []route{{http.MethodPost, (*Sim).uploadFile}}
 	case path == PathMessages:
 		routes = []route{{http.MethodGet, (*Sim).listMessages}, {http.MethodPost, (*Sim).createMessage}}
 	case strings.HasPrefix(path, PathMessages+"/"):
@@ -221,6 +231,9 @@ func (s *Sim) checkTokenLocked(token string, now time.Time) *answer {
 func (s *Sim) recordLocked(r *http.Request, body []byte, token string, a *answer, now time.Time) {
 	if s.opts.MaxCalls < 0 {
 		return
+	}
+	if (r.URL.Path == PathImages || r.URL.Path == PathFiles) && len(body) > maxCallUpload {
+		body = body[:maxCallUpload] // Uploads keeps the content
 	}
 	c := Call{
 		Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Body: body,

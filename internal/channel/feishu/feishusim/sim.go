@@ -8,7 +8,7 @@
 // schema 2.0 events, encrypted and signed as the platform does.
 //
 // State is set up and inspected through a goroutine-safe Go API (AddUser,
-// AddChat, AddMessage, Sent, Reactions, Calls), and faults are scripted
+// AddChat, AddMessage, Sent, Uploads, Reactions, Calls), and faults are scripted
 // per path (FailNext, QueueFault) or switched on (SetSendRateLimit). The
 // package does not import testing, so the pincer binary can link it.
 package feishusim
@@ -153,7 +153,10 @@ type SentMessage struct {
 	ReceiveID     string
 	MsgType       string
 	Content       string
-	UUID          string
+	// Key is the image_key (image) or file_key (file, audio, media) the
+	// message shows: an upload the bot made (see Upload).
+	Key  string
+	UUID string
 	// ReplyTo is the message replied to; empty for create.
 	ReplyTo       string
 	ReplyInThread bool
@@ -177,7 +180,9 @@ type Call struct {
 	Method string
 	Path   string
 	Query  string
-	Body   []byte
+	// Body is the request body; of an upload only its first 64 KiB (see
+	// Uploads for the content).
+	Body []byte
 	// Token is the bearer token sent, empty when none.
 	Token string
 	// Status and Code are the HTTP status and the JSON code answered
@@ -223,6 +228,8 @@ type Sim struct {
 	tokens     map[string]*tokenState
 	tokenSeq   uint64
 	sent       []SentMessage
+	uploads    []Upload
+	uploadSeq  uint64
 	uuids      map[string]uuidEntry
 	reactions  []*Reaction
 	reactSeq   uint64
