@@ -1,8 +1,9 @@
 // Package feishu is the Feishu / Lark channel: a self-built app's bot,
 // receiving events over the long connection or a webhook, normalizing
 // them into msg.Message values for the receive pipeline, expanding merged
-// forwards, and sending replies through the outbox with the platform's
-// idempotency key.
+// forwards, downloading the media of messages (channel.Downloader), and
+// sending replies, their images and files included, through the outbox
+// with the platform's idempotency key.
 package feishu
 
 import (
@@ -73,7 +74,12 @@ type Options struct {
 	// Sent remembers the bot's messages and the topics it answered in.
 	Sent store.SentLog
 	// Outbox, when set, stores replies before they are sent.
-	Outbox     *outbox.Outbox
+	Outbox *outbox.Outbox
+	// Fetch downloads the http(s) URL of outbound media, at most limit
+	// bytes (more fails with channel.ErrTooLarge). The gateway passes a
+	// fetcher that refuses non-public addresses; nil is a plain GET, for
+	// tests and development.
+	Fetch      func(ctx context.Context, url string, limit int64) (channel.Blob, error)
 	HTTPClient *http.Client
 	Logger     *slog.Logger
 	// Now is the clock; time.Now when nil.

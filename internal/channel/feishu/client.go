@@ -1,6 +1,7 @@
 package feishu
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	lark "github.com/larksuite/oapi-sdk-go/v3"
 	larkcore "github.com/larksuite/oapi-sdk-go/v3/core"
 
+	"github.com/pincerbot/pincer/internal/channel"
 	"github.com/pincerbot/pincer/internal/channel/feishu/larkmsg"
 )
 
@@ -219,12 +221,9 @@ func codeOf(err error) int {
 	return 0
 }
 
-// errTooLarge is returned by download for a body over its limit.
-var errTooLarge = errors.New("over the size limit")
-
 // download GETs a resource (a body that is not the usual envelope) and
-// returns at most limit bytes of it: a larger one is errTooLarge, read no
-// further. It goes around the SDK, which would read the whole body first.
+// returns at most limit bytes of it: a larger one is channel.ErrTooLarge,
+// read no further than limit+1 bytes. It goes around the SDK, which would read the whole body first.
 func (c *client) download(ctx context.Context, path string, query url.Values, limit int64) ([]byte, http.Header, error) {
 	stale := ""
 	for refreshed := false; ; refreshed = true {
@@ -252,7 +251,7 @@ func (c *client) download(ctx context.Context, path string, query url.Values, li
 		}
 		if resp.StatusCode < 300 && !isJSON(resp.Header) {
 			if tooLarge {
-				return nil, nil, fmt.Errorf("GET %s: %w (%d bytes)", path, errTooLarge, limit)
+				return nil, nil, fmt.Errorf("GET %s: %w (%d bytes)", path, channel.ErrTooLarge, limit)
 			}
 			return body, resp.Header, nil
 		}
@@ -272,8 +271,9 @@ func (c *client) download(ctx context.Context, path string, query url.Values, li
 }
 
 // readLimited reads at most limit bytes of r, and says whether there was
-// more.
+// more. A negative limit counts as none.
 func readLimited(r io.Reader, limit int64) ([]byte, bool, error) {
+	limit = max(limit, 0)
 	b, err := io.ReadAll(io.LimitReader(r, limit+1))
 	if err != nil {
 		return nil, false, err
@@ -460,6 +460,45 @@ func (c *client) userNames(ctx context.Context, ids []string) (map[string]string
 // resource downloads a message's image or file, at most limit bytes.
 func (c *client) resource(ctx context.Context, id, key, kind string, limit int64) ([]byte, http.Header, error) {
 	return c.download(ctx, "/open-apis/im/v1/messages/"+url.PathEscape(id)+"/resources/"+url.PathEscape(key), url.Values{"type": {kind}}, limit)
+}
+
+// uploadImage uploads an image for sending in a message
+// (image_type=message) and returns its image_key.
+func (c *client) uploadImage(ctx context.Context, name string, data []byte) (string, error) {
+	fd := larkcore.NewFormdata().AddField("image_type", "message").AddFileWithName("image", name, bytes.NewReader(data))
+	raw, err := c.call(ctx, http.MethodPost, "/open-apis/im/v1/images", nil, fd)
+	if err != nil {
+		return "", err
+	}
+	var r struct {
+		ImageKey string `json:"image_key"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil || r.ImageKey == "" {
+		return "", fmt.Errorf("upload image %s: no image_key in the answer", name)
+	}
+	return r.ImageKey, nil
+}
+
+// uploadFile uploads a file of the platform's fileType (opus, mp4, pdf,
+// doc, xls, ppt or stream) and returns its file_key; duration, in
+// milliseconds, is sent when known (above 0).
+func (c *client) uploadFile(ctx context.Context, fileType, name string, duration int, data []byte) (string, error) {
+	fd := larkcore.NewFormdata().AddField("file_type", fileType).AddField("file_name", name).
+		AddFileWithName("file", name, bytes.NewReader(data))
+	if duration > 0 {
+		fd.AddField("duration", strconv.Itoa(duration))
+	}
+	raw, err := c.call(ctx, http.MethodPost, "/open-apis/im/v1/files", nil, fd)
+	if err != nil {
+		return "", err
+	}
+	var r struct {
+		FileKey string `json:"file_key"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil || r.FileKey == "" {
+		return "", fmt.Errorf("upload file %s: no file_key in the answer", name)
+	}
+	return r.FileKey, nil
 }
 
 // quietLogger drops the SDK's log lines: pincer logs what matters with

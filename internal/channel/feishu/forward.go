@@ -380,7 +380,7 @@ func (a *Account) fromItem(ctx context.Context, it larkmsg.Item, peer msg.Peer, 
 	if it.MsgType == "merge_forward" {
 		m.ForwardIDs = []msg.ForwardID{msg.ForwardID(it.MessageID)}
 	}
-	m.Segments = []msg.Segment{msg.Text(m.Text)}
+	m.Segments = append(mediaSegments(it.MsgType, it.Body.Content, it.MessageID), msg.Text(m.Text))
 	return m
 }
 

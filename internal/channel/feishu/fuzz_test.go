@@ -56,6 +56,9 @@ func FuzzNormalize(f *testing.F) {
 	f.Add("post", `{"zh_cn":{"content":[{"tag":"at","user_id":"@_user_1"}]}}`, "@_user_1", botID, "")
 	f.Add("interactive", `{"elements":[[{"tag":"text","text":"卡片"}]]}`, "", "", "")
 	f.Add("text", `not json @_user_1`, "@_user_1", botID, " "+botName+" ")
+	f.Add("post", `{"zh_cn":{"content":[[{"tag":"img","image_key":"img_1"}],[{"tag":"img","image_key":1}]]}}`, "", "", "")
+	f.Add("file", `{"file_key":"file_1","file_name":"a.pdf"}`, "", "", "")
+	f.Add("audio", `{"file_key":7}`, "", "", "")
 	a := New(Options{AppID: "cli_fuzz", AppSecret: "x", BaseURL: "http://127.0.0.1:1"})
 	a.self.Store(&identity{openID: botID, name: botName})
 	f.Fuzz(func(t *testing.T, typ, content, key, id, name string) {
@@ -72,6 +75,9 @@ func FuzzNormalize(f *testing.F) {
 			t.Fatalf("the bot mentioned by %q %q", content, id)
 		}
 		for _, s := range m.Segments {
+			if msg.IsMedia(s.Kind) && s.ID == "" {
+				t.Fatalf("a %s segment with nothing to fetch it by", s.Kind)
+			}
 			if s.Kind != msg.SegAt {
 				continue
 			}
@@ -97,5 +103,22 @@ func FuzzFileSafe(f *testing.F) {
 			len(got) > maxNameBytes || !utf8.ValidString(got) {
 			t.Fatalf("fileSafe(%q) = %q", s, got)
 		}
+	})
+}
+
+// FuzzMediaHeaders: the headers of voice notes and videos never panic
+// the duration readers, which give 0 or a plausible length.
+func FuzzMediaHeaders(f *testing.F) {
+	f.Add(oggOpus())
+	f.Add(mp4Movie())
+	f.Add([]byte("OggS"))
+	f.Add([]byte("\x00\x00\x00\x00mvhd\x01"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, d := range []int{opusDuration(b), mp4Duration(b)} {
+			if d < 0 || d > maxDurationMs {
+				t.Fatalf("duration %d of %q", d, b)
+			}
+		}
+		_ = fileType("x.ogg", b)
 	})
 }

@@ -2,6 +2,7 @@ package feishu
 
 import (
 	"context"
+	"encoding/json"
 	"strconv"
 	"strings"
 	"time"
@@ -59,9 +60,8 @@ func (a *Account) normalize(ctx context.Context, ev larkevent.MessageReceive) ms
 			m.Segments = append(m.Segments, msg.Segment{Kind: msg.SegAt, Target: msg.UserID(self), Name: strings.TrimPrefix(token, "@")})
 		}
 	}
+	m.Segments = append(m.Segments, mediaSegments(ev.MessageType, ev.Content, ev.MessageID)...)
 	switch ev.MessageType {
-	case "image":
-		m.Segments = append(m.Segments, msg.Segment{Kind: msg.SegImage, ID: ev.MessageID})
 	case "merge_forward":
 		m.ForwardIDs = []msg.ForwardID{msg.ForwardID(ev.MessageID)}
 		m.Segments = append(m.Segments, msg.Segment{Kind: msg.SegForward, ID: ev.MessageID})
@@ -144,6 +144,40 @@ func leadingMention(ev larkevent.MessageReceive, mentions []larkmsg.Mention, sel
 		}
 	}
 	return "@" + self, strings.HasPrefix(text, "@"+self)
+}
+
+// mediaSegments are the downloadable media of a message, for
+// channel.Downloader: an image, a voice note, a video or a file, each by
+// the key the resource API takes (the message id when its content names
+// none), and the images embedded in a post. Stickers and folders cannot
+// be downloaded and have none.
+func mediaSegments(msgType, content, id string) []msg.Segment {
+	var c struct {
+		ImageKey string `json:"image_key"`
+		FileKey  string `json:"file_key"`
+		FileName string `json:"file_name"`
+	}
+	switch msgType {
+	case "image", "audio", "media", "video", "file":
+		_ = json.Unmarshal([]byte(content), &c)
+	case "post":
+		var out []msg.Segment
+		for _, k := range larkmsg.PostImageKeys(content) {
+			out = append(out, msg.Segment{Kind: msg.SegImage, ID: k})
+		}
+		return out
+	default:
+		return nil
+	}
+	switch msgType {
+	case "image":
+		return []msg.Segment{{Kind: msg.SegImage, ID: firstNonEmpty(c.ImageKey, id)}}
+	case "audio":
+		return []msg.Segment{{Kind: msg.SegVoice, ID: firstNonEmpty(c.FileKey, id)}}
+	case "media", "video":
+		return []msg.Segment{{Kind: msg.SegVideo, ID: firstNonEmpty(c.FileKey, id), Name: c.FileName}}
+	}
+	return []msg.Segment{{Kind: msg.SegFile, ID: firstNonEmpty(c.FileKey, id), Name: c.FileName}}
 }
 
 func firstNonEmpty(ss ...string) string {

@@ -42,12 +42,15 @@ func (a *Account) Send(ctx context.Context, out msg.Outbound) (msg.MessageID, er
 	return first, err
 }
 
-// SendParts implements outbox.Sender: the chunks of out from part from
-// on. Each part carries a uuid derived from the payload's id and the
-// part's index, so a retry of a part the platform already took is not
-// posted twice. A reply whose target is gone goes to the chat instead.
-// Each sent message is recorded in the Sent log, and so is the topic it
-// landed in ("thread:<id>"): a topic the bot answered in needs no @.
+// SendParts implements outbox.Sender: the parts of out from part from
+// on, the chunks of its text first, then one message per media
+// attachment (uploaded when its part is sent, so a resumed delivery
+// uploads nothing it already sent). Each part carries a uuid derived
+// from the payload's id and the part's index, so a retry of a part the
+// platform already took is not posted twice. A reply whose target is
+// gone goes to the chat instead. Each sent message is recorded in the
+// Sent log, and so is the topic it landed in ("thread:<id>"): a topic the
+// bot answered in needs no @.
 func (a *Account) SendParts(ctx context.Context, out msg.Outbound, from int, confirmed func(part int, id msg.MessageID)) error {
 	if out.Empty() {
 		return nil
@@ -57,7 +60,13 @@ func (a *Account) SendParts(ctx context.Context, out msg.Outbound, from int, con
 		if err := a.limiter(out.Peer).Wait(ctx); err != nil {
 			return fmt.Errorf("feishu: send to %s: %w", out.Peer, err)
 		}
-		sent, err := a.sendPart(ctx, out, parts[i], partUUID(out.ID, i))
+		var sent sentMessage
+		var err error
+		if m := parts[i].media; m != nil {
+			sent, err = a.sendMedia(ctx, out, *m, partUUID(out.ID, i))
+		} else {
+			sent, err = a.sendPart(ctx, out, parts[i], partUUID(out.ID, i))
+		}
 		if err != nil {
 			return a.classify(out, err)
 		}
@@ -187,9 +196,11 @@ func (a *Account) limiter(peer msg.Peer) *rate.Limiter {
 }
 
 // part is one message to post: its msg_type and content JSON, and its
-// text for a fallback to a text message.
+// text for a fallback to a text message; or, for media, only the
+// attachment to upload and show (its msg_type is known once uploaded).
 type part struct {
 	msgType, content, text string
+	media                  *msg.Media
 }
 
 // Platform bounds of a message's content (230025 past them).
@@ -217,13 +228,19 @@ var markdownTable = regexp.MustCompile(`(?m)^[ \t]*\|.*\|[ \t]*\n[ \t]*\|[ \t]*:
 // platform's size limits, and picks their form by content: a card of
 // markdown when the text has a table, posts of markdown paragraphs when
 // it uses other markdown, plain text otherwise. Mentions of the people
-// out may mention become real ones.
+// out may mention become real ones. A part per media attachment follows
+// the text's.
 func (a *Account) compose(out msg.Outbound) []part {
-	text := strings.TrimSpace(out.Text)
-	for _, m := range out.Media {
-		// Media upload is not supported yet: name what could not be sent.
-		text = strings.TrimSpace(text + "\n" + "[" + string(m.Kind) + ": " + firstNonEmpty(m.Name, m.URL) + "]")
+	parts := a.composeText(out)
+	for i := range out.Media {
+		parts = append(parts, part{media: &out.Media[i]})
 	}
+	return parts
+}
+
+// composeText is the parts of out's text; see compose.
+func (a *Account) composeText(out msg.Outbound) []part {
+	text := strings.TrimSpace(out.Text)
 	msgType, bytes, lim := "text", textChunkBytes, maxTextContent
 	switch {
 	case markdownTable.MatchString(text):

@@ -12,7 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pincerbot/pincer/internal/agent"
-	"github.com/pincerbot/pincer/internal/channel/feishu/larkmsg"
+	"github.com/pincerbot/pincer/internal/channel"
 	"github.com/pincerbot/pincer/internal/llm"
 	"github.com/pincerbot/pincer/internal/msg"
 )
@@ -22,10 +22,6 @@ const DownloadToolName = "feishu_download_file"
 
 // MaxDownload caps one downloaded attachment.
 const MaxDownload = 20 << 20
-
-// codeFileNotInMessage: the resource is not reachable through this id
-// (a child of a merged forward, whose container's id works).
-const codeFileNotInMessage = 234003
 
 // Lookup finds an account by id.
 type Lookup func(id msg.AccountID) (*Account, bool)
@@ -83,30 +79,12 @@ func failed(err error) (string, error) {
 // when the platform says the file is not in it (234003), through the
 // forward holding it.
 func (a *Account) download(ctx context.Context, id, key string) (string, int, error) {
-	if !strings.HasPrefix(id, "om_") {
-		return "", 0, fmt.Errorf("message_id %q: want an om_ id", id)
-	}
-	items, err := a.api.getMessage(ctx, id)
+	it, ref, err := a.lookupResource(ctx, id)
 	if err != nil {
-		return "", 0, fmt.Errorf("message %s: %w", id, err)
-	}
-	if len(items) == 0 {
-		return "", 0, fmt.Errorf("message %s: not found", id)
-	}
-	it := items[0]
-	kind, name, contentKey := attachment(it)
-	switch {
-	case it.Deleted:
-		return "", 0, fmt.Errorf("message %s was recalled", id)
-	case it.MsgType == "sticker":
-		return "", 0, fmt.Errorf("message %s is a sticker: the platform does not let stickers be downloaded", id)
-	case it.MsgType == "folder":
-		return "", 0, fmt.Errorf("message %s is a folder: the platform does not let folders be downloaded", id)
-	case kind == "":
-		return "", 0, fmt.Errorf("message %s (%s) has no image or file to download", id, it.MsgType)
+		return "", 0, err
 	}
 	if key == "" {
-		key = contentKey
+		key = ref.key
 	}
 	if key == "" {
 		return "", 0, fmt.Errorf("message %s (%s) names no file_key", id, it.MsgType)
@@ -114,19 +92,15 @@ func (a *Account) download(ctx context.Context, id, key string) (string, int, er
 	if a.opts.Workspace == nil {
 		return "", 0, errors.New("no workspace to save into")
 	}
-	body, _, err := a.api.resource(ctx, id, key, kind, MaxDownload)
-	if codeOf(err) == codeFileNotInMessage && it.UpperMessageID != "" {
-		// A child of a merged forward: its container's id reaches it.
-		body, _, err = a.api.resource(ctx, it.UpperMessageID, key, kind, MaxDownload)
-	}
-	if errors.Is(err, errTooLarge) {
+	body, _, err := a.fetchResource(ctx, id, &it, key, ref.kind, MaxDownload)
+	if errors.Is(err, channel.ErrTooLarge) {
 		return "", 0, fmt.Errorf("the attachment of %s is over the %d-byte limit", id, MaxDownload)
 	}
 	if err != nil {
 		return "", 0, fmt.Errorf("download %s: %w", id, err)
 	}
 	chat := it.ChatID
-	for up, hops := it.UpperMessageID, 0; chat == "" && up != "" && hops < 4; hops++ {
+	for up, hops := it.UpperMessageID, 0; chat == "" && up != "" && hops < maxForwardHops; hops++ {
 		parents, err := a.api.getMessage(ctx, up)
 		if err != nil || len(parents) == 0 {
 			break
@@ -141,9 +115,10 @@ func (a *Account) download(ctx context.Context, id, key string) (string, int, er
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return "", 0, fmt.Errorf("workspace: %w", err)
 	}
+	name := ref.name
 	if name == "" {
 		name = key
-		if kind == "image" {
+		if ref.kind == resourceImage {
 			name += ".png"
 		}
 	}
@@ -156,24 +131,6 @@ func (a *Account) download(ctx context.Context, id, key string) (string, int, er
 		abs = path
 	}
 	return abs, len(body), nil
-}
-
-// attachment is what of an item can be downloaded: the resource type
-// (image or file), the file name and the key from its content.
-func attachment(it larkmsg.Item) (kind, name, key string) {
-	var c struct {
-		ImageKey string `json:"image_key"`
-		FileKey  string `json:"file_key"`
-		FileName string `json:"file_name"`
-	}
-	_ = json.Unmarshal([]byte(it.Body.Content), &c)
-	switch it.MsgType {
-	case "image":
-		return "image", "", c.ImageKey
-	case "file", "audio", "media", "video":
-		return "file", c.FileName, c.FileKey
-	}
-	return "", "", ""
 }
 
 // maxNameBytes bounds a saved file's name part.

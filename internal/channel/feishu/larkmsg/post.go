@@ -24,6 +24,7 @@ type postElem struct {
 	OpenID    flexString `json:"open_id"`
 	UserName  flexString `json:"user_name"`
 	EmojiType flexString `json:"emoji_type"`
+	ImageKey  flexString `json:"image_key"`
 	Language  flexString `json:"language"`
 	UnEscape  flexBool   `json:"un_escape"`
 }
@@ -171,6 +172,29 @@ func (b postBody) render(mentions []Mention) string {
 		out = append(out, l)
 	}
 	return strings.TrimSpace(strings.Join(out, "\n"))
+}
+
+// PostImageKeys returns the image_keys of the images embedded in a post,
+// in order and each once, from the locale Render reads (the first that
+// has any text). Each can be downloaded through the post's message id as
+// an image resource.
+func PostImageKeys(content string) []string {
+	for _, b := range postBodies(content) {
+		if b.render(nil) == "" {
+			continue
+		}
+		var keys []string
+		for _, para := range b.paragraphs() {
+			for _, e := range para {
+				k := strings.TrimSpace(string(e.ImageKey))
+				if e.Tag == "img" && k != "" && !slices.Contains(keys, k) {
+					keys = append(keys, k)
+				}
+			}
+		}
+		return keys
+	}
+	return nil
 }
 
 // embeddedImage is how an image inside a post or card reads: it has no
