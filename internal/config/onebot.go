@@ -46,6 +46,11 @@ type OneBotAccount struct {
 	ReplyToTrigger   bool `json:"replyToTrigger"`
 	TextChunkLimit   int  `json:"textChunkLimit"`
 	RequestTimeoutMs int  `json:"requestTimeoutMs"`
+	// InlineLocalMedia sends the files a reply names as base64:// data
+	// (up to 10 MiB each) instead of file:// paths, for an implementation
+	// that does not share pincer's file system (another container or
+	// machine).
+	InlineLocalMedia bool `json:"inlineLocalMedia"`
 	// Debug logs every outbound payload.
 	Debug     bool            `json:"debug"`
 	Reconnect OneBotReconnect `json:"reconnect"`

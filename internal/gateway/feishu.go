@@ -50,7 +50,7 @@ func FeishuOptions(id string, a config.FeishuAccount, workspace string, log *slo
 // buildFeishu builds the active Feishu apps; nil when there are none. The
 // store remembers redeliveries and the bot's messages; the apps deliver
 // through out.
-func buildFeishu(cfg config.Feishu, workspace string, st store.Store, out *outbox.Outbox, tr *trace.Recorder, log *slog.Logger) (*lark, error) {
+func buildFeishu(cfg config.Feishu, workspace string, kit *mediaKit, st store.Store, out *outbox.Outbox, tr *trace.Recorder, log *slog.Logger) (*lark, error) {
 	all := cfg.All()
 	l := &lark{
 		accounts: map[msg.AccountID]*feishu.Account{}, receive: map[msg.AccountID]config.Receive{},
@@ -62,6 +62,7 @@ func buildFeishu(cfg config.Feishu, workspace string, st store.Store, out *outbo
 			continue
 		}
 		o, err := FeishuOptions(id, c, workspace, log)
+		o.Fetch = kit.fetch
 		o.Trace = tr
 		if err != nil {
 			return nil, err

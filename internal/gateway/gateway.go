@@ -204,7 +204,8 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		topts.Store, topts.Keep = st, keep
 	}
 	tracer := trace.New(topts)
-	qqs, err := buildOneBot(cfg.Channels.OneBot, cfg.Messages.Inbound, st, out, tracer, log)
+	kit := newMediaKit(cfg.Media)
+	qqs, err := buildOneBot(cfg.Channels.OneBot, cfg.Messages.Inbound, cfg.Gateway, kit, st, out, tracer, log)
 	if err != nil {
 		return err
 	}
@@ -215,7 +216,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		}
 		maps.Copy(endpoints, qqs.endpoints)
 	}
-	larks, err := buildFeishu(cfg.Channels.Feishu, d.Workspace, st, out, tracer, log)
+	larks, err := buildFeishu(cfg.Channels.Feishu, d.Workspace, kit, st, out, tracer, log)
 	if err != nil {
 		return err
 	}
@@ -230,9 +231,26 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 			endpoints[path] = h
 		}
 	}
+	// Pictures, voice notes and links are read before the agent runs;
+	// files the agent names are sent from its workspace.
+	providers := Providers(cfg.Models)
+	reader, err := newMediaReader(kit, cfg.Models, providers, d.Workspace, log)
+	if err != nil {
+		return err
+	}
+	reader.source = func(ch msg.ChannelID, acct msg.AccountID) (channel.Downloader, bool) {
+		_, d, ok := attachments(qqs, larks)(ch, acct)
+		return d, ok
+	}
+	if qqs != nil {
+		reader.fileTool[onebot.ChannelID] = downloadToolName
+		if err := tools.Add(downloadTool(attachments(qqs, larks), func(m msg.Message) string { return chatWorkspace(reader.root, m) }, cfg.Media.MaxBytes)); err != nil {
+			return err
+		}
+	}
 	runner := agent.NewRunner(agent.Options{
-		Providers: Providers(cfg.Models), MaxTokens: d.MaxTokens, ContextTokens: d.ContextTokens, Tools: tools,
-		FirstTokenTimeout: d.FirstTokenTimeout(), Logger: log,
+		Providers: providers, MaxTokens: d.MaxTokens, ContextTokens: d.ContextTokens, Tools: tools,
+		FirstTokenTimeout: d.FirstTokenTimeout(), SeesImages: cfg.Models.SeesImages, Logger: log,
 	})
 	eng := engine.New(engine.Options{
 		Store: st, Runner: runner, Trace: tracer, Models: chain, Metrics: metrics, Logger: log, DedupTTL: cfg.Messages.Inbound.DedupTTL(),
@@ -249,12 +267,15 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		AutoCompact:       cfg.Session.AutoCompact,
 		Identity:          d.Identity,
 		ElevatedAllowFrom: cfg.Commands.ElevatedAllowFrom,
+		Media:             reader,
+		SeesImages:        cfg.Models.SeesImages,
+		MediaRoots:        append([]string{reader.root}, cfg.Media.SendFrom...),
 		System: func() string {
 			s, err := agent.SystemPrompt(d.SystemPrompt, d.Workspace)
 			if err != nil {
 				log.Warn("system prompt incomplete", "err", err)
 			}
-			return s
+			return s + "\n\n" + mediaGuide
 		},
 	})
 

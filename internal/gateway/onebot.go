@@ -42,8 +42,9 @@ func OneBotOptions(id string, a config.OneBotAccount, in config.Inbound, log *sl
 			Enabled: r.Enabled, Retries: r.Retries,
 			MinDelay: time.Duration(r.MinDelayMs) * time.Millisecond, MaxDelay: time.Duration(r.MaxDelayMs) * time.Millisecond,
 		},
-		Inbound: onebot.Inbound{MaxChars: in.MaxCharsOrDefault()},
-		Debug:   a.Debug, Logger: log,
+		Inbound:          onebot.Inbound{MaxChars: in.MaxCharsOrDefault()},
+		InlineLocalMedia: a.InlineLocalMedia,
+		Debug:            a.Debug, Logger: log,
 	}, nil
 }
 
@@ -59,7 +60,7 @@ type qq struct {
 // buildOneBot builds the active QQ accounts; nil when there are none.
 // in bounds inbound messages; sent keeps the ids of the bot's messages
 // across restarts; the accounts deliver through out and are its senders.
-func buildOneBot(cfg config.OneBot, in config.Inbound, sent store.SentLog, out *outbox.Outbox, tr *trace.Recorder, log *slog.Logger) (*qq, error) {
+func buildOneBot(cfg config.OneBot, in config.Inbound, gw config.Gateway, kit *mediaKit, sent store.SentLog, out *outbox.Outbox, tr *trace.Recorder, log *slog.Logger) (*qq, error) {
 	all := cfg.All()
 	var accounts []*onebot.Account
 	q := &qq{endpoints: map[string]http.Handler{}, tools: map[msg.AccountID]*onebot.Account{}, receive: map[msg.AccountID]config.Receive{}, quote: map[msg.AccountID]config.Quote{}}
@@ -74,6 +75,9 @@ func buildOneBot(cfg config.OneBot, in config.Inbound, sent store.SentLog, out *
 			return nil, err
 		}
 		o.Sent, o.Outbox = sent, out
+		// Attachment URLs come from the implementation, which may serve
+		// them itself: its host is trusted, the rest of the network not.
+		o.Fetch = kit.fetchFrom(oneBotHosts(c, gw)...)
 		a := onebot.NewAccount(o)
 		if out != nil {
 			out.Register(onebot.ChannelID, a.ID(), a)

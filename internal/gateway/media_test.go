@@ -1,0 +1,255 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"image"
+	"image/color"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pincerbot/pincer/internal/channel/onebot/onebottest"
+	"github.com/pincerbot/pincer/internal/config"
+	"github.com/pincerbot/pincer/internal/llm/llmtest"
+)
+
+// pngBytes is a small real PNG.
+func pngBytes(t *testing.T) []byte {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, 3, 3))
+	img.Set(1, 1, color.RGBA{R: 200, G: 30, B: 30, A: 255})
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// qqMediaRig is a QQ group behind a OneBot implementation (forward
+// WebSocket) whose files the test sets, answered by a fake model server.
+type qqMediaRig struct {
+	peer *onebottest.Peer
+	ctx  context.Context
+}
+
+func startQQMedia(t *testing.T, cfg config.Config) *qqMediaRig {
+	t.Helper()
+	p := onebottest.New(t, func(action string, _ json.RawMessage) (any, int, string) {
+		switch action {
+		case "get_login_info":
+			return map[string]any{"user_id": botQQ, "nickname": "bot"}, 0, ""
+		case "send_group_msg", "send_private_msg":
+			return map[string]any{"message_id": 9100}, 0, ""
+		}
+		return nil, 0, ""
+	})
+	cfg.Channels.OneBot.WSURL = p.URL
+	startGateway(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	if err := p.Connected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return &qqMediaRig{peer: p, ctx: ctx}
+}
+
+// ask @s the bot in the group with segs after the mention, and waits for
+// the first message sent back.
+func (r *qqMediaRig) ask(t *testing.T, id int64, segs ...any) qqSend {
+	t.Helper()
+	all := append([]any{seg("at", map[string]any{"qq": botQQ})}, segs...)
+	if err := r.peer.Push(r.ctx, qqGroupEvent(id, all...)); err != nil {
+		t.Fatal(err)
+	}
+	return waitSend(t, r.peer, r.ctx)
+}
+
+// lastUser is the content of the last user message of an OpenAI request.
+func lastUser(t *testing.T, body map[string]any) any {
+	t.Helper()
+	msgs, _ := body["messages"].([]any)
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if m, _ := msgs[i].(map[string]any); m["role"] == "user" {
+			return m["content"]
+		}
+	}
+	t.Fatalf("no user message in %v", body)
+	return nil
+}
+
+// TestQQImageReachesTheModel: a group @ with a picture, served by the
+// implementation on this machine (its URL is the only way to it), makes a
+// model request whose user message carries the picture, in the OpenAI
+// wire shape and in Anthropic's.
+func TestQQImageReachesTheModel(t *testing.T) {
+	data := pngBytes(t)
+	b64 := base64.StdEncoding.EncodeToString(data)
+	t.Run("openai", func(t *testing.T) {
+		fake := llmtest.NewOpenAI(t)
+		fake.Script(llmtest.Reply{Text: []string{"一个红点"}})
+		r := startQQMedia(t, withOpenAI(fake.URL))
+		r.peer.SetFileAnswer("A1.png", onebottest.File{Data: data, MIME: "image/png", NoBase64: true})
+		r.ask(t, 1, seg("text", map[string]any{"text": " 这是什么"}), seg("image", map[string]any{"file": "A1.png", "url": r.peer.FileURL("A1.png")}))
+		reqs := fake.Requests()
+		if len(reqs) != 1 {
+			t.Fatalf("%d model requests", len(reqs))
+		}
+		parts, ok := lastUser(t, reqs[0].Body).([]any)
+		if !ok || len(parts) != 2 {
+			t.Fatalf("user content = %v, want a text part and an image part", lastUser(t, reqs[0].Body))
+		}
+		text, _ := parts[0].(map[string]any)
+		if text["type"] != "text" || !strings.Contains(text["text"].(string), "这是什么") || !strings.Contains(text["text"].(string), "[图片1: onebot/") {
+			t.Errorf("text part = %v", text)
+		}
+		img, _ := parts[1].(map[string]any)
+		url, _ := img["image_url"].(map[string]any)
+		if img["type"] != "image_url" || url["url"] != "data:image/png;base64,"+b64 {
+			t.Errorf("image part = %v", img)
+		}
+	})
+	t.Run("anthropic", func(t *testing.T) {
+		fake := llmtest.NewAnthropic(t)
+		fake.Script(llmtest.Reply{Text: []string{"a red dot"}})
+		cfg := config.Default()
+		cfg.Models.Providers["anthropic"] = config.Provider{BaseURL: fake.URL, APIKey: "k"}
+		cfg.Agents.Defaults.Model.Primary = "anthropic/claude-sonnet-4-5"
+		r := startQQMedia(t, cfg)
+		r.peer.SetFile("B2.png", data, "image/png")
+		r.ask(t, 2, seg("image", map[string]any{"file": "B2.png", "url": "https://multimedia.nt.qq.com.cn.invalid/download?rkey=x"}))
+		reqs := fake.Requests()
+		if len(reqs) != 1 {
+			t.Fatalf("%d model requests", len(reqs))
+		}
+		msgs, _ := reqs[0].Body["messages"].([]any)
+		last, _ := msgs[len(msgs)-1].(map[string]any)
+		blocks, _ := last["content"].([]any)
+		var found bool
+		for _, b := range blocks {
+			blk, _ := b.(map[string]any)
+			src, _ := blk["source"].(map[string]any)
+			found = found || blk["type"] == "image" && src["type"] == "base64" && src["media_type"] == "image/png" && src["data"] == b64
+		}
+		if !found {
+			t.Errorf("no base64 image block in %v", last)
+		}
+	})
+}
+
+// TestQQImageForATextOnlyModel: a model that cannot see pictures gets the
+// vision model's description in the user message, and no picture.
+func TestQQImageForATextOnlyModel(t *testing.T) {
+	data := pngBytes(t)
+	fake := llmtest.NewOpenAI(t)
+	fake.Script(llmtest.Reply{Text: []string{"一张只有一个红点的小图"}}, llmtest.Reply{Text: []string{"是个红点"}})
+	cfg := withOpenAI(fake.URL)
+	cfg.Agents.Defaults.Model.Primary = "openai/deepseek-chat"
+	cfg.Media.Vision.Model = "openai/gpt-4o-mini"
+	r := startQQMedia(t, cfg)
+	r.peer.SetFile("C3.png", data, "image/png")
+	r.ask(t, 3, seg("text", map[string]any{"text": " 看看"}), seg("image", map[string]any{"file": "C3.png"}))
+	reqs := fake.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model requests, want the description and the reply", len(reqs))
+	}
+	if reqs[0].Body["model"] != "gpt-4o-mini" || !strings.Contains(mustString(reqs[0].Body["messages"]), "data:image/png;base64,") {
+		t.Errorf("vision request: %v", reqs[0].Body)
+	}
+	user, ok := lastUser(t, reqs[1].Body).(string)
+	if reqs[1].Body["model"] != "deepseek-chat" || !ok || !strings.Contains(user, "[图片1描述: 一张只有一个红点的小图") || strings.Contains(mustString(reqs[1].Body), "image_url") {
+		t.Errorf("reply request: model %v, user %v", reqs[1].Body["model"], lastUser(t, reqs[1].Body))
+	}
+}
+
+// TestQQVoiceIsTranscribed: a voice note is fetched as mp3 from the
+// implementation and transcribed by the configured model; the text
+// reaches the agent.
+func TestQQVoiceIsTranscribed(t *testing.T) {
+	fake := llmtest.NewOpenAI(t)
+	fake.SetTranscript("明天下午三点开会")
+	cfg := withOpenAI(fake.URL)
+	cfg.Media.Transcription.Model = "openai/whisper-1"
+	r := startQQMedia(t, cfg)
+	r.peer.SetFile("v1.amr", []byte("ID3\x03\x00\x00\x00\x00\x00\x00 mp3 frames"), "audio/mpeg")
+	r.ask(t, 4, seg("record", map[string]any{"file": "v1.amr"}))
+	tr := fake.Transcriptions()
+	if len(tr) != 1 || tr[0].Model != "whisper-1" {
+		t.Fatalf("transcriptions: %+v", tr)
+	}
+	if user := mustString(lastUser(t, fake.Requests()[0].Body)); !strings.Contains(user, "[语音转写: 明天下午三点开会]") {
+		t.Errorf("user message %q lacks the transcript", user)
+	}
+}
+
+// TestQQImageFromAPrivateAddressIsRefused: a picture whose URL points into
+// the host's network (not the implementation's own host) is not fetched;
+// the agent is told it could not be read, and still answers.
+func TestQQImageFromAPrivateAddressIsRefused(t *testing.T) {
+	fake := llmtest.NewOpenAI(t)
+	r := startQQMedia(t, withOpenAI(fake.URL))
+	r.ask(t, 5, seg("text", map[string]any{"text": " 这张呢"}), seg("image", map[string]any{"file": "D4.png", "url": "http://169.254.169.254/latest/meta-data.png"}))
+	user := mustString(lastUser(t, fake.Requests()[0].Body))
+	if !strings.Contains(user, "[图片1获取失败: 不允许访问内网地址]") || strings.Contains(user, "image_url") {
+		t.Errorf("user message %q", user)
+	}
+}
+
+// TestQQReplySendsMedia: a reply naming a PNG sends an image segment, one
+// naming a PDF uploads it to the group, the caption goes first as its own
+// message, and a file outside the allowed directories is named instead of
+// sent.
+func TestQQReplySendsMedia(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	chart, report := filepath.Join(dir, "chart.png"), filepath.Join(dir, "report.pdf")
+	if err := os.WriteFile(chart, pngBytes(t), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(report, []byte("%PDF-1.4 …"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fake := llmtest.NewOpenAI(t)
+	fake.Script(llmtest.Reply{Text: []string{"图和报告都在这里\nMEDIA: " + chart + "\n", "MEDIA: `" + report + "`\nMEDIA: /etc/hostname"}})
+	cfg := withOpenAI(fake.URL)
+	cfg.Media.SendFrom = []string{dir}
+	r := startQQMedia(t, cfg)
+	caption := r.ask(t, 6, seg("text", map[string]any{"text": " 发我图表和报告"}))
+	var text strings.Builder
+	for _, m := range caption.params.Message {
+		if m.Type == "text" {
+			text.WriteString(m.Data["text"].(string))
+		}
+	}
+	if !strings.Contains(text.String(), "图和报告都在这里") || !strings.Contains(text.String(), "未能发送 hostname：不在可发送的目录里") || strings.Contains(text.String(), "MEDIA:") {
+		t.Errorf("caption %q", text.String())
+	}
+	image := waitSend(t, r.peer, r.ctx)
+	var file string
+	for _, m := range image.params.Message {
+		if m.Type == "image" {
+			file, _ = m.Data["file"].(string)
+		}
+	}
+	if file != "file://"+chart {
+		t.Errorf("image message %+v, want an image segment of file://%s", image.params.Message, chart)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(r.peer.Uploads()) == 0 && time.Now().Before(deadline) {
+		select {
+		case <-r.peer.Called():
+		case <-time.After(time.Until(deadline)):
+		}
+	}
+	ups := r.peer.Uploads()
+	if len(ups) != 1 || ups[0].Action != "upload_group_file" || ups[0].GroupID != 700000001 || ups[0].File != report || ups[0].Name != "report.pdf" {
+		t.Errorf("uploads %+v", ups)
+	}
+}
