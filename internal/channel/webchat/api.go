@@ -171,10 +171,27 @@ func (c *Channel) serveEvents(w http.ResponseWriter, r *http.Request) {
 
 // replyView is the data of a reply event: the text, and unless it is an
 // error notice, the text rendered from Markdown.
+//
+// The page cannot show the reply's media files (they are on the
+// gateway's disk), so each is named on a line of its own after the text,
+// a link for an http(s) URL, and listed under media.
 func replyView(out msg.Outbound) map[string]any {
-	v := map[string]any{"text": out.Text, "error": out.IsError}
+	text := out.Text
+	var media []map[string]string
+	for _, m := range out.Media {
+		line := "[" + string(m.Kind) + ": " + m.Name + "]"
+		if strings.HasPrefix(m.URL, "https://") || strings.HasPrefix(m.URL, "http://") {
+			line = "[" + string(m.Kind) + ": " + m.Name + "](" + m.URL + ")"
+		}
+		text = strings.TrimSpace(text + "\n\n" + line)
+		media = append(media, map[string]string{"kind": string(m.Kind), "name": m.Name})
+	}
+	v := map[string]any{"text": text, "error": out.IsError}
+	if len(media) > 0 {
+		v["media"] = media
+	}
 	if !out.IsError {
-		v["html"] = RenderMarkdown(out.Text)
+		v["html"] = RenderMarkdown(text)
 	}
 	return v
 }
