@@ -168,9 +168,16 @@ func (e *Engine) call(ctx context.Context, batch []*waiting, l *lane) (ok bool, 
 		}
 		absorbed = append(absorbed, next...)
 		log.Info("steering the running turn between model calls", "messages", len(next))
+		mcs := make([]MsgContext, len(next))
+		for i, w := range next {
+			mcs[i] = w.mc
+		}
+		reads := e.readMedia(ctx, mcs, primary)
 		var turns []store.Turn
-		for _, w := range next {
-			turns = append(turns, e.userTurn(w.mc, w.mc.BodyForAgent, append(transcript, turns...)))
+		for i, w := range next {
+			ut := e.userTurn(w.mc, withNotes(w.mc.BodyForAgent, reads[i]), append(transcript, turns...))
+			ut.Images = reads[i].Images
+			turns = append(turns, ut)
 			r.add(w.mc.Message.Sender)
 		}
 		return turns
