@@ -8,6 +8,8 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -251,5 +253,27 @@ func TestQQReplySendsMedia(t *testing.T) {
 	ups := r.peer.Uploads()
 	if len(ups) != 1 || ups[0].Action != "upload_group_file" || ups[0].GroupID != 700000001 || ups[0].File != report || ups[0].Name != "report.pdf" {
 		t.Errorf("uploads %+v", ups)
+	}
+}
+
+// TestQQMediaKeepsToItsBudgetAndSize: a picture whose server never
+// answers is given up when the media budget ends, and one over
+// media.maxBytes is not read; the agent answers either way, told why.
+func TestQQMediaKeepsToItsBudgetAndSize(t *testing.T) {
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	t.Cleanup(hang.Close)
+	fake := llmtest.NewOpenAI(t)
+	cfg := withOpenAI(fake.URL)
+	cfg.Media.BudgetMs = 300
+	cfg.Media.MaxBytes = 1024
+	r := startQQMedia(t, cfg)
+	big := append(pngBytes(t), make([]byte, 4096)...)
+	r.peer.SetFile("big.png", big, "image/png")
+	r.ask(t, 7, seg("text", map[string]any{"text": " 两张"}),
+		seg("image", map[string]any{"file": "slow.png", "url": hang.URL + "/slow.png"}),
+		seg("image", map[string]any{"file": "big.png"}))
+	user := mustString(lastUser(t, fake.Requests()[0].Body))
+	if !strings.Contains(user, "[图片1获取失败: 超时]") || !strings.Contains(user, "[图片2获取失败: 超过") || strings.Contains(user, "image_url") {
+		t.Errorf("user message %q", user)
 	}
 }
