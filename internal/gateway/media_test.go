@@ -38,6 +38,7 @@ func pngBytes(t *testing.T) []byte {
 type qqMediaRig struct {
 	peer *onebottest.Peer
 	ctx  context.Context
+	g    *started
 }
 
 func startQQMedia(t *testing.T, cfg config.Config) *qqMediaRig {
@@ -52,13 +53,13 @@ func startQQMedia(t *testing.T, cfg config.Config) *qqMediaRig {
 		return nil, 0, ""
 	})
 	cfg.Channels.OneBot.WSURL = p.URL
-	startGateway(t, cfg)
+	g := startGateway(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	if err := p.Connected(ctx); err != nil {
 		t.Fatal(err)
 	}
-	return &qqMediaRig{peer: p, ctx: ctx}
+	return &qqMediaRig{peer: p, ctx: ctx, g: g}
 }
 
 // ask @s the bot in the group with segs after the mention, and waits for
@@ -166,7 +167,8 @@ func TestQQImageForATextOnlyModel(t *testing.T) {
 	user, ok := lastUser(t, reqs[1].Body).(string)
 	if reqs[1].Body["model"] != "deepseek-chat" || !ok || !strings.Contains(user, "[图片1描述: 一张只有一个红点的小图") || strings.Contains(mustString(reqs[1].Body), "image_url") {
 		t.Errorf("reply request: model %v, user %v", reqs[1].Body["model"], lastUser(t, reqs[1].Body))
-	}
+	}	// The decision trace says what was read for the turn.
+	traceOf(t, r.ctx, r.g.url, "onebot:default:group:700000001", "3", "1 attachment(s), 0 picture(s) shown to the model, 1 note(s) added: [图片1描述")
 }
 
 // TestQQVoiceIsTranscribed: a voice note is fetched as mp3 from the
