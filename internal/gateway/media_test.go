@@ -167,7 +167,8 @@ func TestQQImageForATextOnlyModel(t *testing.T) {
 	user, ok := lastUser(t, reqs[1].Body).(string)
 	if reqs[1].Body["model"] != "deepseek-chat" || !ok || !strings.Contains(user, "[图片1描述: 一张只有一个红点的小图") || strings.Contains(mustString(reqs[1].Body), "image_url") {
 		t.Errorf("reply request: model %v, user %v", reqs[1].Body["model"], lastUser(t, reqs[1].Body))
-	}	// The decision trace says what was read for the turn.
+	}
+	// The decision trace says what was read for the turn.
 	traceOf(t, r.ctx, r.g.url, "onebot:default:group:700000001", "3", "1 attachment(s), 0 picture(s) shown to the model, 1 note(s) added: [图片1描述")
 }
 
