@@ -92,7 +92,11 @@ type Options struct {
 	// (its "MEDIA: <path>" lines), the agent's workspace first: relative
 	// paths are taken from it. None: replies send URLs only.
 	MediaRoots []string
-	Metrics    *Metrics
+	// MediaURL, when set, vets the http(s) URLs a reply sends (the
+	// platform fetches them, so they must not point into pincer's own
+	// network); an error keeps the URL from being sent.
+	MediaURL func(ctx context.Context, rawURL string) error
+	Metrics  *Metrics
 	Logger     *slog.Logger
 }
 

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/url"
 	"os"
@@ -79,17 +80,23 @@ func withNotes(body string, r MediaRead) string {
 // Media. A local file must exist and lie under one of Options.MediaRoots
 // (a relative path is taken from the first); what cannot be sent is named
 // in the text instead, so its absence is visible.
-func (e *Engine) attach(log *slog.Logger, p *msg.Outbound) {
+func (e *Engine) attach(ctx context.Context, log *slog.Logger, p *msg.Outbound) {
 	text, refs := reply.SplitMedia(p.Text)
 	if len(refs) == 0 {
 		return
 	}
 	p.Text = text
 	for _, ref := range refs {
-		m, err := e.mediaOf(ref)
+		m, err := e.mediaOf(ctx, ref)
 		if err != nil {
 			log.Warn("reply media not sent", "ref", ref, "err", err)
-			p.Text = strings.TrimSpace(p.Text + "\n（未能发送 " + filepath.Base(ref) + "：" + err.Error() + "）")
+			reason := err
+			for _, known := range []error{errMediaOutside, errMediaMissing, errMediaScheme, errMediaPrivate} {
+				if errors.Is(err, known) {
+					reason = known // the chat reads the reason, not the details
+				}
+			}
+			p.Text = strings.TrimSpace(p.Text + "\n（未能发送 " + filepath.Base(ref) + "：" + reason.Error() + "）")
 			continue
 		}
 		p.Media = append(p.Media, m)
@@ -101,14 +108,20 @@ var (
 	errMediaOutside = errors.New("不在可发送的目录里")
 	errMediaMissing = errors.New("文件不存在")
 	errMediaScheme  = errors.New("只能发送本地文件或 http(s) 链接")
+	errMediaPrivate = errors.New("链接指向内网地址")
 )
 
 // mediaOf resolves one media reference of a reply.
-func (e *Engine) mediaOf(ref string) (msg.Media, error) {
+func (e *Engine) mediaOf(ctx context.Context, ref string) (msg.Media, error) {
 	kind := reply.MediaKindOf(ref)
 	if u, err := url.Parse(ref); err == nil && u.Scheme != "" && len(u.Scheme) > 1 {
 		switch u.Scheme {
 		case "http", "https":
+			if e.opts.MediaURL != nil {
+				if err := e.opts.MediaURL(ctx, ref); err != nil {
+					return msg.Media{}, fmt.Errorf("%w: %w", errMediaPrivate, err)
+				}
+			}
 			return msg.Media{Kind: kind, URL: ref, Name: path.Base(u.Path)}, nil
 		case "file":
 			ref = u.Path

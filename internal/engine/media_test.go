@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -36,7 +37,12 @@ func TestAttachKeepsToTheRoots(t *testing.T) {
 	if err := os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(root, "link.txt")); err != nil {
 		t.Fatal(err)
 	}
-	e := &Engine{opts: Options{MediaRoots: []string{root}}}
+	e := &Engine{opts: Options{MediaRoots: []string{root}, MediaURL: func(_ context.Context, raw string) error {
+		if strings.Contains(raw, "10.0.0.1") {
+			return errors.New("10.0.0.1 is not public")
+		}
+		return nil
+	}}}
 	p := msg.Outbound{Text: strings.Join([]string{
 		"here",
 		"MEDIA: out/chart.png",
@@ -45,8 +51,9 @@ func TestAttachKeepsToTheRoots(t *testing.T) {
 		"MEDIA: link.txt",
 		"MEDIA: " + root + "/../" + filepath.Base(root) + "/missing.pdf",
 		"MEDIA: ftp://example.com/x.zip",
+		"MEDIA: http://10.0.0.1/router.png",
 	}, "\n")}
-	e.attach(slog.New(slog.DiscardHandler), &p)
+	e.attach(context.Background(), slog.New(slog.DiscardHandler), &p)
 	want := []msg.Media{
 		{Kind: msg.MediaImage, URL: filepath.Join(root, "out", "chart.png"), Name: "chart.png"},
 		{Kind: msg.MediaAudio, URL: "https://example.com/a/b.mp3?sig=1", Name: "b.mp3"},
@@ -54,7 +61,7 @@ func TestAttachKeepsToTheRoots(t *testing.T) {
 	if len(p.Media) != len(want) || p.Media[0] != want[0] || p.Media[1] != want[1] {
 		t.Errorf("media = %+v, want %+v", p.Media, want)
 	}
-	for _, s := range []string{"here", "未能发送 secret.txt：不在可发送的目录里", "未能发送 link.txt：不在可发送的目录里", "未能发送 missing.pdf：文件不存在", "未能发送 x.zip：只能发送本地文件或 http(s) 链接"} {
+	for _, s := range []string{"here", "未能发送 secret.txt：不在可发送的目录里", "未能发送 link.txt：不在可发送的目录里", "未能发送 missing.pdf：文件不存在", "未能发送 x.zip：只能发送本地文件或 http(s) 链接", "未能发送 router.png：链接指向内网地址）"} {
 		if !strings.Contains(p.Text, s) {
 			t.Errorf("text %q lacks %q", p.Text, s)
 		}
@@ -64,7 +71,7 @@ func TestAttachKeepsToTheRoots(t *testing.T) {
 	}
 	none := &Engine{}
 	q := msg.Outbound{Text: "MEDIA: /etc/hostname"}
-	none.attach(slog.New(slog.DiscardHandler), &q)
+	none.attach(context.Background(), slog.New(slog.DiscardHandler), &q)
 	if len(q.Media) != 0 || !strings.Contains(q.Text, "不在可发送的目录里") {
 		t.Errorf("without roots no local file is sent: %+v", q)
 	}

@@ -325,7 +325,7 @@ func (e *Engine) run(ctx context.Context, log *slog.Logger, mc MsgContext, r cha
 			stream.blocks.Add(1)
 			p := base
 			p.Text = block
-			e.attach(log, &p)
+			e.attach(deliverCtx, log, &p)
 			disp.SendBlock(p)
 		})
 	}
@@ -365,7 +365,7 @@ func (e *Engine) run(ctx context.Context, log *slog.Logger, mc MsgContext, r cha
 	case text != "":
 		p := base
 		p.Text = text
-		e.attach(log, &p)
+		e.attach(deliverCtx, log, &p)
 		disp.SendFinal(p)
 	case stream.silent:
 		log.Info("reply not delivered", "reason", string(reply.SkipSilent))

@@ -270,6 +270,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		Media:             reader,
 		SeesImages:        cfg.Models.SeesImages,
 		MediaRoots:        append([]string{reader.root}, cfg.Media.SendFrom...),
+		MediaURL:          kit.publicURL,
 		System: func() string {
 			s, err := agent.SystemPrompt(d.SystemPrompt, d.Workspace)
 			if err != nil {

@@ -48,6 +48,30 @@ func (k *mediaKit) fetchFrom(hosts ...string) func(ctx context.Context, rawURL s
 	}
 }
 
+// publicURL vets a URL a reply sends for the platform to fetch: its host
+// must resolve to public addresses only (unless
+// media.allowPrivateNetworks), so the agent cannot have a OneBot
+// implementation fetch a page of pincer's own network into the chat.
+func (k *mediaKit) publicURL(ctx context.Context, rawURL string) error {
+	if k.cfg.AllowPrivateNetworks {
+		return nil
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Hostname() == "" {
+		return fmt.Errorf("%q is not a URL with a host", rawURL)
+	}
+	addrs := resolveHosts(ctx, []string{u.Hostname()})
+	if len(addrs) == 0 {
+		return fmt.Errorf("%s does not resolve", u.Hostname())
+	}
+	for _, a := range addrs {
+		if !media.IsPublic(a) {
+			return fmt.Errorf("%s: %w", u.Hostname(), media.ErrPrivateAddress)
+		}
+	}
+	return nil
+}
+
 // resolveHosts returns the addresses of hosts (names or literals); names
 // that do not resolve are left out.
 func resolveHosts(ctx context.Context, hosts []string) []netip.Addr {

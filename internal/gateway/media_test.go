@@ -280,3 +280,27 @@ func TestQQMediaKeepsToItsBudgetAndSize(t *testing.T) {
 		t.Errorf("user message %q", user)
 	}
 }
+
+// TestPublicURL: a reply may have the platform fetch public URLs only.
+func TestPublicURL(t *testing.T) {
+	k := newMediaKit(config.DefaultMedia())
+	ctx := context.Background()
+	for raw, ok := range map[string]bool{
+		"https://93.184.215.14/a.png":         true,
+		"http://127.0.0.1:8080/a.png":         false,
+		"http://[::1]/a.png":                  false,
+		"http://169.254.169.254/latest/a.png": false,
+		"http://10.1.2.3/a.pdf":               false,
+		"http://localhost/a.png":              false,
+		"https:///nohost":                     false,
+	} {
+		if err := k.publicURL(ctx, raw); (err == nil) != ok {
+			t.Errorf("publicURL(%s) = %v, want ok=%v", raw, err, ok)
+		}
+	}
+	open := config.DefaultMedia()
+	open.AllowPrivateNetworks = true
+	if err := newMediaKit(open).publicURL(ctx, "http://10.1.2.3/a.pdf"); err != nil {
+		t.Errorf("allowPrivateNetworks: %v", err)
+	}
+}
