@@ -31,6 +31,10 @@ type AgentDefaults struct {
 	// Model is the model chain. An empty primary selects the preview agent,
 	// which shows what a model would have been sent.
 	Model ModelChoice `json:"model"`
+	// ImageModel describes pictures in text for a model that cannot see
+	// them (primary, then fallbacks); empty: such a model is told there is
+	// a picture it cannot see. Models that see images never use it.
+	ImageModel ModelChoice `json:"imageModel"`
 	// FirstTokenTimeoutMs is how long a model call may go without producing
 	// anything (no text, reasoning or tool call) before it is abandoned and
 	// the next attempt or model of the chain is tried. At least 1000.
@@ -134,6 +138,14 @@ func (d AgentDefaults) Validate(models *Models) error {
 	}
 	for i, ref := range d.Model.Fallbacks {
 		check(fmt.Sprintf("model.fallbacks[%d]", i), ref)
+	}
+	if d.ImageModel.Primary != "" {
+		check("imageModel.primary", d.ImageModel.Primary)
+	} else if len(d.ImageModel.Fallbacks) > 0 {
+		errs = append(errs, problem("imageModel.primary", "required when fallbacks are set"))
+	}
+	for i, ref := range d.ImageModel.Fallbacks {
+		check(fmt.Sprintf("imageModel.fallbacks[%d]", i), ref)
 	}
 	if strings.TrimSpace(d.Workspace) == "" {
 		errs = append(errs, problem("workspace", "must not be empty"))

@@ -68,8 +68,9 @@ type Media struct {
 	// OneBot implementation's file server on the LAN). Off, such addresses
 	// are refused, so a message cannot make pincer probe its own network.
 	AllowPrivateNetworks bool `json:"allowPrivateNetworks"`
-	// Vision describes images for models that cannot see them.
-	Vision Vision `json:"vision"`
+	// DescribePrompt replaces the built-in instruction the image model
+	// (agents.defaults.imageModel) gets with each picture it describes.
+	DescribePrompt string `json:"describePrompt"`
 	// Transcription turns voice notes into text.
 	Transcription Transcription `json:"transcription"`
 	// Links previews the links of a message (title and description).
@@ -77,15 +78,6 @@ type Media struct {
 	// SendFrom lists directories, besides the agent's workspace, that the
 	// agent may send local files from.
 	SendFrom []string `json:"sendFrom"`
-}
-
-// Vision configures the vision model.
-type Vision struct {
-	// Model, as provider/model, describes images in text for models that
-	// cannot see them; empty: such models get a placeholder.
-	Model string `json:"model"`
-	// Prompt replaces the built-in instruction the vision model gets.
-	Prompt string `json:"prompt"`
 }
 
 // Transcription configures speech to text.
@@ -128,9 +120,6 @@ func (m Media) Validate(models *Models) error {
 	}
 	if m.Links.Max < 0 {
 		errs = append(errs, problem("links.max", "must not be negative"))
-	}
-	if m.Vision.Model != "" {
-		errs = append(errs, models.checkRef("vision.model", m.Vision.Model))
 	}
 	if ref := m.Transcription.Model; ref != "" {
 		if err := models.checkRef("transcription.model", ref); err != nil {

@@ -18,9 +18,9 @@ func TestMediaDefaults(t *testing.T) {
 func TestMediaValidate(t *testing.T) {
 	cfg, err := Parse([]byte(`{
 		models: { providers: { claude: { api: 'anthropic' }, oa: {} } },
+		agents: { defaults: { imageModel: { primary: 'nowhere/gpt-4o', fallbacks: ['oa/x', 'bad'] } } },
 		media: {
 			budgetMs: 50, maxBytes: 10, maxImages: -1,
-			vision: { model: 'nowhere/gpt-4o' },
 			transcription: { model: 'claude/whisper-1' },
 			links: { max: -2 },
 			sendFrom: ['relative/dir'],
@@ -37,7 +37,7 @@ func TestMediaValidate(t *testing.T) {
 		}
 	}
 	got := strings.Join(paths, " ")
-	for _, p := range []string{"media.budgetMs", "media.maxBytes", "media.maxImages", "media.vision.model", "media.transcription.model", "media.links.max", "media.sendFrom[0]"} {
+	for _, p := range []string{"media.budgetMs", "media.maxBytes", "media.maxImages", "agents.defaults.imageModel.primary", "agents.defaults.imageModel.fallbacks[1]", "media.transcription.model", "media.links.max", "media.sendFrom[0]"} {
 		if !strings.Contains(got, p) {
 			t.Errorf("no problem for %s in %s", p, got)
 		}
@@ -45,7 +45,8 @@ func TestMediaValidate(t *testing.T) {
 
 	ok, err := Parse([]byte(`{
 		models: { providers: { oa: {} } },
-		media: { vision: { model: 'oa/gpt-4o-mini' }, transcription: { model: 'oa/whisper-1' }, sendFrom: ['/srv/files'] },
+		agents: { defaults: { imageModel: { primary: 'oa/gpt-4o-mini' } } },
+		media: { transcription: { model: 'oa/whisper-1' }, sendFrom: ['/srv/files'] },
 	}`), noEnv)
 	if err != nil {
 		t.Fatalf("valid media section refused: %v", err)

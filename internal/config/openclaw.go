@@ -830,6 +830,47 @@ func (im *importer) provider(ref string) string {
 	return id
 }
 
+// modelChoice carries over agents.defaults.<key> (a ref, or primary and
+// fallbacks), each ref through resolve (aliases) and only when pincer can
+// reach its provider.
+func (im *importer) modelChoice(d map[string]any, key string, resolve func(string) string) {
+	var primary string
+	var fallbacks []any
+	switch m := d[key].(type) {
+	case string:
+		primary = m
+		im.use("agents", "defaults", key)
+	case map[string]any:
+		if p, ok := m["primary"].(string); ok {
+			primary = p
+			im.use("agents", "defaults", key, "primary")
+		}
+		if fs, ok := m["fallbacks"].([]any); ok {
+			im.use("agents", "defaults", key, "fallbacks")
+			for i, f := range fs {
+				ref, _ := f.(string)
+				ref = resolve(ref)
+				if im.provider(ref) == "" {
+					im.note(fmt.Sprintf("agents.defaults.%s.fallbacks[%d]", key, i), fmt.Sprintf("%q: its provider is not configured and not one pincer knows", ref))
+					continue
+				}
+				fallbacks = append(fallbacks, ref)
+			}
+		}
+	}
+	if primary != "" {
+		primary = resolve(primary)
+		if im.provider(primary) == "" {
+			im.note("agents.defaults."+key+".primary", fmt.Sprintf("%q: its provider is not configured and not one pincer knows; configure it under models.providers", primary))
+		} else {
+			im.d.Set(primary, "", "agents", "defaults", key, "primary")
+		}
+	}
+	if len(fallbacks) > 0 && im.d.Has("agents", "defaults", key, "primary") {
+		im.d.Set(fallbacks, "", "agents", "defaults", key, "fallbacks")
+	}
+}
+
 func (im *importer) agents(a map[string]any) {
 	d := obj(a["defaults"])
 	if d == nil {
@@ -849,41 +890,8 @@ func (im *importer) agents(a map[string]any) {
 		}
 		return ref
 	}
-	var primary string
-	var fallbacks []any
-	switch m := d["model"].(type) {
-	case string:
-		primary = m
-		im.use("agents", "defaults", "model")
-	case map[string]any:
-		if p, ok := m["primary"].(string); ok {
-			primary = p
-			im.use("agents", "defaults", "model", "primary")
-		}
-		if fs, ok := m["fallbacks"].([]any); ok {
-			im.use("agents", "defaults", "model", "fallbacks")
-			for i, f := range fs {
-				ref, _ := f.(string)
-				ref = resolve(ref)
-				if im.provider(ref) == "" {
-					im.note(fmt.Sprintf("agents.defaults.model.fallbacks[%d]", i), fmt.Sprintf("%q: its provider is not configured and not one pincer knows", ref))
-					continue
-				}
-				fallbacks = append(fallbacks, ref)
-			}
-		}
-	}
-	if primary != "" {
-		primary = resolve(primary)
-		if im.provider(primary) == "" {
-			im.note("agents.defaults.model.primary", fmt.Sprintf("%q: its provider is not configured and not one pincer knows; configure it under models.providers", primary))
-		} else {
-			im.d.Set(primary, "", "agents", "defaults", "model", "primary")
-		}
-	}
-	if len(fallbacks) > 0 && im.d.Has("agents", "defaults", "model", "primary") {
-		im.d.Set(fallbacks, "", "agents", "defaults", "model", "fallbacks")
-	}
+	im.modelChoice(d, "model", resolve)
+	im.modelChoice(d, "imageModel", resolve)
 	if len(aliases) > 0 {
 		im.use("agents", "defaults", "models")
 		for _, alias := range slices.Sorted(maps.Keys(aliases)) {

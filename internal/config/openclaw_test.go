@@ -36,6 +36,7 @@ const sampleOpenClaw = `// ~/.openclaw/openclaw.json
     defaults: {
       workspace: '~/.openclaw/workspace',
       model: { primary: 'deepseek/deepseek-chat', fallbacks: ['anthropic/claude-sonnet-4-5', 'gemini/gemini-2.5-pro'] },
+      imageModel: { primary: 'local/my-vl' },
       models: { 'deepseek/deepseek-chat': { alias: 'ds' } },
       maxConcurrent: 4,
       timeoutSeconds: 300,
@@ -104,6 +105,7 @@ func TestFromOpenClawCarriesOver(t *testing.T) {
 		{"local key named by env var", strings.Contains(string(out), `"${OLLAMA_KEY}"`), true},
 		{"local api (responses) as openai", cfg.Models.Providers["local"].API, APIOpenAI},
 		{"local vision model carried", cfg.Models.SeesImages(llm.Ref{Provider: "local", Model: "my-vl"}), true},
+		{"image model carried", cfg.Agents.Defaults.ImageModel.Primary, "local/my-vl"},
 		{"local text model carried", cfg.Models.SeesImages(llm.Ref{Provider: "local", Model: "plain"}), false},
 		{"built-in anthropic added", cfg.Models.Providers["anthropic"].API, APIAnthropic},
 		{"anthropic key", cfg.Models.Providers["anthropic"].APIKey.Value(), "sk-a"},

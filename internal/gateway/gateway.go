@@ -234,7 +234,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	// Pictures, voice notes and links are read before the agent runs;
 	// files the agent names are sent from its workspace.
 	providers := Providers(cfg.Models)
-	reader, err := newMediaReader(kit, cfg.Models, providers, d.Workspace, log)
+	reader, err := newMediaReader(kit, cfg.Models, d.ImageModel, providers, d.Workspace, log)
 	if err != nil {
 		return err
 	}

@@ -126,19 +126,23 @@ var _ engine.MediaReader = (*mediaReader)(nil)
 
 // newMediaReader builds the reader of the media section: the vision model
 // and the transcription model come from the configured providers.
-func newMediaReader(k *mediaKit, models config.Models, providers map[string]llm.Provider, root string, log *slog.Logger) (*mediaReader, error) {
+func newMediaReader(k *mediaKit, models config.Models, imageModel config.ModelChoice, providers map[string]llm.Provider, root string, log *slog.Logger) (*mediaReader, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return nil, fmt.Errorf("config: agents.defaults.workspace: %w", err)
 	}
 	o := media.Options{Fetcher: k.fetcher, MaxBytes: k.cfg.MaxBytes, MaxImages: k.cfg.MaxImages, Links: k.cfg.Links.Enabled, MaxLinks: k.cfg.Links.Max, Logger: log.With("component", "media")}
-	if v := k.cfg.Vision.Model; v != "" {
-		ref, err := llm.ParseRef(v)
-		if err != nil {
-			return nil, fmt.Errorf("config: media.vision.model: %w", err)
+	if imageModel.Primary != "" {
+		var chain []media.VisionModel
+		for _, v := range append([]string{imageModel.Primary}, imageModel.Fallbacks...) {
+			ref, err := llm.ParseRef(v)
+			if err != nil {
+				return nil, fmt.Errorf("config: agents.defaults.imageModel: %w", err)
+			}
+			chain = append(chain, media.VisionModel{Provider: providers[ref.Provider], Model: ref.Model})
 		}
 		o.Describer = media.NewDescriber(media.DescriberOptions{
-			Provider: providers[ref.Provider], Model: ref.Model, Prompt: k.cfg.Vision.Prompt,
+			Provider: chain[0].Provider, Model: chain[0].Model, Fallbacks: chain[1:], Prompt: k.cfg.DescribePrompt,
 			CacheDir: filepath.Join(abs, ".cache", "vision"),
 		})
 	}

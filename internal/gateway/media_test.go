@@ -153,7 +153,7 @@ func TestQQImageForATextOnlyModel(t *testing.T) {
 	fake.Script(llmtest.Reply{Text: []string{"一张只有一个红点的小图"}}, llmtest.Reply{Text: []string{"是个红点"}})
 	cfg := withOpenAI(fake.URL)
 	cfg.Agents.Defaults.Model.Primary = "openai/deepseek-chat"
-	cfg.Media.Vision.Model = "openai/gpt-4o-mini"
+	cfg.Agents.Defaults.ImageModel.Primary = "openai/gpt-4o-mini"
 	r := startQQMedia(t, cfg)
 	r.peer.SetFile("C3.png", data, "image/png")
 	r.ask(t, 3, seg("text", map[string]any{"text": " 看看"}), seg("image", map[string]any{"file": "C3.png"}))

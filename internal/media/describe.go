@@ -34,6 +34,8 @@ type DescriberOptions struct {
 	// Provider and Model are the vision model that describes images.
 	Provider llm.Provider
 	Model    string
+	// Fallbacks are tried in order when the model fails.
+	Fallbacks []VisionModel
 	// Prompt is the instruction sent with each image; empty means
 	// DefaultDescribePrompt.
 	Prompt string
@@ -44,6 +46,12 @@ type DescriberOptions struct {
 	CacheDir string
 	// CacheSize is how many descriptions are kept in memory; 0 means 256.
 	CacheSize int
+}
+
+// VisionModel is one model that can describe images.
+type VisionModel struct {
+	Provider llm.Provider
+	Model    string
 }
 
 // Describer describes images with a vision model for models that cannot
@@ -120,16 +128,35 @@ func (d *Describer) Describe(ctx context.Context, img llm.Image, sha string) (st
 	}
 }
 
-// call asks the model.
+// call asks the model, then its fallbacks in order until one answers.
 func (d *Describer) call(ctx context.Context, img llm.Image) (string, error) {
+	var errs []error
+	for _, m := range append([]VisionModel{{Provider: d.o.Provider, Model: d.o.Model}}, d.o.Fallbacks...) {
+		if m.Provider == nil {
+			continue
+		}
+		text, err := d.callOne(ctx, m, img)
+		if err == nil {
+			return text, nil
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return "", errors.Join(errs...)
+}
+
+// callOne asks one model.
+func (d *Describer) callOne(ctx context.Context, m VisionModel, img llm.Image) (string, error) {
 	req := llm.Request{
-		Model:     d.o.Model,
+		Model:     m.Model,
 		MaxTokens: d.o.MaxTokens,
 		Messages:  []llm.Message{{Role: llm.RoleUser, Text: d.o.Prompt, Images: []llm.Image{img}}},
 	}
 	var b strings.Builder
 	done := false
-	for ev, err := range d.o.Provider.Stream(ctx, req) {
+	for ev, err := range m.Provider.Stream(ctx, req) {
 		if err != nil {
 			return "", fmt.Errorf("describe: %w", err)
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -184,5 +185,25 @@ func TestTruncateRunes(t *testing.T) {
 		if got := truncateRunes(c.s, c.n); got != c.want {
 			t.Errorf("truncateRunes(%q, %d) = %q, want %q", c.s, c.n, got, c.want)
 		}
+	}
+}
+
+// TestDescribeFallsBack: when the vision model fails, its fallbacks are
+// asked in order, and the first answer is kept.
+func TestDescribeFallsBack(t *testing.T) {
+	down := &fakeModel{err: &llm.Error{Err: errors.New("overloaded")}}
+	backup := &fakeModel{reply: "一只猫"}
+	unused := &fakeModel{reply: "never"}
+	d := NewDescriber(DescriberOptions{Provider: down, Model: "v1", Fallbacks: []VisionModel{{Provider: backup, Model: "v2"}, {Provider: unused, Model: "v3"}}})
+	text, err := d.Describe(context.Background(), llm.Image{MIME: "image/png", Data: []byte("p")}, "")
+	if err != nil || text != "一只猫" {
+		t.Fatalf("describe = %q, %v", text, err)
+	}
+	if down.calls.Load() != 1 || backup.calls.Load() != 1 || unused.calls.Load() != 0 || backup.reqs[0].Model != "v2" {
+		t.Errorf("calls: %d %d %d", down.calls.Load(), backup.calls.Load(), unused.calls.Load())
+	}
+	all := NewDescriber(DescriberOptions{Provider: down, Fallbacks: []VisionModel{{Provider: down}}})
+	if _, err := all.Describe(context.Background(), llm.Image{Data: []byte("q")}, ""); err == nil || !strings.Contains(err.Error(), "overloaded") {
+		t.Errorf("every model failed: %v", err)
 	}
 }
