@@ -7,14 +7,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/pincerbot/pincer/internal/dashboard"
-	"github.com/pincerbot/pincer/internal/trace"
 	"io"
 	"log/slog"
 	"maps"
 	"net"
 	"net/http"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,6 +29,7 @@ import (
 	"github.com/pincerbot/pincer/internal/channel/webchat"
 	"github.com/pincerbot/pincer/internal/command"
 	"github.com/pincerbot/pincer/internal/config"
+	"github.com/pincerbot/pincer/internal/dashboard"
 	"github.com/pincerbot/pincer/internal/engine"
 	"github.com/pincerbot/pincer/internal/httpapi"
 	"github.com/pincerbot/pincer/internal/lanes"
@@ -43,6 +43,7 @@ import (
 	"github.com/pincerbot/pincer/internal/reply"
 	"github.com/pincerbot/pincer/internal/store"
 	"github.com/pincerbot/pincer/internal/store/sqlite"
+	"github.com/pincerbot/pincer/internal/trace"
 )
 
 // Options are the process-level inputs of Run.
@@ -439,7 +440,12 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		}
 	}
 	url, everywhere := httpapi.OpenURL(ln.Addr().String())
-	log.Info("pincer ready", "webchat", url, "listen", ln.Addr().String(), "models", fmt.Sprint(chain), "store", cfg.Store.Path)
+	page, what := url, "webchat"
+	if wc == nil {
+		// Without the web chat the page at the root is the dashboard.
+		page, what = strings.TrimSuffix(url, "/")+"/dashboard", "dashboard"
+	}
+	log.Info("pincer ready", what, page, "listen", ln.Addr().String(), "models", fmt.Sprint(chain), "store", cfg.Store.Path)
 	if o.Ready != nil {
 		hint := ""
 		if cfg.Gateway.Token != "" {
@@ -448,7 +454,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		if everywhere {
 			hint += " (listening on all interfaces)"
 		}
-		fmt.Fprintf(o.Ready, "pincer is ready: open %s%s\n", url, hint)
+		fmt.Fprintf(o.Ready, "pincer is ready: open %s%s\n", page, hint)
 	}
 	return g.Wait()
 }
