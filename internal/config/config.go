@@ -32,7 +32,7 @@ func Default() Config {
 	return Config{
 		Gateway: Gateway{Listen: "127.0.0.1:18789", ShutdownTimeoutMs: 30000},
 		Log:     Log{Level: "info", Format: "text"},
-		Store:   Store{Driver: "sqlite", Path: "./data/pincer.db", BusyTimeoutMs: 5000},
+		Store:   Store{Driver: "sqlite", Path: "./data/pincer.db", BusyTimeoutMs: 5000, KeepMessagesHours: 168},
 		Models:  Models{Providers: map[string]Provider{}},
 		Agents: Agents{Defaults: AgentDefaults{
 			Workspace: "./data/workspace", MaxTokens: 4096, ContextTokens: 128000, Identity: "pincer",

@@ -111,7 +111,14 @@ type Store struct {
 	Path string `json:"path"`
 	// BusyTimeoutMs is how long a writer waits for a lock.
 	BusyTimeoutMs int `json:"busyTimeoutMs"`
+	// KeepMessagesHours is how long the log of received messages (chat
+	// history, digests, /summary of the web chat) keeps them; what a
+	// buffer still holds stays until it is taken. 0 keeps them forever.
+	KeepMessagesHours int `json:"keepMessagesHours"`
 }
+
+// KeepMessages returns KeepMessagesHours as a duration.
+func (s Store) KeepMessages() time.Duration { return time.Duration(s.KeepMessagesHours) * time.Hour }
 
 // Validate checks the store section.
 func (s Store) Validate() error {
@@ -124,6 +131,9 @@ func (s Store) Validate() error {
 	}
 	if s.BusyTimeoutMs < 0 {
 		errs = append(errs, problem("busyTimeoutMs", "must not be negative"))
+	}
+	if s.KeepMessagesHours < 0 {
+		errs = append(errs, problem("keepMessagesHours", "must not be negative"))
 	}
 	return errors.Join(errs...)
 }

@@ -97,7 +97,7 @@ type Options struct {
 	// network); an error keeps the URL from being sent.
 	MediaURL func(ctx context.Context, rawURL string) error
 	Metrics  *Metrics
-	Logger     *slog.Logger
+	Logger   *slog.Logger
 }
 
 // Engine dispatches inbound messages to agent turns. It is a channel.Sink.

@@ -381,7 +381,19 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		return nil
 	})
 	g.Go(func() error { return eng.Run(gctx) })
-	g.Go(func() error { pruneTraces(gctx, tracer, log); return nil })
+	g.Go(func() error { hourly(gctx, log, "old traces", tracer.Prune); return nil })
+	if keep := cfg.Store.KeepMessages(); keep > 0 {
+		g.Go(func() error {
+			hourly(gctx, log, "old received messages", func(ctx context.Context) error {
+				n, err := st.PruneInbound(ctx, time.Now().Add(-keep))
+				if n > 0 {
+					log.Debug("pruned old received messages", "count", n)
+				}
+				return err
+			})
+			return nil
+		})
+	}
 	g.Go(func() error {
 		if err := tracer.Run(gctx); err != nil {
 			log.Warn("storing traces failed", "err", err)
@@ -553,14 +565,14 @@ func queueByChannel(q config.Queue) map[msg.ChannelID]engine.QueueMode {
 	return out
 }
 
-// pruneTraces removes stored traces older than their keep time, at start
-// and hourly, until ctx ends.
-func pruneTraces(ctx context.Context, tr *trace.Recorder, log *slog.Logger) {
+// hourly runs prune at start and every hour until ctx ends; failures are
+// logged, naming what it prunes.
+func hourly(ctx context.Context, log *slog.Logger, what string, prune func(context.Context) error) {
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()
 	for {
-		if err := tr.Prune(ctx); err != nil {
-			log.Warn("pruning old traces failed", "err", err)
+		if err := prune(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("pruning "+what+" failed", "err", err)
 		}
 		select {
 		case <-ctx.Done():

@@ -209,6 +209,11 @@ type InboundLog interface {
 	HeldInbound(ctx context.Context, ch msg.ChannelID, acct msg.AccountID, view Views, limit int) ([]LoggedMessage, error)
 	// Advance applies marks (a mark never moves a view back).
 	Advance(ctx context.Context, marks ...Mark) error
+	// PruneInbound deletes, chat by chat, the oldest entries logged before
+	// before that no view holds any more (those up to the earliest of the
+	// chat's view marks), and reports how many. What a view still holds
+	// is kept whatever its age, and so is everything logged after it.
+	PruneInbound(ctx context.Context, before time.Time) (int64, error)
 }
 
 // Dedup claims keys for a time, so one event is processed once even across

@@ -161,6 +161,17 @@ func (d *DB) insertRows(tx *sql.Conn, rows []*logRow) error {
 // saveChains writes the chats whose last entry changed in this batch,
 // before it commits. The writer calls it.
 func (d *DB) saveChains(tx *sql.Conn) error {
+	if err := d.writeChains(tx); err != nil {
+		return err
+	}
+	clear(d.unsaved)
+	return nil
+}
+
+// writeChains writes the chats whose last entry changed in this batch,
+// leaving them marked: the batch's end writes them (again) before it
+// commits.
+func (d *DB) writeChains(tx *sql.Conn) error {
 	ctx := context.Background()
 	for chat := range d.unsaved {
 		h := d.written[chat]
@@ -168,7 +179,6 @@ func (d *DB) saveChains(tx *sql.Conn) error {
 			return fmt.Errorf("chat %q: %w", chat, err)
 		}
 	}
-	clear(d.unsaved)
 	return nil
 }
 
@@ -323,4 +333,37 @@ func (d *DB) PruneDedup(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("prune dedup: %w", err)
 	}
 	return res.RowsAffected()
+}
+
+// qPruneInbound deletes a chat's entries before before up to the earliest
+// mark of the views the chat ever used (0 for a view never taken); a chat
+// in no view has no such bound. Only the oldest part of a chat's chain goes,
+// so a walk back from its last entry never meets a gap before what it
+// needs.
+const qPruneInbound = `
+	DELETE FROM messages WHERE logged_at < ?1 AND seq <= (
+		SELECT min(
+			CASE WHEN c.views & 1 != 0 THEN coalesce((SELECT upto FROM view_marks v WHERE v.chat = c.chat AND v.view = 1), 0) ELSE 9223372036854775807 END,
+			CASE WHEN c.views & 2 != 0 THEN coalesce((SELECT upto FROM view_marks v WHERE v.chat = c.chat AND v.view = 2), 0) ELSE 9223372036854775807 END)
+		FROM chats c WHERE c.chat = messages.chat)`
+
+// PruneInbound implements store.InboundLog.
+func (d *DB) PruneInbound(ctx context.Context, before time.Time) (int64, error) {
+	var n int64
+	err := d.w.do(func(tx *sql.Conn) error {
+		// The chats table must know every view its chats use first.
+		if err := d.writeChains(tx); err != nil {
+			return err
+		}
+		res, err := d.exec(ctx, tx, qPruneInbound, millis(before))
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	}, false, false)
+	if err != nil {
+		return 0, fmt.Errorf("prune inbound log: %w", err)
+	}
+	return n, nil
 }

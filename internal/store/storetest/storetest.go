@@ -38,6 +38,7 @@ func Run(t *testing.T, open Open) {
 		{"TranscriptConcurrentAppends", testTranscriptConcurrentAppends},
 		{"InboundLog", testInboundLog},
 		{"InboundViews", testInboundViews},
+		{"InboundPrune", testInboundPrune},
 		{"InboundLogBurst", testInboundLogBurst},
 		{"DedupClaim", testDedupClaim},
 		{"Admit", testAdmit},
@@ -819,5 +820,76 @@ func testOutbox(t *testing.T, s store.Store) {
 func testProbe(t *testing.T, s store.Store) {
 	if err := s.Probe(context.Background()); err != nil {
 		t.Errorf("a fresh store is writable: %v", err)
+	}
+}
+
+// testInboundPrune: pruning removes the oldest part of each chat's log
+// that no view holds, keeps what a view holds (and all after it) whatever
+// its age, and keeps entries logged after the cut-off.
+func testInboundPrune(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	seqs := map[string]int64{}
+	log := func(peer msg.Peer, id string, views store.Views) {
+		t.Helper()
+		seq, err := s.LogInbound(ctx, inbound(id, peer, time.Now(), id), views)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs[id] = seq
+	}
+	marked, plain, untaken := msg.Peer{Kind: msg.Group, ID: "m"}, msg.Peer{Kind: msg.Group, ID: "p"}, msg.Peer{Kind: msg.Group, ID: "u"}
+	for _, id := range []string{"m1", "m2", "m3", "m4", "m5"} {
+		log(marked, id, store.ViewHistory)
+	}
+	log(marked, "mx", 0) // after the mark: kept with what the view holds
+	log(plain, "p1", 0)
+	log(plain, "p2", 0)
+	log(untaken, "u1", store.ViewDigest)
+	log(untaken, "u2", 0)
+	if err := s.Advance(ctx, store.Mark{Channel: "onebot", Account: msg.DefaultAccount, Peer: marked, View: store.ViewHistory, Seq: seqs["m3"]}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.PruneInbound(ctx, time.Now().Add(-time.Hour)); err != nil || n != 0 {
+		t.Fatalf("nothing is old enough: pruned %d, %v", n, err)
+	}
+	n, err := s.PruneInbound(ctx, time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 5 {
+		t.Errorf("pruned %d entries, want 5 (m1-m3, p1, p2)", n)
+	}
+	recent := func(peer msg.Peer) []string {
+		t.Helper()
+		got, err := s.RecentInbound(ctx, "onebot", msg.DefaultAccount, peer, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, lm := range got {
+			ids = append(ids, string(lm.Message.ID))
+		}
+		return ids
+	}
+	if diff := cmp.Diff([]string{"m4", "m5", "mx"}, recent(marked)); diff != "" {
+		t.Errorf("marked chat (-want +got):\n%s", diff)
+	}
+	if got := recent(plain); len(got) != 0 {
+		t.Errorf("a chat no view holds keeps %v", got)
+	}
+	if diff := cmp.Diff([]string{"u1", "u2"}, recent(untaken)); diff != "" {
+		t.Errorf("a view never taken holds everything (-want +got):\n%s", diff)
+	}
+	held, err := s.HeldInbound(ctx, "onebot", msg.DefaultAccount, store.ViewHistory, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(held) != 2 || held[0].Message.ID != "m4" || held[1].Message.ID != "m5" {
+		t.Errorf("history view after pruning: %+v", held)
+	}
+	// The chat goes on after its pruned entries.
+	log(plain, "p3", 0)
+	if diff := cmp.Diff([]string{"p3"}, recent(plain)); diff != "" {
+		t.Errorf("a pruned chat goes on (-want +got):\n%s", diff)
 	}
 }
