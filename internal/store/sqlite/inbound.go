@@ -340,30 +340,45 @@ func (d *DB) PruneDedup(ctx context.Context) (int64, error) {
 // in no view has no such bound. Only the oldest part of a chat's chain goes,
 // so a walk back from its last entry never meets a gap before what it
 // needs.
+//
+// One statement deletes at most pruneBatch entries, the oldest first (seq
+// is the table's key, so the scan stops early), and each is a writer job of
+// its own: a large first prune does not hold up the messages arriving.
 const qPruneInbound = `
-	DELETE FROM messages WHERE logged_at < ?1 AND seq <= (
-		SELECT min(
-			CASE WHEN c.views & 1 != 0 THEN coalesce((SELECT upto FROM view_marks v WHERE v.chat = c.chat AND v.view = 1), 0) ELSE 9223372036854775807 END,
-			CASE WHEN c.views & 2 != 0 THEN coalesce((SELECT upto FROM view_marks v WHERE v.chat = c.chat AND v.view = 2), 0) ELSE 9223372036854775807 END)
-		FROM chats c WHERE c.chat = messages.chat)`
+	DELETE FROM messages WHERE seq IN (
+		SELECT m.seq FROM messages m WHERE m.logged_at < ?1 AND m.seq <= (
+			SELECT min(
+				CASE WHEN c.views & 1 != 0 THEN coalesce((SELECT upto FROM view_marks v WHERE v.chat = c.chat AND v.view = 1), 0) ELSE 9223372036854775807 END,
+				CASE WHEN c.views & 2 != 0 THEN coalesce((SELECT upto FROM view_marks v WHERE v.chat = c.chat AND v.view = 2), 0) ELSE 9223372036854775807 END)
+			FROM chats c WHERE c.chat = m.chat)
+		ORDER BY m.seq LIMIT ?2)`
+
+// pruneBatch bounds the entries one prune statement deletes.
+const pruneBatch = 2000
 
 // PruneInbound implements store.InboundLog.
 func (d *DB) PruneInbound(ctx context.Context, before time.Time) (int64, error) {
-	var n int64
-	err := d.w.do(func(tx *sql.Conn) error {
-		// The chats table must know every view its chats use first.
-		if err := d.writeChains(tx); err != nil {
+	var total int64
+	for {
+		var n int64
+		err := d.w.do(func(tx *sql.Conn) error {
+			// The chats table must know every view its chats use first.
+			if err := d.writeChains(tx); err != nil {
+				return err
+			}
+			res, err := d.exec(ctx, tx, qPruneInbound, millis(before), pruneBatch)
+			if err != nil {
+				return err
+			}
+			n, err = res.RowsAffected()
 			return err
-		}
-		res, err := d.exec(ctx, tx, qPruneInbound, millis(before))
+		}, false, false)
+		total += n
 		if err != nil {
-			return err
+			return total, fmt.Errorf("prune inbound log: %w", err)
 		}
-		n, err = res.RowsAffected()
-		return err
-	}, false, false)
-	if err != nil {
-		return 0, fmt.Errorf("prune inbound log: %w", err)
+		if n < pruneBatch {
+			return total, nil
+		}
 	}
-	return n, nil
 }
