@@ -48,6 +48,10 @@ type FeishuAccount struct {
 	// TypingReaction puts a "Typing" reaction on the message being
 	// answered while the agent works.
 	TypingReaction bool `json:"typingReaction"`
+	// MaxBotReplyChain stops loops with other bots in a chat: another
+	// app's messages trigger at most this many replies in a row, until a
+	// person speaks. 0 sets no limit.
+	MaxBotReplyChain int `json:"maxBotReplyChain"`
 	// Receive decides which messages are answered and with what context.
 	Receive Receive `json:"receive"`
 	// Quote resolves the message a reply quotes.
@@ -90,15 +94,16 @@ const (
 // DefaultFeishu is the Feishu channel with one unconfigured default app.
 func DefaultFeishu() Feishu {
 	return Feishu{FeishuAccount: FeishuAccount{
-		Enabled:        true,
-		Domain:         "feishu",
-		Mode:           FeishuWebSocket,
-		Webhook:        FeishuWebhook{Path: DefaultFeishuWebhookPath},
-		TextChunkLimit: 4000,
-		TypingReaction: true,
-		Receive:        DefaultReceive(),
-		Quote:          FeishuQuote{Enabled: true, TimeoutMs: 10000},
-		MergeForward:   FeishuMergeForward{Enabled: true, MaxDepth: 3, MaxLines: 100, MaxChars: 4000},
+		Enabled:          true,
+		Domain:           "feishu",
+		Mode:             FeishuWebSocket,
+		Webhook:          FeishuWebhook{Path: DefaultFeishuWebhookPath},
+		TextChunkLimit:   4000,
+		TypingReaction:   true,
+		MaxBotReplyChain: 3,
+		Receive:          DefaultReceive(),
+		Quote:            FeishuQuote{Enabled: true, TimeoutMs: 10000},
+		MergeForward:     FeishuMergeForward{Enabled: true, MaxDepth: 3, MaxLines: 100, MaxChars: 4000},
 	}}
 }
 
@@ -191,6 +196,9 @@ func (a FeishuAccount) Validate() error {
 		}
 	default:
 		errs = append(errs, problem("mode", "want websocket or webhook, got %q", a.Mode))
+	}
+	if a.MaxBotReplyChain < 0 {
+		errs = append(errs, problem("maxBotReplyChain", "must not be negative"))
 	}
 	if p := a.Webhook.Path; !strings.HasPrefix(p, "/") || strings.ContainsAny(p, " ?#") {
 		errs = append(errs, problem("webhook.path", "want a path such as %q, got %q", DefaultFeishuWebhookPath, p))

@@ -11,7 +11,7 @@ func TestFeishuDefaults(t *testing.T) {
 	a := Default().Channels.Feishu.FeishuAccount
 	want := FeishuAccount{
 		Enabled: true, Domain: "feishu", Mode: "websocket", Webhook: FeishuWebhook{Path: "/feishu/events"},
-		TextChunkLimit: 4000, TypingReaction: true, Receive: DefaultReceive(),
+		TextChunkLimit: 4000, TypingReaction: true, MaxBotReplyChain: 3, Receive: DefaultReceive(),
 		Quote:        FeishuQuote{Enabled: true, TimeoutMs: 10000},
 		MergeForward: FeishuMergeForward{Enabled: true, MaxDepth: 3, MaxLines: 100, MaxChars: 4000},
 	}

@@ -25,6 +25,7 @@ import (
 type lark struct {
 	accounts  map[msg.AccountID]*feishu.Account
 	receive   map[msg.AccountID]config.Receive
+	botChain  map[msg.AccountID]int
 	quote     map[msg.AccountID]config.FeishuQuote
 	endpoints map[string]http.Handler
 }
@@ -53,7 +54,7 @@ func FeishuOptions(id string, a config.FeishuAccount, workspace string, log *slo
 func buildFeishu(cfg config.Feishu, workspace string, kit *mediaKit, st store.Store, out *outbox.Outbox, tr *trace.Recorder, log *slog.Logger) (*lark, error) {
 	all := cfg.All()
 	l := &lark{
-		accounts: map[msg.AccountID]*feishu.Account{}, receive: map[msg.AccountID]config.Receive{},
+		accounts: map[msg.AccountID]*feishu.Account{}, receive: map[msg.AccountID]config.Receive{}, botChain: map[msg.AccountID]int{},
 		quote: map[msg.AccountID]config.FeishuQuote{}, endpoints: map[string]http.Handler{},
 	}
 	for _, id := range slices.Sorted(maps.Keys(all)) {
@@ -81,6 +82,7 @@ func buildFeishu(cfg config.Feishu, workspace string, kit *mediaKit, st store.St
 		}
 		l.accounts[a.ID()] = a
 		l.receive[a.ID()] = c.Receive
+		l.botChain[a.ID()] = c.MaxBotReplyChain
 		l.quote[a.ID()] = c.Quote
 	}
 	if len(l.accounts) == 0 {
@@ -100,8 +102,10 @@ func (l *lark) pipelines(ctx context.Context, eng *engine.Engine, st store.Store
 			Enabled: qc.Enabled, MaxNodes: 1, MaxChars: 8000,
 			Timeout: time.Duration(qc.TimeoutMs) * time.Millisecond,
 		}, loc)
+		settings := ReceiveSettings(l.receive[id])
+		settings.MaxBotReplyChain = l.botChain[id]
 		p, err := accountPipeline(ctx, eng, st, loc, log, feishu.ChannelID, id, "channels.feishu", pipeline.Options{
-			Quote: resolver.Resolved, Enrich: a.Enrich, Receive: ReceiveSettings(l.receive[id]),
+			Quote: resolver.Resolved, Enrich: a.Enrich, Receive: settings,
 			Bot: a, Send: a.Send, History: a, ReplierFor: a.ReplierFor,
 		})
 		if err != nil {

@@ -260,3 +260,34 @@ func TestFeishuRecalledMessageIsNotShown(t *testing.T) {
 		t.Errorf("the history does not say the message was recalled:\n%s", got)
 	}
 }
+
+// TestFeishuBotReplyChainEndToEnd: another app that keeps @-ing the bot
+// in a group is answered maxBotReplyChain times in a row, then not, until
+// a person speaks.
+func TestFeishuBotReplyChainEndToEnd(t *testing.T) {
+	r := newLarkRig(t, func(c *config.Config) {
+		c.Channels.Feishu.MaxBotReplyChain = 2
+		c.Channels.Feishu.Receive.Realtime.Enabled = false
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	other := func(id string) feishusim.Message {
+		return feishusim.Message{
+			ID: id, ChatID: larkGroup, SenderID: "cli_otherbot0000001", SenderType: "app", Content: `{"text":"@_user_1 该你了"}`,
+			Mentions: []feishusim.Mention{{Key: "@_user_1", ID: feishusim.DefaultBotOpenID, Name: feishusim.DefaultBotName}},
+		}
+	}
+	r.post(t, ctx, other("om_bot000000000000000000000001"), feishusim.EventOptions{})
+	r.waitSent(t, ctx, 1)
+	r.post(t, ctx, other("om_bot000000000000000000000002"), feishusim.EventOptions{})
+	r.waitSent(t, ctx, 2)
+	r.post(t, ctx, other("om_bot000000000000000000000003"), feishusim.EventOptions{})
+	// The third is traced as held back by the chain, with no reply.
+	traceOf(t, ctx, r.gw.url, "feishu:default:group:"+larkGroup, "om_bot000000000000000000000003", "maxBotReplyChain 2")
+	if n := len(r.sim.Sent()); n != 2 {
+		t.Fatalf("%d replies, want 2", n)
+	}
+	r.post(t, ctx, feishusim.Message{ID: "om_human00000000000000000000001", ChatID: larkGroup, SenderID: larkUserA, Content: `{"text":"你们俩别聊了"}`}, feishusim.EventOptions{})
+	r.post(t, ctx, other("om_bot000000000000000000000004"), feishusim.EventOptions{})
+	r.waitSent(t, ctx, 3)
+}

@@ -139,6 +139,7 @@ type Pipeline struct {
 	opts     Options
 	log      *slog.Logger
 	eval     *trigger.Evaluator
+	bots     botChains
 	history  *aggregate.History
 	realtime *aggregate.Realtime[held]
 	digest   *aggregate.Digest[held]
@@ -245,7 +246,7 @@ func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier, d
 		p.takeSummary(ctx, m, count, r, done)
 		return
 	}
-	d := p.eval.Evaluate(m, bot)
+	d := p.bots.apply(m, p.eval.Evaluate(m, bot), p.opts.Receive.MaxBotReplyChain)
 	verdict := "not triggered"
 	if d.Triggered {
 		verdict = "triggered"

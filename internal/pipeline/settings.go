@@ -13,6 +13,10 @@ type Settings struct {
 	Digest   DigestSettings
 	Summary  SummarySettings
 	History  HistorySettings
+	// MaxBotReplyChain stops bot-to-bot loops: in a chat, a message sent
+	// by another bot triggers at most this many replies in a row, until a
+	// person speaks; 0 sets no limit.
+	MaxBotReplyChain int
 }
 
 // RealtimeSettings configure burst windows.
