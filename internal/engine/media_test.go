@@ -125,3 +125,26 @@ func TestTurnReadsMediaBeforeTheAgent(t *testing.T) {
 		t.Errorf("a message without media or links was read: %d reads", len(r.seen))
 	}
 }
+
+// TestInTranscriptFindsTheWholeBody: a resumed message counts as stored
+// only when a trailing user turn ends with its body, or has only media
+// notes after it; a longer message that starts with it does not count.
+func TestInTranscriptFindsTheWholeBody(t *testing.T) {
+	tr := []store.Turn{
+		{Role: store.RoleAssistant, Text: "好"},
+		{Role: store.RoleUser, Text: "[onebot 张三 Tue 2026-12-01 09:00 CST] 好的"},
+		{Role: store.RoleUser, Text: "[onebot 李四 Tue 2026-12-01 09:01 CST] 看图\n[图片1: onebot/default/1/media/inbound/a.png]"},
+	}
+	for body, want := range map[string]bool{
+		"好的":   true,
+		"好":    false,
+		"看图":   true,
+		"看":    false,
+		"图":    false,
+		"好的\n": false,
+	} {
+		if got := inTranscript(tr, body); got != want {
+			t.Errorf("inTranscript(%q) = %v, want %v", body, got, want)
+		}
+	}
+}

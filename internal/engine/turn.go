@@ -218,12 +218,24 @@ func (e *Engine) call(ctx context.Context, batch []*waiting, l *lane) (ok bool, 
 }
 
 // inTranscript reports whether a user turn with body was appended since
-// the last reply: a resumed turn's message may be there already (inside
-// its envelope, before the notes of its media).
+// the last reply: a resumed turn's message may be there already, after
+// its envelope and before the notes of its media.
 func inTranscript(tr []store.Turn, body string) bool {
 	for i := len(tr) - 1; i >= 0 && tr[i].Role == store.RoleUser; i-- {
-		if strings.Contains(tr[i].Text, body) {
-			return true
+		text := tr[i].Text
+		for at := strings.Index(text, body); at >= 0; {
+			// The body follows the envelope (or a notice line) and ends
+			// the turn, or only its media notes follow it.
+			before, rest := text[:at], text[at+len(body):]
+			starts := before == "" || strings.HasSuffix(before, "] ") || strings.HasSuffix(before, "\n")
+			if starts && (rest == "" || strings.HasPrefix(rest, "\n[")) {
+				return true
+			}
+			next := strings.Index(text[at+1:], body)
+			if next < 0 {
+				break
+			}
+			at += 1 + next
 		}
 	}
 	return false
