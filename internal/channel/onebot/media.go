@@ -49,10 +49,10 @@ var (
 	audioExts = map[string]bool{".mp3": true, ".ogg": true, ".wav": true, ".m4a": true, ".aac": true, ".flac": true, ".amr": true, ".silk": true, ".opus": true}
 )
 
-// mediaSegmentType is the segment type m goes as ("image", "record",
-// "video"), or "" when it is uploaded as a file: its kind decides, and a
-// file (or a kindless item) whose location or name has an image or audio
-// extension goes as an image or a voice message.
+// mediaSegmentType is the segment type m goes as ("image" or "record"),
+// or "" when it is uploaded as a file, as a video is: its kind decides,
+// and a file (or a kindless item) whose location or name has an image or
+// audio extension goes as an image or a voice message.
 func mediaSegmentType(m msg.Media) string {
 	switch m.Kind {
 	case msg.MediaImage:
@@ -60,7 +60,7 @@ func mediaSegmentType(m msg.Media) string {
 	case msg.MediaAudio:
 		return "record"
 	case msg.MediaVideo:
-		return "video"
+		return ""
 	}
 	for _, ext := range []string{locationExt(m.URL), strings.ToLower(path.Ext(m.Name))} {
 		switch {
