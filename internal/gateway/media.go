@@ -152,21 +152,12 @@ func newMediaReader(k *mediaKit, models config.Models, imageModel config.ModelCh
 			return nil, fmt.Errorf("config: media.transcription.model: %w", err)
 		}
 		p := models.Providers[ref.Provider]
-		o.Transcriber = transcriber{openai.NewTranscriber(openai.TranscriberOptions{
+		o.Transcriber = openai.NewTranscriber(openai.TranscriberOptions{
 			Provider: ref.Provider, BaseURL: p.BaseURL, APIKey: p.APIKey.Value(), Model: ref.Model, Timeout: p.Timeout(), Headers: p.Headers,
-		}), k.cfg.Transcription.Language}
+			Language: k.cfg.Transcription.Language,
+		})
 	}
 	return &mediaReader{u: media.NewUnderstander(o), budget: k.cfg.Budget(), root: abs, fileTool: map[msg.ChannelID]string{}}, nil
-}
-
-// transcriber adapts the OpenAI-compatible transcriber to media's.
-type transcriber struct {
-	t        *openai.Transcriber
-	language string
-}
-
-func (t transcriber) Transcribe(ctx context.Context, audio []byte, name, mime string) (string, error) {
-	return t.t.Transcribe(ctx, audio, name, mime)
 }
 
 // Read implements engine.MediaReader.

@@ -180,11 +180,12 @@ func TestQQVoiceIsTranscribed(t *testing.T) {
 	fake.SetTranscript("明天下午三点开会")
 	cfg := withOpenAI(fake.URL)
 	cfg.Media.Transcription.Model = "openai/whisper-1"
+	cfg.Media.Transcription.Language = "zh"
 	r := startQQMedia(t, cfg)
 	r.peer.SetFile("v1.amr", []byte("ID3\x03\x00\x00\x00\x00\x00\x00 mp3 frames"), "audio/mpeg")
 	r.ask(t, 4, seg("record", map[string]any{"file": "v1.amr"}))
 	tr := fake.Transcriptions()
-	if len(tr) != 1 || tr[0].Model != "whisper-1" {
+	if len(tr) != 1 || tr[0].Model != "whisper-1" || tr[0].Fields["language"] != "zh" {
 		t.Fatalf("transcriptions: %+v", tr)
 	}
 	if user := mustString(lastUser(t, fake.Requests()[0].Body)); !strings.Contains(user, "[语音转写: 明天下午三点开会]") {

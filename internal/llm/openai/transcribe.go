@@ -37,6 +37,9 @@ type TranscriberOptions struct {
 	HTTPClient *http.Client
 	// Headers are sent with every request.
 	Headers map[string]string
+	// Language is an ISO-639-1 hint ("zh"); empty lets the model detect
+	// the language.
+	Language string
 }
 
 // Transcriber turns speech into text through an OpenAI-compatible
@@ -45,6 +48,7 @@ type TranscriberOptions struct {
 type Transcriber struct {
 	id       string
 	model    string
+	language string
 	client   sdk.Client
 	endpoint llm.Endpoint
 }
@@ -54,7 +58,7 @@ type Transcriber struct {
 // *llm.Error for the caller to act on.
 func NewTranscriber(o TranscriberOptions) *Transcriber {
 	e := llm.Endpoint{BaseURL: o.BaseURL, APIKey: o.APIKey, Timeout: o.Timeout, Headers: o.Headers, HTTPClient: o.HTTPClient}
-	t := &Transcriber{id: o.Provider, model: o.Model, endpoint: e}
+	t := &Transcriber{id: o.Provider, model: o.Model, language: o.Language, endpoint: e}
 	if t.id == "" {
 		t.id = "openai"
 	}
@@ -93,11 +97,15 @@ func (t *Transcriber) Transcribe(ctx context.Context, audio []byte, name, mime s
 	}
 	callCtx, cancel := t.endpoint.CallContext(ctx)
 	defer cancel()
-	res, err := t.client.Audio.Transcriptions.New(callCtx, sdk.AudioTranscriptionNewParams{
+	params := sdk.AudioTranscriptionNewParams{
 		File:           sdk.File(bytes.NewReader(audio), name, mime),
 		Model:          sdk.AudioModel(t.model),
 		ResponseFormat: sdk.AudioResponseFormatJSON,
-	})
+	}
+	if t.language != "" {
+		params.Language = sdk.String(t.language)
+	}
+	res, err := t.client.Audio.Transcriptions.New(callCtx, params)
 	if err != nil {
 		return "", classify(ctx, t.id, t.model, fmt.Errorf("transcribe %s (%d bytes): %w", name, len(audio), err))
 	}
