@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,10 +29,16 @@ import (
 type mediaKit struct {
 	cfg     config.Media
 	fetcher *media.Fetcher
+	// platform fetches what a platform's own server hands out, trusting
+	// that server. Its connections are its own: one opened to a trusted
+	// host is never reused for a user's URL, which would skip the check
+	// made when a connection opens.
+	platform *media.Fetcher
 }
 
 func newMediaKit(cfg config.Media) *mediaKit {
-	return &mediaKit{cfg: cfg, fetcher: media.NewFetcher(media.FetchOptions{AllowPrivate: cfg.AllowPrivateNetworks})}
+	o := media.FetchOptions{AllowPrivate: cfg.AllowPrivateNetworks}
+	return &mediaKit{cfg: cfg, fetcher: media.NewFetcher(o), platform: media.NewFetcher(o)}
 }
 
 // fetch downloads a URL a user or the agent chose: only public addresses.
@@ -44,7 +51,7 @@ func (k *mediaKit) fetch(ctx context.Context, rawURL string, limit int64) (chann
 // are trusted, whatever their address; nothing else on the network is.
 func (k *mediaKit) fetchFrom(hosts ...string) func(ctx context.Context, rawURL string, limit int64) (channel.Blob, error) {
 	return func(ctx context.Context, rawURL string, limit int64) (channel.Blob, error) {
-		return k.fetcher.Get(media.Trusting(ctx, resolveHosts(ctx, hosts)...), rawURL, limit)
+		return k.platform.Get(media.Trusting(ctx, resolveHosts(ctx, hosts)...), rawURL, limit)
 	}
 }
 
@@ -173,18 +180,26 @@ func (r *mediaReader) Read(ctx context.Context, mc engine.MsgContext, seesImages
 	}
 	res := r.u.Understand(ctx, in)
 	var out engine.MediaRead
+	// Notes name a staged file by its path in the workspace, so the agent
+	// can send it on or read it with its tools. A file staged twice (the
+	// same picture in a message and its quote) is renamed once.
+	renamed := map[string]bool{}
+	var pairs []string
 	for _, s := range res.Staged {
-		// Notes name the staged file by its path in the workspace, so the
-		// agent can send it on or read it with its tools.
-		if rel, err := filepath.Rel(r.root, s.Path); err == nil && s.Name != "" {
-			for i, n := range res.Notes {
-				res.Notes[i] = strings.ReplaceAll(n, s.Name, filepath.ToSlash(rel))
-			}
+		if rel, err := filepath.Rel(r.root, s.Path); err == nil && s.Name != "" && !renamed[s.Name] {
+			renamed[s.Name] = true
+			pairs = append(pairs, s.Name, filepath.ToSlash(rel))
 		}
 	}
-	out.Notes = res.Notes
+	rename := strings.NewReplacer(pairs...)
+	for _, n := range res.Notes {
+		out.Notes = append(out.Notes, rename.Replace(n))
+	}
+	// The model is shown each picture once.
 	for _, img := range res.Images {
-		out.Images = append(out.Images, img.Staged.Path)
+		if !slices.Contains(out.Images, img.Staged.Path) {
+			out.Images = append(out.Images, img.Staged.Path)
+		}
 	}
 	files := 0
 	if tool := r.fileTool[m.Channel]; tool != "" {

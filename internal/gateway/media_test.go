@@ -305,3 +305,51 @@ func TestPublicURL(t *testing.T) {
 		t.Errorf("allowPrivateNetworks: %v", err)
 	}
 }
+
+// TestQQSamePictureTwice: a picture both in a message and in the message
+// it quotes is shown to the model once, and the notes name its file by
+// one good path.
+func TestQQSamePictureTwice(t *testing.T) {
+	data := pngBytes(t)
+	fake := llmtest.NewOpenAI(t)
+	r := startQQMedia(t, withOpenAI(fake.URL))
+	r.peer.SetFile("same.png", data, "image/png")
+	r.ask(t, 8, seg("image", map[string]any{"file": "same.png"}), seg("image", map[string]any{"file": "same.png"}))
+	parts, _ := lastUser(t, fake.Requests()[0].Body).([]any)
+	images := 0
+	var text string
+	for _, p := range parts {
+		part, _ := p.(map[string]any)
+		switch part["type"] {
+		case "image_url":
+			images++
+		case "text":
+			text, _ = part["text"].(string)
+		}
+	}
+	if images != 1 {
+		t.Errorf("%d image parts, want the picture once", images)
+	}
+	if strings.Count(text, "media/inbound/") != 2 || strings.Contains(text, "media/inbound/onebot/") {
+		t.Errorf("notes %q: each picture named once by its workspace path", text)
+	}
+}
+
+// TestTrustedConnectionsAreNotShared: after a platform fetch from its
+// trusted loopback host, a user's URL to the same host is still refused
+// (the trusted connection is not reused for it).
+func TestTrustedConnectionsAreNotShared(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("file")) }))
+	t.Cleanup(srv.Close)
+	k := newMediaKit(config.DefaultMedia())
+	ctx := context.Background()
+	if b, err := k.fetchFrom("127.0.0.1")(ctx, srv.URL+"/a.png", 100); err != nil || string(b.Data) != "file" {
+		t.Fatalf("platform fetch: %q %v", b.Data, err)
+	}
+	if _, err := k.fetch(ctx, srv.URL+"/send_private_msg?user_id=1", 100); err == nil {
+		t.Fatal("a user's URL reached the trusted host")
+	}
+	if _, err := k.fetcher.Preview(ctx, srv.URL+"/page"); err == nil {
+		t.Fatal("a link preview reached the trusted host")
+	}
+}
