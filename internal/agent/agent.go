@@ -80,6 +80,10 @@ type Input struct {
 	System string
 	// Transcript is the session's transcript, ending with the user's turn.
 	Transcript []store.Turn
+	// Fresh is the index in Transcript of the first turn this run
+	// answers: only such turns show their images. 0 means the turns
+	// after the transcript's last reply.
+	Fresh int
 	// Thinking is the session's reasoning level ("" for the default).
 	Thinking string
 	// Elevated offers the elevated tools as well.
@@ -148,6 +152,11 @@ var ErrNoModel = errors.New("agent: no usable model")
 func (r *Runner) Run(ctx context.Context, in Input) (Output, error) {
 	tr := slices.Clone(in.Transcript)
 	var total Output
+	fresh := in.Fresh
+	if fresh <= 0 {
+		fresh = afterLastReply(tr)
+	}
+	load := r.imageLoader()
 	var texts []string
 	for round := 0; ; round++ {
 		req := llm.Request{System: in.System, MaxTokens: r.opts.MaxTokens, Thinking: in.Thinking}
@@ -156,8 +165,8 @@ func (r *Runner) Run(ctx context.Context, in Input) (Output, error) {
 		}
 		budget := r.opts.ContextTokens - r.opts.MaxTokens - EstimateTokens(in.System)
 		var seen []llm.Message
-		if r.opts.SeesImages != nil && slices.ContainsFunc(in.Models, r.opts.SeesImages) && hasImages(tr) {
-			seen = Fit(messages(tr, r.loadImage), budget)
+		if r.opts.SeesImages != nil && slices.ContainsFunc(in.Models, r.opts.SeesImages) && hasImages(tr[min(fresh, len(tr)):]) {
+			seen = Fit(messages(tr, load, fresh), budget)
 			req.Messages = withoutImages(seen)
 		} else {
 			req.Messages = Fit(Messages(tr), budget)
@@ -222,7 +231,8 @@ func (r *Runner) call(ctx context.Context, models []llm.Ref, req llm.Request, se
 		}
 		req.Model = ref.Model
 		req.Messages = text
-		if seen != nil && r.opts.SeesImages(ref) {
+		withImages := seen != nil && r.opts.SeesImages(ref)
+		if withImages {
 			req.Messages = seen
 		}
 		for attempt := 0; ; attempt++ {
@@ -255,6 +265,13 @@ func (r *Runner) call(ctx context.Context, models []llm.Ref, req llm.Request, se
 				if err := sleep(ctx, backoff(attempt, le.RetryAfter)); err != nil {
 					return out, nil, err
 				}
+				continue
+			}
+			if withImages && le.Class == llm.Fatal && le.Reason == llm.ReasonInvalid {
+				// The pictures may be what the provider refused (a size,
+				// a format): ask again with their notes only.
+				r.log.Warn("model refused the request with pictures; asking again without them", "model", ref.String(), "err", err)
+				withImages, req.Messages = false, text
 				continue
 			}
 			if le.Class == llm.Fatal && le.Reason != llm.ReasonAuth {

@@ -10,21 +10,15 @@ import (
 // Messages converts a transcript to model messages. Summaries stand in for
 // the turns they replaced; tool calls and results are replayed, and a result
 // whose call is not in the transcript is left out.
-func Messages(tr []store.Turn) []llm.Message { return messages(tr, nil) }
+func Messages(tr []store.Turn) []llm.Message { return messages(tr, nil, 0) }
 
-// messages is Messages that, when load is set, shows the images of the
-// current exchange's user turns (those after the last reply) through load;
-// older turns keep only their text, which names their files.
-func messages(tr []store.Turn, load func(path string) (llm.Image, bool)) []llm.Message {
+// messages is Messages that, when load is set, shows through load the
+// images of the user turns from index from on (the turns this run
+// answers); older turns keep only their text, which names their files.
+func messages(tr []store.Turn, load func(path string) (llm.Image, bool), from int) []llm.Message {
 	out := make([]llm.Message, 0, len(tr))
 	calls := map[string]bool{}
-	current := 0
-	for i := len(tr) - 1; i >= 0; i-- {
-		if tr[i].Role == store.RoleAssistant && len(tr[i].ToolCalls) == 0 {
-			current = i + 1
-			break
-		}
-	}
+	current := from
 	for i, t := range tr {
 		switch t.Role {
 		case store.RoleUser:

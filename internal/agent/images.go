@@ -1,19 +1,17 @@
 package agent
 
 import (
+	"fmt"
 	"io"
-	"net/http"
 	"os"
 
 	"github.com/pincerbot/pincer/internal/llm"
+	"github.com/pincerbot/pincer/internal/media"
 	"github.com/pincerbot/pincer/internal/store"
 )
 
 // maxImageBytes caps one image file read for a model request.
-const maxImageBytes = 20 << 20
-
-// imageTypes are the image types every provider that sees images takes.
-var imageTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}
+const maxImageBytes = 64 << 20
 
 // hasImages reports whether a user turn of the transcript shows images.
 func hasImages(tr []store.Turn) bool {
@@ -23,6 +21,17 @@ func hasImages(tr []store.Turn) bool {
 		}
 	}
 	return false
+}
+
+// afterLastReply is the index of the first turn after the transcript's
+// last final reply (an assistant turn that called no tools).
+func afterLastReply(tr []store.Turn) int {
+	for i := len(tr) - 1; i >= 0; i-- {
+		if tr[i].Role == store.RoleAssistant && len(tr[i].ToolCalls) == 0 {
+			return i + 1
+		}
+	}
+	return 0
 }
 
 // withoutImages returns msgs with no images, sharing nothing it changes.
@@ -35,25 +44,41 @@ func withoutImages(msgs []llm.Message) []llm.Message {
 	return out
 }
 
-// loadImage reads a staged image for a model request; false when it is
-// gone, too large or not a type models take (it is logged: the turn's
+// imageLoader reads staged images for one run's model requests, each file
+// once: a tool round sends the same pictures again without reading them
+// again. A picture is fitted to what providers take (media.FitForModel);
+// one that is gone or cannot be shown is logged and left out (the turn's
 // text still names the file).
-func (r *Runner) loadImage(path string) (llm.Image, bool) {
+func (r *Runner) imageLoader() func(path string) (llm.Image, bool) {
+	loaded := map[string]*llm.Image{}
+	return func(path string) (llm.Image, bool) {
+		if img, ok := loaded[path]; ok {
+			return *img, img != nil
+		}
+		img, err := readImage(path)
+		if err != nil {
+			r.log.Warn("image not shown to the model", "path", path, "err", err)
+			loaded[path] = nil
+			return llm.Image{}, false
+		}
+		loaded[path] = &img
+		return img, true
+	}
+}
+
+// readImage reads and fits one staged image.
+func readImage(path string) (llm.Image, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		r.log.Warn("image not shown to the model", "path", path, "err", err)
-		return llm.Image{}, false
+		return llm.Image{}, err
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxImageBytes+1))
-	if err != nil || len(data) > maxImageBytes {
-		r.log.Warn("image not shown to the model", "path", path, "err", err, "bytes", len(data))
-		return llm.Image{}, false
+	if err != nil {
+		return llm.Image{}, err
 	}
-	mime := http.DetectContentType(data)
-	if !imageTypes[mime] {
-		r.log.Warn("image not shown to the model: unsupported type", "path", path, "type", mime)
-		return llm.Image{}, false
+	if len(data) > maxImageBytes {
+		return llm.Image{}, fmt.Errorf("over %d bytes", maxImageBytes)
 	}
-	return llm.Image{MIME: mime, Data: data}, true
+	return media.FitForModel(data)
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/pincerbot/pincer/internal/llm"
+	"github.com/pincerbot/pincer/internal/media"
 	"github.com/pincerbot/pincer/internal/store"
 )
 
@@ -94,5 +95,68 @@ func TestImagesStayThroughToolRounds(t *testing.T) {
 	}
 	if len(v.reqs) != 2 || len(v.reqs[1].Messages[0].Images) != 1 {
 		t.Fatalf("second round's messages: %+v", v.reqs)
+	}
+}
+
+// TestImagesOfAFailedTurnAreNotSentAgain: a turn that failed leaves its
+// user message (and pictures) without a reply; the next run answers only
+// its own turns, so the pictures that may have caused the failure are
+// not sent again.
+func TestImagesOfAFailedTurnAreNotSentAgain(t *testing.T) {
+	p, _ := writePNG(t, t.TempDir(), "big.png")
+	v := &fakeProvider{id: "v"}
+	r := NewRunner(Options{Providers: map[string]llm.Provider{"v": v}, MaxTokens: 100, ContextTokens: 100000, SeesImages: func(llm.Ref) bool { return true }})
+	tr := []store.Turn{
+		{Role: store.RoleUser, Text: "look [图片1: big.png]", Images: []string{p}}, // its turn failed
+		{Role: store.RoleUser, Text: "hello?"},
+	}
+	if _, err := r.Run(context.Background(), Input{Models: chain("v/x"), Transcript: tr, Fresh: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range v.reqs[0].Messages {
+		if len(m.Images) != 0 {
+			t.Fatalf("the failed turn's picture was sent again: %+v", v.reqs[0].Messages)
+		}
+	}
+}
+
+// TestRefusedPicturesAreDroppedOnce: a model that refuses a request with
+// pictures as invalid is asked again with their notes only, and answers.
+func TestRefusedPicturesAreDroppedOnce(t *testing.T) {
+	p, _ := writePNG(t, t.TempDir(), "a.png")
+	v := &fakeProvider{id: "v", steps: []step{{err: &llm.Error{Class: llm.Fatal, Reason: llm.ReasonInvalid, Status: 400}}, {text: []string{"ok"}}}}
+	r := NewRunner(Options{Providers: map[string]llm.Provider{"v": v}, MaxTokens: 100, ContextTokens: 100000, SeesImages: func(llm.Ref) bool { return true }})
+	out, err := r.Run(context.Background(), Input{Models: chain("v/x"), Transcript: []store.Turn{{Role: store.RoleUser, Text: "look", Images: []string{p}}}})
+	if err != nil || out.Text != "ok" {
+		t.Fatalf("run: %q %v", out.Text, err)
+	}
+	if len(v.reqs) != 2 || len(v.reqs[0].Messages[0].Images) != 1 || len(v.reqs[1].Messages[0].Images) != 0 {
+		t.Errorf("requests: %d, images %d then %d", len(v.reqs), len(v.reqs[0].Messages[0].Images), len(v.reqs[len(v.reqs)-1].Messages[0].Images))
+	}
+}
+
+// TestLargePicturesAreFitted: a picture over the providers' limits is
+// scaled down before it is sent.
+func TestLargePicturesAreFitted(t *testing.T) {
+	img := image.NewRGBA(image.Rect(0, 0, 4000, 10))
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "wide.png")
+	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	v := &fakeProvider{id: "v"}
+	r := NewRunner(Options{Providers: map[string]llm.Provider{"v": v}, MaxTokens: 100, ContextTokens: 100000, SeesImages: func(llm.Ref) bool { return true }})
+	if _, err := r.Run(context.Background(), Input{Models: chain("v/x"), Transcript: []store.Turn{{Role: store.RoleUser, Text: "wide", Images: []string{path}}}}); err != nil {
+		t.Fatal(err)
+	}
+	got := v.reqs[0].Messages[0].Images
+	if len(got) != 1 || got[0].MIME != "image/jpeg" {
+		t.Fatalf("images %+v", got)
+	}
+	if cfg, _, err := image.DecodeConfig(bytes.NewReader(got[0].Data)); err != nil || cfg.Width != media.ModelImageSide {
+		t.Errorf("sent %dx%d, %v", cfg.Width, cfg.Height, err)
 	}
 }

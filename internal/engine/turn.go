@@ -95,7 +95,8 @@ func (e *Engine) call(ctx context.Context, batch []*waiting, l *lane) (ok bool, 
 		models = append([]llm.Ref{e.opts.Heartbeat.Model}, models...)
 	}
 	transcript := prior
-	var fresh []int // the batch's messages not in the transcript yet
+	answered := len(transcript) // where the turns this call answers start
+	var fresh []int             // the batch's messages not in the transcript yet
 	for i, w := range batch {
 		if w.mc.Resumed && inTranscript(transcript, w.mc.BodyForAgent) {
 			log.Info("resumed turn: its message is in the transcript already")
@@ -196,6 +197,7 @@ func (e *Engine) call(ctx context.Context, batch []*waiting, l *lane) (ok bool, 
 		Models:     models,
 		System:     system,
 		Transcript: transcript,
+		Fresh:      answered,
 		Thinking:   sess.Options[optThink],
 		Elevated:   sess.Options[optElevated] != "",
 		Steer:      steer,

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/pincerbot/pincer/internal/channel"
-	"github.com/pincerbot/pincer/internal/llm"
 	"github.com/pincerbot/pincer/internal/msg"
 )
 
@@ -73,9 +72,6 @@ func (u *Understander) run(ctx context.Context, in Input, t *task, update func(f
 	}
 }
 
-// attachable lists the image types models take.
-var attachable = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}
-
 func (u *Understander) image(ctx context.Context, in Input, t *task, update func(func(*task))) {
 	note := func(format string, args ...any) {
 		s := fmt.Sprintf(format, args...)
@@ -98,15 +94,22 @@ func (u *Understander) image(ctx context.Context, in Input, t *task, update func
 		return
 	}
 	update(func(t *task) { t.staged = &st })
-	part := llm.Image{MIME: b.MIME, Data: b.Data}
+	// What a model is shown: the picture itself, or scaled down to what
+	// providers take.
+	part, fitErr := FitForModel(b.Data)
+	if fitErr != nil {
+		u.log.Info("media: an image cannot be shown to a model", "image", t.n, "err", fitErr)
+	}
 	switch {
-	case in.SeesImages && attachable[b.MIME]:
+	case fitErr != nil && errors.Is(fitErr, ErrImageTooLarge):
+		note("[图片%d: %s（图片过大，无法查看）]", t.n, st.Name)
+	case in.SeesImages && fitErr == nil:
 		update(func(t *task) {
 			t.image = &Image{Staged: st, Part: part}
 			t.note = fmt.Sprintf("[图片%d: %s]", t.n, st.Name)
 			t.done = true
 		})
-	case u.o.Describer != nil:
+	case u.o.Describer != nil && fitErr == nil:
 		desc, err := u.o.Describer.Describe(ctx, part, st.SHA256)
 		switch {
 		case err == nil:
@@ -117,7 +120,7 @@ func (u *Understander) image(ctx context.Context, in Input, t *task, update func
 			u.log.Warn("media: describing an image failed", "image", t.n, "err", err)
 			note("[图片%d: %s（描述失败）]", t.n, st.Name)
 		}
-	case in.SeesImages:
+	case in.SeesImages || u.o.Describer != nil:
 		note("[图片%d: %s（%s 格式，当前模型无法查看）]", t.n, st.Name, b.MIME)
 	default:
 		note("[图片%d: %s（当前模型看不到图片）]", t.n, st.Name)

@@ -127,13 +127,16 @@ func TestUnderstandImagesModelsCannotTake(t *testing.T) {
 		!slices.Equal(r.Notes, []string{"[图片1: " + r.Staged[0].Name + "（image/bmp 格式，当前模型无法查看）]"}) {
 		t.Errorf("without describer: %+v", r)
 	}
+	// A picture that does not decode is not sent to a describer either:
+	// no provider would take it.
 	m := &fakeModel{reply: "位图"}
 	r = NewUnderstander(Options{Fetcher: private(), Describer: NewDescriber(DescriberOptions{Provider: m})}).Understand(context.Background(), in)
-	if len(r.Images) != 0 || !slices.Equal(r.Notes, []string{"[图片1描述: 位图（文件 " + r.Staged[0].Name + "）]"}) {
+	if len(r.Images) != 0 || m.calls.Load() != 0 || !slices.Equal(r.Notes, []string{"[图片1: " + r.Staged[0].Name + "（image/bmp 格式，当前模型无法查看）]"}) {
 		t.Errorf("with describer: %+v", r)
 	}
 	m = &fakeModel{err: errors.New("unsupported image")}
-	r = NewUnderstander(Options{Fetcher: private(), Describer: NewDescriber(DescriberOptions{Provider: m})}).Understand(context.Background(), in)
+	png := imageAt(srv.URL + "/p1")
+	r = NewUnderstander(Options{Fetcher: private(), Describer: NewDescriber(DescriberOptions{Provider: m})}).Understand(context.Background(), Input{Attachments: []msg.Attachment{png}, Dir: t.TempDir()})
 	if !slices.Equal(r.Notes, []string{"[图片1: " + r.Staged[0].Name + "（描述失败）]"}) {
 		t.Errorf("describer failing: %+v", r)
 	}
