@@ -75,8 +75,8 @@ type Media struct {
 	Transcription Transcription `json:"transcription"`
 	// Links previews the links of a message (title and description).
 	Links Links `json:"links"`
-	// SendFrom lists directories, besides the agent's workspace, that the
-	// agent may send local files from.
+	// SendFrom lists directories, besides the chat's own folder of the
+	// workspace, that the agent may send local files from.
 	SendFrom []string `json:"sendFrom"`
 }
 

@@ -88,10 +88,13 @@ type Options struct {
 	// pictures themselves rather than notes about them.
 	Media      MediaReader
 	SeesImages func(llm.Ref) bool
-	// MediaRoots are the directories a reply may send local files from
-	// (its "MEDIA: <path>" lines), the agent's workspace first: relative
-	// paths are taken from it. None: replies send URLs only.
+	// A reply may send local files (its "MEDIA: <path>" lines) from its
+	// chat's directory (ChatDir, so one chat's files never reach another)
+	// and from MediaRoots; relative paths are taken from Workspace. None
+	// of them: replies send URLs only.
+	ChatDir    func(msg.Message) string
 	MediaRoots []string
+	Workspace  string
 	// MediaURL, when set, vets the http(s) URLs a reply sends (the
 	// platform fetches them, so they must not point into pincer's own
 	// network); an error keeps the URL from being sent.

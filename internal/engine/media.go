@@ -76,18 +76,19 @@ func withNotes(body string, r MediaRead) string {
 	return strings.TrimRight(body, "\n") + "\n" + strings.Join(r.Notes, "\n")
 }
 
-// attach moves the media lines of a reply (reply.SplitMedia) into its
-// Media. A local file must exist and lie under one of Options.MediaRoots
-// (a relative path is taken from the first); what cannot be sent is named
-// in the text instead, so its absence is visible.
-func (e *Engine) attach(ctx context.Context, log *slog.Logger, p *msg.Outbound) {
+// attach moves the media lines of a reply to m (reply.SplitMedia) into
+// its Media. A local file must exist and lie in the chat's own directory
+// (Options.ChatDir) or under one of Options.MediaRoots; a relative path is
+// taken from Options.Workspace. What cannot be sent is named in the text
+// instead, so its absence is visible.
+func (e *Engine) attach(ctx context.Context, log *slog.Logger, m msg.Message, p *msg.Outbound) {
 	text, refs := reply.SplitMedia(p.Text)
 	if len(refs) == 0 {
 		return
 	}
 	p.Text = text
 	for _, ref := range refs {
-		m, err := e.mediaOf(ctx, ref)
+		media, err := e.mediaOf(ctx, m, ref)
 		if err != nil {
 			log.Warn("reply media not sent", "ref", ref, "err", err)
 			reason := err
@@ -99,7 +100,7 @@ func (e *Engine) attach(ctx context.Context, log *slog.Logger, p *msg.Outbound) 
 			p.Text = strings.TrimSpace(p.Text + "\n（未能发送 " + filepath.Base(ref) + "：" + reason.Error() + "）")
 			continue
 		}
-		p.Media = append(p.Media, m)
+		p.Media = append(p.Media, media)
 	}
 }
 
@@ -112,7 +113,7 @@ var (
 )
 
 // mediaOf resolves one media reference of a reply.
-func (e *Engine) mediaOf(ctx context.Context, ref string) (msg.Media, error) {
+func (e *Engine) mediaOf(ctx context.Context, m msg.Message, ref string) (msg.Media, error) {
 	kind := reply.MediaKindOf(ref)
 	if u, err := url.Parse(ref); err == nil && u.Scheme != "" && len(u.Scheme) > 1 {
 		switch u.Scheme {
@@ -129,17 +130,25 @@ func (e *Engine) mediaOf(ctx context.Context, ref string) (msg.Media, error) {
 			return msg.Media{}, errMediaScheme
 		}
 	}
-	if len(e.opts.MediaRoots) == 0 {
+	roots := e.opts.MediaRoots
+	if e.opts.ChatDir != nil {
+		roots = append([]string{e.opts.ChatDir(m)}, roots...)
+	}
+	if len(roots) == 0 {
 		return msg.Media{}, errMediaOutside
 	}
 	if !filepath.IsAbs(ref) {
-		ref = filepath.Join(e.opts.MediaRoots[0], ref)
+		base := e.opts.Workspace
+		if base == "" {
+			base = roots[0]
+		}
+		ref = filepath.Join(base, ref)
 	}
 	real, err := filepath.EvalSymlinks(ref)
 	if err != nil {
 		return msg.Media{}, errMediaMissing
 	}
-	if !slices.ContainsFunc(e.opts.MediaRoots, func(root string) bool { return within(real, root) }) {
+	if !slices.ContainsFunc(roots, func(root string) bool { return within(real, root) }) {
 		return msg.Media{}, errMediaOutside
 	}
 	if fi, err := os.Stat(real); err != nil || !fi.Mode().IsRegular() {

@@ -53,7 +53,7 @@ func TestAttachKeepsToTheRoots(t *testing.T) {
 		"MEDIA: ftp://example.com/x.zip",
 		"MEDIA: http://10.0.0.1/router.png",
 	}, "\n")}
-	e.attach(context.Background(), slog.New(slog.DiscardHandler), &p)
+	e.attach(context.Background(), slog.New(slog.DiscardHandler), msg.Message{}, &p)
 	want := []msg.Media{
 		{Kind: msg.MediaImage, URL: filepath.Join(root, "out", "chart.png"), Name: "chart.png"},
 		{Kind: msg.MediaAudio, URL: "https://example.com/a/b.mp3?sig=1", Name: "b.mp3"},
@@ -71,7 +71,7 @@ func TestAttachKeepsToTheRoots(t *testing.T) {
 	}
 	none := &Engine{}
 	q := msg.Outbound{Text: "MEDIA: /etc/hostname"}
-	none.attach(context.Background(), slog.New(slog.DiscardHandler), &q)
+	none.attach(context.Background(), slog.New(slog.DiscardHandler), msg.Message{}, &q)
 	if len(q.Media) != 0 || !strings.Contains(q.Text, "不在可发送的目录里") {
 		t.Errorf("without roots no local file is sent: %+v", q)
 	}
@@ -146,5 +146,31 @@ func TestInTranscriptFindsTheWholeBody(t *testing.T) {
 		if got := inTranscript(tr, body); got != want {
 			t.Errorf("inTranscript(%q) = %v, want %v", body, got, want)
 		}
+	}
+}
+
+// TestAttachKeepsToTheChat: a chat sends files from its own directory
+// (a relative path is taken from the workspace), never another chat's.
+func TestAttachKeepsToTheChat(t *testing.T) {
+	ws, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := func(m msg.Message) string { return filepath.Join(ws, "onebot", "default", m.Peer.ID) }
+	for _, p := range []string{"onebot/default/1/media/inbound/a.png", "onebot/default/2/media/inbound/b.png"} {
+		full := filepath.Join(ws, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := &Engine{opts: Options{ChatDir: dir, Workspace: ws}}
+	in1 := msg.Message{Peer: msg.Peer{Kind: msg.Group, ID: "1"}}
+	p := msg.Outbound{Text: "MEDIA: onebot/default/1/media/inbound/a.png\nMEDIA: onebot/default/2/media/inbound/b.png"}
+	e.attach(context.Background(), slog.New(slog.DiscardHandler), in1, &p)
+	if len(p.Media) != 1 || p.Media[0].Name != "a.png" || !strings.Contains(p.Text, "未能发送 b.png：不在可发送的目录里") {
+		t.Errorf("chat 1 sends its own file only: %+v", p)
 	}
 }

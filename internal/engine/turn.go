@@ -339,7 +339,7 @@ func (e *Engine) run(ctx context.Context, log *slog.Logger, mc MsgContext, r cha
 			stream.blocks.Add(1)
 			p := base
 			p.Text = block
-			e.attach(deliverCtx, log, &p)
+			e.attach(deliverCtx, log, m, &p)
 			disp.SendBlock(p)
 		})
 	}
@@ -350,7 +350,8 @@ func (e *Engine) run(ctx context.Context, log *slog.Logger, mc MsgContext, r cha
 	in.Stream = stream
 
 	typing.RunStarted()
-	out, runErr := e.runAgent(ctx, log, in)
+	// Tools act for this chat (what they fetch and send is kept to it).
+	out, runErr := e.runAgent(agent.WithChat(ctx, agent.Chat{Channel: m.Channel, Account: m.Account, Peer: m.Peer}), log, in)
 	shutdown := e.base.Err() != nil
 	stream.finish(runErr, shutdown)
 	text := stream.text()
@@ -379,7 +380,7 @@ func (e *Engine) run(ctx context.Context, log *slog.Logger, mc MsgContext, r cha
 	case text != "":
 		p := base
 		p.Text = text
-		e.attach(deliverCtx, log, &p)
+		e.attach(deliverCtx, log, m, &p)
 		disp.SendFinal(p)
 	case stream.silent:
 		log.Info("reply not delivered", "reason", string(reply.SkipSilent))

@@ -28,7 +28,8 @@ type attachmentSource func(ch msg.ChannelID, account msg.AccountID) (channel.Fet
 // downloadTool is download_attachment(message_id, index?, channel?,
 // accountId?): it saves the index-th picture, voice note, video or file of
 // a message into the workspace of the chat the message is in, at most
-// limit bytes, and answers with the path.
+// limit bytes, and answers with the path. Run for a chat, it takes that
+// chat's channel and account and only that chat's messages.
 func downloadTool(find attachmentSource, chatDir func(msg.Message) string, limit int64) agent.Tool {
 	return agent.Tool{
 		Spec: llm.Tool{
@@ -53,11 +54,21 @@ func downloadTool(find attachmentSource, chatDir func(msg.Message) string, limit
 				return toolFailed(fmt.Errorf("arguments: %w", err))
 			}
 			ch, acct := msg.ChannelID(strings.TrimSpace(in.Channel)), msg.AccountID(strings.TrimSpace(in.AccountID))
+			chat, inChat := agent.ChatOf(ctx)
+			if ch == "" {
+				ch = chat.Channel
+			}
 			if ch == "" {
 				ch = "onebot"
 			}
 			if acct == "" {
+				acct = chat.Account
+			}
+			if acct == "" {
 				acct = msg.DefaultAccount
+			}
+			if inChat && (ch != chat.Channel || acct != chat.Account) {
+				return toolFailed(fmt.Errorf("only this chat's attachments can be downloaded here (%s, account %s)", chat.Channel, chat.Account))
 			}
 			f, d, ok := find(ch, acct)
 			if ok && f == nil {
@@ -66,7 +77,11 @@ func downloadTool(find attachmentSource, chatDir func(msg.Message) string, limit
 			if !ok {
 				return toolFailed(fmt.Errorf("no %s account %q that can download attachments", ch, acct))
 			}
-			path, size, err := saveAttachment(ctx, f, d, chatDir, msg.MessageID(strings.TrimSpace(in.MessageID)), max(in.Index, 1), limit)
+			var peer *msg.Peer
+			if inChat {
+				peer = &chat.Peer
+			}
+			path, size, err := saveAttachment(ctx, f, d, chatDir, peer, msg.MessageID(strings.TrimSpace(in.MessageID)), max(in.Index, 1), limit)
 			if err != nil {
 				return toolFailed(err)
 			}
@@ -77,14 +92,19 @@ func downloadTool(find attachmentSource, chatDir func(msg.Message) string, limit
 }
 
 // saveAttachment downloads attachment index (from 1) of message id and
-// writes it under the chat's downloads directory.
-func saveAttachment(ctx context.Context, f channel.Fetcher, d channel.Downloader, chatDir func(msg.Message) string, id msg.MessageID, index int, limit int64) (string, int, error) {
+// writes it under the chat's downloads directory; peer, when set, is the
+// chat the message must be from.
+func saveAttachment(ctx context.Context, f channel.Fetcher, d channel.Downloader, chatDir func(msg.Message) string, peer *msg.Peer, id msg.MessageID, index int, limit int64) (string, int, error) {
 	if id == "" {
 		return "", 0, errors.New("message_id is empty")
 	}
 	m, err := f.FetchMessage(ctx, id)
 	if err != nil {
 		return "", 0, fmt.Errorf("message %s: %w", id, err)
+	}
+	if peer != nil && m.Peer != *peer {
+		// One chat's files are not fetched into another.
+		return "", 0, fmt.Errorf("message %s is not from this chat", id)
 	}
 	atts := m.Attachments(msg.AttachedHere)
 	if len(atts) == 0 {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pincerbot/pincer/internal/agent"
 	"github.com/pincerbot/pincer/internal/channel"
 	"github.com/pincerbot/pincer/internal/msg"
 )
@@ -45,13 +46,18 @@ func (f *fakeFiles) Download(_ context.Context, a msg.Attachment, limit int64) (
 
 func callTool(t *testing.T, args string, limit int64, root string, f *fakeFiles) map[string]any {
 	t.Helper()
+	return callToolIn(t, context.Background(), args, limit, root, f)
+}
+
+func callToolIn(t *testing.T, ctx context.Context, args string, limit int64, root string, f *fakeFiles) map[string]any {
+	t.Helper()
 	tool := downloadTool(func(ch msg.ChannelID, acct msg.AccountID) (channel.Fetcher, channel.Downloader, bool) {
 		if ch != "onebot" || acct != msg.DefaultAccount {
 			return nil, nil, false
 		}
 		return f, f, true
 	}, func(m msg.Message) string { return chatWorkspace(root, m) }, limit)
-	out, err := tool.Call(context.Background(), json.RawMessage(args))
+	out, err := tool.Call(ctx, json.RawMessage(args))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,5 +99,24 @@ func TestDownloadAttachmentTool(t *testing.T) {
 	}
 	if res := callTool(t, `{"message_id":"42","index":2}`, 5, root, f); res["status"] != "failed" || !strings.Contains(res["error"].(string), "over the 5-byte limit") {
 		t.Errorf("oversize: %v", res)
+	}
+}
+
+// TestDownloadAttachmentKeepsToTheChat: run for a chat, the tool takes its
+// channel and account and refuses another chat's messages.
+func TestDownloadAttachmentKeepsToTheChat(t *testing.T) {
+	root := t.TempDir()
+	f := &fakeFiles{}
+	here := agent.WithChat(context.Background(), agent.Chat{Channel: "onebot", Account: msg.DefaultAccount, Peer: msg.Peer{Kind: msg.Group, ID: "7001"}})
+	if res := callToolIn(t, here, `{"message_id":"42","index":2}`, 1<<20, root, f); res["status"] != "ok" {
+		t.Errorf("own chat: %v", res)
+	}
+	other := agent.WithChat(context.Background(), agent.Chat{Channel: "onebot", Account: msg.DefaultAccount, Peer: msg.Peer{Kind: msg.Direct, ID: "10001"}})
+	if res := callToolIn(t, other, `{"message_id":"42","index":2}`, 1<<20, root, f); res["status"] != "failed" || !strings.Contains(res["error"].(string), "not from this chat") {
+		t.Errorf("another chat's message: %v", res)
+	}
+	lark := agent.WithChat(context.Background(), agent.Chat{Channel: "feishu", Account: msg.DefaultAccount, Peer: msg.Peer{Kind: msg.Group, ID: "oc_1"}})
+	if res := callToolIn(t, lark, `{"message_id":"42","channel":"onebot"}`, 1<<20, root, f); res["status"] != "failed" || !strings.Contains(res["error"].(string), "only this chat") {
+		t.Errorf("another channel: %v", res)
 	}
 }

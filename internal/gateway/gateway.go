@@ -270,7 +270,9 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		ElevatedAllowFrom: cfg.Commands.ElevatedAllowFrom,
 		Media:             reader,
 		SeesImages:        cfg.Models.SeesImages,
-		MediaRoots:        append([]string{reader.root}, cfg.Media.SendFrom...),
+		ChatDir:           func(m msg.Message) string { return chatWorkspace(reader.root, m) },
+		Workspace:         reader.root,
+		MediaRoots:        cfg.Media.SendFrom,
 		MediaURL:          kit.publicURL,
 		System: func() string {
 			s, err := agent.SystemPrompt(d.SystemPrompt, d.Workspace)
