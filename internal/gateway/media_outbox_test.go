@@ -277,9 +277,11 @@ func TestQQReplyMediaRefusedUploadIsNotRetried(t *testing.T) {
 		t.Errorf("uploads %+v, want the PDF tried once", ups)
 	}
 	rows := outboxRows(t, filepath.Join(r.gw.dataDir, "pincer.db"))
-	if len(rows) != 1 || rows[0].state != string(store.OutboxFailed) || rows[0].sent != 2 || rows[0].attempts != 1 ||
+	// All three parts were gone through (the refused PDF passed over), and
+	// the reply failed for good, naming what was not sent.
+	if len(rows) != 1 || rows[0].state != string(store.OutboxFailed) || rows[0].sent != 3 || rows[0].attempts != 1 ||
 		!strings.Contains(rows[0].lastError, "group file space is full") || !strings.Contains(rows[0].lastError, "report.pdf") {
-		t.Errorf("outbox rows %+v, want one reply failed after its caption and picture, naming the PDF and the refusal", rows)
+		t.Errorf("outbox rows %+v, want one reply failed with its 3 parts gone through, naming the PDF and the refusal", rows)
 	}
 	r.metric(t, "pincer_outbox_pending", 0)
 }

@@ -246,11 +246,13 @@ func TestResumedMediaSkipsConfirmedParts(t *testing.T) {
 	var parts []int
 	ids := map[int]msg.MessageID{}
 	err := a.SendParts(context.Background(), out, 0, func(part int, id msg.MessageID) { parts = append(parts, part); ids[part] = id })
-	if err == nil || !outbox.IsPermanent(err) {
-		t.Fatalf("a refused upload must be permanent: %v", err)
+	if err == nil || !outbox.IsPermanent(err) || !strings.Contains(err.Error(), "b.pdf") {
+		t.Fatalf("a refused upload must be permanent and named: %v", err)
 	}
-	if diff := cmp.Diff([]int{0, 1, 2}, parts); diff != "" {
-		t.Errorf("confirmed before the refusal (-want +got):\n%s", diff)
+	// The refused upload is passed over: the voice note after it still
+	// goes out.
+	if diff := cmp.Diff([]int{0, 1, 2, 3, 4}, parts); diff != "" {
+		t.Errorf("confirmed parts (-want +got):\n%s", diff)
 	}
 	if ids[0] != "701" || ids[2] != "703" {
 		t.Errorf("ids %v", ids)
@@ -268,7 +270,7 @@ func TestResumedMediaSkipsConfirmedParts(t *testing.T) {
 	for _, m := range p.Sent() {
 		types = append(types, m.Types())
 	}
-	if diff := cmp.Diff([][]string{{"reply", "text"}, {"text"}, {"image"}, {"record"}}, types); diff != "" {
+	if diff := cmp.Diff([][]string{{"reply", "text"}, {"text"}, {"image"}, {"record"}, {"record"}}, types); diff != "" {
 		t.Errorf("messages sent over both attempts (-want +got):\n%s", diff)
 	}
 	if ups := p.Uploads(); len(ups) != 2 || ups[1].File != pdf {
@@ -285,8 +287,8 @@ func TestMissingMediaFileIsPermanent(t *testing.T) {
 	if err == nil || !outbox.IsPermanent(err) || !strings.Contains(err.Error(), missing) {
 		t.Fatalf("a missing file must be a permanent error naming it: %v", err)
 	}
-	if diff := cmp.Diff([]int{0}, parts); diff != "" {
-		t.Errorf("the caption went before (-want +got):\n%s", diff)
+	if diff := cmp.Diff([]int{0, 1}, parts); diff != "" {
+		t.Errorf("the caption went before, the missing file was passed over (-want +got):\n%s", diff)
 	}
 	for _, bad := range []string{"relative/x.png", "ftp://host/x.png", t.TempDir()} {
 		err := a.SendParts(context.Background(), msg.Outbound{Peer: group, Media: []msg.Media{{URL: bad}}}, 0, nil)

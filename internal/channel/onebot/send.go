@@ -68,6 +68,10 @@ func (s *chunkSender) SendFrom(ctx context.Context, out msg.Outbound, opts outbo
 	chunks := chunkText(out.Text, s.ChunkLimit)
 	replyAt := replyPart(out, len(chunks))
 	from = max(from, 0)
+	// A medium the implementation refuses, or a file that cannot be sent,
+	// is logged and passed over: the parts after it still go out, and the
+	// payload then fails for good, naming what was not sent.
+	var refused []error
 	for i := from; i < len(chunks)+len(out.Media); i++ {
 		if i > from && s.ChunkGap > 0 {
 			t := time.NewTimer(s.ChunkGap)
@@ -88,14 +92,29 @@ func (s *chunkSender) SendFrom(ctx context.Context, out msg.Outbound, opts outbo
 			m := out.Media[i-len(chunks)]
 			id, err = s.sendMedia(ctx, out, m, action, target, i == replyAt)
 			if err != nil {
-				return fmt.Errorf("onebot: send to %s (media %d, %s): %w", out.Peer, i-len(chunks)+1, describeMedia(m), err)
+				err = fmt.Errorf("onebot: send to %s (media %d, %s): %w", out.Peer, i-len(chunks)+1, describeMedia(m), err)
+				if !refusedForGood(err) {
+					return err
+				}
+				if s.Media.Log != nil {
+					s.Media.Log.Warn("a medium of the reply was not sent; the rest goes on", "peer", out.Peer.String(), "err", err)
+				}
+				refused = append(refused, err)
 			}
 		}
 		if confirmed != nil {
 			confirmed(i, id)
 		}
 	}
-	return nil
+	return errors.Join(refused...)
+}
+
+// refusedForGood reports a failure no retry mends: the implementation
+// refused the action (risk control aside, which passes), or the medium
+// cannot be sent at all.
+func refusedForGood(err error) bool {
+	var ae *wire.ActionError
+	return errors.Is(err, errBadMedia) || errors.As(err, &ae) && !errors.Is(err, wire.ErrRiskControl)
 }
 
 // replyPart is the part of out that carries its reply segment: the first
