@@ -194,6 +194,24 @@ func TestSendMediaRefused(t *testing.T) {
 	}
 }
 
+// TestSendMediaRefusedGoesOn: a medium refused for good is passed over,
+// the one after it is still sent, and the payload fails naming it.
+func TestSendMediaRefusedGoesOn(t *testing.T) {
+	r := newRig(t, nil)
+	img := writeFile(t, "ok.png", pngBytes)
+	_, err := send(t, r.a, msg.Outbound{ID: "turn#goes-on", Peer: group, Text: "两个附件", Media: []msg.Media{
+		{Kind: msg.MediaFile, URL: filepath.Join(t.TempDir(), "missing.pdf")},
+		{Kind: msg.MediaImage, URL: img},
+	}})
+	if err == nil || !outbox.IsPermanent(err) || !strings.Contains(err.Error(), "missing.pdf") {
+		t.Fatalf("err %v", err)
+	}
+	sent := r.sim.Sent()
+	if len(sent) != 2 || sent[0].MsgType != "text" || sent[1].MsgType != "image" {
+		t.Errorf("sent %+v, want the caption and the picture", sent)
+	}
+}
+
 // fakeFetch is an Options.Fetch that serves blobs by URL and records the
 // calls.
 type fakeFetch struct {

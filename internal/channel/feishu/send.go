@@ -56,6 +56,10 @@ func (a *Account) SendParts(ctx context.Context, out msg.Outbound, from int, con
 		return nil
 	}
 	parts := a.compose(out)
+	// A medium refused for good (a file too large or gone, a type the
+	// platform refuses) is logged and passed over: the parts after it
+	// still go out, and the payload then fails for good, naming it.
+	var refused []error
 	for i := from; i < len(parts); i++ {
 		if err := a.limiter(out.Peer).Wait(ctx); err != nil {
 			return fmt.Errorf("feishu: send to %s: %w", out.Peer, err)
@@ -64,6 +68,15 @@ func (a *Account) SendParts(ctx context.Context, out msg.Outbound, from int, con
 		var err error
 		if m := parts[i].media; m != nil {
 			sent, err = a.sendMedia(ctx, out, *m, partUUID(out.ID, i))
+			if err != nil {
+				if err = a.classify(out, err); !outbox.IsPermanent(err) {
+					return err
+				}
+				a.log.Warn("a medium of the reply was not sent; the rest goes on", "peer", out.Peer.String(), "err", err)
+				refused = append(refused, err)
+				confirmed(i, "")
+				continue
+			}
 		} else {
 			sent, err = a.sendPart(ctx, out, parts[i], partUUID(out.ID, i))
 		}
@@ -73,7 +86,7 @@ func (a *Account) SendParts(ctx context.Context, out msg.Outbound, from int, con
 		a.recordSent(ctx, sent)
 		confirmed(i, msg.MessageID(sent.MessageID))
 	}
-	return nil
+	return errors.Join(refused...)
 }
 
 // recordSent remembers a sent message and the topic it is in.
