@@ -387,11 +387,13 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	if keep := cfg.Store.KeepMessages(); keep > 0 {
 		g.Go(func() error {
 			hourly(gctx, log, "old received messages", func(ctx context.Context) error {
-				n, err := st.PruneInbound(ctx, time.Now().Add(-keep))
-				if n > 0 {
-					log.Debug("pruned old received messages", "count", n)
+				before := time.Now().Add(-keep)
+				n, err := st.PruneInbound(ctx, before)
+				files, ferr := pruneStaged(reader.root, before)
+				if n > 0 || files > 0 {
+					log.Debug("pruned old received messages", "count", n, "files", files)
 				}
-				return err
+				return errors.Join(err, ferr)
 			})
 			return nil
 		})

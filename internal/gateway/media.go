@@ -2,11 +2,14 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/netip"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -269,4 +272,35 @@ func attachments(qqs *qq, larks *lark) attachmentSource {
 		}
 		return nil, nil, false
 	}
+}
+
+// pruneStaged deletes the pictures and voice notes staged under root (in
+// each chat's media/inbound) before before, and reports how many. Only
+// the turns a run answers show their pictures, so an old file is not
+// needed; one that comes again is staged again.
+func pruneStaged(root string, before time.Time) (int, error) {
+	n := 0
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if d.IsDir() || filepath.Base(filepath.Dir(path)) != "inbound" || filepath.Base(filepath.Dir(filepath.Dir(path))) != "media" {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil || !info.ModTime().Before(before) {
+			return nil
+		}
+		if err := os.Remove(path); err == nil {
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return n, fmt.Errorf("prune staged media: %w", err)
+	}
+	return n, nil
 }

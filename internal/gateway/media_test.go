@@ -353,3 +353,42 @@ func TestTrustedConnectionsAreNotShared(t *testing.T) {
 		t.Fatal("a link preview reached the trusted host")
 	}
 }
+
+// TestPruneStaged: staged pictures older than the cut-off go, newer ones
+// and other files stay.
+func TestPruneStaged(t *testing.T) {
+	root := t.TempDir()
+	write := func(rel string, age time.Duration) string {
+		p := filepath.Join(root, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		at := time.Now().Add(-age)
+		if err := os.Chtimes(p, at, at); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	old := write("onebot/default/1/media/inbound/old.png", 200*time.Hour)
+	fresh := write("onebot/default/1/media/inbound/new.png", time.Hour)
+	download := write("onebot/default/1/downloads/old.pdf", 200*time.Hour)
+	system := write("SYSTEM.md", 200*time.Hour)
+	n, err := pruneStaged(root, time.Now().Add(-168*time.Hour))
+	if err != nil || n != 1 {
+		t.Fatalf("pruned %d, %v", n, err)
+	}
+	if _, err := os.Stat(old); !os.IsNotExist(err) {
+		t.Error("the old picture is still there")
+	}
+	for _, p := range []string{fresh, download, system} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+	if n, err := pruneStaged(filepath.Join(root, "absent"), time.Now()); err != nil || n != 0 {
+		t.Errorf("a missing workspace: %d, %v", n, err)
+	}
+}
