@@ -62,7 +62,7 @@ type proc struct {
 	cmd    *exec.Cmd
 	ready  string // the ready line
 	url    string
-	stderr *strings.Builder
+	stderr *logBuf
 }
 
 // startServe runs "pincer serve" in dir (with config when not empty) and
@@ -84,8 +84,8 @@ func startServe(tb testing.TB, dir, config string) (*proc, time.Duration) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	p := &proc{cmd: cmd, stderr: &strings.Builder{}}
-	cmd.Stderr = &lockedWriter{w: p.stderr}
+	p := &proc{cmd: cmd, stderr: &logBuf{}}
+	cmd.Stderr = p.stderr
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
@@ -114,15 +114,22 @@ func (p *proc) stop() error {
 	return p.cmd.Wait()
 }
 
-type lockedWriter struct {
+// logBuf keeps a process's output; it is written while the test reads it.
+type logBuf struct {
 	mu sync.Mutex
-	w  io.Writer
+	b  strings.Builder
 }
 
-func (l *lockedWriter) Write(b []byte) (int, error) {
+func (l *logBuf) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.w.Write(b)
+	return l.b.Write(p)
+}
+
+func (l *logBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func freePortConfig(extra string) string {
