@@ -17,6 +17,7 @@ import (
 // many buffers hold it); realtime windows keep entries of their own.
 type BufferStore interface {
 	LogInbound(ctx context.Context, m msg.Message, views store.Views) (int64, error)
+	LogInboundBuffered(ctx context.Context, m msg.Message, views store.Views, b store.Buffered) (int64, int64, error)
 	HeldInbound(ctx context.Context, ch msg.ChannelID, acct msg.AccountID, view store.Views, limit int) ([]store.LoggedMessage, error)
 	Advance(ctx context.Context, marks ...store.Mark) error
 	Buffer(ctx context.Context, entries []store.Buffered) ([]int64, error)
@@ -46,18 +47,20 @@ func (p *Pipeline) logMessage(ctx context.Context, m msg.Message, views store.Vi
 	return seq
 }
 
-// bufferRealtime stores m's entry in its realtime window, before the
-// window holds it; 0 when it is not stored.
-func (p *Pipeline) bufferRealtime(ctx context.Context, m msg.Message, rtKey string, d trigger.Decision) int64 {
+// logBuffered is logMessage that also stores m's entry in its realtime
+// window, in the same write (a crash keeps both or neither), before the
+// window holds it; it returns the log number and the entry's id, 0 for
+// what was not stored.
+func (p *Pipeline) logBuffered(ctx context.Context, m msg.Message, views store.Views, rtKey string, d trigger.Decision) (seq, ref int64) {
 	if p.opts.Store == nil {
-		return 0
+		return 0, 0
 	}
-	ids, err := p.opts.Store.Buffer(context.WithoutCancel(ctx), []store.Buffered{{Scope: p.scope(), Kind: kindRealtime, Key: rtKey, Message: m, Trigger: d.Reason}})
+	seq, ref, err := p.opts.Store.LogInboundBuffered(context.WithoutCancel(ctx), m, views, store.Buffered{Scope: p.scope(), Kind: kindRealtime, Key: rtKey, Message: m, Trigger: d.Reason})
 	if err != nil {
-		p.log.Error("buffered message not stored; a restart would lose it", "msg_id", string(m.ID), "err", err)
-		return 0
+		p.log.Error("message not logged nor buffered; a restart would lose it", "msg_id", string(m.ID), "err", err)
+		return 0, 0
 	}
-	return ids[0]
+	return seq, ref
 }
 
 // unbuffer forgets stored realtime entries no window holds any more.

@@ -276,10 +276,11 @@ func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier, d
 	if want.digest {
 		views |= store.ViewDigest
 	}
-	seq := p.logMessage(ctx, m, views)
-	var rtRef int64
+	var seq, rtRef int64
 	if want.realtime {
-		rtRef = p.bufferRealtime(ctx, m, rtKey, d)
+		seq, rtRef = p.logBuffered(ctx, m, views, rtKey, d)
+	} else {
+		seq = p.logMessage(ctx, m, views)
 	}
 	// History first: a batch that flushes at once must find its own
 	// messages in the buffer to leave them out of its history. What the

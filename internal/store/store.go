@@ -200,6 +200,11 @@ type InboundLog interface {
 	// it is reported by the store's health. A message logged twice is
 	// logged twice (readers see it once).
 	LogInbound(ctx context.Context, m msg.Message, views Views) (seq int64, err error)
+	// LogInboundBuffered is LogInbound that also stores b (m's entry in a
+	// realtime window) in the same write: a crash keeps both or neither,
+	// so a message in the log is never missing from its window. It
+	// returns the log number and the entry's id.
+	LogInboundBuffered(ctx context.Context, m msg.Message, views Views, b Buffered) (seq, id int64, err error)
 	// RecentInbound returns up to limit most recent messages of a peer,
 	// oldest first, each message id once.
 	RecentInbound(ctx context.Context, ch msg.ChannelID, acct msg.AccountID, peer msg.Peer, limit int) ([]LoggedMessage, error)

@@ -47,6 +47,10 @@ func TestCrashChild(t *testing.T) {
 			fmt.Println("error", err)
 			os.Exit(2)
 		}
+		if _, _, err := db.LogInboundBuffered(ctx, bufferedFor(i), store.ViewHistory, store.Buffered{Scope: "crash", Kind: "realtime", Key: "k", Message: bufferedFor(i)}); err != nil {
+			fmt.Println("error", err)
+			os.Exit(2)
+		}
 		fmt.Println(turn.Seq)
 		if turn.Seq%10 == 0 {
 			if _, err := db.AddOutbox(ctx, store.OutboxEntry{ID: "r" + strconv.FormatInt(turn.Seq, 10), Channel: "onebot", Out: msg.Outbound{Account: "default", Text: "x"}}); err != nil {
@@ -143,6 +147,27 @@ func TestKill9LeavesReadableDatabase(t *testing.T) {
 	if n := len(logged); err != nil || (n > 0 && seq <= logged[n-1].Seq) {
 		t.Errorf("log entry after the crash numbered %d (%v); %d entries survived", seq, err, n)
 	}
+	// A message logged with its window entry kept both or neither.
+	withEntry, err := db.RecentInbound(ctx, "webchat", msg.DefaultAccount, bufferedFor(0).Peer, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := db.BufferedEntries(ctx, "crash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := map[msg.MessageID]bool{}
+	for _, e := range entries {
+		held[e.Message.ID] = true
+	}
+	if len(entries) != len(withEntry) {
+		t.Errorf("%d messages logged with a window entry, %d entries kept", len(withEntry), len(entries))
+	}
+	for _, lm := range withEntry {
+		if !held[lm.Message.ID] {
+			t.Errorf("message %s was logged, its window entry lost", lm.Message.ID)
+		}
+	}
 	for i, turn := range tr {
 		if turn.Seq != int64(i+1) {
 			t.Fatalf("turn %d has seq %d after recovery", i, turn.Seq)
@@ -152,4 +177,12 @@ func TestKill9LeavesReadableDatabase(t *testing.T) {
 	if _, err := db.AppendTurn(ctx, "k", store.Turn{Role: store.RoleUser, Text: "after crash"}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// bufferedFor is message i of the chat whose messages are logged with a
+// window entry.
+func bufferedFor(i int) msg.Message {
+	m := inboundFor(i)
+	m.Peer.ID = "buffered"
+	return m
 }

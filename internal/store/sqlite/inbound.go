@@ -103,6 +103,30 @@ func (d *DB) LogInbound(ctx context.Context, m msg.Message, views store.Views) (
 	if err != nil {
 		return 0, fmt.Errorf("log inbound %s: %w", m.ID, err)
 	}
+	return d.logRow(m, views, body, nil)
+}
+
+// LogInboundBuffered implements store.InboundLog: the log entry and the
+// buffer entry go to the writer as one job, written in one transaction.
+func (d *DB) LogInboundBuffered(ctx context.Context, m msg.Message, views store.Views, b store.Buffered) (int64, int64, error) {
+	body, err := json.Marshal(m)
+	if err != nil {
+		return 0, 0, fmt.Errorf("log inbound %s: %w", m.ID, err)
+	}
+	id, at := d.bufferID.Add(1), millis(now())
+	seq, err := d.logRow(m, views, body, func(tx *sql.Conn) error {
+		_, err := d.exec(ctx, tx, qBuffer, id, b.Scope, b.Kind, b.Key, string(b.Trigger), at, string(body))
+		return err
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	return seq, id, nil
+}
+
+// logRow numbers and links m's log entry and hands it to the writer, with
+// also, when set, to run in the same transaction right after it.
+func (d *DB) logRow(m msg.Message, views store.Views, body []byte, also func(tx *sql.Conn) error) (int64, error) {
 	r := &logRow{chat: chatKey(m.Channel, m.Account, m.Peer), id: string(m.ID), views: views, at: millis(now()), body: body}
 	d.chainsMu.Lock()
 	defer d.chainsMu.Unlock()
@@ -114,7 +138,7 @@ func (d *DB) LogInbound(ctx context.Context, m msg.Message, views store.Views) (
 	r.seq, r.prev = d.seq.Add(1), h.last
 	// Handed in under the lock, so a chat's entries reach the writer in
 	// the order they link.
-	if err := d.w.postRow(r); err != nil {
+	if err := d.w.postRow(r, also); err != nil {
 		return 0, fmt.Errorf("log inbound %s: %w", m.ID, err)
 	}
 	h.last, h.views = r.seq, h.views|views

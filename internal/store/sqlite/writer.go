@@ -109,10 +109,11 @@ func (w *writer) post(fn func(tx *sql.Conn) error, atomic bool) error {
 	return w.queue(j)
 }
 
-// postRow hands in an entry of the inbound log, as post does.
-func (w *writer) postRow(r *logRow) error {
+// postRow hands in an entry of the inbound log, as post does; fn, when
+// set, runs right after the entry is written, in the same transaction.
+func (w *writer) postRow(r *logRow, fn func(tx *sql.Conn) error) error {
 	j := w.pool.Get().(*job)
-	j.fn, j.atomic, j.durable, j.async, j.row = nil, false, false, true, r
+	j.fn, j.atomic, j.durable, j.async, j.row = fn, false, false, true, r
 	return w.queue(j)
 }
 
@@ -169,7 +170,9 @@ func (w *writer) batch(first *job) {
 			if len(w.rows) == rowsPerInsert {
 				failed(w.flushRows(tx))
 			}
-		} else {
+		}
+		if j.fn != nil {
+			// A job with a row writes the row first, in the same batch.
 			failed(w.flushRows(tx))
 			err = w.exec(tx, j)
 			failed(err)

@@ -39,6 +39,7 @@ func Run(t *testing.T, open Open) {
 		{"InboundLog", testInboundLog},
 		{"InboundViews", testInboundViews},
 		{"InboundPrune", testInboundPrune},
+		{"InboundBuffered", testInboundBuffered},
 		{"InboundLogBurst", testInboundLogBurst},
 		{"DedupClaim", testDedupClaim},
 		{"Admit", testAdmit},
@@ -891,5 +892,25 @@ func testInboundPrune(t *testing.T, s store.Store) {
 	log(plain, "p3", 0)
 	if diff := cmp.Diff([]string{"p3"}, recent(plain)); diff != "" {
 		t.Errorf("a pruned chat goes on (-want +got):\n%s", diff)
+	}
+}
+
+// testInboundBuffered: a message logged with its realtime entry is in the
+// log and among the buffered entries, with the numbers returned.
+func testInboundBuffered(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	g := msg.Peer{Kind: msg.Group, ID: "b"}
+	m := inbound("7", g, time.Now(), "@bot 在吗")
+	seq, id, err := s.LogInboundBuffered(ctx, m, store.ViewHistory, store.Buffered{Scope: "onebot/default", Kind: "realtime", Key: "group:b::10001", Message: m, Trigger: msg.TriggerMention})
+	if err != nil || seq == 0 || id == 0 {
+		t.Fatalf("seq %d id %d err %v", seq, id, err)
+	}
+	got, err := s.RecentInbound(ctx, "onebot", msg.DefaultAccount, g, 5)
+	if err != nil || len(got) != 1 || got[0].Seq != seq || got[0].Message.ID != "7" || got[0].Views != store.ViewHistory {
+		t.Errorf("log: %+v %v", got, err)
+	}
+	entries, err := s.BufferedEntries(ctx, "onebot/default")
+	if err != nil || len(entries) != 1 || entries[0].ID != id || entries[0].Key != "group:b::10001" || entries[0].Trigger != msg.TriggerMention || entries[0].Message.Text != "@bot 在吗" {
+		t.Errorf("buffered: %+v %v", entries, err)
 	}
 }
