@@ -164,6 +164,10 @@ func (u *Understander) voice(ctx context.Context, in Input, t *task, update func
 }
 
 func (u *Understander) link(ctx context.Context, t *task, update func(func(*task))) {
+	// A preview is a nicety: a slow site must not hold the turn up for
+	// the whole budget.
+	ctx, cancel := context.WithTimeout(ctx, u.o.LinkTimeout)
+	defer cancel()
 	l, err := u.o.Fetcher.Preview(ctx, t.url)
 	if err != nil {
 		u.log.Debug("media: no link preview", "err", err)

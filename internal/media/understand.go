@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/pincerbot/pincer/internal/channel"
 	"github.com/pincerbot/pincer/internal/llm"
@@ -35,9 +36,14 @@ type Options struct {
 	// Links turns on link previews, of at most MaxLinks links (0 means 3).
 	Links    bool
 	MaxLinks int
+	// LinkTimeout bounds one link preview; 0 means DefaultLinkTimeout.
+	LinkTimeout time.Duration
 	// Logger receives what failed and why; nil discards.
 	Logger *slog.Logger
 }
+
+// DefaultLinkTimeout bounds one link preview.
+const DefaultLinkTimeout = 3 * time.Second
 
 // maxVoices is how many voice notes of a turn are transcribed.
 const maxVoices = 4
@@ -66,6 +72,9 @@ func NewUnderstander(o Options) *Understander {
 	}
 	if o.MaxLinks <= 0 {
 		o.MaxLinks = 3
+	}
+	if o.LinkTimeout <= 0 {
+		o.LinkTimeout = DefaultLinkTimeout
 	}
 	log := o.Logger
 	if log == nil {

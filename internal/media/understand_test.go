@@ -356,3 +356,24 @@ func TestUnderstandDoesNotWaitForWorkThatIgnoresItsContext(t *testing.T) {
 		close(m.gate)
 	})
 }
+
+// TestSlowLinkIsGivenUp: a page that does not answer is given up after
+// LinkTimeout, well inside the turn's budget; the turn gets no note.
+func TestSlowLinkIsGivenUp(t *testing.T) {
+	release := make(chan struct{})
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	})
+	defer close(release)
+	u := NewUnderstander(Options{Fetcher: private(), Links: true, LinkTimeout: 50 * time.Millisecond})
+	// Without its own timeout the preview would wait out this budget.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	r := u.Understand(ctx, Input{Text: "看 " + srv.URL + "/slow"})
+	if len(r.Notes) != 0 || ctx.Err() != nil {
+		t.Errorf("notes %q; the budget must not have run out (%v)", r.Notes, ctx.Err())
+	}
+}
