@@ -291,3 +291,27 @@ func TestFeishuBotReplyChainEndToEnd(t *testing.T) {
 	r.post(t, ctx, other("om_bot000000000000000000000004"), feishusim.EventOptions{})
 	r.waitSent(t, ctx, 3)
 }
+
+// TestFeishuRecalledMentionIsNotAnswered: an @ its sender recalls while
+// its realtime window is still open gets no reply.
+func TestFeishuRecalledMentionIsNotAnswered(t *testing.T) {
+	r := newLarkRig(t, func(c *config.Config) {
+		c.Channels.Feishu.Receive.Realtime.WindowMs = 2500
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r.post(t, ctx, feishusim.Message{
+		ID: "om_ask0000000000000000000000001", ChatID: larkGroup, SenderID: larkUserA, Content: `{"text":"@_user_1 我的密码是 hunter2 对吗"}`,
+		Mentions: []feishusim.Mention{{Key: "@_user_1", ID: feishusim.DefaultBotOpenID, Name: feishusim.DefaultBotName}},
+	}, feishusim.EventOptions{})
+	if err := r.sim.Recall("om_ask0000000000000000000000001"); err != nil {
+		t.Fatal(err)
+	}
+	r.post(t, ctx, feishusim.CustomEvent{Type: "im.message.recalled_v1", Event: map[string]any{
+		"message_id": "om_ask0000000000000000000000001", "chat_id": larkGroup, "recall_time": fmt.Sprint(time.Now().UnixMilli()), "recall_type": "message_owner",
+	}}, feishusim.EventOptions{})
+	traceOf(t, ctx, r.gw.url, "feishu:default:group:"+larkGroup, "om_ask0000000000000000000000001", "recalled by its sender before the reply")
+	if n := len(r.sim.Sent()); n != 0 {
+		t.Errorf("%d messages sent for a recalled @", n)
+	}
+}

@@ -105,6 +105,9 @@ type Message struct {
 	// message, by references of its own (Feishu: the card as its sender
 	// wrote it, which events leave out).
 	Deferred []string `json:",omitzero"`
+	// Recalled marks a message its sender took back (set when a turn reads
+	// it): a batch of nothing else is not answered.
+	Recalled bool `json:",omitzero"`
 }
 
 // Mentioned reports whether user is among the real mentions of m.

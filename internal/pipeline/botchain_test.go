@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -55,6 +56,39 @@ func TestBotReplyChainIsCapped(t *testing.T) {
 		}
 		if n := len(g.eng.list()); n != 4 {
 			t.Fatalf("no limit: %d turns, want 4", n)
+		}
+	})
+}
+
+// TestRecalledBatchIsNotAnswered: a window whose every message its sender
+// took back before the flush gives no turn; one with a message left is
+// answered.
+func TestRecalledBatchIsNotAnswered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newRig(t, defaults())
+		recalled := map[msg.MessageID]bool{"r1": true, "r2": true}
+		g.p.opts.Enrich = func(_ context.Context, msgs []msg.Message) []msg.Message {
+			for i := range msgs {
+				if recalled[msgs[i].ID] {
+					msgs[i].Text, msgs[i].Recalled = "(已撤回)", true
+				}
+			}
+			return msgs
+		}
+		g.send(t, mention(gm("r1", "1001", "A", "", 0), "在吗"))
+		g.send(t, gm("r2", "1001", "A", "算了", 0))
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		if n := len(g.eng.list()); n != 0 {
+			t.Fatalf("%d turns for a recalled batch", n)
+		}
+		g.send(t, mention(gm("r3", "1001", "A", "", 0), "在吗"))
+		g.send(t, gm("ok", "1001", "A", "还在", 0))
+		recalled["r3"] = true
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		if n := len(g.eng.list()); n != 1 {
+			t.Fatalf("%d turns, want the batch with a message left answered", n)
 		}
 	})
 }

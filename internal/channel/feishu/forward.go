@@ -255,7 +255,7 @@ func (a *Account) Enrich(ctx context.Context, msgs []msg.Message) []msg.Message 
 		if a.wasRecalled(m.ID) {
 			// Recalled by its sender: the agent sees that, not what it said.
 			msgs[i].Text, msgs[i].Segments = textRecalled, []msg.Segment{msg.Text(textRecalled)}
-			msgs[i].ForwardIDs, msgs[i].Deferred = nil, nil
+			msgs[i].ForwardIDs, msgs[i].Deferred, msgs[i].Recalled = nil, nil, true
 			continue
 		}
 		if id, ok := cardOf(m); ok {
