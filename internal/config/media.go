@@ -75,9 +75,12 @@ type Media struct {
 	Transcription Transcription `json:"transcription"`
 	// Links previews the links of a message (title and description).
 	Links Links `json:"links"`
-	// SendFrom lists directories, besides the chat's own folder of the
-	// workspace, that the agent may send local files from.
+	// SendFrom lists directories, besides the workspace (outside other
+	// chats' folders), that the agent may send local files from.
 	SendFrom []string `json:"sendFrom"`
+	// SendFromTemp lets the agent send files from the system's temporary
+	// directory too, as OpenClaw does (its tools and scripts write there).
+	SendFromTemp bool `json:"sendFromTemp"`
 }
 
 // Transcription configures speech to text.
@@ -99,7 +102,7 @@ type Links struct {
 
 // DefaultMedia is the media section's defaults.
 func DefaultMedia() Media {
-	return Media{BudgetMs: 8000, MaxBytes: 20 << 20, MaxImages: 8, Links: Links{Enabled: true, Max: 3}, SendFrom: []string{}}
+	return Media{BudgetMs: 8000, MaxBytes: 20 << 20, MaxImages: 8, Links: Links{Enabled: true, Max: 3}, SendFrom: []string{}, SendFromTemp: true}
 }
 
 // Budget returns BudgetMs as a duration.

@@ -89,12 +89,14 @@ type Options struct {
 	Media      MediaReader
 	SeesImages func(llm.Ref) bool
 	// A reply may send local files (its "MEDIA: <path>" lines) from its
-	// chat's directory (ChatDir, so one chat's files never reach another)
-	// and from MediaRoots; relative paths are taken from Workspace. None
-	// of them: replies send URLs only.
+	// chat's folder (ChatDir), from the Workspace outside the folders that
+	// hold chats (ChatsDirs: one chat's files never reach another), and
+	// from MediaRoots; relative paths are taken from Workspace. None of
+	// them: replies send URLs only.
 	ChatDir    func(msg.Message) string
-	MediaRoots []string
+	ChatsDirs  []string
 	Workspace  string
+	MediaRoots []string
 	// MediaURL, when set, vets the http(s) URLs a reply sends (the
 	// platform fetches them, so they must not point into pincer's own
 	// network); an error keeps the URL from being sent.

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -130,17 +131,17 @@ func (e *Engine) mediaOf(ctx context.Context, m msg.Message, ref string) (msg.Me
 			return msg.Media{}, errMediaScheme
 		}
 	}
-	roots := e.opts.MediaRoots
+	var chat string
 	if e.opts.ChatDir != nil {
-		roots = append([]string{e.opts.ChatDir(m)}, roots...)
-	}
-	if len(roots) == 0 {
-		return msg.Media{}, errMediaOutside
+		chat = e.opts.ChatDir(m)
 	}
 	if !filepath.IsAbs(ref) {
-		base := e.opts.Workspace
+		base := cmp.Or(e.opts.Workspace, chat)
+		if base == "" && len(e.opts.MediaRoots) > 0 {
+			base = e.opts.MediaRoots[0]
+		}
 		if base == "" {
-			base = roots[0]
+			return msg.Media{}, errMediaOutside
 		}
 		ref = filepath.Join(base, ref)
 	}
@@ -148,13 +149,29 @@ func (e *Engine) mediaOf(ctx context.Context, m msg.Message, ref string) (msg.Me
 	if err != nil {
 		return msg.Media{}, errMediaMissing
 	}
-	if !slices.ContainsFunc(roots, func(root string) bool { return within(real, root) }) {
+	if !e.maySend(real, chat) {
 		return msg.Media{}, errMediaOutside
 	}
 	if fi, err := os.Stat(real); err != nil || !fi.Mode().IsRegular() {
 		return msg.Media{}, errMediaMissing
 	}
 	return msg.Media{Kind: kind, URL: real, Name: filepath.Base(ref)}, nil
+}
+
+// maySend reports whether a reply in the chat whose folder is chat may
+// send the local file: one in its own folder, one in the workspace outside
+// the folders of chats (ChatsDirs), or one under MediaRoots.
+func (e *Engine) maySend(file, chat string) bool {
+	in := func(dir string) bool { return within(file, dir) }
+	switch {
+	case chat != "" && in(chat):
+		return true
+	case slices.ContainsFunc(e.opts.ChatsDirs, in):
+		return false // another chat's
+	case e.opts.Workspace != "" && in(e.opts.Workspace):
+		return true
+	}
+	return slices.ContainsFunc(e.opts.MediaRoots, in)
 }
 
 // within reports whether file lies under dir, both resolved.

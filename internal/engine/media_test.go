@@ -149,15 +149,16 @@ func TestInTranscriptFindsTheWholeBody(t *testing.T) {
 	}
 }
 
-// TestAttachKeepsToTheChat: a chat sends files from its own directory
-// (a relative path is taken from the workspace), never another chat's.
+// TestAttachKeepsToTheChat: a chat sends files from its own folder and
+// the workspace outside the chats' folders (a relative path is taken from
+// the workspace), never another chat's.
 func TestAttachKeepsToTheChat(t *testing.T) {
 	ws, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := func(m msg.Message) string { return filepath.Join(ws, "onebot", "default", m.Peer.ID) }
-	for _, p := range []string{"onebot/default/1/media/inbound/a.png", "onebot/default/2/media/inbound/b.png"} {
+	for _, p := range []string{"onebot/default/1/media/inbound/a.png", "onebot/default/2/media/inbound/b.png", "assets/logo.png"} {
 		full := filepath.Join(ws, p)
 		if err := os.MkdirAll(filepath.Dir(full), 0o700); err != nil {
 			t.Fatal(err)
@@ -166,11 +167,11 @@ func TestAttachKeepsToTheChat(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	e := &Engine{opts: Options{ChatDir: dir, Workspace: ws}}
+	e := &Engine{opts: Options{ChatDir: dir, Workspace: ws, ChatsDirs: []string{filepath.Join(ws, "onebot"), filepath.Join(ws, "feishu")}}}
 	in1 := msg.Message{Peer: msg.Peer{Kind: msg.Group, ID: "1"}}
-	p := msg.Outbound{Text: "MEDIA: onebot/default/1/media/inbound/a.png\nMEDIA: onebot/default/2/media/inbound/b.png"}
+	p := msg.Outbound{Text: "MEDIA: onebot/default/1/media/inbound/a.png\nMEDIA: onebot/default/2/media/inbound/b.png\nMEDIA: assets/logo.png"}
 	e.attach(context.Background(), slog.New(slog.DiscardHandler), in1, &p)
-	if len(p.Media) != 1 || p.Media[0].Name != "a.png" || !strings.Contains(p.Text, "未能发送 b.png：不在可发送的目录里") {
-		t.Errorf("chat 1 sends its own file only: %+v", p)
+	if len(p.Media) != 2 || p.Media[0].Name != "a.png" || p.Media[1].Name != "logo.png" || !strings.Contains(p.Text, "未能发送 b.png：不在可发送的目录里") {
+		t.Errorf("chat 1 sends its own file and the workspace's, not chat 2's: %+v", p)
 	}
 }

@@ -271,8 +271,9 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		Media:             reader,
 		SeesImages:        cfg.Models.SeesImages,
 		ChatDir:           func(m msg.Message) string { return chatWorkspace(reader.root, m) },
+		ChatsDirs:         chatsDirs(reader.root),
 		Workspace:         reader.root,
-		MediaRoots:        cfg.Media.SendFrom,
+		MediaRoots:        sendRoots(cfg.Media),
 		MediaURL:          kit.publicURL,
 		System: func() string {
 			s, err := agent.SystemPrompt(d.SystemPrompt, d.Workspace)

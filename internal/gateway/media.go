@@ -18,6 +18,7 @@ import (
 	"github.com/pincerbot/pincer/internal/channel"
 	"github.com/pincerbot/pincer/internal/channel/feishu"
 	"github.com/pincerbot/pincer/internal/channel/onebot"
+	"github.com/pincerbot/pincer/internal/channel/webchat"
 	"github.com/pincerbot/pincer/internal/config"
 	"github.com/pincerbot/pincer/internal/engine"
 	"github.com/pincerbot/pincer/internal/llm"
@@ -303,4 +304,25 @@ func pruneStaged(root string, before time.Time) (int, error) {
 		return n, fmt.Errorf("prune staged media: %w", err)
 	}
 	return n, nil
+}
+
+// chatsDirs are the folders of root that hold chats' files, one per
+// channel: a reply in one chat sends nothing from another's.
+func chatsDirs(root string) []string {
+	var out []string
+	for _, ch := range []msg.ChannelID{onebot.ChannelID, feishu.ChannelID, webchat.ID} {
+		out = append(out, filepath.Join(root, safeName(string(ch))))
+	}
+	return out
+}
+
+// sendRoots are the directories besides the workspace a reply may send
+// local files from: media.sendFrom, and the system's temporary directory
+// with media.sendFromTemp.
+func sendRoots(m config.Media) []string {
+	roots := slices.Clone(m.SendFrom)
+	if m.SendFromTemp {
+		roots = append(roots, os.TempDir())
+	}
+	return roots
 }

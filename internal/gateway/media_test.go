@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -390,5 +391,44 @@ func TestPruneStaged(t *testing.T) {
 	}
 	if n, err := pruneStaged(filepath.Join(root, "absent"), time.Now()); err != nil || n != 0 {
 		t.Errorf("a missing workspace: %d, %v", n, err)
+	}
+}
+
+// TestQQReplySendsFromTheTempDirectory: by default, as in OpenClaw, a
+// reply may send a file from the system's temporary directory; with
+// media.sendFromTemp off it is named instead.
+func TestQQReplySendsFromTheTempDirectory(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(dir, os.TempDir()) {
+		t.Skipf("test directories are not under %s", os.TempDir())
+	}
+	chart := filepath.Join(dir, "chart.png")
+	if err := os.WriteFile(chart, pngBytes(t), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, temp := range []bool{true, false} {
+		fake := llmtest.NewOpenAI(t)
+		fake.Script(llmtest.Reply{Text: []string{"MEDIA: " + chart}})
+		cfg := withOpenAI(fake.URL)
+		cfg.Media.SendFromTemp = temp
+		r := startQQMedia(t, cfg)
+		s := r.ask(t, 9, seg("text", map[string]any{"text": " 图"}))
+		var types []string
+		var text string
+		for _, m := range s.params.Message {
+			types = append(types, m.Type)
+			if m.Type == "text" {
+				text += m.Data["text"].(string)
+			}
+		}
+		switch {
+		case temp && !slices.Contains(types, "image"):
+			t.Errorf("sendFromTemp on: sent %v %q, want the picture", types, text)
+		case !temp && (slices.Contains(types, "image") || !strings.Contains(text, "未能发送 chart.png")):
+			t.Errorf("sendFromTemp off: sent %v %q, want it named", types, text)
+		}
 	}
 }
