@@ -42,6 +42,10 @@ type Options struct {
 	// SeesImages says which models are sent the images of a turn's user
 	// messages (store.Turn.Images); nil sends none.
 	SeesImages func(llm.Ref) bool
+	// Describe, when set, describes a picture in text for a model of the
+	// chain that cannot see it (a fallback of a primary that can): it is
+	// asked only when such a model is tried.
+	Describe func(ctx context.Context, img llm.Image) (string, error)
 	Logger     *slog.Logger
 }
 
@@ -221,6 +225,18 @@ func addUsage(a, b llm.Usage) llm.Usage {
 // that see them.
 func (r *Runner) call(ctx context.Context, models []llm.Ref, req llm.Request, seen []llm.Message, stream Stream) (Output, []llm.ToolCall, error) {
 	text := req.Messages
+	// A model that cannot see the pictures reads them described, when a
+	// describer is set: asked once, the first time such a model is tried.
+	var described []llm.Message
+	blind := func() []llm.Message {
+		if seen == nil || r.opts.Describe == nil {
+			return text
+		}
+		if described == nil {
+			described = r.describeImages(ctx, seen, text)
+		}
+		return described
+	}
 	var lastErr error = ErrNoModel
 	chain := r.cool.order(models, time.Now())
 	for i, ref := range chain {
@@ -230,10 +246,11 @@ func (r *Runner) call(ctx context.Context, models []llm.Ref, req llm.Request, se
 			continue
 		}
 		req.Model = ref.Model
-		req.Messages = text
 		withImages := seen != nil && r.opts.SeesImages(ref)
 		if withImages {
 			req.Messages = seen
+		} else {
+			req.Messages = blind()
 		}
 		for attempt := 0; ; attempt++ {
 			if stream != nil {
@@ -271,7 +288,7 @@ func (r *Runner) call(ctx context.Context, models []llm.Ref, req llm.Request, se
 				// The pictures may be what the provider refused (a size,
 				// a format): ask again with their notes only.
 				r.log.Warn("model refused the request with pictures; asking again without them", "model", ref.String(), "err", err)
-				withImages, req.Messages = false, text
+				withImages, req.Messages = false, blind()
 				continue
 			}
 			if le.Class == llm.Fatal && le.Reason != llm.ReasonAuth {

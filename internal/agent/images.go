@@ -1,9 +1,11 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/pincerbot/pincer/internal/llm"
 	"github.com/pincerbot/pincer/internal/media"
@@ -81,4 +83,22 @@ func readImage(path string) (llm.Image, error) {
 		return llm.Image{}, fmt.Errorf("over %d bytes", maxImageBytes)
 	}
 	return media.FitForModel(data)
+}
+
+// describeImages returns text (seen without its pictures) with each
+// picture of seen described after its message's text; a picture that
+// cannot be described is left to the note already in the text.
+func (r *Runner) describeImages(ctx context.Context, seen, text []llm.Message) []llm.Message {
+	out := slices.Clone(text)
+	for i, m := range seen {
+		for j, img := range m.Images {
+			d, err := r.opts.Describe(ctx, img)
+			if err != nil {
+				r.log.Warn("picture not described for a model that cannot see it", "err", err)
+				continue
+			}
+			out[i].Text += fmt.Sprintf("\n[图片%d描述: %s]", j+1, d)
+		}
+	}
+	return out
 }

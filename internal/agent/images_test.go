@@ -9,6 +9,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/pincerbot/pincer/internal/llm"
@@ -158,5 +159,37 @@ func TestLargePicturesAreFitted(t *testing.T) {
 	}
 	if cfg, _, err := image.DecodeConfig(bytes.NewReader(got[0].Data)); err != nil || cfg.Width != media.ModelImageSide {
 		t.Errorf("sent %dx%d, %v", cfg.Width, cfg.Height, err)
+	}
+}
+
+// TestBlindFallbackReadsDescriptions: when the model that sees pictures
+// fails and a fallback that cannot see them answers, the fallback reads
+// the pictures described; the describer is not asked while the first
+// model is tried.
+func TestBlindFallbackReadsDescriptions(t *testing.T) {
+	p, _ := writePNG(t, t.TempDir(), "a.png")
+	vision := &fakeProvider{id: "v", steps: []step{{err: &llm.Error{Class: llm.Fallback, Reason: llm.ReasonOverloaded}}}}
+	text := &fakeProvider{id: "t"}
+	var asked []int
+	r := NewRunner(Options{
+		Providers: map[string]llm.Provider{"v": vision, "t": text}, MaxTokens: 100, ContextTokens: 100000,
+		SeesImages: func(ref llm.Ref) bool { return ref.Provider == "v" },
+		Describe: func(_ context.Context, img llm.Image) (string, error) {
+			asked = append(asked, len(vision.reqs))
+			return "一个红点", nil
+		},
+	})
+	if _, err := r.Run(context.Background(), Input{Models: chain("v/see", "t/read"), Transcript: []store.Turn{{Role: store.RoleUser, Text: "看 [图片1: a.png]", Images: []string{p}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(asked) != 1 || asked[0] != 1 {
+		t.Errorf("describer asked %v times (after %v vision calls); want once, after the vision model failed", len(asked), asked)
+	}
+	got := text.reqs[0].Messages[0]
+	if got.Text != "看 [图片1: a.png]\n[图片1描述: 一个红点]" || len(got.Images) != 0 {
+		t.Errorf("the fallback read %q with %d images", got.Text, len(got.Images))
+	}
+	if len(vision.reqs[0].Messages[0].Images) != 1 || strings.Contains(vision.reqs[0].Messages[0].Text, "描述") {
+		t.Errorf("the vision model's request: %+v", vision.reqs[0].Messages[0])
 	}
 }

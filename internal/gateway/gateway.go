@@ -251,7 +251,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	}
 	runner := agent.NewRunner(agent.Options{
 		Providers: providers, MaxTokens: d.MaxTokens, ContextTokens: d.ContextTokens, Tools: tools,
-		FirstTokenTimeout: d.FirstTokenTimeout(), SeesImages: cfg.Models.SeesImages, Logger: log,
+		FirstTokenTimeout: d.FirstTokenTimeout(), SeesImages: cfg.Models.SeesImages, Describe: reader.describe(), Logger: log,
 	})
 	eng := engine.New(engine.Options{
 		Store: st, Runner: runner, Trace: tracer, Models: chain, Metrics: metrics, Logger: log, DedupTTL: cfg.Messages.Inbound.DedupTTL(),

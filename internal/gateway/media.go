@@ -131,6 +131,18 @@ type mediaReader struct {
 	source func(ch msg.ChannelID, account msg.AccountID) (channel.Downloader, bool)
 	// fileTool names the tool that downloads a channel's files on demand.
 	fileTool map[msg.ChannelID]string
+	// describer describes pictures for models that cannot see them; nil
+	// without agents.defaults.imageModel.
+	describer *media.Describer
+}
+
+// describe is agent.Options.Describe: the image model's description of a
+// picture, nil without an image model.
+func (r *mediaReader) describe() func(context.Context, llm.Image) (string, error) {
+	if r.describer == nil {
+		return nil
+	}
+	return func(ctx context.Context, img llm.Image) (string, error) { return r.describer.Describe(ctx, img, "") }
 }
 
 var _ engine.MediaReader = (*mediaReader)(nil)
@@ -168,7 +180,7 @@ func newMediaReader(k *mediaKit, models config.Models, imageModel config.ModelCh
 			Language: k.cfg.Transcription.Language,
 		})
 	}
-	return &mediaReader{u: media.NewUnderstander(o), budget: k.cfg.Budget(), root: abs, fileTool: map[msg.ChannelID]string{}}, nil
+	return &mediaReader{u: media.NewUnderstander(o), budget: k.cfg.Budget(), root: abs, fileTool: map[msg.ChannelID]string{}, describer: o.Describer}, nil
 }
 
 // Read implements engine.MediaReader.

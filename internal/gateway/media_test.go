@@ -432,3 +432,35 @@ func TestQQReplySendsFromTheTempDirectory(t *testing.T) {
 		}
 	}
 }
+
+// TestQQRefusedPictureIsDescribedInstead: a model that refuses the
+// request with the picture (400) is asked again with the image model's
+// description in its place, and the reply goes out.
+func TestQQRefusedPictureIsDescribedInstead(t *testing.T) {
+	data := pngBytes(t)
+	main, describer := llmtest.NewOpenAI(t), llmtest.NewOpenAI(t)
+	main.Script(llmtest.Reply{Status: 400, ErrorType: "invalid_request_error"}, llmtest.Reply{Text: []string{"是个红点"}})
+	describer.Script(llmtest.Reply{Text: []string{"一张只有红点的图"}})
+	cfg := withOpenAI(main.URL)
+	cfg.Models.Providers["eyes"] = config.Provider{BaseURL: describer.URL + "/v1", APIKey: "k"}
+	cfg.Agents.Defaults.ImageModel.Primary = "eyes/describer-model"
+	r := startQQMedia(t, cfg)
+	r.peer.SetFile("E5.png", data, "image/png")
+	s := r.ask(t, 10, seg("text", map[string]any{"text": " 这是什么"}), seg("image", map[string]any{"file": "E5.png"}))
+	var text string
+	for _, m := range s.params.Message {
+		if m.Type == "text" {
+			text += m.Data["text"].(string)
+		}
+	}
+	if !strings.Contains(text, "是个红点") {
+		t.Errorf("reply %q", text)
+	}
+	reqs := main.Requests()
+	if len(reqs) != 2 || !strings.Contains(mustString(reqs[0].Body["messages"]), "image_url") {
+		t.Fatalf("%d requests to the model; the first must carry the picture", len(reqs))
+	}
+	if user := mustString(lastUser(t, reqs[1].Body)); !strings.Contains(user, "[图片1描述: 一张只有红点的图]") || strings.Contains(mustString(reqs[1].Body), "image_url") {
+		t.Errorf("second request's user message %q", user)
+	}
+}
