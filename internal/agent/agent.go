@@ -46,7 +46,7 @@ type Options struct {
 	// chain that cannot see it (a fallback of a primary that can): it is
 	// asked only when such a model is tried.
 	Describe func(ctx context.Context, img llm.Image) (string, error)
-	Logger     *slog.Logger
+	Logger   *slog.Logger
 }
 
 // Runner runs agent turns. It is safe for concurrent use.
