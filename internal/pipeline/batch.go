@@ -220,18 +220,6 @@ func (p *Pipeline) runDigest(ctx context.Context, f aggregate.Flushed[held]) {
 		return
 	}
 	msgs = p.enrich(ctx, msgs)
-	if !slices.ContainsFunc(msgs, func(m msg.Message) bool { return !m.Recalled }) {
-		// Every message of the batch was taken back by its sender before
-		// the reply: there is nothing to answer.
-		keys := make([]trace.Key, len(msgs))
-		for i, m := range msgs {
-			keys[i] = trace.KeyOf(m)
-		}
-		p.opts.Trace.StepAll(keys, trace.StageDeliver, "no reply", "recalled by its sender before the reply")
-		p.log.Debug("recalled realtime batch skipped", "peer", msgs[0].Peer.String())
-		p.release(store.Consumed{Entries: refsOf(f.Entries)})
-		return
-	}
 	first := msgs[0]
 	dg := p.opts.Receive.Digest
 	body := SummaryBody(dg.Prompt, msgs, p.opts.Location, dg.MaxTranscriptChars)

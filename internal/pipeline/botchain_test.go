@@ -91,3 +91,33 @@ func TestRecalledBatchIsNotAnswered(t *testing.T) {
 		}
 	})
 }
+
+// TestRecalledMessagesStillDigest: a digest reports the chat, recalled
+// messages and all (they read as recalled); only a reply to nothing but
+// recalled messages is skipped.
+func TestRecalledMessagesStillDigest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := defaults()
+		r.Digest.Enabled, r.Digest.Interval, r.Digest.MinMessages = true, time.Minute, 2
+		g := newRig(t, r)
+		g.p.opts.Enrich = func(_ context.Context, msgs []msg.Message) []msg.Message {
+			for i := range msgs {
+				msgs[i].Text, msgs[i].Recalled = "(已撤回)", true
+			}
+			return msgs
+		}
+		g.send(t, gm("1", "1001", "甲", "说错了", 0))
+		g.send(t, gm("2", "1002", "乙", "我也是", time.Second))
+		time.Sleep(61 * time.Second)
+		synctest.Wait()
+		digests := 0
+		for _, tr := range g.eng.list() {
+			if tr.mc.NoCommands {
+				digests++
+			}
+		}
+		if digests != 1 {
+			t.Fatalf("%d digests, want 1", digests)
+		}
+	})
+}
