@@ -115,7 +115,7 @@ var (
 
 // mediaOf resolves one media reference of a reply.
 func (e *Engine) mediaOf(ctx context.Context, m msg.Message, ref string) (msg.Media, error) {
-	kind := reply.MediaKindOf(ref)
+	kind := msg.MediaKindOf(ref)
 	if u, err := url.Parse(ref); err == nil && u.Scheme != "" && len(u.Scheme) > 1 {
 		switch u.Scheme {
 		case "http", "https":

@@ -1,12 +1,6 @@
 package reply
 
-import (
-	"net/url"
-	"path"
-	"strings"
-
-	"github.com/pincerbot/pincer/internal/msg"
-)
+import "strings"
 
 // MediaDirective starts a reply line that sends a file instead of saying
 // it: "MEDIA: /path/to/chart.png" or "MEDIA: https://example.com/a.pdf".
@@ -45,29 +39,4 @@ func SplitMedia(text string) (rest string, refs []string) {
 		}
 	}
 	return strings.TrimSpace(strings.Join(kept, "\n")), refs
-}
-
-// File extensions by how chats show them: pictures, voice, video; the
-// rest are sent as files.
-var (
-	imageExts = map[string]bool{".jpg": true, ".jpeg": true, ".png": true, ".gif": true, ".webp": true, ".bmp": true, ".heic": true, ".heif": true}
-	audioExts = map[string]bool{".mp3": true, ".ogg": true, ".wav": true, ".m4a": true, ".aac": true, ".flac": true, ".amr": true, ".silk": true, ".opus": true}
-	videoExts = map[string]bool{".mp4": true, ".mov": true, ".webm": true, ".mkv": true, ".avi": true}
-)
-
-// MediaKindOf classifies a reference by its extension (a URL's path's).
-func MediaKindOf(ref string) msg.MediaKind {
-	p := ref
-	if u, err := url.Parse(ref); err == nil && (u.Scheme == "http" || u.Scheme == "https" || u.Scheme == "file") {
-		p = u.Path
-	}
-	switch ext := strings.ToLower(path.Ext(p)); {
-	case imageExts[ext]:
-		return msg.MediaImage
-	case audioExts[ext]:
-		return msg.MediaAudio
-	case videoExts[ext]:
-		return msg.MediaVideo
-	}
-	return msg.MediaFile
 }

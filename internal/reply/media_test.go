@@ -31,24 +31,6 @@ func TestSplitMedia(t *testing.T) {
 	}
 }
 
-func TestMediaKindOf(t *testing.T) {
-	for ref, want := range map[string]msg.MediaKind{
-		"/ws/a.PNG":                      msg.MediaImage,
-		"/ws/a.heic":                     msg.MediaImage,
-		"https://x.test/p/a.jpg?sig=abc": msg.MediaImage,
-		"file:///tmp/v.silk":             msg.MediaAudio,
-		"/ws/song.mp3":                   msg.MediaAudio,
-		"/ws/clip.mp4":                   msg.MediaVideo,
-		"/ws/report.pdf":                 msg.MediaFile,
-		"/ws/noext":                      msg.MediaFile,
-		"https://x.test/a.png/view":      msg.MediaFile,
-	} {
-		if got := MediaKindOf(ref); got != want {
-			t.Errorf("MediaKindOf(%q) = %s, want %s", ref, got, want)
-		}
-	}
-}
-
 func FuzzSplitMedia(f *testing.F) {
 	f.Add("a\nMEDIA: /x.png\n```\nMEDIA: y\n```")
 	f.Add("MEDIA:``")
@@ -61,7 +43,7 @@ func FuzzSplitMedia(f *testing.F) {
 			if r == "" {
 				t.Fatalf("empty ref from %q", s)
 			}
-			_ = MediaKindOf(r)
+			_ = msg.MediaKindOf(r)
 		}
 	})
 }

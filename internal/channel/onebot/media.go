@@ -42,45 +42,24 @@ type mediaOptions struct {
 	Log *slog.Logger
 }
 
-// Extensions sent as image and record segments (per the reference
-// behaviour); everything else without a media kind is uploaded as a file.
-var (
-	imageExts = map[string]bool{".jpg": true, ".jpeg": true, ".png": true, ".gif": true, ".webp": true, ".bmp": true, ".heic": true, ".heif": true}
-	audioExts = map[string]bool{".mp3": true, ".ogg": true, ".wav": true, ".m4a": true, ".aac": true, ".flac": true, ".amr": true, ".silk": true, ".opus": true}
-)
-
 // mediaSegmentType is the segment type m goes as ("image" or "record"),
 // or "" when it is uploaded as a file, as a video is: its kind decides,
 // and a file (or a kindless item) whose location or name has an image or
-// audio extension goes as an image or a voice message.
+// audio extension (msg.MediaKindOf) goes as an image or a voice message.
 func mediaSegmentType(m msg.Media) string {
-	switch m.Kind {
-	case msg.MediaImage:
-		return "image"
-	case msg.MediaAudio:
-		return "record"
-	case msg.MediaVideo:
-		return ""
+	kinds := []msg.MediaKind{m.Kind}
+	if m.Kind == "" || m.Kind == msg.MediaFile {
+		kinds = []msg.MediaKind{msg.MediaKindOf(m.URL), msg.MediaKindOf(m.Name)}
 	}
-	for _, ext := range []string{locationExt(m.URL), strings.ToLower(path.Ext(m.Name))} {
-		switch {
-		case imageExts[ext]:
+	for _, k := range kinds {
+		switch k {
+		case msg.MediaImage:
 			return "image"
-		case audioExts[ext]:
+		case msg.MediaAudio:
 			return "record"
 		}
 	}
 	return ""
-}
-
-// locationExt is the lower-cased extension of a media location: of a
-// URL's path (without its query), else of the path itself.
-func locationExt(loc string) string {
-	p := loc
-	if u, err := url.Parse(loc); err == nil && len(u.Scheme) > 1 {
-		p = u.Path
-	}
-	return strings.ToLower(path.Ext(filepath.ToSlash(p)))
 }
 
 // mediaLocation is where an outbound media item is: a remote http(s) URL
