@@ -110,3 +110,10 @@ func (ts *Tools) call(ctx context.Context, c llm.ToolCall, elevated bool) (resul
 	}
 	return out, false
 }
+
+// Failed is the result of a tool that could not do its job: a tool never
+// fails the turn; the model reads {"status":"failed","error":…}.
+func Failed(err error) (string, error) {
+	b, _ := json.Marshal(map[string]string{"status": "failed", "error": err.Error()})
+	return string(b), nil
+}

@@ -1,11 +1,11 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"mime"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +15,7 @@ import (
 	"github.com/pincerbot/pincer/internal/agent"
 	"github.com/pincerbot/pincer/internal/channel"
 	"github.com/pincerbot/pincer/internal/llm"
+	"github.com/pincerbot/pincer/internal/media"
 	"github.com/pincerbot/pincer/internal/msg"
 )
 
@@ -51,7 +52,7 @@ func downloadTool(find attachmentSource, chatDir func(msg.Message) string, limit
 				AccountID string `json:"accountId"`
 			}
 			if err := json.Unmarshal(raw, &in); err != nil {
-				return toolFailed(fmt.Errorf("arguments: %w", err))
+				return agent.Failed(fmt.Errorf("arguments: %w", err))
 			}
 			ch, acct := msg.ChannelID(strings.TrimSpace(in.Channel)), msg.AccountID(strings.TrimSpace(in.AccountID))
 			chat, inChat := agent.ChatOf(ctx)
@@ -68,14 +69,14 @@ func downloadTool(find attachmentSource, chatDir func(msg.Message) string, limit
 				acct = msg.DefaultAccount
 			}
 			if inChat && (ch != chat.Channel || acct != chat.Account) {
-				return toolFailed(fmt.Errorf("only this chat's attachments can be downloaded here (%s, account %s)", chat.Channel, chat.Account))
+				return agent.Failed(fmt.Errorf("only this chat's attachments can be downloaded here (%s, account %s)", chat.Channel, chat.Account))
 			}
 			f, d, ok := find(ch, acct)
 			if ok && f == nil {
-				return toolFailed(fmt.Errorf("%s attachments are downloaded with that channel's own tool", ch))
+				return agent.Failed(fmt.Errorf("%s attachments are downloaded with that channel's own tool", ch))
 			}
 			if !ok {
-				return toolFailed(fmt.Errorf("no %s account %q that can download attachments", ch, acct))
+				return agent.Failed(fmt.Errorf("no %s account %q that can download attachments", ch, acct))
 			}
 			var peer *msg.Peer
 			if inChat {
@@ -83,7 +84,7 @@ func downloadTool(find attachmentSource, chatDir func(msg.Message) string, limit
 			}
 			path, size, err := saveAttachment(ctx, f, d, chatDir, peer, msg.MessageID(strings.TrimSpace(in.MessageID)), max(in.Index, 1), limit)
 			if err != nil {
-				return toolFailed(err)
+				return agent.Failed(err)
 			}
 			b, _ := json.Marshal(map[string]any{"status": "ok", "path": path, "bytes": size})
 			return string(b), nil
@@ -121,7 +122,7 @@ func saveAttachment(ctx context.Context, f channel.Fetcher, d channel.Downloader
 	if err != nil {
 		return "", 0, fmt.Errorf("download: %w", err)
 	}
-	name := fileName(firstNonEmpty(b.Name, a.Segment.Name), string(id), index, b.MIME)
+	name := fileName(cmp.Or(b.Name, a.Segment.Name), string(id), index, cmp.Or(b.MIME, media.Sniff(b.Data)))
 	dir := filepath.Join(chatDir(m), "downloads")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", 0, fmt.Errorf("save: %w", err)
@@ -134,16 +135,12 @@ func saveAttachment(ctx context.Context, f channel.Fetcher, d channel.Downloader
 }
 
 // fileName is a safe file name for a download: the platform's name, else
-// the message id and index with an extension for its type.
+// the message id and index with the extension of its type (media.Ext).
 func fileName(name, id string, index int, typ string) string {
 	if name = safeName(filepath.Base(name)); name != "" && name != "." {
 		return name
 	}
-	ext := ""
-	if exts, _ := mime.ExtensionsByType(typ); len(exts) > 0 {
-		ext = exts[0]
-	}
-	return safeName(fmt.Sprintf("%s-%d", id, index)) + ext
+	return safeName(fmt.Sprintf("%s-%d", id, index)) + media.Ext(typ)
 }
 
 // safeName keeps the characters of a name that are safe in a file name:
@@ -163,18 +160,4 @@ func safeName(s string) string {
 		}
 	}
 	return strings.TrimLeft(b.String(), ".")
-}
-
-func toolFailed(err error) (string, error) {
-	b, _ := json.Marshal(map[string]string{"status": "failed", "error": err.Error()})
-	return string(b), nil
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, x := range s {
-		if x != "" {
-			return x
-		}
-	}
-	return ""
 }

@@ -49,7 +49,7 @@ func DownloadTool(lookup Lookup) agent.Tool {
 				AccountID string `json:"accountId"`
 			}
 			if err := json.Unmarshal(raw, &in); err != nil {
-				return failed(fmt.Errorf("arguments: %w", err))
+				return agent.Failed(fmt.Errorf("arguments: %w", err))
 			}
 			id := msg.AccountID(strings.TrimSpace(in.AccountID))
 			if id == "" {
@@ -57,21 +57,16 @@ func DownloadTool(lookup Lookup) agent.Tool {
 			}
 			a, ok := lookup(id)
 			if !ok {
-				return failed(fmt.Errorf("no Feishu account %q", id))
+				return agent.Failed(fmt.Errorf("no Feishu account %q", id))
 			}
 			path, size, err := a.download(ctx, strings.TrimSpace(in.MessageID), strings.TrimSpace(in.FileKey))
 			if err != nil {
-				return failed(err)
+				return agent.Failed(err)
 			}
 			b, _ := json.Marshal(map[string]any{"status": "ok", "path": path, "bytes": size})
 			return string(b), nil
 		},
 	}
-}
-
-func failed(err error) (string, error) {
-	b, _ := json.Marshal(map[string]string{"status": "failed", "error": err.Error()})
-	return string(b), nil
 }
 
 // download saves the attachment of message id (key picks one) and returns

@@ -33,13 +33,6 @@ const (
 // Lookup finds an account with tools enabled by id.
 type Lookup func(id msg.AccountID) (*Account, bool)
 
-// failed is the result of a tool that could not do its job: tools never
-// fail the turn, the model reads what went wrong.
-func failed(err error) (string, error) {
-	b, _ := json.Marshal(map[string]string{"status": "failed", "error": err.Error()})
-	return string(b), nil
-}
-
 // args are a tool's arguments by name, each kept raw: the model may send
 // numbers as strings and the other way round.
 type args map[string]json.RawMessage
@@ -57,15 +50,15 @@ func tool(lookup Lookup, name, description string, props map[string]any, require
 		Call: func(ctx context.Context, raw json.RawMessage) (string, error) {
 			var in args
 			if err := json.Unmarshal(raw, &in); err != nil {
-				return failed(fmt.Errorf("arguments: %w", err))
+				return agent.Failed(fmt.Errorf("arguments: %w", err))
 			}
 			a, err := account(lookup, in["accountId"])
 			if err != nil {
-				return failed(err)
+				return agent.Failed(err)
 			}
 			out, err := run(ctx, a, in)
 			if err != nil {
-				return failed(err)
+				return agent.Failed(err)
 			}
 			return out, nil
 		},
