@@ -31,7 +31,7 @@ func TestMediaValidate(t *testing.T) {
 	}
 	var fe *FieldError
 	var paths []string
-	for _, e := range unwrapAll(err) {
+	for _, e := range Problems(err) {
 		if errors.As(e, &fe) {
 			paths = append(paths, fe.Path)
 		}
@@ -85,14 +85,3 @@ func TestSeesImagesConfigOverridesTheName(t *testing.T) {
 	}
 }
 
-// unwrapAll flattens joined errors.
-func unwrapAll(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []error
-		for _, e := range j.Unwrap() {
-			out = append(out, unwrapAll(e)...)
-		}
-		return out
-	}
-	return []error{err}
-}
