@@ -84,4 +84,3 @@ func TestSeesImagesConfigOverridesTheName(t *testing.T) {
 		t.Errorf("bad model spec: %v", err)
 	}
 }
-
