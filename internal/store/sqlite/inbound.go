@@ -365,12 +365,15 @@ func (d *DB) PruneDedup(ctx context.Context) (int64, error) {
 // so a walk back from its last entry never meets a gap before what it
 // needs.
 //
-// One statement deletes at most pruneBatch entries, the oldest first (seq
-// is the table's key, so the scan stops early), and each is a writer job of
-// its own: a large first prune does not hold up the messages arriving.
+// One statement deletes at most pruneBatch entries, the oldest first, and
+// each is a writer job of its own: a large first prune does not hold up
+// the messages arriving. Entries are numbered as they are logged, so the
+// old ones are those before the first entry logged since before: found by
+// a scan in key order that stops there (at once when nothing is old),
+// where a filter on the time alone would read the whole table.
 const qPruneInbound = `
 	DELETE FROM messages WHERE seq IN (
-		SELECT m.seq FROM messages m WHERE m.logged_at < ?1 AND m.seq <= (
+		SELECT m.seq FROM messages m WHERE m.seq < coalesce((SELECT n.seq FROM messages n WHERE n.logged_at >= ?1 ORDER BY n.seq LIMIT 1), 9223372036854775807) AND m.seq <= (
 			SELECT min(
 				CASE WHEN c.views & 1 != 0 THEN coalesce((SELECT upto FROM view_marks v WHERE v.chat = c.chat AND v.view = 1), 0) ELSE 9223372036854775807 END,
 				CASE WHEN c.views & 2 != 0 THEN coalesce((SELECT upto FROM view_marks v WHERE v.chat = c.chat AND v.view = 2), 0) ELSE 9223372036854775807 END)
