@@ -2,9 +2,7 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -288,32 +286,30 @@ func attachments(qqs *qq, larks *lark) attachmentSource {
 }
 
 // pruneStaged deletes the pictures and voice notes staged under root (in
-// each chat's media/inbound) before before, and reports how many. Only
-// the turns a run answers show their pictures, so an old file is not
-// needed; one that comes again is staged again.
+// each chat's media/inbound, root/<channel>/<account>/<chat>) before
+// before, and reports how many. Only those folders are read, not the whole
+// workspace. Only the turns a run answers show their pictures, so an old
+// file is not needed; one that comes again is staged again.
 func pruneStaged(root string, before time.Time) (int, error) {
-	n := 0
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
-		if d.IsDir() || filepath.Base(filepath.Dir(path)) != "inbound" || filepath.Base(filepath.Dir(filepath.Dir(path))) != "media" {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil || !info.ModTime().Before(before) {
-			return nil
-		}
-		if err := os.Remove(path); err == nil {
-			n++
-		}
-		return nil
-	})
+	dirs, err := filepath.Glob(filepath.Join(root, "*", "*", "*", "media", "inbound"))
 	if err != nil {
-		return n, fmt.Errorf("prune staged media: %w", err)
+		return 0, fmt.Errorf("prune staged media: %w", err)
+	}
+	n := 0
+	for _, dir := range dirs {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			continue // gone meanwhile
+		}
+		for _, e := range entries {
+			info, err := e.Info()
+			if err != nil || !info.Mode().IsRegular() || !info.ModTime().Before(before) {
+				continue
+			}
+			if os.Remove(filepath.Join(dir, e.Name())) == nil {
+				n++
+			}
+		}
 	}
 	return n, nil
 }
