@@ -166,6 +166,8 @@ func (q *qq) pipelines(ctx context.Context, eng *engine.Engine, st store.Store, 
 // qqBot tells the pipeline who the bot is on a QQ account.
 type qqBot struct{ a *onebot.Account }
 
+var _ pipeline.Asker = qqBot{}
+
 func (b qqBot) Self() msg.UserID {
 	if s := b.a.Self(); s != 0 {
 		return msg.UserID(s.String())
@@ -173,7 +175,14 @@ func (b qqBot) Self() msg.UserID {
 	return ""
 }
 
-func (b qqBot) SentByBot(ctx context.Context, id msg.MessageID) bool { return b.a.SentByBot(ctx, id) }
+func (b qqBot) SentByBot(ctx context.Context, peer msg.Peer, id msg.MessageID) (bool, bool) {
+	return b.a.SentByBot(ctx, peer, id)
+}
+
+// AskSentByBot implements pipeline.Asker: get_msg, off the chat's lane.
+func (b qqBot) AskSentByBot(ctx context.Context, id msg.MessageID, then func(bool, error)) {
+	b.a.AskSentByBot(ctx, id, then)
+}
 
 // accountRouter hands each message to its account's pipeline.
 type accountRouter map[msg.AccountID]channel.Taker

@@ -96,5 +96,7 @@ func webchatPipeline(ctx context.Context, c config.Webchat, wc *webchat.Channel,
 // noBot: the web chat has no bot user to mention or reply to.
 type noBot struct{}
 
-func (noBot) Self() msg.UserID                              { return "" }
-func (noBot) SentByBot(context.Context, msg.MessageID) bool { return false }
+func (noBot) Self() msg.UserID { return "" }
+func (noBot) SentByBot(context.Context, msg.Peer, msg.MessageID) (bool, bool) {
+	return false, true
+}

@@ -34,8 +34,22 @@ type qqRig struct {
 // answers "ok" until scripted otherwise.
 func newQQRig(t *testing.T, edit func(*config.Config)) *qqRig {
 	t.Helper()
+	return newQQRigAnswering(t, nil, edit)
+}
+
+// qqAnswer answers an action the rig's implementation is asked, when ok.
+type qqAnswer func(action string, params json.RawMessage) (data any, retcode int, message string, ok bool)
+
+// newQQRigAnswering is newQQRig whose implementation asks answer first.
+func newQQRigAnswering(t *testing.T, answer qqAnswer, edit func(*config.Config)) *qqRig {
+	t.Helper()
 	r := &qqRig{model: llmtest.NewOpenAI(t)}
-	r.peer = onebottest.New(t, func(action string, _ json.RawMessage) (any, int, string) {
+	r.peer = onebottest.New(t, func(action string, params json.RawMessage) (any, int, string) {
+		if answer != nil {
+			if data, code, text, ok := answer(action, params); ok {
+				return data, code, text
+			}
+		}
 		switch action {
 		case "get_login_info":
 			return map[string]any{"user_id": botQQ, "nickname": "bot"}, 0, ""

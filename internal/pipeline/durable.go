@@ -63,6 +63,20 @@ func (p *Pipeline) logBuffered(ctx context.Context, m msg.Message, views store.V
 	return seq, ref
 }
 
+// bufferRealtime stores the realtime entry of m, logged already, before
+// its window holds it; it returns the entry's id, 0 when not stored.
+func (p *Pipeline) bufferRealtime(ctx context.Context, m msg.Message, rtKey string, d trigger.Decision) int64 {
+	if p.opts.Store == nil {
+		return 0
+	}
+	ids, err := p.opts.Store.Buffer(context.WithoutCancel(ctx), []store.Buffered{{Scope: p.scope(), Kind: kindRealtime, Key: rtKey, Message: m, Trigger: d.Reason}})
+	if err != nil || len(ids) != 1 {
+		p.log.Error("realtime entry not stored; a restart would not answer it", "msg_id", string(m.ID), "err", err)
+		return 0
+	}
+	return ids[0]
+}
+
 // unbuffer forgets stored realtime entries no window holds any more.
 func (p *Pipeline) unbuffer(refs ...int64) {
 	p.release(store.Consumed{Entries: refs})

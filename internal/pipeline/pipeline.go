@@ -28,9 +28,19 @@ import (
 type Bot interface {
 	// Self is the bot's user id, empty while unknown.
 	Self() msg.UserID
-	// SentByBot reports whether id is one of the bot's messages. It may
-	// ask the platform, within ctx.
-	SentByBot(ctx context.Context, id msg.MessageID) bool
+	// SentByBot reports whether id, quoted in peer's chat, is one of the
+	// bot's messages, as far as that is known without asking the
+	// platform: known is false when only the platform can tell. It never
+	// waits for the platform (it runs on the chat's lane).
+	SentByBot(ctx context.Context, peer msg.Peer, id msg.MessageID) (mine, known bool)
+}
+
+// Asker is a Bot that can ask the platform what SentByBot does not know.
+// AskSentByBot returns at once and calls then with the answer once, later,
+// from another goroutine; then must not block. err, when not nil, says
+// why there is no answer (mine is false then).
+type Asker interface {
+	AskSentByBot(ctx context.Context, id msg.MessageID, then func(mine bool, err error))
 }
 
 // Turn is one agent turn the pipeline asks for.
@@ -146,10 +156,16 @@ type Pipeline struct {
 
 	digestScope, summaryScope scope
 
-	turns  sync.WaitGroup
-	acks   sync.WaitGroup
+	turns sync.WaitGroup
+	acks  sync.WaitGroup
+	// asks are the questions to the platform in flight (whose message a
+	// reply quotes); Close waits for them before it answers the windows.
+	asks   sync.WaitGroup
 	mu     sync.Mutex
 	closed bool
+	// flushed: Close answered the open windows; a late trigger no longer
+	// opens one.
+	flushed bool
 }
 
 var _ channel.Sink = (*Pipeline)(nil)
@@ -234,7 +250,7 @@ func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier, d
 		done(channel.ErrClosed)
 		return
 	}
-	bot := trigger.Bot{Self: p.opts.Bot.Self(), SentByBot: func(id msg.MessageID) bool { return p.opts.Bot.SentByBot(ctx, id) }}
+	bot := trigger.Bot{Self: p.opts.Bot.Self(), SentByBot: func(id msg.MessageID) (bool, bool) { return p.opts.Bot.SentByBot(ctx, m.Peer, id) }}
 	// What the user typed, without the leading mention of the bot: the
 	// text /summary and commands are matched against.
 	typed := trigger.StripLeadingMention(m, bot.Self)
@@ -263,6 +279,10 @@ func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier, d
 		realtime: p.realtime.Takes(rtKey, d.Triggered),
 		digest:   dg.Enabled && p.digestScope.covers(m.Peer),
 	}
+	// A reply whose author only the platform knows is taken in now as
+	// chatter and asked about off the lane; an open window of its sender
+	// takes it anyway.
+	ask := d.Pending && !want.realtime
 	// A command that acts (triggered, or in its sender's open window) is
 	// said to the bot, not to the chat: it is no context for later replies.
 	command := want.realtime && p.isCommand(typed)
@@ -315,6 +335,9 @@ func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier, d
 	})
 	if tr != nil {
 		tr.Step(key, trace.StageBuffer, "", buffersTaken(want.history, want.realtime, want.digest, command, waiting))
+	}
+	if ask {
+		p.askOwner(ctx, m, r, typed)
 	}
 	// Like a message sent to a person, a message in a window is done when
 	// its batch is answered; any other once it is buffered.
@@ -484,6 +507,17 @@ func (p *Pipeline) spawn(f func(ctx context.Context)) {
 func (p *Pipeline) Close(ctx context.Context) error {
 	p.mu.Lock()
 	p.closed = true
+	p.mu.Unlock()
+	// A reply that waits to learn whether it quotes the bot is a burst
+	// about to open: it is answered with the others.
+	asked := make(chan struct{})
+	go func() { p.asks.Wait(); close(asked) }()
+	select {
+	case <-asked:
+	case <-ctx.Done():
+	}
+	p.mu.Lock()
+	p.flushed = true
 	p.mu.Unlock()
 	p.realtime.FlushAll(msg.FlushShutdown)
 	p.digest.Stop()

@@ -21,8 +21,10 @@ const selfID = msg.UserID("123456789")
 
 type fakeBot struct{}
 
-func (fakeBot) Self() msg.UserID                                   { return selfID }
-func (fakeBot) SentByBot(_ context.Context, id msg.MessageID) bool { return id == "bot-1" }
+func (fakeBot) Self() msg.UserID { return selfID }
+func (fakeBot) SentByBot(_ context.Context, _ msg.Peer, id msg.MessageID) (bool, bool) {
+	return id == "bot-1", true
+}
 
 // turn is one call of the fake engine.
 type turn struct {

@@ -46,6 +46,11 @@ type Decision struct {
 	// not trigger, every rule that did not match and why: what an
 	// operator asking "why did it (not) reply?" reads.
 	Why string
+	// Pending marks a message that did not trigger but would as a reply
+	// to one of the bot's messages, which only the platform can tell
+	// (Bot.SentByBot did not know): the caller asks it, off the chat's
+	// order, and takes the message as a trigger when it is.
+	Pending bool
 }
 
 // Bot is what the evaluator needs to know of the bot in a chat account.
@@ -53,8 +58,10 @@ type Bot struct {
 	// Self is the bot's user id, empty while unknown: then no mention
 	// can trigger.
 	Self msg.UserID
-	// SentByBot reports whether a message id is one of the bot's own.
-	SentByBot func(msg.MessageID) bool
+	// SentByBot reports whether a message id is one of the bot's own, as
+	// far as that is known without asking the platform: known is false
+	// when only the platform can tell. It must not wait for the platform.
+	SentByBot func(msg.MessageID) (mine, known bool)
 }
 
 // Evaluator applies Rules.
@@ -108,7 +115,10 @@ func New(r Rules) (*Evaluator, []string) {
 	return e, warnings
 }
 
-// Evaluate decides for m; the first matching rule wins.
+// Evaluate decides for m; the first matching rule wins. A reply whose
+// quoted author only the platform knows does not hold the decision up:
+// the later rules decide it, and when none triggers the decision is
+// Pending (the keyword rule then wins over an unsettled reply to the bot).
 func (e *Evaluator) Evaluate(m msg.Message, bot Bot) Decision {
 	r := e.rules
 	if !r.Enabled {
@@ -121,8 +131,15 @@ func (e *Evaluator) Evaluate(m msg.Message, bot Bot) Decision {
 	if group && bot.Self != "" && m.Mentioned(bot.Self) {
 		return Decision{Triggered: true, Reason: msg.TriggerMention, Why: "an @ of the bot"}
 	}
-	if group && r.TriggerOnReplyToSelf && m.ReplyTo != "" && repliesToBot(m, bot) {
-		return Decision{Triggered: true, Reason: msg.TriggerReplyToSelf, Why: "a reply to the bot's message " + string(m.ReplyTo)}
+	// Whose message a reply quotes may be known only to the platform; the
+	// later rules may settle the message without it.
+	pending := false
+	if group && r.TriggerOnReplyToSelf && m.ReplyTo != "" {
+		mine, known := repliesToBot(m, bot)
+		if mine {
+			return Decision{Triggered: true, Reason: msg.TriggerReplyToSelf, Why: "a reply to the bot's message " + string(m.ReplyTo)}
+		}
+		pending = !known
 	}
 	if k, ok := e.keyword(m.Text); ok {
 		return Decision{Triggered: true, Reason: msg.TriggerKeyword, Keyword: k, Why: fmt.Sprintf("the keyword %q (%s match)", k, e.match())}
@@ -130,7 +147,7 @@ func (e *Evaluator) Evaluate(m msg.Message, bot Bot) Decision {
 	if group && !r.RequireMentionInGroup && len(r.Keywords) == 0 {
 		return Decision{Triggered: true, Why: "every group message triggers: receive.mention.requireMentionInGroup is off and no keywords are set"}
 	}
-	return Decision{Why: e.whyNot(m, bot)}
+	return Decision{Why: e.whyNot(m, bot, pending), Pending: pending}
 }
 
 // Why a group message did not mention the bot, and what it replied to:
@@ -147,13 +164,14 @@ const (
 	replyNone = iota
 	replyOff
 	replyOther
+	replyAsked
 	replyKinds
 )
 
 // whyNot lists the rules a message that did not trigger failed. The few
 // combinations are worded once, by New: most messages of a busy group
 // trigger nothing, and each is traced.
-func (e *Evaluator) whyNot(m msg.Message, bot Bot) string {
+func (e *Evaluator) whyNot(m msg.Message, bot Bot, pending bool) string {
 	if m.Peer.Kind != msg.Group {
 		return e.whyNotDirect
 	}
@@ -171,6 +189,8 @@ func (e *Evaluator) whyNot(m msg.Message, bot Bot) string {
 	case m.ReplyTo == "":
 	case !e.rules.TriggerOnReplyToSelf:
 		reply = replyOff
+	case pending:
+		reply = replyAsked
 	default:
 		reply = replyOther
 	}
@@ -195,6 +215,8 @@ func (e *Evaluator) wordWhyNot(group bool, mention, reply int) string {
 			why = append(why, "it replies to a message, but receive.mention.triggerOnReplyToSelf is off")
 		case replyOther:
 			why = append(why, "it replies to a message that is not the bot's")
+		case replyAsked:
+			why = append(why, "it replies to a message pincer does not know: whose it is was asked of the platform, and a reply to the bot's message is answered once it says so")
 		}
 	}
 	if len(e.keywords) == 0 {
@@ -282,10 +304,13 @@ func StripLeadingMention(m msg.Message, self msg.UserID) string {
 
 // repliesToBot reports whether m quotes one of the bot's messages: when the
 // platform named the quoted message's author that settles it, else the
-// bot is asked (which may take a look-up).
-func repliesToBot(m msg.Message, bot Bot) bool {
+// bot says what it knows; known is false when only the platform can tell.
+func repliesToBot(m msg.Message, bot Bot) (mine, known bool) {
 	if m.ReplyToSender != "" {
-		return bot.Self != "" && m.ReplyToSender == bot.Self
+		return bot.Self != "" && m.ReplyToSender == bot.Self, true
 	}
-	return bot.SentByBot != nil && bot.SentByBot(m.ReplyTo)
+	if bot.SentByBot == nil {
+		return false, true
+	}
+	return bot.SentByBot(m.ReplyTo)
 }

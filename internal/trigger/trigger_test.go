@@ -21,7 +21,7 @@ func direct(text string) msg.Message {
 	return msg.Message{Peer: msg.Peer{Kind: msg.Direct, ID: "10001"}, Text: text}
 }
 
-var bot = Bot{Self: self, SentByBot: func(id msg.MessageID) bool { return id == "bot-1" }}
+var bot = Bot{Self: self, SentByBot: func(id msg.MessageID) (bool, bool) { return id == "bot-1", true }}
 
 // TestSpecTimeline is the mention timeline of the receive-modes spec: group
 // 20000002, selfId 123456789, keywords ["天气"], everything else default.
@@ -164,7 +164,7 @@ func TestStripLeadingMention(t *testing.T) {
 func TestQuotedAuthorSettlesReplyToSelf(t *testing.T) {
 	e, _ := New(Rules{Enabled: true, RequireMentionInGroup: true, TriggerOnReplyToSelf: true})
 	asked := 0
-	b := Bot{Self: self, SentByBot: func(msg.MessageID) bool { asked++; return true }}
+	b := Bot{Self: self, SentByBot: func(msg.MessageID) (bool, bool) { asked++; return true, true }}
 	m := msg.Message{Peer: msg.Peer{Kind: msg.Group, ID: "g"}, ReplyTo: "9", ReplyToSender: "someone-else", Text: "同意"}
 	if d := e.Evaluate(m, b); d.Triggered || asked != 0 {
 		t.Errorf("a reply to someone else: %+v, asked %d times", d, asked)
@@ -179,6 +179,45 @@ func TestQuotedAuthorSettlesReplyToSelf(t *testing.T) {
 	}
 }
 
+// TestReplyOfUnknownAuthorIsPending: a reply whose author only the
+// platform can tell does not trigger yet and says so (Pending), unless a
+// later rule settles it; the reply rule never waits for the platform.
+func TestReplyOfUnknownAuthorIsPending(t *testing.T) {
+	unknown := Bot{Self: self, SentByBot: func(msg.MessageID) (bool, bool) { return false, false }}
+	m := group("谢谢")
+	m.ReplyTo = "-2093321870"
+	r := defaults()
+	r.Keywords = []string{"天气"}
+	e, _ := New(r)
+	d := e.Evaluate(m, unknown)
+	if d.Triggered || !d.Pending || !strings.Contains(d.Why, "asked of the platform") {
+		t.Errorf("unknown author: %+v", d)
+	}
+	m.Text = "天气如何"
+	if d := e.Evaluate(m, unknown); !d.Triggered || d.Reason != msg.TriggerKeyword || d.Pending {
+		t.Errorf("a keyword settles it without the platform: %+v", d)
+	}
+	m.Text = "谢谢"
+	m.Mentions = []msg.UserID{self}
+	if d := e.Evaluate(m, unknown); !d.Triggered || d.Reason != msg.TriggerMention || d.Pending {
+		t.Errorf("an @ settles it: %+v", d)
+	}
+	m.Mentions = nil
+	r.TriggerOnReplyToSelf = false
+	off, _ := New(r)
+	if d := off.Evaluate(m, unknown); d.Triggered || d.Pending {
+		t.Errorf("triggerOnReplyToSelf off asks nothing: %+v", d)
+	}
+	if d := e.Evaluate(direct("谢谢"), unknown); !d.Triggered || d.Pending {
+		t.Errorf("a direct message: %+v", d)
+	}
+	r.RequireMentionInGroup, r.Keywords = false, nil
+	all, _ := New(r)
+	if d := all.Evaluate(m, unknown); !d.Triggered || d.Pending {
+		t.Errorf("every group message triggers: %+v", d)
+	}
+}
+
 // sameVerdict compares decisions without their explanation, which
 // TestWhyNamesTheRules checks.
 func sameVerdict(a, b Decision) bool {
@@ -190,7 +229,7 @@ func sameVerdict(a, b Decision) bool {
 // trigger names each rule that did not match, including the @ QQ puts
 // after a quote, which is read as the reply's automatic mention.
 func TestWhyNamesTheRules(t *testing.T) {
-	bot := Bot{Self: "10000", SentByBot: func(id msg.MessageID) bool { return id == "bot-1" }}
+	bot := Bot{Self: "10000", SentByBot: func(id msg.MessageID) (bool, bool) { return id == "bot-1", true }}
 	rules := Rules{Enabled: true, RequireMentionInGroup: true, Keywords: []string{"天气"}, TriggerOnReplyToSelf: false}
 	e, _ := New(rules)
 	g := func(text string) msg.Message {
@@ -228,7 +267,7 @@ func TestWhyNamesTheRules(t *testing.T) {
 func TestChatterIsExplainedWithoutAllocating(t *testing.T) {
 	e, _ := New(Rules{Enabled: true, RequireMentionInGroup: true, TriggerOnReplyToSelf: true, Keywords: []string{"天气"}})
 	m := msg.Message{Peer: msg.Peer{Kind: msg.Group, ID: "1"}, Text: "随便聊聊", ReplyTo: "5"}
-	bot := Bot{Self: "10000", SentByBot: func(msg.MessageID) bool { return false }}
+	bot := Bot{Self: "10000", SentByBot: func(msg.MessageID) (bool, bool) { return false, true }}
 	var d Decision
 	if n := testing.AllocsPerRun(100, func() { d = e.Evaluate(m, bot) }); n != 0 {
 		t.Errorf("%v allocations per message", n)

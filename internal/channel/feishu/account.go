@@ -398,13 +398,14 @@ func (a *Account) answeredIn(ctx context.Context, thread string) bool {
 	return err == nil && ok
 }
 
-// SentByBot reports whether id is one of the bot's messages.
-func (a *Account) SentByBot(ctx context.Context, id msg.MessageID) bool {
+// SentByBot reports whether id is one of the bot's messages: the ones it
+// sent are recorded in the store, so the answer is always known.
+func (a *Account) SentByBot(ctx context.Context, _ msg.Peer, id msg.MessageID) (mine, known bool) {
 	if a.opts.Sent == nil || id == "" {
-		return false
+		return false, true
 	}
 	ok, err := a.opts.Sent.WasSent(ctx, ChannelID, a.opts.ID, id)
-	return err == nil && ok
+	return err == nil && ok, true
 }
 
 // maxSeenKeys bounds the keys remembered in memory (three a message):

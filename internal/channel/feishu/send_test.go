@@ -350,7 +350,8 @@ func TestSendRecordsSent(t *testing.T) {
 	r := newRig(t, func(o *Options) { o.Sent = st })
 	ids, err := send(t, r.a, msg.Outbound{ID: "s#0", Peer: group, Text: "记下"})
 	must(t, err)
-	if len(ids) != 1 || !r.a.SentByBot(context.Background(), ids[0]) || r.a.SentByBot(context.Background(), "om_other") {
+	mine := func(id msg.MessageID) bool { ok, _ := r.a.SentByBot(context.Background(), msg.Peer{}, id); return ok }
+	if len(ids) != 1 || !mine(ids[0]) || mine("om_other") {
 		t.Errorf("sent %v not recorded", ids)
 	}
 }

@@ -129,8 +129,10 @@ type Account struct {
 	opts AccountOptions
 	log  *slog.Logger
 	sent *sentIDs
-	// owners remembers what get_msg said about whose message an id is.
+	// owners remembers what get_msg said about whose message an id is;
+	// asks are the get_msg lookups in flight.
 	owners  ownerCache
+	asks    ownerAsks
 	seen    *seen
 	http    *httpCaller
 	reactor reactor

@@ -93,7 +93,7 @@ func TestAccountReceivesAndReplies(t *testing.T) {
 	if len(params.Message) != 3 || params.Message[0].Type != "reply" || params.Message[0].Str("id") != "3" || params.Message[2].Type != "at" || params.Message[2].Str("qq") != "10001" {
 		t.Errorf("reply segments %+v", params.Message)
 	}
-	if !a.SentByBot(context.Background(), "555") {
+	if mine, _ := a.SentByBot(context.Background(), msg.Peer{Kind: msg.Group, ID: "700000001"}, "555"); !mine {
 		t.Error("the sent id must be remembered for reply-to-self")
 	}
 

@@ -58,9 +58,15 @@ type Conn struct {
 	missed    atomic.Bool
 
 	mu      sync.Mutex
-	pending map[string]chan wire.Response
+	pending map[string]answerFunc
 	closed  bool
 }
+
+// answerFunc receives the response to an action, or ok false when the
+// connection closed first. It is called at most once, by whoever takes its
+// entry out of the pending map, and must not block: it may run on the
+// reading goroutine.
+type answerFunc func(resp wire.Response, ok bool)
 
 // Announced heartbeat intervals are clamped to this range: an
 // implementation that claims heartbeats every millisecond, or every few
@@ -116,7 +122,7 @@ func NewConn(ws *websocket.Conn, timeout time.Duration, log *slog.Logger) *Conn 
 	return &Conn{
 		ws: ws, timeout: timeout, log: log,
 		prefix:  strconv.FormatUint(generation.Add(1), 10) + ":",
-		pending: map[string]chan wire.Response{},
+		pending: map[string]answerFunc{},
 	}
 }
 
@@ -128,27 +134,21 @@ func (c *Conn) Call(ctx context.Context, action string, params any, timeout time
 	if timeout <= 0 {
 		timeout = c.timeout
 	}
-	echo := c.prefix + strconv.FormatUint(c.seq.Add(1), 10)
-	if params == nil {
-		params = struct{}{}
-	}
-	frame, err := json.Marshal(wire.Request{Action: action, Echo: echo, Params: params})
+	echo, frame, err := c.request(action, params)
 	if err != nil {
-		return nil, fmt.Errorf("onebot: %s: %w", action, err)
+		return nil, err
 	}
 	ch := make(chan wire.Response, 1)
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
+	if !c.await(echo, func(resp wire.Response, ok bool) {
+		if ok {
+			ch <- resp
+		} else {
+			close(ch)
+		}
+	}) {
 		return nil, fmt.Errorf("%s: %w", action, errDisconnected)
 	}
-	c.pending[echo] = ch
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		delete(c.pending, echo) // never leak an entry, whatever happened
-		c.mu.Unlock()
-	}()
+	defer c.forget(echo) // never leak an entry, whatever happened
 
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -171,6 +171,95 @@ func (c *Conn) Call(ctx context.Context, action string, params any, timeout time
 		return nil, ctx.Err()
 	}
 }
+
+// Go runs an action without waiting for it: done learns its data or its
+// error once, when the answer is read, the timeout (the call's own if
+// positive, else the connection's) passes, or the connection closes. The
+// request is written by a goroutine of its own, so the caller never waits
+// for the socket either, and no goroutine waits for the answer (the
+// writer lives until the frame is written or the connection ends). done must
+// not block: it runs on the reading goroutine, a timer's or the writer's.
+func (c *Conn) Go(action string, params any, timeout time.Duration, done func(json.RawMessage, error)) {
+	if timeout <= 0 {
+		timeout = c.timeout
+	}
+	echo, frame, err := c.request(action, params)
+	if err != nil {
+		done(nil, err)
+		return
+	}
+	// Whoever takes the entry out of the pending map answers: the reader,
+	// the timer, a failed write or the connection's end.
+	var timer *time.Timer
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		done(nil, fmt.Errorf("%s: %w", action, errDisconnected))
+		return
+	}
+	c.pending[echo] = func(resp wire.Response, ok bool) {
+		timer.Stop()
+		if !ok {
+			done(nil, fmt.Errorf("%s: %w", action, errDisconnected))
+			return
+		}
+		done(resp.Result(action))
+	}
+	timer = time.AfterFunc(timeout, func() {
+		if c.take(echo) != nil {
+			done(nil, fmt.Errorf("%s: %w after %s", action, errTimeout, timeout))
+		}
+	})
+	c.mu.Unlock()
+	go func() {
+		// The write is not bound by the call's timeout: a write the
+		// WebSocket gives up on closes the connection, and an
+		// implementation slow to read should cost this call, not the
+		// connection. It ends when the frame is out or the connection is.
+		if err := c.ws.Write(context.Background(), websocket.MessageText, frame); err != nil {
+			if answer := c.take(echo); answer != nil {
+				timer.Stop()
+				done(nil, fmt.Errorf("%s: %w: %v", action, errDisconnected, err))
+			}
+		}
+	}()
+}
+
+// request encodes an action with an echo of its own.
+func (c *Conn) request(action string, params any) (echo string, frame []byte, err error) {
+	echo = c.prefix + strconv.FormatUint(c.seq.Add(1), 10)
+	if params == nil {
+		params = struct{}{}
+	}
+	frame, err = json.Marshal(wire.Request{Action: action, Echo: echo, Params: params})
+	if err != nil {
+		return "", nil, fmt.Errorf("onebot: %s: %w", action, err)
+	}
+	return echo, frame, nil
+}
+
+// await registers answer for echo; false when the connection is closed.
+func (c *Conn) await(echo string, answer answerFunc) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.pending[echo] = answer
+	return true
+}
+
+// take removes and returns echo's answer, nil when someone took it first.
+func (c *Conn) take(echo string) answerFunc {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	answer := c.pending[echo]
+	delete(c.pending, echo)
+	return answer
+}
+
+// forget removes echo's entry, if it is still there.
+func (c *Conn) forget(echo string) { c.take(echo) }
 
 // Run reads frames until the connection ends or ctx is done, routing
 // answers to their calls and handing every other frame to onEvent, with
@@ -209,6 +298,10 @@ func (c *Conn) Run(ctx context.Context, onEvent func(frame []byte, ev *wire.Even
 		}
 		ev, isResp := wire.Classify(data)
 		if !isResp {
+			// Handing an event on waits while the inbound queue is full:
+			// that silence is pincer's own, not the implementation's, so
+			// the watchdog does not count it.
+			watchdog.Stop()
 			onEvent(data, ev)
 			if ev != nil {
 				if interval, ok := heartbeatInterval(ev); ok {
@@ -229,15 +322,12 @@ func (c *Conn) Run(ctx context.Context, onEvent func(frame []byte, ev *wire.Even
 			continue
 		}
 		echo := echoString(resp.Echo)
-		c.mu.Lock()
-		ch := c.pending[echo]
-		delete(c.pending, echo)
-		c.mu.Unlock()
-		if ch == nil {
+		answer := c.take(echo)
+		if answer == nil {
 			c.log.Debug("dropping a response with an unknown echo", "echo", echo)
 			continue
 		}
-		ch <- resp
+		answer(resp, true)
 	}
 }
 
@@ -267,11 +357,12 @@ func echoString(raw json.RawMessage) string {
 func (c *Conn) shutdown() {
 	c.mu.Lock()
 	c.closed = true
-	for echo, ch := range c.pending {
-		close(ch)
-		delete(c.pending, echo)
-	}
+	pending := c.pending
+	c.pending = map[string]answerFunc{}
 	c.mu.Unlock()
+	for _, answer := range pending {
+		answer(wire.Response{}, false)
+	}
 	_ = c.ws.CloseNow()
 }
 

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/coder/websocket"
@@ -172,4 +174,100 @@ func TestEventsAndStrayResponses(t *testing.T) {
 		t.Errorf("a response leaked to the event handler: %s", extra)
 	default:
 	}
+}
+
+// goResult is what Conn.Go told its done.
+type goResult struct {
+	data json.RawMessage
+	err  error
+}
+
+func goCall(c *Conn, action string, params any, timeout time.Duration) <-chan goResult {
+	ch := make(chan goResult, 1)
+	c.Go(action, params, timeout, func(data json.RawMessage, err error) { ch <- goResult{data, err} })
+	return ch
+}
+
+// TestGoAnswersEachCallOnce: an asynchronous call learns its data, the
+// implementation's failure, its timeout or the connection's loss, once,
+// and leaves no pending entry behind.
+func TestGoAnswersEachCallOnce(t *testing.T) {
+	p := onebottest.New(t, echoHandler)
+	p.Silence("get_forward_msg")
+	c, done := dial(t, p, nil)
+	if r := <-goCall(c, "echo", map[string]int{"n": 7}, 0); r.err != nil || string(r.data) != `{"n":7}` {
+		t.Errorf("echo: %s %v", r.data, r.err)
+	}
+	var ae *wire.ActionError
+	if r := <-goCall(c, "get_msg", map[string]int{"message_id": 1}, 0); !errors.As(r.err, &ae) || ae.Retcode != 100 {
+		t.Errorf("get_msg: %v", r.err)
+	}
+	if r := <-goCall(c, "get_forward_msg", nil, 50*time.Millisecond); !errors.Is(r.err, errTimeout) {
+		t.Errorf("silent action: %v", r.err)
+	}
+	if n := pendingCalls(c); n != 0 {
+		t.Errorf("%d pending entries left", n)
+	}
+	waiting := goCall(c, "get_forward_msg", nil, time.Minute)
+	<-p.Called()
+	p.DropAll()
+	if r := <-waiting; !errors.Is(r.err, errDisconnected) {
+		t.Errorf("pending at the loss: %v", r.err)
+	}
+	_ = done()
+	if r := <-goCall(c, "echo", nil, 0); !errors.Is(r.err, errDisconnected) {
+		t.Errorf("after the loss: %v", r.err)
+	}
+}
+
+// TestGoNeverWaitsForTheSocket: an implementation that stops reading
+// (its own writes are stuck behind the events pincer does not read yet)
+// holds an asynchronous call's writer, never its caller; the call ends by
+// its timeout, and the connection closing ends the writer.
+func TestGoNeverWaitsForTheSocket(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := onebottest.NewPipeNet()
+		accepted := make(chan *websocket.Conn, 1)
+		release := make(chan struct{})
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ws, err := websocket.Accept(w, r, nil)
+			if err != nil {
+				return
+			}
+			accepted <- ws
+			<-release // never reads
+		})}
+		ln := n.Listen("stuck.test")
+		go func() { _ = srv.Serve(ln) }()
+		defer srv.Close()
+		ws, _, err := websocket.Dial(context.Background(), "ws://stuck.test/", &websocket.DialOptions{HTTPClient: n.Client()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		peer := <-accepted
+		c := NewConn(ws, time.Minute, nil)
+		ctx, cancel := context.WithCancel(context.Background())
+		ran := make(chan error, 1)
+		go func() { ran <- c.Run(ctx, func([]byte, *wire.Event) {}) }()
+		start := time.Now()
+		var results []<-chan goResult
+		for range 3 {
+			results = append(results, goCall(c, "get_msg", map[string]int{"message_id": 5}, 3*time.Second))
+		}
+		if d := time.Since(start); d != 0 {
+			t.Errorf("three calls took %v of their caller's time", d)
+		}
+		for _, r := range results {
+			if got := <-r; !errors.Is(got.err, errTimeout) {
+				t.Errorf("unanswered: %v", got.err)
+			}
+		}
+		if d := time.Since(start); d != 3*time.Second {
+			t.Errorf("answered after %v, want the timeout", d)
+		}
+		cancel()
+		<-ran
+		_ = peer.CloseNow()
+		close(release)
+	})
 }

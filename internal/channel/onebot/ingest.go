@@ -85,8 +85,7 @@ func (a *Account) eventKey(ev *wire.Event) trace.Key {
 // two reverse connections, a POST retry or a backfill deliver the same
 // message more than once) or its peer is not allowed.
 func (a *Account) admit(ctx context.Context, self wire.ID, m msg.Message, sink channel.Sink, wg *sync.WaitGroup) {
-	key := self.String() + "/" + m.Peer.String() + "/" + string(m.ID)
-	if !a.seen.claim(key) {
+	if !a.seen.claim(seenKey(self, m.Peer, m.ID)) {
 		a.log.Debug("duplicate event dropped", "msg_id", string(m.ID), "peer", m.Peer.String())
 		a.opts.Trace.Step(trace.KeyOf(m), trace.StageReceive, "dropped", "a duplicate: the same message arrived again (another transport or connection, a POST retry, or a backfill)")
 		return
@@ -107,7 +106,16 @@ func (a *Account) admit(ctx context.Context, self wire.ID, m msg.Message, sink c
 	// Taken in here, on the reading goroutine, in arrival order: the sink
 	// queues it on its chat's lane (blocking, which stops the reading,
 	// while the lanes are full) and reports the outcome when there is one.
+	// Nothing on a lane waits for the implementation (a quoted message's
+	// author is asked off the lane, see AskSentByBot), so the lanes drain
+	// while the reading waits, and action answers behind the waiting
+	// events are read soon after.
 	taker.Take(ctx, m, r, report)
+}
+
+// seenKey is the dedup key of message id in peer's chat of the bot self.
+func seenKey(self wire.ID, peer msg.Peer, id msg.MessageID) string {
+	return self.String() + "/" + peer.String() + "/" + string(id)
 }
 
 // reporter logs the outcome of message id, when it is a failure.

@@ -101,7 +101,7 @@ func TestMediaOnlyReplyQuotesOnTheImage(t *testing.T) {
 	if got := sent[0].Segments[1].Data["file"]; got != "file://"+chart {
 		t.Errorf("image file %q, want file://%s", got, chart)
 	}
-	if !a.SentByBot(context.Background(), "701") {
+	if mine, _ := a.SentByBot(context.Background(), msg.Peer{Kind: msg.Group, ID: "700000001"}, "701"); !mine {
 		t.Error("the image message's id must be remembered as the bot's")
 	}
 }

@@ -53,6 +53,15 @@ func (s *seen) claim(key string) bool {
 	return true
 }
 
+// has reports whether key was claimed and is still remembered.
+func (s *seen) has(key string) bool {
+	h := maphash.String(s.seed, key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.set[h]
+	return ok
+}
+
 func (s *seen) forgetOldest() {
 	delete(s.set, s.ring[s.head].hash)
 	s.head = (s.head + 1) % len(s.ring)

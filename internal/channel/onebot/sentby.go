@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -16,8 +17,9 @@ import (
 // with a store they are also written there, so a reply to the bot's
 // message still counts after a restart. Ids older than SentRetention are
 // pruned from the store, at most once every sentPruneEvery. An id known
-// to neither is looked up with get_msg (reference §8.3), and the answer,
-// either way, is remembered for ownerTTL.
+// to neither, nor received from someone else, is looked up with get_msg
+// (reference §8.3), off the chat's order and without a goroutine waiting
+// for it, and the answer, either way, is remembered for ownerTTL.
 const (
 	// SentRetention is how long the store keeps the bot's sent ids: a
 	// week covers replies to anything still on screen; older ones fall
@@ -25,7 +27,7 @@ const (
 	SentRetention  = 7 * 24 * time.Hour
 	sentPruneEvery = time.Hour
 	// defaultOwnerTimeout bounds the get_msg that asks whose message a
-	// quoted id is: it runs before the message is handled.
+	// quoted id is.
 	defaultOwnerTimeout = 3 * time.Second
 	ownerTTL            = 30 * time.Minute
 	ownerMax            = 2000
@@ -70,15 +72,20 @@ func (s *sentIDs) Has(id msg.MessageID) bool {
 	return s.set[id]
 }
 
-// SentByBot reports whether id is one of the bot's messages: one this
-// process sent, one the store recorded, or one get_msg attributes to the
-// bot. It never fails: an error on the way means "not the bot".
-func (a *Account) SentByBot(ctx context.Context, id msg.MessageID) bool {
-	if id == "" {
-		return false
+// SentByBot reports whether id, quoted in peer's chat, is one of the bot's
+// messages as far as the account knows without asking the implementation:
+// one this process sent, one the store recorded, one get_msg attributed
+// before, or one that arrived from someone else. known is false when only
+// the implementation can tell; AskSentByBot asks it. It never waits for
+// the implementation.
+func (a *Account) SentByBot(ctx context.Context, peer msg.Peer, id msg.MessageID) (mine, known bool) {
+	n, err := strconv.ParseInt(string(id), 10, 64)
+	if err != nil {
+		return false, true // not a OneBot message id
 	}
+	id = msg.MessageID(strconv.FormatInt(n, 10))
 	if a.sent.Has(id) {
-		return true
+		return true, true
 	}
 	if a.opts.Sent != nil {
 		ok, err := a.opts.Sent.WasSent(ctx, ChannelID, a.opts.ID, id)
@@ -86,42 +93,97 @@ func (a *Account) SentByBot(ctx context.Context, id msg.MessageID) bool {
 			a.log.Warn("reading the bot's sent ids", "err", err)
 		}
 		if ok {
-			return true
+			return true, true
 		}
 	}
 	if mine, ok := a.owners.get(id); ok {
-		return mine
+		return mine, true
 	}
 	self := a.Self()
 	if self == 0 {
-		return false // nothing to compare with; ask again once known
+		return false, true // nothing to compare with
 	}
-	mine, definite := a.askOwner(ctx, id, self)
-	if definite {
-		a.owners.put(id, mine)
+	if a.seen.has(seenKey(self, peer, id)) {
+		return false, true // it came in from someone else
 	}
-	return mine
+	return false, false
 }
 
-// askOwner asks get_msg who sent id. definite is false when the answer
-// says nothing about the message (no connection, a timeout), so it is not
-// remembered.
-func (a *Account) askOwner(ctx context.Context, id msg.MessageID, self wire.ID) (mine, definite bool) {
+// errTooManyAsks: so many get_msg lookups wait for the implementation that
+// one more is not asked.
+var errTooManyAsks = errors.New("onebot: too many get_msg lookups in flight")
+
+// maxAsks bounds the get_msg lookups in flight; each costs a pending entry
+// and a timer, no goroutine.
+const maxAsks = 4096
+
+// ownerAsks are the get_msg lookups in flight, with whoever waits for each
+// answer: several quotes of one message share one lookup.
+type ownerAsks struct {
+	mu      sync.Mutex
+	waiting map[msg.MessageID][]func(mine bool, err error)
+}
+
+// AskSentByBot asks the implementation (get_msg) whether id is one of the
+// bot's messages and calls then with the answer, once, without waiting for
+// it: then runs later on another goroutine (the connection's reader, a
+// timer) and must not block. err, when not nil, says why there is no
+// answer (no connection, a timeout); mine is false then. The answer is
+// remembered for a while, so SentByBot knows it next time.
+func (a *Account) AskSentByBot(ctx context.Context, id msg.MessageID, then func(mine bool, err error)) {
 	n, err := strconv.ParseInt(string(id), 10, 64)
-	if err != nil {
-		return false, true // not a OneBot message id
+	self := a.Self()
+	if err != nil || self == 0 {
+		then(false, nil)
+		return
 	}
+	id = msg.MessageID(strconv.FormatInt(n, 10))
+	a.asks.mu.Lock()
+	if waiting, ok := a.asks.waiting[id]; ok {
+		a.asks.waiting[id] = append(waiting, then)
+		a.asks.mu.Unlock()
+		return
+	}
+	if len(a.asks.waiting) >= maxAsks {
+		a.asks.mu.Unlock()
+		then(false, fmt.Errorf("%w (%d)", errTooManyAsks, maxAsks))
+		return
+	}
+	if a.asks.waiting == nil {
+		a.asks.waiting = map[msg.MessageID][]func(bool, error){}
+	}
+	a.asks.waiting[id] = []func(bool, error){then}
+	a.asks.mu.Unlock()
 	timeout := a.opts.ownerTimeout
 	if timeout <= 0 {
 		timeout = defaultOwnerTimeout
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	data, err := a.Call(ctx, "get_msg", map[string]any{"message_id": n}, timeout)
+	a.callAsync(ctx, "get_msg", map[string]any{"message_id": n}, timeout, func(data json.RawMessage, err error) {
+		mine, definite := ownerOf(data, err, self)
+		if definite {
+			a.owners.put(id, mine)
+			err = nil
+		} else {
+			a.log.Debug("whose message is quoted: get_msg failed", "msg_id", string(id), "err", err)
+		}
+		a.asks.mu.Lock()
+		waiting := a.asks.waiting[id]
+		delete(a.asks.waiting, id)
+		a.asks.mu.Unlock()
+		for _, then := range waiting {
+			then(mine, err)
+		}
+	})
+}
+
+// ownerOf reads get_msg's answer: whether the message is self's. definite
+// is false when the answer says nothing about the message (no connection,
+// a timeout); a failure the implementation reports means it does not know
+// the message, which is not the bot's then.
+func ownerOf(data json.RawMessage, err error, self wire.ID) (mine, definite bool) {
 	if err != nil {
 		var ae *wire.ActionError
-		a.log.Debug("whose message is quoted: get_msg failed", "msg_id", string(id), "err", err)
-		return false, errors.As(err, &ae) // the implementation answered: it does not know the message
+		return false, errors.As(err, &ae)
 	}
 	var ans struct {
 		UserID wire.ID `json:"user_id"`
@@ -137,6 +199,22 @@ func (a *Account) askOwner(ctx context.Context, id msg.MessageID, self wire.ID) 
 		sender = ans.UserID
 	}
 	return sender == self, true
+}
+
+// callAsync runs an action over the newest live connection without
+// waiting for it (Conn.Go); over the HTTP API, which has no such thing, on
+// a goroutine of its own. done learns the outcome once and must not block.
+func (a *Account) callAsync(ctx context.Context, action string, params any, timeout time.Duration, done func(json.RawMessage, error)) {
+	c, err := a.liveCaller()
+	if err != nil {
+		done(nil, fmt.Errorf("%s: %w", action, err))
+		return
+	}
+	if conn, ok := c.(*Conn); ok {
+		conn.Go(action, params, timeout, done)
+		return
+	}
+	go func() { done(c.Call(ctx, action, params, timeout)) }()
 }
 
 // recordSent remembers the id of a message the bot just sent, in memory

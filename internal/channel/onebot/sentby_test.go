@@ -3,6 +3,9 @@ package onebot
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -59,6 +62,21 @@ func (m *memSent) has(acct msg.AccountID, id msg.MessageID) bool {
 	return ok
 }
 
+// ask asks a whether id is the bot's and waits for the answer, which
+// comes later, on another goroutine.
+func ask(a *Account, id msg.MessageID) (bool, error) {
+	type answer struct {
+		mine bool
+		err  error
+	}
+	c := make(chan answer, 1)
+	a.AskSentByBot(context.Background(), id, func(mine bool, err error) { c <- answer{mine, err} })
+	got := <-c
+	return got.mine, got.err
+}
+
+var rigGroup = msg.Peer{Kind: msg.Group, ID: "700000001"}
+
 // TestSentByBotSurvivesARestart: every chunk's id goes to the store, and a
 // new account on the same store (the process restarted) knows them
 // without asking the implementation.
@@ -81,8 +99,7 @@ func TestSentByBotSurvivesARestart(t *testing.T) {
 		if err := r.peer.Connected(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		group := msg.Peer{Kind: msg.Group, ID: "700000001"}
-		if _, err := r.acct.Send(context.Background(), msg.Outbound{Peer: group, Text: "第一行文字\n第二行 @张三 好\n第三"}); err != nil {
+		if _, err := r.acct.Send(context.Background(), msg.Outbound{Peer: rigGroup, Text: "第一行文字\n第二行 @张三 好\n第三"}); err != nil {
 			t.Fatal(err)
 		}
 		if next != 103 {
@@ -101,18 +118,24 @@ func TestSentByBotSurvivesARestart(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, id := range []msg.MessageID{"101", "102", "103"} {
-			if !r.acct.SentByBot(context.Background(), id) {
-				t.Errorf("%s: sent before the restart", id)
+			if mine, known := r.acct.SentByBot(context.Background(), rigGroup, id); !mine || !known {
+				t.Errorf("%s: sent before the restart (%v, %v)", id, mine, known)
 			}
 		}
-		if r.acct.SentByBot(context.Background(), "104") {
-			t.Error("104 was never sent")
+		if mine, known := r.acct.SentByBot(context.Background(), rigGroup, "104"); mine || known {
+			t.Errorf("104 was never sent, and only the implementation can tell whose it is: (%v, %v)", mine, known)
+		}
+		if calls := r.calls("get_msg"); len(calls) != 0 {
+			t.Errorf("SentByBot never asks the implementation: %d get_msg calls", len(calls))
+		}
+		if mine, err := ask(r.acct, "104"); mine || err != nil {
+			t.Errorf("104 asked: %v, %v", mine, err)
 		}
 		if calls := r.calls("get_msg"); len(calls) != 1 {
 			t.Errorf("get_msg is asked only about the unknown id: %d calls", len(calls))
 		}
 		other := NewAccount(AccountOptions{ID: "work", SelfID: 3300000001, Sent: st})
-		if other.SentByBot(context.Background(), "101") {
+		if mine, _ := other.SentByBot(context.Background(), rigGroup, "101"); mine {
 			t.Error("another account's sends are not this one's")
 		}
 	})
@@ -120,7 +143,8 @@ func TestSentByBotSurvivesARestart(t *testing.T) {
 
 // TestSentByBotAsksGetMsg: an id known to neither memory nor store is the
 // bot's when get_msg says its sender is the bot. Answers, both ways, are
-// remembered for a while; a failure means "not the bot".
+// remembered for a while; a failure the implementation reports means
+// "not the bot".
 func TestSentByBotAsksGetMsg(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := func(action string, params json.RawMessage) (any, int, string) {
@@ -144,33 +168,58 @@ func TestSentByBotAsksGetMsg(t *testing.T) {
 		}
 		ctx := context.Background()
 		for id, want := range map[msg.MessageID]bool{"-7": true, "8": false, "9": false, "11": true, "x": false} {
-			if got := r.acct.SentByBot(ctx, id); got != want {
-				t.Errorf("%s: %v, want %v", id, got, want)
+			if got, err := ask(r.acct, id); got != want || err != nil {
+				t.Errorf("%s: %v (%v), want %v", id, got, err, want)
 			}
 		}
 		asked := len(r.calls("get_msg"))
 		if asked != 4 {
 			t.Errorf("%d get_msg calls, want 4 (a non-numeric id is not asked about)", asked)
 		}
-		for id, want := range map[msg.MessageID]bool{"-7": true, "8": false, "9": false} {
-			if got := r.acct.SentByBot(ctx, id); got != want {
-				t.Errorf("again %s: %v, want %v", id, got, want)
+		for id, want := range map[msg.MessageID]bool{"-7": true, "8": false, "9": false, "x": false} {
+			if got, known := r.acct.SentByBot(ctx, rigGroup, id); got != want || !known {
+				t.Errorf("again %s: %v (known %v), want %v", id, got, known, want)
 			}
 		}
 		if n := len(r.calls("get_msg")); n != asked {
 			t.Errorf("answers are remembered: %d more calls", n-asked)
 		}
 		time.Sleep(ownerTTL)
-		r.acct.SentByBot(ctx, "8")
-		if n := len(r.calls("get_msg")); n != asked+1 {
-			t.Errorf("an answer is forgotten after %v: %d more calls", ownerTTL, n-asked)
+		if _, known := r.acct.SentByBot(ctx, rigGroup, "8"); known {
+			t.Errorf("an answer is forgotten after %v", ownerTTL)
 		}
 	})
 }
 
-// TestSentByBotGetMsgTimesOut: an implementation that never answers holds
-// the message up for ownerTimeout at most, and the id is asked about
-// again next time.
+// TestSentByBotKnowsWhatOthersSent: a message that came in from someone
+// else is not the bot's, so quoting it costs no get_msg, in its own chat.
+func TestSentByBotKnowsWhatOthersSent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, AccountOptions{WSURL: "ws://onebot.test/", SelfID: 3300000001}, nil)
+		defer r.close()
+		ctx := context.Background()
+		if err := r.peer.Connected(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.peer.Push(ctx, groupEvent(-2093321870, 10001, "明天几点集合？")); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if mine, known := r.acct.SentByBot(ctx, msg.Peer{Kind: msg.Group, ID: "123"}, "-2093321870"); mine || !known {
+			t.Errorf("a message received from 10001: (%v, %v)", mine, known)
+		}
+		if _, known := r.acct.SentByBot(ctx, rigGroup, "-2093321870"); known {
+			t.Error("the same id in another chat is another message")
+		}
+		if n := len(r.calls("get_msg")); n != 0 {
+			t.Errorf("%d get_msg calls", n)
+		}
+	})
+}
+
+// TestSentByBotGetMsgTimesOut: an implementation that never answers gets
+// ownerTimeout; nobody waits for it meanwhile, the timeout is reported,
+// and the id is asked about again next time.
 func TestSentByBotGetMsgTimesOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, AccountOptions{WSURL: "ws://onebot.test/", SelfID: 3300000001, ownerTimeout: 2 * time.Second, RequestTimeout: time.Minute}, nil)
@@ -180,15 +229,80 @@ func TestSentByBotGetMsgTimesOut(t *testing.T) {
 		}
 		r.peer.Silence("get_msg")
 		start := time.Now()
-		if r.acct.SentByBot(context.Background(), "12") {
-			t.Error("no answer is not the bot")
+		answered := make(chan error, 1)
+		r.acct.AskSentByBot(context.Background(), "12", func(mine bool, err error) {
+			if mine {
+				t.Error("no answer is not the bot")
+			}
+			answered <- err
+		})
+		if d := time.Since(start); d != 0 {
+			t.Errorf("asking took %v; it must not wait", d)
+		}
+		if err := <-answered; !errors.Is(err, errTimeout) {
+			t.Errorf("err %v, want a timeout", err)
 		}
 		if d := time.Since(start); d != 2*time.Second {
-			t.Errorf("waited %v, want the owner timeout", d)
+			t.Errorf("answered after %v, want the owner timeout", d)
 		}
-		r.acct.SentByBot(context.Background(), "12")
+		if _, err := ask(r.acct, "12"); !errors.Is(err, errTimeout) {
+			t.Errorf("again: %v", err)
+		}
 		if n := len(r.calls("get_msg")); n != 2 {
 			t.Errorf("%d calls; a timeout is not an answer to remember", n)
+		}
+	})
+}
+
+// TestAsksShareALookupAndAreBounded: several quotes of one message wait
+// for one get_msg; beyond maxAsks lookups in flight a new one is not
+// asked but answered at once with errTooManyAsks; the connection's end
+// answers every waiting one.
+func TestAsksShareALookupAndAreBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, AccountOptions{WSURL: "ws://onebot.test/", SelfID: 3300000001, ownerTimeout: time.Hour, RequestTimeout: time.Hour}, nil)
+		defer r.close()
+		if err := r.peer.Connected(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		r.peer.Silence("get_msg")
+		var mu sync.Mutex
+		errs := map[string]int{}
+		note := func(mine bool, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if mine {
+				t.Error("mine without an answer")
+			}
+			switch {
+			case errors.Is(err, errTooManyAsks):
+				errs["too many"]++
+			case errors.Is(err, errDisconnected):
+				errs["disconnected"]++
+			default:
+				errs[fmt.Sprint(err)]++
+			}
+		}
+		for i := range maxAsks {
+			r.acct.AskSentByBot(context.Background(), msg.MessageID(strconv.Itoa(i)), note)
+		}
+		r.acct.AskSentByBot(context.Background(), "0", note) // shares the first lookup
+		r.acct.AskSentByBot(context.Background(), "-1", note)
+		synctest.Wait()
+		if n := len(r.calls("get_msg")); n != maxAsks {
+			t.Errorf("%d get_msg calls, want %d", n, maxAsks)
+		}
+		mu.Lock()
+		if errs["too many"] != 1 || len(errs) != 1 {
+			t.Errorf("answers so far %v, want one refusal", errs)
+		}
+		mu.Unlock()
+		r.peer.DropAll()
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if errs["disconnected"] != maxAsks+1 {
+			t.Errorf("answers after the connection dropped %v, want %d disconnected", errs, maxAsks+1)
 		}
 	})
 }
@@ -210,9 +324,8 @@ func TestSentIDsArePruned(t *testing.T) {
 		if err := r.peer.Connected(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		group := msg.Peer{Kind: msg.Group, ID: "700000001"}
 		send := func() {
-			if _, err := r.acct.Send(context.Background(), msg.Outbound{Peer: group, Text: "hi"}); err != nil {
+			if _, err := r.acct.Send(context.Background(), msg.Outbound{Peer: rigGroup, Text: "hi"}); err != nil {
 				t.Fatal(err)
 			}
 		}

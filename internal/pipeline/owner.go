@@ -1,0 +1,109 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/pincerbot/pincer/internal/aggregate"
+	"github.com/pincerbot/pincer/internal/channel"
+	"github.com/pincerbot/pincer/internal/msg"
+	"github.com/pincerbot/pincer/internal/trace"
+	"github.com/pincerbot/pincer/internal/trigger"
+)
+
+// A reply to a message nobody here knows (not sent by this bot as far as
+// the store remembers, not received from someone else) triggers when the
+// quoted message is the bot's, which only the platform can tell. Asking
+// on the chat's lane would hold every later message of the chat, and the
+// queue behind them, until the platform answers, and the platform's
+// answer may itself wait behind those messages on the connection. So the
+// message is taken in at once as chatter (logged, in the history and
+// digest buffers), the question goes out off the lane, and an answer
+// that the message quotes the bot opens its realtime window then, as if
+// it had triggered on arrival: its sender's next lines join it, and the
+// history it is answered with still holds what came before it. Between
+// the two, other messages of the chat go on; a restart in those few
+// milliseconds leaves the message logged but unanswered.
+
+// askOwner asks whose message m quotes and takes m as a trigger when it
+// is the bot's. typed is m's text without its leading mention.
+func (p *Pipeline) askOwner(ctx context.Context, m msg.Message, r channel.Replier, typed string) {
+	key := trace.KeyOf(m)
+	asker, ok := p.opts.Bot.(Asker)
+	if !ok {
+		p.opts.Trace.Step(key, trace.StageTrigger, "not triggered", "whose message "+string(m.ReplyTo)+" is cannot be asked on this channel; it is not taken as a reply to the bot")
+		return
+	}
+	p.mu.Lock()
+	if p.flushed {
+		p.mu.Unlock()
+		p.opts.Trace.Step(key, trace.StageTrigger, "not triggered", "pincer was shutting down: whose message "+string(m.ReplyTo)+" is was not asked")
+		return
+	}
+	p.asks.Add(1)
+	p.mu.Unlock()
+	asked := time.Now()
+	asker.AskSentByBot(context.WithoutCancel(ctx), m.ReplyTo, func(mine bool, err error) {
+		took := time.Since(asked).Round(time.Millisecond)
+		switch {
+		case err != nil:
+			p.asks.Done()
+			p.log.Warn("whose message a reply quotes is unknown; it is not answered as a reply to the bot", "peer", m.Peer.String(), "msg_id", string(m.ID), "quoted", string(m.ReplyTo), "err", err)
+			p.opts.Trace.Step(key, trace.StageTrigger, "not triggered", fmt.Sprintf("whose message %s is could not be learned (%v, after %s); it is not taken as a reply to the bot", m.ReplyTo, err, took))
+		case !mine:
+			p.asks.Done()
+			p.opts.Trace.Step(key, trace.StageTrigger, "not triggered", fmt.Sprintf("it replies to a message that is not the bot's (the platform said so after %s)", took))
+		default:
+			// Opening the window writes to the store: not on the
+			// goroutine that read the answer.
+			go func() {
+				defer p.asks.Done()
+				why := fmt.Sprintf("a reply to the bot's message %s (the platform said so after %s)", m.ReplyTo, took)
+				p.lateTrigger(ctx, m, r, typed, trigger.Decision{Triggered: true, Reason: msg.TriggerReplyToSelf, Why: why})
+			}()
+		}
+	})
+}
+
+// lateTrigger takes m, already in the chat's history and digest buffers,
+// as the trigger d says it is: its realtime window opens now (or it joins
+// its sender's open one), and a command acts at once.
+func (p *Pipeline) lateTrigger(ctx context.Context, m msg.Message, r channel.Replier, typed string, d trigger.Decision) {
+	key := trace.KeyOf(m)
+	d = p.bots.apply(m, d, p.opts.Receive.MaxBotReplyChain)
+	if !d.Triggered {
+		p.opts.Trace.Step(key, trace.StageTrigger, "not triggered", d.Why)
+		return
+	}
+	p.mu.Lock()
+	flushed := p.flushed
+	p.mu.Unlock()
+	if flushed {
+		p.log.Warn("a reply to the bot was learned of after the shutdown answered the open bursts; it is not answered", "peer", m.Peer.String(), "msg_id", string(m.ID))
+		p.opts.Trace.Step(key, trace.StageTrigger, "not triggered", d.Why+"; learned of after pincer had answered its open bursts for the shutdown")
+		return
+	}
+	p.opts.Trace.Step(key, trace.StageTrigger, "triggered", d.Why)
+	p.debugDecision(ctx, m, "triggered", d.Why)
+	if m.Peer.Kind == msg.Group {
+		p.ack(m)
+	}
+	rtKey := m.Peer.String() + "::" + string(m.Sender.ID)
+	ref := p.bufferRealtime(ctx, m, rtKey, d)
+	command := p.isCommand(typed)
+	waiting := false
+	p.isolate("realtime", func() {
+		e := aggregate.Entry[held]{Message: m, Tag: held{r: r, ref: ref}}
+		if command {
+			p.endWindowFor(rtKey, p.opts.IsAbort(typed))
+			waiting = p.realtime.Accept(rtKey, e, true, d.Reason)
+			p.realtime.FlushNow(rtKey, msg.FlushImmediate)
+			return
+		}
+		if waiting = p.realtime.Accept(rtKey, e, true, d.Reason); !waiting {
+			p.unbuffer(ref)
+		}
+	})
+	p.opts.Trace.Step(key, trace.StageBuffer, "", buffersTaken(false, true, false, command, waiting))
+}
