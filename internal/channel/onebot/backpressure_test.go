@@ -88,3 +88,49 @@ func TestSaturatedPincerAsksPostsToRetry(t *testing.T) {
 		<-done
 	})
 }
+
+// TestFullQueueStopsTheReaderButNotTheConnection: while the sink cannot
+// take a message in (the inbound queue is full), the WebSocket reader
+// stops reading, so the implementation's next write waits (it buffers)
+// instead of pincer's memory growing; that wait is pincer's own, so the
+// heartbeat watchdog does not end the connection however long it lasts;
+// once the sink takes messages again the waiting events are read, in
+// order, and nothing is lost.
+func TestFullQueueStopsTheReaderButNotTheConnection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sink := &stuckSink{release: make(chan struct{})}
+		r := newRigTo(t, AccountOptions{WSURL: "ws://onebot.test/", SelfID: 3300000001}, nil, sink)
+		defer r.close()
+		ctx := context.Background()
+		if err := r.peer.Connected(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.peer.Push(ctx, map[string]any{"post_type": "meta_event", "meta_event_type": "heartbeat", "interval": 1000, "self_id": 3300000001}); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.peer.Push(ctx, groupEvent(1, 10001, "一")); err != nil {
+			t.Fatal(err) // read, and held in the sink
+		}
+		pushed := make(chan error, 1)
+		go func() { pushed <- r.peer.Push(ctx, groupEvent(2, 10001, "二")) }()
+		synctest.Wait()
+		select {
+		case err := <-pushed:
+			t.Fatalf("the implementation's write went through (%v) while pincer could take nothing in", err)
+		default:
+		}
+		time.Sleep(10 * time.Minute) // far past two heartbeat intervals
+		synctest.Wait()
+		if r.reconnected(ctx) || stateOf(r.acct) != StateConnected {
+			t.Fatalf("the connection was given up while pincer held its reader (state %s)", stateOf(r.acct))
+		}
+		close(sink.release)
+		if err := <-pushed; err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if n := sink.taken.Load(); n != 2 {
+			t.Errorf("%d messages taken in, want 2", n)
+		}
+	})
+}

@@ -80,6 +80,13 @@ func answerSends(action string, _ json.RawMessage) (any, int, string) {
 // filled in when empty. Call close before the bubble ends.
 func newRig(t *testing.T, o AccountOptions, h onebottest.Handler) *rig {
 	t.Helper()
+	return newRigTo(t, o, h, nil)
+}
+
+// newRigTo is newRig whose account hands its messages to sink instead of
+// the rig's recordSink, when sink is not nil.
+func newRigTo(t *testing.T, o AccountOptions, h onebottest.Handler, sink channel.Sink) *rig {
+	t.Helper()
 	n := onebottest.NewPipeNet()
 	if h == nil {
 		h = answerSends
@@ -100,7 +107,11 @@ func newRig(t *testing.T, o AccountOptions, h onebottest.Handler) *rig {
 	go func() { _ = r.srv.Serve(ln) }()
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
-	go func() { r.done <- r.acct.Run(ctx, r.sink) }()
+	var to channel.Sink = r.sink
+	if sink != nil {
+		to = sink
+	}
+	go func() { r.done <- r.acct.Run(ctx, to) }()
 	synctest.Wait() // Run is up before the test dials in
 	return r
 }
