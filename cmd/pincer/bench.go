@@ -52,6 +52,7 @@ Flags:
 	latency := fs.Duration("latency", bench.DefaultLatency, "the fake model's time to its first token")
 	realtime := fs.Bool("realtime", false, "pincer's realtime windows (receive.realtime.enabled)")
 	history := fs.Bool("history", true, "pincer's history buffer (receive.history.enabled)")
+	quotes := fs.Float64("quotes", 0, "the share of messages (0 to 1) that quote another with a reply segment (half an earlier message of the chat, half one from before pincer started, which get_msg tells); the burst then also runs on a fresh pincer with them")
 	timeout := fs.Duration("timeout", bench.DefaultTimeout, "the longest a burst may take (the steady rate waits at most 30 s for its last replies)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	binary := fs.String("pincer", "", "the pincer binary to measure (default: this one)")
@@ -76,7 +77,7 @@ Flags:
 	rep, err := bench.Run(ctx, bench.Config{
 		Scenario: *scenario, Messages: *n, Groups: *groups, Senders: *senders,
 		Rate: *rate, Duration: *duration, Every: *every, Latency: *latency,
-		Realtime: *realtime, History: *history, Timeout: *timeout,
+		Realtime: *realtime, History: *history, Quotes: *quotes, Timeout: *timeout,
 		Serve: func(config string) *exec.Cmd {
 			cmd := exec.Command(bin, "serve", "--config", config)
 			cmd.Env = append(os.Environ(), "PINCER_CONFIG=")

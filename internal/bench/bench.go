@@ -73,6 +73,14 @@ type Config struct {
 	Latency time.Duration
 	// Realtime and History switch pincer's receive modes.
 	Realtime, History bool
+	// Quotes is the share of messages (0 to 1) that reply to another
+	// one, with a reply segment only, as the QQ client sends when the
+	// automatic @ is removed: half of them an earlier message of the
+	// chat, half one from before pincer started, whose author only
+	// get_msg tells (the simulator answers it at once). The burst then
+	// runs on a second fresh pincer with the quotes, beside the run
+	// without; the steady rate carries them.
+	Quotes float64
 	// Timeout bounds a burst, and the wait for the steady scenario's last
 	// replies (which is at most 30 s longer than the model's latency).
 	Timeout time.Duration
@@ -121,6 +129,9 @@ func (c *Config) fill() error {
 	}
 	if c.Latency < 0 {
 		return fmt.Errorf("bench: latency must not be negative, got %s", c.Latency)
+	}
+	if !(c.Quotes >= 0 && c.Quotes <= 1) {
+		return fmt.Errorf("bench: quotes is a share of the messages, from 0 to 1, got %v", c.Quotes)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -55,6 +56,54 @@ func TestGenerateShapesTheLoad(t *testing.T) {
 	burst := generate(shape{self: SelfID, count: 50, groups: 3, senders: 5, finalAt: true, firstID: 1, seed: 1})
 	if len(burst.Frames) != 51 || burst.Mentions != 1 || !burst.Frames[50].Mention || burst.Frames[50].Group != firstGroup {
 		t.Errorf("burst: %d frames, %d mentions, last %+v", len(burst.Frames), burst.Mentions, burst.Frames[50])
+	}
+}
+
+// TestGenerateQuotes: the share of frames asked for quotes another
+// message, about half of them an earlier frame of their own group and
+// half a message from before the run; an @ never quotes.
+func TestGenerateQuotes(t *testing.T) {
+	load := generate(shape{self: SelfID, count: 20000, groups: 50, senders: 100, every: 10, quotes: 0.15, firstID: 1, seed: 3})
+	seen := map[int64]int64{} // id -> group
+	var burst, before int
+	for i, f := range load.Frames {
+		var ev struct {
+			Message    []segment `json:"message"`
+			RawMessage string    `json:"raw_message"`
+		}
+		if err := json.Unmarshal(f.Data, &ev); err != nil {
+			t.Fatal(err)
+		}
+		first := ev.Message[0]
+		if (first.Type == "reply") != (f.Quotes != 0) {
+			t.Fatalf("frame %d: first segment %+v, marked as quoting %d", i, first, f.Quotes)
+		}
+		if f.Quotes != 0 {
+			if f.Mention {
+				t.Fatalf("frame %d: an @ quotes", i)
+			}
+			if first.Data["id"] != strconv.FormatInt(f.Quotes, 10) || !strings.HasPrefix(ev.RawMessage, "[CQ:reply,id="+first.Data["id"]+"]") {
+				t.Fatalf("frame %d: reply %+v, raw %q", i, first, ev.RawMessage)
+			}
+			switch g, ok := seen[f.Quotes]; {
+			case ok && g == f.Group:
+				burst++
+			case !ok && f.Quotes >= earlierIDs && f.Quotes < earlierIDs+earlierCount:
+				before++
+			default:
+				t.Fatalf("frame %d quotes %d, neither an earlier frame of its group nor a message from before", i, f.Quotes)
+			}
+		}
+		seen[f.ID] = f.Group
+	}
+	if share := float64(load.Quoting) / float64(len(load.Frames)-load.Mentions); share < 0.14 || share > 0.16 || burst+before != load.Quoting {
+		t.Errorf("%d of %d frames quote (%.3f), %d + %d", load.Quoting, len(load.Frames), share, burst, before)
+	}
+	if burst < load.Quoting*4/10 || before < load.Quoting*4/10 {
+		t.Errorf("quotes of the run %d, of before it %d: want about half each", burst, before)
+	}
+	if plain := generate(shape{self: SelfID, count: 100, groups: 5, senders: 10, firstID: 1, seed: 3}); plain.Quoting != 0 {
+		t.Errorf("no quotes asked, %d made", plain.Quoting)
 	}
 }
 

@@ -14,16 +14,27 @@ type Frame struct {
 	ID      int64 // message_id
 	Group   int64
 	Mention bool // an @ of the bot, which expects a reply quoting ID
+	// Quotes is the message_id its reply segment quotes, 0 for none.
+	Quotes int64
 }
 
 // Load is the frames of one run, in the order they are sent.
 type Load struct {
 	Frames []Frame
-	// Mentions counts the frames that @ the bot.
-	Mentions int
+	// Mentions counts the frames that @ the bot, Quoting the frames that
+	// reply to another message.
+	Mentions, Quoting int
 	// Bytes is the frames' total size.
 	Bytes int
 }
+
+// Messages from before pincer started, which frames quote: ids in
+// [earlierIDs, earlierIDs+earlierCount), someone else's, as get_msg of
+// the simulator says.
+const (
+	earlierIDs   = 800_000_000
+	earlierCount = 1_000_000
+)
 
 // shape says what frames a run sends.
 type shape struct {
@@ -33,7 +44,12 @@ type shape struct {
 	senders  int   // from this many senders
 	every    int   // every every-th frame @s the bot; 0: none
 	finalAt  bool  // the last frame (one more) @s the bot in the first group
-	firstID  int64 // message_id of the first frame
+	// quotes is the share of the other frames that reply to another
+	// message, as QQ users do, with a reply segment and no @ after it:
+	// half of them an earlier frame of their group, half a message from
+	// before pincer started, whose author only get_msg knows.
+	quotes  float64
+	firstID int64 // message_id of the first frame
 	unixTime int64 // the events' time field
 	seed     uint64
 }
@@ -58,6 +74,7 @@ func generate(s shape) Load {
 	}
 	load := Load{Frames: make([]Frame, 0, n)}
 	mentions := 0
+	earlier := map[int64][]int64{} // group -> its frames' ids so far
 	for i := range n {
 		id := s.firstID + int64(i)
 		mention := s.every > 0 && i%s.every == s.every-1 && i < s.count
@@ -78,6 +95,19 @@ func generate(s shape) Load {
 		} else {
 			segs = chatter(rng, s.senders)
 		}
+		var quotes int64
+		if !mention && s.quotes > 0 && rng.Float64() < s.quotes {
+			if prev := earlier[group]; len(prev) > 0 && rng.IntN(2) == 0 {
+				quotes = prev[rng.IntN(len(prev))]
+			} else {
+				quotes = earlierIDs + int64(rng.IntN(earlierCount))
+			}
+			segs = append([]segment{{Type: "reply", Data: map[string]string{"id": strconv.FormatInt(quotes, 10)}}}, segs...)
+			load.Quoting++
+		}
+		if s.quotes > 0 {
+			earlier[group] = append(earlier[group], id)
+		}
 		ev := event{
 			SelfID: s.self, UserID: firstSender + int64(who), Time: s.unixTime,
 			MessageID: id, MessageSeq: id, RealID: id, RealSeq: strconv.FormatInt(id-s.firstID+1, 10),
@@ -93,7 +123,7 @@ func generate(s shape) Load {
 			// Plain strings and numbers always encode.
 			continue
 		}
-		load.Frames = append(load.Frames, Frame{Data: data, ID: id, Group: group, Mention: mention})
+		load.Frames = append(load.Frames, Frame{Data: data, ID: id, Group: group, Mention: mention, Quotes: quotes})
 		load.Bytes += len(data)
 	}
 	load.Mentions = mentions

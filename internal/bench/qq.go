@@ -30,6 +30,9 @@ type qq struct {
 	waiters  map[int64]chan time.Time
 }
 
+// botIDs are the bot's message ids, handed out from botIDs+1 on.
+const botIDs = 900_000_000
+
 // startQQ serves a simulated implementation on a loopback port.
 func startQQ(self int64) (*qq, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -80,6 +83,13 @@ func (q *qq) tally(mentions map[int64]bool) (delivered, duplicated, stray int) {
 	return delivered, duplicated, stray + q.unquoted
 }
 
+// calls counts the actions of that name the simulator answered.
+func (q *qq) calls(action string) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.actions[action]
+}
+
 // push writes one frame to every connection.
 func (q *qq) push(ctx context.Context, frame []byte) error { return q.peer.PushRaw(ctx, frame) }
 
@@ -103,15 +113,43 @@ func (q *qq) answer(action string, params json.RawMessage) (any, int, string) {
 		return map[string]any{"app_name": "NapCat.Onebot", "app_version": "4.8.0", "protocol_version": "v11"}, 0, ""
 	case "send_group_msg", "send_private_msg", "send_msg":
 		q.record(at, params)
-		return map[string]any{"message_id": 900000000 + q.nextID.Add(1)}, 0, ""
+		return map[string]any{"message_id": botIDs + q.nextID.Add(1)}, 0, ""
 	case "set_msg_emoji_like":
 		return nil, 0, ""
 	case "get_group_member_list":
 		return []any{}, 0, ""
 	case "get_group_msg_history", "get_friend_msg_history":
 		return map[string]any{"messages": []any{}}, 0, ""
+	case "get_msg":
+		return q.message(params)
 	}
 	return nil, 1404, "the bench simulator does not implement " + action
+}
+
+// message answers get_msg at once, as NapCat does for a message in its
+// cache: the bot's own sends are the bot's, any other id (a frame of the
+// run, a message from before pincer started) someone else's.
+func (q *qq) message(params json.RawMessage) (any, int, string) {
+	var p struct {
+		MessageID json.Number `json:"message_id"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return nil, 100, "message_id is required"
+	}
+	id, err := p.MessageID.Int64()
+	if err != nil {
+		return nil, 100, "message_id is not a number"
+	}
+	sender := int64(firstSender)
+	if id > botIDs && id <= botIDs+q.nextID.Load() {
+		sender = q.self
+	}
+	return map[string]any{
+		"time": time.Now().Unix(), "self_id": q.self, "post_type": "message", "message_type": "group",
+		"message_id": id, "message_seq": id, "real_id": id, "user_id": sender,
+		"sender":  map[string]any{"user_id": sender, "nickname": nickname(0)},
+		"message": []any{map[string]any{"type": "text", "data": map[string]any{"text": "之前的一条消息"}}},
+	}, 0, ""
 }
 
 // record notes a send by the message its reply segment quotes.

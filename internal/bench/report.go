@@ -125,6 +125,32 @@ type BurstReport struct {
 	TurnsReplied     int        `json:"turns_replied"`
 	DriverCPUSeconds float64    `json:"driver_cpu_seconds"`
 	Problems         []string   `json:"problems,omitempty"`
+	// Quoted, with -quotes, is a fresh pincer on the same burst in which
+	// that share of the messages replies to another.
+	Quoted *BurstRun `json:"quoted,omitempty"`
+}
+
+// BurstRun is one pincer's run of a burst. A run with quotes says how
+// many frames quoted another message (Share of them, asked) and how
+// pincer's events/s compare with the run without them (Ratio).
+type BurstRun struct {
+	Share   float64 `json:"share,omitempty"`
+	Quoting int     `json:"quoting,omitempty"`
+	// Process is first frame written to the later of the @'s reply and
+	// the last message in the inbound log.
+	Process          Process    `json:"pincer"`
+	Ratio            float64    `json:"ratio,omitempty"`
+	WriteSeconds     float64    `json:"write_seconds"`
+	ReplySeconds     float64    `json:"reply_seconds"`
+	LoggedSeconds    float64    `json:"logged_seconds"`
+	Replies          Replies    `json:"replies"`
+	Accounted        Accounting `json:"accounted"`
+	ModelRequests    int        `json:"model_requests"`
+	TurnsReplied     int        `json:"turns_replied"`
+	DriverCPUSeconds float64    `json:"driver_cpu_seconds"`
+	// GetMsg counts the get_msg calls the simulator answered.
+	GetMsg   int      `json:"get_msg"`
+	Problems []string `json:"problems,omitempty"`
 }
 
 // SteadyReport is the steady rate.
@@ -137,6 +163,11 @@ type SteadyReport struct {
 	Realtime       bool    `json:"realtime"`
 	History        bool    `json:"history"`
 	ModelLatencyMs float64 `json:"model_latency_ms"`
+	// Quotes is the share of messages that reply to another, Quoting how
+	// many did, GetMsg how many get_msg calls the simulator answered.
+	Quotes  float64 `json:"quotes,omitempty"`
+	Quoting int     `json:"quoting,omitempty"`
+	GetMsg  int     `json:"get_msg"`
 
 	// Pincer covers the sending window; its peak RSS includes the wait
 	// for the last replies.
@@ -181,8 +212,10 @@ func (a Accounting) problems(what string) []string {
 func (b *BurstReport) problems() []string {
 	out := append([]string(nil), b.Problems...)
 	out = append(out, b.BaselineReplies.problems("burst baseline")...)
-	out = append(out, b.Replies.problems("burst")...)
-	return append(out, b.Accounted.problems("burst")...)
+	if b.Quoted != nil {
+		out = append(out, b.Quoted.Problems...)
+	}
+	return out
 }
 
 func (s *SteadyReport) problems() []string {
@@ -242,37 +275,72 @@ func (r *Report) WriteText(w io.Writer) error {
 			count(b.Messages), count(b.Groups), count(b.Senders))
 		ew.printf("       realtime %s, history %s, model latency %s ms, %.1f MiB of frames\n",
 			onOff(b.Realtime), onOff(b.History), num(b.ModelLatencyMs), float64(b.FrameBytes)/(1<<20))
+		if q := b.Quoted; q != nil {
+			ew.printf("       then a fresh pincer on the same burst with %.0f%% of the messages quoting another (%s: half an earlier one of their chat, half one from before pincer started, which get_msg tells)\n",
+				100*q.Share, count(q.Quoting))
+		}
 		t := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
-		row := func(cells ...string) { fmt.Fprintln(t, strings.Join(cells, "\t")+"\t") }
+		q := b.Quoted
+		row := func(cells ...string) {
+			if q == nil {
+				cells = cells[:3]
+			}
+			fmt.Fprintln(t, strings.Join(cells, "\t")+"\t")
+		}
 		bl, p := b.Baseline, b.Pincer
-		row("", "baseline", "pincer")
-		row("events", count(bl.Events), count(p.Events))
-		row("ingest time (s)", secs(bl.Seconds), secs(p.Seconds))
-		row("events/s", count(int(bl.EventsPerSecond)), count(int(p.EventsPerSecond)))
-		row("pincer ÷ baseline", "", fmt.Sprintf("%.2f", b.Ratio))
-		row("CPU seconds", secs(bl.CPUSeconds), secs(p.CPUSeconds))
-		row("events per CPU-second", perCPU(bl), perCPU(p))
-		row("RSS before the load (MiB)", mib(bl.RSSBeforeBytes), mib(p.RSSBeforeBytes))
-		row("peak RSS (MiB)", mib(bl.PeakRSSBytes), mib(p.PeakRSSBytes))
-		row("peak anonymous RSS (MiB)", mib(bl.PeakAnonBytes), mib(p.PeakAnonBytes))
-		row("goroutines peak / end", "–", fmt.Sprintf("%s / %s", count(p.GoroutinesPeak), count(p.GoroutinesEnd)))
-		row("replies exp / deliv / dup", replies(b.BaselineReplies), replies(b.Replies))
+		var qp Process
+		var qr BurstRun
+		quotedHead := ""
+		if q != nil {
+			qp, qr = q.Process, *q
+			quotedHead = fmt.Sprintf("pincer, %.0f%% quotes", 100*q.Share)
+		}
+		row("", "baseline", "pincer", quotedHead)
+		row("events", count(bl.Events), count(p.Events), count(qp.Events))
+		row("ingest time (s)", secs(bl.Seconds), secs(p.Seconds), secs(qp.Seconds))
+		row("events/s", count(int(bl.EventsPerSecond)), count(int(p.EventsPerSecond)), count(int(qp.EventsPerSecond)))
+		quotedRatio := ""
+		if bl.EventsPerSecond > 0 {
+			quotedRatio = fmt.Sprintf("%.2f", qp.EventsPerSecond/bl.EventsPerSecond)
+		}
+		row("pincer ÷ baseline", "", fmt.Sprintf("%.2f", b.Ratio), quotedRatio)
+		row("with quotes ÷ without", "", "", fmt.Sprintf("%.2f", qr.Ratio))
+		row("CPU seconds", secs(bl.CPUSeconds), secs(p.CPUSeconds), secs(qp.CPUSeconds))
+		row("events per CPU-second", perCPU(bl), perCPU(p), perCPU(qp))
+		row("RSS before the load (MiB)", mib(bl.RSSBeforeBytes), mib(p.RSSBeforeBytes), mib(qp.RSSBeforeBytes))
+		row("peak RSS (MiB)", mib(bl.PeakRSSBytes), mib(p.PeakRSSBytes), mib(qp.PeakRSSBytes))
+		row("peak anonymous RSS (MiB)", mib(bl.PeakAnonBytes), mib(p.PeakAnonBytes), mib(qp.PeakAnonBytes))
+		row("goroutines peak / end", "–", fmt.Sprintf("%s / %s", count(p.GoroutinesPeak), count(p.GoroutinesEnd)),
+			fmt.Sprintf("%s / %s", count(qp.GoroutinesPeak), count(qp.GoroutinesEnd)))
+		row("get_msg answered", "–", "–", count(qr.GetMsg))
+		row("replies exp / deliv / dup", replies(b.BaselineReplies), replies(b.Replies), replies(qr.Replies))
 		decoded := "–"
 		if b.BaselineDecoded >= 0 {
 			decoded = count(b.BaselineDecoded) + " decoded"
 		}
-		row("messages accounted for", decoded, fmt.Sprintf("%s of %s logged", count(b.Accounted.Logged), count(b.Accounted.Sent)))
+		logged := func(a Accounting) string { return fmt.Sprintf("%s of %s logged", count(a.Logged), count(a.Sent)) }
+		row("messages accounted for", decoded, logged(b.Accounted), logged(qr.Accounted))
 		if err := t.Flush(); err != nil {
 			return err
 		}
-		ew.printf("       pincer: frames written in %ss, the @ answered at %ss, all messages logged at %ss; "+
-			"%d model request(s); the load driver used %ss of CPU\n",
-			secs(b.WriteSeconds), secs(b.ReplySeconds), secs(b.LoggedSeconds), b.ModelRequests, secs(b.DriverCPUSeconds))
+		runLine := func(name string, r BurstRun) {
+			ew.printf("       %s: frames written in %ss, the @ answered at %ss, all messages logged at %ss; "+
+				"%d model request(s); the load driver used %ss of CPU\n",
+				name, secs(r.WriteSeconds), secs(r.ReplySeconds), secs(r.LoggedSeconds), r.ModelRequests, secs(r.DriverCPUSeconds))
+		}
+		runLine("pincer", BurstRun{WriteSeconds: b.WriteSeconds, ReplySeconds: b.ReplySeconds, LoggedSeconds: b.LoggedSeconds,
+			ModelRequests: b.ModelRequests, DriverCPUSeconds: b.DriverCPUSeconds})
+		if q != nil {
+			runLine("with quotes", qr)
+		}
 	}
 	if s := r.Steady; s != nil {
 		ew.printf("\nsteady: %s events/s for %ss over %s groups from %s senders, every %d%s an @ of the bot\n",
 			count(s.Rate), num(s.Seconds), count(s.Groups), count(s.Senders), s.Every, ordinal(s.Every))
 		ew.printf("        realtime %s, history %s, model latency %s ms\n", onOff(s.Realtime), onOff(s.History), num(s.ModelLatencyMs))
+		if s.Quotes > 0 {
+			ew.printf("        %.0f%% of the messages quote another (%s); get_msg answered %s times\n", 100*s.Quotes, count(s.Quoting), count(s.GetMsg))
+		}
 		t := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
 		row := func(cells ...string) { fmt.Fprintln(t, strings.Join(cells, "\t")+"\t") }
 		p := s.Pincer

@@ -11,13 +11,16 @@ import (
 	"time"
 )
 
-// runBurst sends the burst to the baseline, then to pincer.
+// runBurst sends the burst to the baseline, then to pincer; with quotes,
+// then to a fresh pincer the same burst in which that share of the
+// messages quotes another.
 func runBurst(ctx context.Context, cfg *Config, dir string, unix int64) (*BurstReport, error) {
 	groups := cfg.groups(DefaultBurstGroups)
-	load := generate(shape{
+	sh := shape{
 		self: SelfID, count: cfg.Messages, groups: groups, senders: cfg.Senders, finalAt: true,
 		firstID: 1_000_000_000, unixTime: unix, seed: 1,
-	})
+	}
+	load := generate(sh)
 	b := &BurstReport{
 		Messages: cfg.Messages, Groups: groups, Senders: cfg.Senders, Realtime: cfg.Realtime, History: cfg.History,
 		ModelLatencyMs: ms(cfg.Latency), FrameBytes: load.Bytes,
@@ -32,11 +35,29 @@ func runBurst(ctx context.Context, cfg *Config, dir string, unix int64) (*BurstR
 		return nil, err
 	}
 	cfg.progress("burst: pincer…")
-	if err := burstPincer(ctx, cfg, filepath.Join(dir, "pincer"), load, b); err != nil {
+	run, err := burstPincer(ctx, cfg, filepath.Join(dir, "pincer"), load, "burst")
+	if err != nil {
 		return nil, err
 	}
+	b.Pincer, b.WriteSeconds, b.ReplySeconds, b.LoggedSeconds = run.Process, run.WriteSeconds, run.ReplySeconds, run.LoggedSeconds
+	b.Replies, b.Accounted, b.ModelRequests, b.TurnsReplied = run.Replies, run.Accounted, run.ModelRequests, run.TurnsReplied
+	b.DriverCPUSeconds, b.Problems = run.DriverCPUSeconds, append(b.Problems, run.Problems...)
 	if b.Baseline.EventsPerSecond > 0 {
 		b.Ratio = b.Pincer.EventsPerSecond / b.Baseline.EventsPerSecond
+	}
+	if cfg.Quotes > 0 {
+		sh.quotes = cfg.Quotes
+		quoted := generate(sh)
+		cfg.progress("burst: pincer, %.0f%% of the messages quoting another (%d)…", 100*cfg.Quotes, quoted.Quoting)
+		q, err := burstPincer(ctx, cfg, filepath.Join(dir, "pincer-quotes"), quoted, "burst with quotes")
+		if err != nil {
+			return nil, err
+		}
+		q.Share, q.Quoting = cfg.Quotes, quoted.Quoting
+		if b.Pincer.EventsPerSecond > 0 {
+			q.Ratio = q.Process.EventsPerSecond / b.Pincer.EventsPerSecond
+		}
+		b.Quoted = q
 	}
 	return b, nil
 }
@@ -114,21 +135,23 @@ func burstBaseline(ctx context.Context, cfg *Config, dir string, load Load, b *B
 	return nil
 }
 
-// burstPincer runs pincer on the burst.
-func burstPincer(ctx context.Context, cfg *Config, dir string, load Load, b *BurstReport) error {
+// burstPincer runs a fresh pincer on the burst load; what names the run
+// in its problems.
+func burstPincer(ctx context.Context, cfg *Config, dir string, load Load, what string) (*BurstRun, error) {
+	b := &BurstRun{}
 	r, err := startPincer(ctx, cfg, dir)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer r.close()
 	db, err := openStore(r.db)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer db.Close()
 	logged, err := newLogCounter(ctx, db)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	before := logged.rows
 	pid := r.pincer.cmd.Process.Pid
@@ -137,7 +160,7 @@ func burstPincer(ctx context.Context, cfg *Config, dir string, load Load, b *Bur
 	samples := startSampler(ctx, pid, r.base)
 	u0, err := procUsage(pid)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	self0 := selfCPU()
 	run, cancel := context.WithTimeout(ctx, cfg.Timeout)
@@ -158,7 +181,7 @@ wait:
 		case repliedAt = <-replied:
 		case err := <-writing:
 			if err != nil {
-				return fmt.Errorf("bench: burst: %w%s", err, r.pincer.logTail())
+				return nil, fmt.Errorf("bench: %s: %w%s", what, err, r.pincer.logTail())
 			}
 			writing = nil
 		case <-run.Done():
@@ -168,11 +191,11 @@ wait:
 	if writing != nil {
 		// The @ is the last frame, so the writer is done or failing.
 		if err := <-writing; err != nil && run.Err() == nil {
-			return fmt.Errorf("bench: burst: %w%s", err, r.pincer.logTail())
+			return nil, fmt.Errorf("bench: %s: %w%s", what, err, r.pincer.logTail())
 		}
 	}
 	if repliedAt.IsZero() {
-		b.Problems = append(b.Problems, fmt.Sprintf("burst: pincer did not answer the final @ within %s", cfg.Timeout))
+		b.Problems = append(b.Problems, fmt.Sprintf("%s: pincer did not answer the final @ within %s", what, cfg.Timeout))
 	}
 	// The @'s chat may be done before the others: wait until every
 	// message is in the inbound log too.
@@ -197,11 +220,12 @@ wait:
 	}
 	u1, err := procUsage(pid)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	self1 := selfCPU()
 	seen := samples.finish(ctx)
-	b.Pincer = processReport(len(load.Frames), end.Sub(start), u0, u1, u1.hwm, seen)
+	b.Process = processReport(len(load.Frames), end.Sub(start), u0, u1, u1.hwm, seen)
+	b.GetMsg = r.qq.calls("get_msg")
 	b.DriverCPUSeconds = (self1 - self0).Seconds()
 	b.WriteSeconds = written.Seconds()
 	if !repliedAt.IsZero() {
@@ -214,14 +238,16 @@ wait:
 	b.TurnsReplied = turnsReplied(ctx, r.base, seen.metrics, 1)
 	db.Close()
 	if err := r.stop(); err != nil {
-		b.Problems = append(b.Problems, fmt.Sprintf("burst: pincer did not stop cleanly: %v", err))
+		b.Problems = append(b.Problems, fmt.Sprintf("%s: pincer did not stop cleanly: %v", what, err))
 	}
 	delivered, duplicated, stray := r.qq.tally(map[int64]bool{last.ID: true})
 	b.Replies = Replies{Expected: 1, Delivered: delivered, Duplicated: duplicated, Stray: stray}
 	if b.Accounted, err = account(ctx, r.db, load); err != nil {
-		return err
+		return nil, err
 	}
-	return nil
+	b.Problems = append(b.Problems, b.Replies.problems(what)...)
+	b.Problems = append(b.Problems, b.Accounted.problems(what)...)
+	return b, nil
 }
 
 // runSteady sends the steady rate to pincer.
@@ -232,12 +258,13 @@ func runSteady(ctx context.Context, cfg *Config, dir string, unix int64) (*Stead
 		count = 1
 	}
 	load := generate(shape{
-		self: SelfID, count: count, groups: groups, senders: cfg.Senders, every: cfg.Every,
+		self: SelfID, count: count, groups: groups, senders: cfg.Senders, every: cfg.Every, quotes: cfg.Quotes,
 		firstID: 2_000_000_000, unixTime: unix, seed: 2,
 	})
 	s := &SteadyReport{
 		Rate: cfg.Rate, Seconds: cfg.Duration.Seconds(), Every: cfg.Every, Groups: groups, Senders: cfg.Senders,
 		Realtime: cfg.Realtime, History: cfg.History, ModelLatencyMs: ms(cfg.Latency),
+		Quotes: cfg.Quotes, Quoting: load.Quoting,
 	}
 	cfg.progress("steady: %d events/s for %s over %d groups, every %d%s an @ of the bot…",
 		cfg.Rate, cfg.Duration, groups, cfg.Every, ordinal(cfg.Every))
@@ -312,6 +339,7 @@ func runSteady(ctx context.Context, cfg *Config, dir string, unix int64) (*Stead
 	s.WriterLagMaxMs = ms(lag)
 	s.DriverCPUSeconds = (self1 - self0).Seconds()
 	s.ModelRequests = r.model.count()
+	s.GetMsg = r.qq.calls("get_msg")
 	s.TurnsReplied = turnsReplied(ctx, r.base, seen.metrics, len(mentions))
 	if err := r.stop(); err != nil {
 		s.Problems = append(s.Problems, fmt.Sprintf("steady: pincer did not stop cleanly: %v", err))

@@ -84,8 +84,16 @@ func (a *Account) SentByBot(ctx context.Context, peer msg.Peer, id msg.MessageID
 		return false, true // not a OneBot message id
 	}
 	id = msg.MessageID(strconv.FormatInt(n, 10))
+	// What memory knows first; the store only for what it does not.
 	if a.sent.Has(id) {
 		return true, true
+	}
+	if mine, ok := a.owners.get(id); ok {
+		return mine, true
+	}
+	self := a.Self()
+	if self != 0 && a.seen.has(seenKey(self, peer, id)) {
+		return false, true // it came in from someone else
 	}
 	if a.opts.Sent != nil {
 		ok, err := a.opts.Sent.WasSent(ctx, ChannelID, a.opts.ID, id)
@@ -96,17 +104,9 @@ func (a *Account) SentByBot(ctx context.Context, peer msg.Peer, id msg.MessageID
 			return true, true
 		}
 	}
-	if mine, ok := a.owners.get(id); ok {
-		return mine, true
-	}
-	self := a.Self()
-	if self == 0 {
-		return false, true // nothing to compare with
-	}
-	if a.seen.has(seenKey(self, peer, id)) {
-		return false, true // it came in from someone else
-	}
-	return false, false
+	// Without the bot's own number there is nothing to compare an answer
+	// with.
+	return false, self == 0
 }
 
 // errTooManyAsks: so many get_msg lookups wait for the implementation that
