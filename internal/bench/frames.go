@@ -38,18 +38,18 @@ const (
 
 // shape says what frames a run sends.
 type shape struct {
-	self     int64
-	count    int   // frames in all
-	groups   int   // over this many groups
-	senders  int   // from this many senders
-	every    int   // every every-th frame @s the bot; 0: none
-	finalAt  bool  // the last frame (one more) @s the bot in the first group
+	self    int64
+	count   int  // frames in all
+	groups  int  // over this many groups
+	senders int  // from this many senders
+	every   int  // every every-th frame @s the bot; 0: none
+	finalAt bool // the last frame (one more) @s the bot in the first group
 	// quotes is the share of the other frames that reply to another
 	// message, as QQ users do, with a reply segment and no @ after it:
 	// half of them an earlier frame of their group, half a message from
 	// before pincer started, whose author only get_msg knows.
-	quotes  float64
-	firstID int64 // message_id of the first frame
+	quotes   float64
+	firstID  int64 // message_id of the first frame
 	unixTime int64 // the events' time field
 	seed     uint64
 }
