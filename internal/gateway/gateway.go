@@ -320,14 +320,14 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		pipes = append(pipes, wp)
 		sink = lanes.Sink{Lanes: ingest, Next: wp}
 		// The web chat's bursts are merged before its pipeline when
-		// messages.inbound asks; commands never wait.
+		// messages.inbound asks; commands, /summary among them, never wait.
 		// (QQ and Feishu merge bursts in their pipelines' realtime windows,
 		// which are stored before they hold a message.)
 		if window := cfg.Messages.Inbound.WebchatWindow(); window > 0 {
 			deb = engine.NewDebouncer(sink, engine.DebounceOptions{
 				Window:  func(msg.ChannelID) time.Duration { return window },
 				MaxWait: time.Duration(cfg.Messages.Inbound.MaxWaitMs) * time.Millisecond,
-				Bypass:  func(m msg.Message) bool { return eng.Commands().IsControl(m.Text) },
+				Bypass:  func(m msg.Message) bool { return eng.Commands().IsControl(m.Text) || wp.IsSummaryCommand(m) },
 				Abort:   func(m msg.Message) bool { return command.IsAbort(m.Text) },
 			})
 			sink = deb
