@@ -68,6 +68,7 @@ func (c *Config) Validate() error {
 		nest("models", c.Models.Validate()),
 		nest("agents", c.Agents.Validate(&c.Models)),
 		nest("messages", c.Messages.Validate()),
+		nest("messages.inbound", c.Messages.Inbound.validateWebchat(c.Channels.Webchat)),
 		nest("commands", c.Commands.Validate()),
 		nest("session", c.Session.Validate()),
 		nest("channels", c.Channels.Validate()),

@@ -289,18 +289,18 @@ func TestAgentDefaultsSections(t *testing.T) {
 func TestCommandsAliasesInbound(t *testing.T) {
 	cfg, err := Parse([]byte(`{
 	  models: { providers: { openai: {} }, aliases: { fast: 'openai/gpt-4o-mini' } },
-	  messages: { inbound: { debounceMs: 1500, byChannel: { webchat: 0 } } },
+	  messages: { inbound: { debounceMs: 1500, maxWaitMs: 4000 } },
 	  commands: { allowFrom: ['onebot:123'], ownerAllowFrom: ['webchat:*'] },
 	}`), noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
 	in := cfg.Messages.Inbound
-	if !in.Enabled() || in.Window("onebot") != 1500*time.Millisecond || in.Window("webchat") != 0 {
+	if in.WebchatWindow() != 1500*time.Millisecond || in.MaxWaitMs != 4000 {
 		t.Errorf("inbound %+v", in)
 	}
-	if (Inbound{ByChannel: map[string]int{"x": 0}}).Enabled() {
-		t.Error("all zero windows: not enabled")
+	if (Inbound{DebounceMs: 1500, ByChannel: map[string]int{"webchat": 0}}).WebchatWindow() != 0 {
+		t.Error("byChannel.webchat 0 turns the web chat's debounce off")
 	}
 	_, err = Parse([]byte(`{
 	  models: { aliases: { bad: 'nope', ghost: 'ghost/m' } },
@@ -402,10 +402,10 @@ func TestInboundDedupTTL(t *testing.T) {
 		t.Errorf("default dedupTtlMs = %d, want 1200000", in.DedupTTLMs)
 	}
 	// Debouncing is decided by the windows alone.
-	if in.Enabled() || (Inbound{DedupTTLMs: 1}).Enabled() {
+	if in.WebchatWindow() != 0 || (Inbound{DedupTTLMs: 1}).WebchatWindow() != 0 {
 		t.Error("dedupTtlMs must not turn debouncing on")
 	}
-	if !(Inbound{DebounceMs: 1}).Enabled() {
+	if (Inbound{DebounceMs: 1}).WebchatWindow() != time.Millisecond {
 		t.Error("debounceMs turns debouncing on")
 	}
 	if got := (Inbound{}).DedupTTL(); got != 20*time.Minute {
@@ -436,7 +436,7 @@ func TestInboundDedupTTL(t *testing.T) {
 		if got := cfg.Messages.Inbound.DedupTTL(); got != tt.want {
 			t.Errorf("%s: DedupTTL() = %v, want %v", tt.doc, got, tt.want)
 		}
-		if cfg.Messages.Inbound.Enabled() {
+		if cfg.Messages.Inbound.WebchatWindow() != 0 {
 			t.Errorf("%s: debouncing on", tt.doc)
 		}
 	}

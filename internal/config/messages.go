@@ -58,14 +58,19 @@ func (q Queue) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Inbound merges a sender's burst of text messages into one turn, drops
-// messages delivered again, and bounds how much of one message is read.
+// Inbound merges a sender's burst of web chat messages into one turn,
+// drops messages delivered again, and bounds how much of one message is
+// read. Only the web chat is debounced here: QQ and Feishu merge bursts in
+// their receive pipelines (channels.<channel>.receive.realtime), whose
+// windows are stored before they hold a message.
 type Inbound struct {
-	// DebounceMs is the quiet window; 0 turns merging off.
+	// DebounceMs is the web chat's quiet window; 0 turns merging off.
 	DebounceMs int `json:"debounceMs"`
-	// MaxWaitMs caps a burst from its first message; 0 means 5 x DebounceMs.
+	// MaxWaitMs caps a burst from its first message; 0 means 5 x the
+	// window.
 	MaxWaitMs int `json:"maxWaitMs"`
-	// ByChannel overrides DebounceMs per channel id.
+	// ByChannel overrides DebounceMs per channel id; webchat is the one
+	// channel it takes.
 	ByChannel map[string]int `json:"byChannel"`
 	// DedupTTLMs is how long an inbound message id is remembered, so that
 	// a message delivered again is not answered twice. At least 1.
@@ -115,27 +120,21 @@ func (in Inbound) DedupTTL() time.Duration {
 	return ms(in.DedupTTLMs)
 }
 
-// Window returns the quiet window of a channel.
-func (in Inbound) Window(channel string) time.Duration {
-	if v, ok := in.ByChannel[channel]; ok {
+// debouncedChannel is the one channel whose bursts Inbound merges.
+const debouncedChannel = "webchat"
+
+// WebchatWindow returns the web chat's quiet window: ByChannel's webchat
+// entry, else DebounceMs; 0 when its bursts are not merged.
+func (in Inbound) WebchatWindow() time.Duration {
+	if v, ok := in.ByChannel[debouncedChannel]; ok {
 		return ms(v)
 	}
 	return ms(in.DebounceMs)
 }
 
-// Enabled reports whether any channel is debounced; DedupTTLMs has no
-// part in it.
-func (in Inbound) Enabled() bool {
-	if in.DebounceMs > 0 {
-		return true
-	}
-	for _, v := range in.ByChannel {
-		if v > 0 {
-			return true
-		}
-	}
-	return false
-}
+// realtimeChannels name, by channel id, the channels that merge bursts in
+// their receive pipelines instead.
+var realtimeChannels = map[string]string{"onebot": "QQ", "feishu": "Feishu"}
 
 // Validate checks the inbound section.
 func (in Inbound) Validate() error {
@@ -156,9 +155,49 @@ func (in Inbound) Validate() error {
 		errs = append(errs, problem("queue", "must be at least 16, got %d", in.Queue))
 	}
 	for ch, v := range in.ByChannel {
-		if v < 0 {
-			errs = append(errs, problem("byChannel."+ch, "must not be negative"))
+		key := "byChannel." + ch
+		switch name, ok := realtimeChannels[ch]; {
+		case ok:
+			errs = append(errs, problem(key, "has no effect: %s merges bursts in channels.%s.receive.realtime (windowMs, maxWindowMs); set those instead", name, ch))
+		case ch != debouncedChannel:
+			errs = append(errs, problem(key, "unknown channel %q: only webchat is debounced here (QQ and Feishu merge bursts in channels.onebot.receive.realtime and channels.feishu.receive.realtime)", ch))
+		case v < 0:
+			errs = append(errs, problem(key, "must not be negative"))
 		}
+	}
+	if w := in.WebchatWindow(); in.MaxWaitMs > 0 && w > 0 && ms(in.MaxWaitMs) < w {
+		errs = append(errs, crossProblem("maxWaitMs", []string{"debounceMs", "byChannel." + debouncedChannel}, "must not be below the web chat's quiet window (%d)", w.Milliseconds()))
+	}
+	return errors.Join(errs...)
+}
+
+// validateWebchat refuses the debounce settings that do nothing: any of
+// them while the web chat is off, and maxWaitMs while its bursts are not
+// merged.
+func (in Inbound) validateWebchat(w Webchat) error {
+	var errs []error
+	if !w.Enabled {
+		off := func(key string) {
+			errs = append(errs, &FieldError{
+				Path:   key,
+				Msg:    "has no effect while channels.webchat.enabled is false: only the web chat is debounced here (QQ and Feishu merge bursts in channels.<channel>.receive.realtime); remove it or enable the web chat",
+				rooted: []string{"channels.webchat.enabled"},
+			})
+		}
+		if in.DebounceMs > 0 {
+			off("debounceMs")
+		}
+		if in.ByChannel[debouncedChannel] > 0 {
+			off("byChannel." + debouncedChannel)
+		}
+		if in.MaxWaitMs > 0 {
+			off("maxWaitMs")
+		}
+		return errors.Join(errs...)
+	}
+	if in.MaxWaitMs > 0 && in.WebchatWindow() <= 0 {
+		errs = append(errs, crossProblem("maxWaitMs", []string{"debounceMs", "byChannel." + debouncedChannel},
+			"has no effect: the web chat's bursts are not merged (debounceMs and byChannel.webchat are 0)"))
 	}
 	return errors.Join(errs...)
 }

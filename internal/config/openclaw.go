@@ -307,7 +307,7 @@ var keyDocs = map[string]string{
 	"agents.defaults.envelope":          "Timestamps the agent sees: local | utc | user (userTimezone) | an IANA zone.",
 	"messages.responsePrefix":           "Prepended to every reply; {model}, {provider}, {identity} are filled in.",
 	"messages.queue":                    "Messages sent while a reply is being written: steer | followup | collect | interrupt.",
-	"messages.inbound":                  "Merge a sender's burst of messages into one turn (debounceMs 0 = off).",
+	"messages.inbound":                  "The web chat merges a sender's burst of messages into one turn (debounceMs\n0 = off); QQ and Feishu merge bursts in channels.<channel>.receive.realtime.",
 	"session.dmScope":                   "per-peer: every direct chat has its own session; main: they all share one.",
 	"session.idleResetMs":               "Start a new session when a chat was quiet this long (0 = never).",
 	"log.level":                         "debug | info | warn | error (message text only at debug).",
@@ -588,6 +588,7 @@ func FromOpenClaw(data []byte, home string) (*Draft, error) {
 	channels := obj(tree["channels"])
 	im.qq(channels)
 	im.feishu(obj(channels["feishu"]))
+	im.inboundDebounce(obj(obj(tree["messages"])["inbound"]))
 	im.leftovers(tree, "")
 	if err := im.d.Cleaned(); err != nil {
 		return nil, err
@@ -1023,13 +1024,93 @@ func (im *importer) messages(m map[string]any) {
 			continue
 		}
 		k := known(q, sec.t)
-		for name := range k {
-			im.use("messages", sec.key, name)
+		if sec.key == "inbound" {
+			// Burst merging is carried over by the channel it acts on,
+			// once the channels are (see inboundDebounce).
+			delete(k, "debounceMs")
+			delete(k, "maxWaitMs")
+			delete(k, "byChannel")
 		}
-		if len(k) > 0 {
-			im.d.Set(k, "", "messages", sec.key)
+		for _, name := range slices.Sorted(maps.Keys(k)) {
+			im.use("messages", sec.key, name)
+			im.d.Set(k[name], "", "messages", sec.key, name)
 		}
 	}
+}
+
+// inboundDebounce carries over OpenClaw's messages.inbound burst merging
+// to what does the same in pincer. OpenClaw debounces the channels that
+// ask for it, byChannel.<channel> over debounceMs, a batch capped at 5 x
+// its window. pincer's messages.inbound debounces the web chat alone: the
+// keys stay for it. Feishu (which OpenClaw debounces) merges bursts in
+// channels.feishu.receive.realtime, so its window goes there, with
+// OpenClaw's cap as maxWindowMs. OpenClaw's QQ plugin never read these
+// keys (it merges in its own receive.realtime, carried over with the
+// channel), and pincer has no other channel they could act on.
+func (im *importer) inboundDebounce(in map[string]any) {
+	if in == nil {
+		return
+	}
+	const src = "messages.inbound"
+	global, hasGlobal := in["debounceMs"].(int64)
+	if _, ok := in["debounceMs"]; ok {
+		im.use("messages", "inbound", "debounceMs")
+		if hasGlobal {
+			im.d.Set(global, "", "messages", "inbound", "debounceMs")
+		} else {
+			im.note(src+".debounceMs", "not a whole number of milliseconds")
+		}
+	}
+	if v, ok := in["maxWaitMs"]; ok {
+		im.use("messages", "inbound", "maxWaitMs")
+		im.d.Set(v, "", "messages", "inbound", "maxWaitMs")
+	}
+	by := obj(in["byChannel"])
+	if _, ok := in["byChannel"]; ok {
+		im.use("messages", "inbound", "byChannel")
+	}
+	for _, ch := range slices.Sorted(maps.Keys(by)) {
+		key := src + ".byChannel." + ch
+		switch ch {
+		case debouncedChannel:
+			im.d.Set(by[ch], "", "messages", "inbound", "byChannel", ch)
+		case "feishu":
+		case "snowluma", "onebot":
+			im.note(key, "OpenClaw's QQ plugin never read it: it merges bursts in its own receive.realtime windows, "+
+				"as pincer does in channels.onebot.receive.realtime (windowMs, maxWindowMs), carried over with the channel")
+		default:
+			reason := reasonFor("channels." + ch)
+			if reason == noSuchSetting {
+				reason = "pincer has no such channel"
+			}
+			im.note(key, reason+"; pincer debounces the web chat alone")
+		}
+	}
+	window, set := by["feishu"].(int64)
+	key := src + ".byChannel.feishu"
+	if _, explicit := by["feishu"]; !explicit {
+		window, set, key = global, hasGlobal, src+".debounceMs"
+	} else if !set {
+		im.note(key, "not a whole number of milliseconds")
+		return
+	}
+	if !set || !im.d.Has("channels", "feishu") {
+		if set && key != src+".debounceMs" {
+			im.note(key, "no Feishu channel is carried over")
+		}
+		return
+	}
+	if window <= 0 {
+		if key != src+".debounceMs" {
+			im.note(key, "0 (off): pincer merges Feishu bursts in channels.feishu.receive.realtime, on by default "+
+				"(windowMs 800, maxWindowMs 3000); set its enabled: false to answer every message alone")
+		}
+		return
+	}
+	im.d.Set(window, "A sender's burst merges into one turn until this long of quiet\n(OpenClaw's "+key+").",
+		"channels", "feishu", "receive", "realtime", "windowMs")
+	im.d.Set(5*window, "At most this long from its first message (OpenClaw's cap: 5 x the window).",
+		"channels", "feishu", "receive", "realtime", "maxWindowMs")
 }
 
 func (im *importer) session(s map[string]any) {

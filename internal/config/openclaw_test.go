@@ -295,3 +295,106 @@ func TestDraftRendersCommentedJSON5(t *testing.T) {
 func mapEnv(m map[string]string) Env {
 	return func(name string) (string, bool) { v, ok := m[name]; return v, ok }
 }
+
+// TestFromOpenClawInboundDebounce: OpenClaw's messages.inbound burst
+// merging is carried over to what does the same in pincer, and never to
+// a key pincer refuses: the web chat keeps the keys; Feishu's window
+// (byChannel.feishu, else debounceMs) becomes its receive.realtime window
+// with OpenClaw's cap of 5 x the window; QQ's plugin never read them and
+// keeps its own realtime windows; other channels are listed as left out.
+func TestFromOpenClawInboundDebounce(t *testing.T) {
+	const channels = `channels: {
+	    snowluma: { wsUrl: 'ws://127.0.0.1:3001', receive: { realtime: { windowMs: 1200, maxWindowMs: 4000 } } },
+	    feishu: { appId: 'cli_a', appSecret: 'sec' },
+	  },`
+	tests := []struct {
+		name        string
+		doc         string
+		debounce    int
+		byChannel   map[string]int
+		feishuWin   int // channels.feishu.receive.realtime.windowMs
+		feishuMax   int
+		qqWin       int
+		notes       map[string]string // key: a part of its reason
+		dedupTTL    int
+		wantNoNotes bool
+	}{
+		{
+			name: "per channel",
+			doc: `{ messages: { inbound: { debounceMs: 2000, dedupTtlMs: 60000,
+			  byChannel: { snowluma: 1500, feishu: 3000, webchat: 500, telegram: 1000, matrix: 700 } } },` + channels + ` }`,
+			debounce: 2000, byChannel: map[string]int{"webchat": 500},
+			feishuWin: 3000, feishuMax: 15000, qqWin: 1200, dedupTTL: 60000,
+			notes: map[string]string{
+				"messages.inbound.byChannel.snowluma": "channels.onebot.receive.realtime",
+				"messages.inbound.byChannel.telegram": "pincer has no Telegram channel",
+				"messages.inbound.byChannel.matrix":   "pincer has no such channel",
+			},
+		},
+		{
+			name:     "debounceMs alone acts on Feishu too",
+			doc:      `{ messages: { inbound: { debounceMs: 1500 } },` + channels + ` }`,
+			debounce: 1500, feishuWin: 1500, feishuMax: 7500, qqWin: 1200, dedupTTL: 1200000, wantNoNotes: true,
+		},
+		{
+			name:     "Feishu off",
+			doc:      `{ messages: { inbound: { debounceMs: 1500, byChannel: { feishu: 0 } } },` + channels + ` }`,
+			debounce: 1500, feishuWin: 800, feishuMax: 3000, qqWin: 1200, dedupTTL: 1200000,
+			notes: map[string]string{"messages.inbound.byChannel.feishu": "enabled: false"},
+		},
+		{
+			name:      "no Feishu channel",
+			doc:       `{ gateway: { port: 18789 }, messages: { inbound: { byChannel: { feishu: 2000, onebot: 900 } } } }`,
+			feishuWin: 800, feishuMax: 3000, qqWin: 800, dedupTTL: 1200000,
+			notes: map[string]string{
+				"messages.inbound.byChannel.feishu": "no Feishu channel is carried over",
+				"messages.inbound.byChannel.onebot": "never read it",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := FromOpenClaw([]byte(tt.doc), "/home/u")
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := d.JSON5()
+			cfg, err := Parse(out, noEnv)
+			if err != nil {
+				t.Fatalf("pincer refuses the imported configuration: %v\n%s", err, out)
+			}
+			in, rt, qq := cfg.Messages.Inbound, cfg.Channels.Feishu.Receive.Realtime, cfg.Channels.OneBot.Receive.Realtime
+			if in.DebounceMs != tt.debounce || in.DedupTTLMs != tt.dedupTTL || len(in.ByChannel) != len(tt.byChannel) {
+				t.Errorf("messages.inbound %+v, want debounceMs %d, byChannel %v, dedupTtlMs %d", in, tt.debounce, tt.byChannel, tt.dedupTTL)
+			}
+			for ch, v := range tt.byChannel {
+				if in.ByChannel[ch] != v {
+					t.Errorf("byChannel.%s = %d, want %d", ch, in.ByChannel[ch], v)
+				}
+			}
+			if !rt.Enabled || rt.WindowMs != tt.feishuWin || rt.MaxWindowMs != tt.feishuMax {
+				t.Errorf("feishu realtime %+v, want windowMs %d, maxWindowMs %d", rt, tt.feishuWin, tt.feishuMax)
+			}
+			if qq.WindowMs != tt.qqWin {
+				t.Errorf("QQ realtime windowMs %d, want %d (the plugin's own)", qq.WindowMs, tt.qqWin)
+			}
+			for _, n := range d.Notes {
+				if strings.Contains(n.Reason, "pincer refuses") {
+					t.Errorf("a setting was carried over to a key pincer refuses: %s", n)
+				}
+				if strings.HasPrefix(n.Key, "messages.inbound") && tt.notes[n.Key] == "" {
+					t.Errorf("unexpected note %s", n)
+				}
+			}
+			for key, reason := range tt.notes {
+				i := slices.IndexFunc(d.Notes, func(n Note) bool { return n.Key == key })
+				if i < 0 || !strings.Contains(d.Notes[i].Reason, reason) {
+					t.Errorf("no note for %s saying %q; notes: %v", key, reason, d.Notes)
+				}
+			}
+			if tt.wantNoNotes && slices.ContainsFunc(d.Notes, func(n Note) bool { return strings.HasPrefix(n.Key, "messages") }) {
+				t.Errorf("notes: %v", d.Notes)
+			}
+		})
+	}
+}

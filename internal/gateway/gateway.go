@@ -284,9 +284,10 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		},
 	})
 
-	// Channels feed the debouncer when bursts are merged, else the engine.
-	// The receive pipelines restore what they buffered before a restart
-	// before anything arrives.
+	// Every channel feeds its receive pipeline; the web chat goes through
+	// the debouncer first when its bursts are merged. The receive
+	// pipelines restore what they buffered before a restart before
+	// anything arrives.
 	var pipes []*pipeline.Pipeline
 	var router accountRouter
 	if qqs != nil {
@@ -318,12 +319,15 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		}
 		pipes = append(pipes, wp)
 		sink = lanes.Sink{Lanes: ingest, Next: wp}
-		// Bursts are merged before the pipeline when messages.inbound asks.
-		if in := cfg.Messages.Inbound; in.Enabled() {
+		// The web chat's bursts are merged before its pipeline when
+		// messages.inbound asks; commands, /summary among them, never wait.
+		// (QQ and Feishu merge bursts in their pipelines' realtime windows,
+		// which are stored before they hold a message.)
+		if window := cfg.Messages.Inbound.WebchatWindow(); window > 0 {
 			deb = engine.NewDebouncer(sink, engine.DebounceOptions{
-				Window:  func(ch msg.ChannelID) time.Duration { return in.Window(string(ch)) },
-				MaxWait: time.Duration(in.MaxWaitMs) * time.Millisecond,
-				Bypass:  func(m msg.Message) bool { return eng.Commands().IsControl(m.Text) },
+				Window:  func(msg.ChannelID) time.Duration { return window },
+				MaxWait: time.Duration(cfg.Messages.Inbound.MaxWaitMs) * time.Millisecond,
+				Bypass:  func(m msg.Message) bool { return eng.Commands().IsControl(m.Text) || wp.IsSummaryCommand(m) },
 				Abort:   func(m msg.Message) bool { return command.IsAbort(m.Text) },
 			})
 			sink = deb

@@ -204,9 +204,15 @@ func RealtimeBody(first msg.Message, text, quote string, history []msg.Message, 
 }
 
 // SummaryBody is the body of digest and summary turns: the prompt, a
-// blank line, then the transcript trimmed from the oldest end.
-func SummaryBody(promptText string, msgs []msg.Message, loc *time.Location, maxChars int) string {
-	return strings.TrimSpace(promptText) + "\n\n" + strings.Join(prompt.Transcript(msgs, loc, maxChars), "\n")
+// blank line, then the transcript trimmed from the oldest end to maxChars,
+// its newest line cut to fit when even that one is longer. ok is false
+// when no message says anything: there is nothing to read, and the turn
+// is not to be run.
+func SummaryBody(promptText string, msgs []msg.Message, loc *time.Location, maxChars int) (body string, ok bool) {
+	if !slices.ContainsFunc(msgs, func(m msg.Message) bool { return strings.TrimSpace(m.Text) != "" }) {
+		return "", false
+	}
+	return strings.TrimSpace(promptText) + "\n\n" + strings.Join(prompt.CutTranscript(msgs, loc, maxChars), "\n"), true
 }
 
 // digestPrefix marks the ids of digest turns.
@@ -222,13 +228,26 @@ func (p *Pipeline) runDigest(ctx context.Context, f aggregate.Flushed[held]) {
 	msgs = p.enrich(ctx, msgs)
 	first := msgs[0]
 	dg := p.opts.Receive.Digest
-	body := SummaryBody(dg.Prompt, msgs, p.opts.Location, dg.MaxTranscriptChars)
+	consume := store.Consumed{Marks: p.mark(first, store.ViewDigest, refsOf(f.Entries))}
+	body, ok := SummaryBody(dg.Prompt, msgs, p.opts.Location, dg.MaxTranscriptChars)
+	if !ok {
+		// Not one of the messages has text: the model is not asked to
+		// summarize nothing, and the buffer moves past them.
+		keys := make([]trace.Key, len(msgs))
+		for i, m := range msgs {
+			keys[i] = trace.KeyOf(m)
+		}
+		p.opts.Trace.StepAll(keys, trace.StageDeliver, "no digest", "nothing to read: no message of the digest has text")
+		p.log.Debug("empty digest skipped", "peer", first.Peer.String(), "messages", len(msgs))
+		p.release(consume)
+		return
+	}
 	m := msg.Message{
 		ID:      msg.MessageID(digestPrefix + string(first.ID) + ":" + string(msgs[len(msgs)-1].ID)),
 		Channel: first.Channel, Account: first.Account, Peer: first.Peer, Time: time.Now(),
 	}
 	r := &peerReplier{send: p.opts.Send, account: first.Account, peer: first.Peer, flatten: p.opts.PlainText, skip: true}
-	t := Turn{Message: m, Body: body, BodyForAgent: body, NoCommands: true, Standalone: true, Consume: store.Consumed{Marks: p.mark(first, store.ViewDigest, refsOf(f.Entries))}, Delivery: chatDelivery(r)}
+	t := Turn{Message: m, Body: body, BodyForAgent: body, NoCommands: true, Standalone: true, Consume: consume, Delivery: chatDelivery(r)}
 	p.log.Debug("digest batch", "peer", first.Peer.String(), "messages", len(msgs), "flush", string(f.Reason))
 	if err := p.opts.Engine.Turn(ctx, t, r); err != nil {
 		p.log.Warn("digest batch", "peer", first.Peer.String(), "err", err)
@@ -292,7 +311,11 @@ func (p *Pipeline) summary(ctx context.Context, m msg.Message, count int, r chan
 		return nil
 	}
 	msgs = p.enrich(ctx, msgs)
-	body := SummaryBody(s.Prompt, msgs, p.opts.Location, s.MaxTranscriptChars)
+	body, ok := SummaryBody(s.Prompt, msgs, p.opts.Location, s.MaxTranscriptChars)
+	if !ok {
+		notice(textSummaryEmpty) // none of them says anything
+		return nil
+	}
 	cm := m
 	cm.Sender.Name = "" // attributed to the sender's id, no name in the envelope
 	t := Turn{Message: cm, Body: body, BodyForAgent: body, NoCommands: true, Standalone: true, Delivery: replyDelivery(m, reply)}

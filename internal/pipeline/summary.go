@@ -5,6 +5,9 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/pincerbot/pincer/internal/msg"
+	"github.com/pincerbot/pincer/internal/trigger"
 )
 
 // Agent-visible texts of /summary.
@@ -12,6 +15,15 @@ const (
 	textSummaryFailed = "获取最近聊天记录失败："
 	textSummaryEmpty  = "最近没有可以总结的聊天记录。"
 )
+
+// IsSummaryCommand reports whether m is a /summary command this pipeline
+// answers (its leading mention of the bot stripped), so that whatever
+// sits in front of the pipeline lets it through at once, as it does the
+// other commands.
+func (p *Pipeline) IsSummaryCommand(m msg.Message) bool {
+	_, ok := p.summaryCount(m, trigger.StripLeadingMention(m, p.opts.Bot.Self()))
+	return ok
+}
 
 // ParseSummary matches a /summary command at the start of text (the
 // leading mention of the bot already stripped): one of commands,

@@ -49,14 +49,55 @@ func TranscriptLine(m msg.Message, loc *time.Location) string {
 	return "[" + m.Time.In(loc).Format("15:04:05") + "] " + Speaker(m.Sender) + ": " + text
 }
 
+// TruncatedMarker ends a transcript line that was cut to fit, as it ends
+// an inbound message cut to messages.inbound.maxChars.
+const TruncatedMarker = "（已截断）"
+
 // Transcript renders msgs, oldest first, keeping the newest lines whose
 // total length (in characters, with the newlines between them) stays
 // within maxChars.
 func Transcript(msgs []msg.Message, loc *time.Location, maxChars int) []string {
+	return newest(transcriptLines(msgs, loc), maxChars)
+}
+
+// CutTranscript is Transcript for a transcript that is all there is to
+// read (a digest, a summary): when even the newest line is longer than
+// maxChars, that line is kept, cut to maxChars characters with
+// TruncatedMarker at its end, so its time and speaker stay. It is empty
+// only when msgs is.
+func CutTranscript(msgs []msg.Message, loc *time.Location, maxChars int) []string {
+	lines := transcriptLines(msgs, loc)
+	if kept := newest(lines, maxChars); len(kept) > 0 || len(lines) == 0 {
+		return kept
+	}
+	return []string{cut(lines[len(lines)-1], maxChars)}
+}
+
+// cut shortens line to max characters, the last of them TruncatedMarker
+// when there is room for it.
+func cut(line string, max int) string {
+	runes := []rune(line)
+	if len(runes) <= max {
+		return line
+	}
+	marker := utf8.RuneCountInString(TruncatedMarker)
+	if max <= marker {
+		return string(runes[:max])
+	}
+	return string(runes[:max-marker]) + TruncatedMarker
+}
+
+func transcriptLines(msgs []msg.Message, loc *time.Location) []string {
 	lines := make([]string, len(msgs))
 	for i, m := range msgs {
 		lines[i] = TranscriptLine(m, loc)
 	}
+	return lines
+}
+
+// newest keeps the newest lines whose total length, with the newlines
+// between them, stays within maxChars.
+func newest(lines []string, maxChars int) []string {
 	total, start := 0, len(lines)
 	for start > 0 {
 		n := utf8.RuneCountInString(lines[start-1])

@@ -45,3 +45,43 @@ func TestTranscriptLinesAndTrim(t *testing.T) {
 		t.Error("markers are single lines")
 	}
 }
+
+func TestCutTranscriptKeepsTheNewestLine(t *testing.T) {
+	at := time.Date(2026, 11, 30, 2, 0, 5, 0, time.UTC)
+	msgs := []msg.Message{
+		{Sender: msg.Sender{ID: "1", Name: "张三"}, Time: at, Text: "一二三四五六七八九十"},
+		{Sender: msg.Sender{ID: "2", Name: "李四"}, Time: at.Add(time.Second), Text: "甲乙丙丁戊己庚辛壬癸"},
+	}
+	// Each line is 28 characters: "[02:00:06] 李四(2): " is 18.
+	tests := []struct {
+		max  int
+		want []string
+	}{
+		{100, []string{"[02:00:05] 张三(1): 一二三四五六七八九十", "[02:00:06] 李四(2): 甲乙丙丁戊己庚辛壬癸"}},
+		{28, []string{"[02:00:06] 李四(2): 甲乙丙丁戊己庚辛壬癸"}},
+		// Even the newest is too long: it is cut, the marker counted.
+		{27, []string{"[02:00:06] 李四(2): 甲乙丙丁" + TruncatedMarker}},
+		{22, []string{"[02:00:06] 李四(2):" + TruncatedMarker}},
+		// No room for the marker.
+		{5, []string{"[02:0"}},
+		{1, []string{"["}},
+	}
+	for _, tt := range tests {
+		got := CutTranscript(msgs, time.UTC, tt.max)
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("max %d (-want +got):\n%s", tt.max, diff)
+		}
+		for _, l := range got {
+			if n := len([]rune(l)); n > tt.max {
+				t.Errorf("max %d: a line of %d characters", tt.max, n)
+			}
+		}
+	}
+	if got := CutTranscript(nil, time.UTC, 10); len(got) != 0 {
+		t.Errorf("no messages: %q", got)
+	}
+	// Transcript, which history uses, still leaves out what does not fit.
+	if got := Transcript(msgs, time.UTC, 27); len(got) != 0 {
+		t.Errorf("Transcript kept %q", got)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -60,6 +61,8 @@ type writer struct {
 	insertRows func(tx *sql.Conn, rows []*logRow) error
 	// beforeCommit runs last in every batch.
 	beforeCommit func(tx *sql.Conn) error
+	// commits counts the batches committed (or whose COMMIT failed).
+	commits atomic.Int64
 
 	mu      sync.RWMutex
 	closed  bool
@@ -220,6 +223,7 @@ func (w *writer) batch(first *job) {
 		failed(err)
 	}
 	_, err := tx.ExecContext(ctx, "COMMIT")
+	w.commits.Add(1)
 	if err != nil {
 		// A failed COMMIT may leave the transaction open: end it, so the
 		// next batch can begin.
