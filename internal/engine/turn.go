@@ -177,9 +177,17 @@ func (e *Engine) call(ctx context.Context, batch []*waiting, l *lane) (ok bool, 
 			mcs[i] = w.mc
 		}
 		reads := e.readMedia(ctx, mcs, primary)
+		// What a full queue dropped meanwhile heads the first of them, as
+		// it heads a turn's first message: the lane forgets it after the
+		// turn.
+		dropped := e.takeDropped(l)
 		var turns []store.Turn
 		for i, w := range next {
-			ut := e.userTurn(w.mc, withNotes(w.mc.BodyForAgent, reads[i]), append(transcript, turns...))
+			body := withNotes(w.mc.BodyForAgent, reads[i])
+			if i == 0 && len(dropped) > 0 {
+				body = droppedNotice(dropped) + body
+			}
+			ut := e.userTurn(w.mc, body, append(transcript, turns...))
 			ut.Images = reads[i].Images
 			turns = append(turns, ut)
 			r.add(w.mc.Message.Sender)
