@@ -53,6 +53,8 @@ type MsgContext struct {
 	Key string
 	// Resumed marks a turn run again after a restart.
 	Resumed bool
+	// resume is what a resumed turn's reply had stored before the restart.
+	resume *resumption
 	// Media are the pictures, voice notes and files the turn shows: its
 	// messages', its quoted message's and its merged forwards' (see
 	// MediaReader).

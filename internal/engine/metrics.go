@@ -9,6 +9,7 @@ import (
 // Metrics are the engine's Prometheus collectors.
 type Metrics struct {
 	inbound     *prometheus.CounterVec
+	dropped     *prometheus.CounterVec
 	turns       *prometheus.CounterVec
 	turnSeconds prometheus.Histogram
 	firstText   prometheus.Histogram
@@ -21,6 +22,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		inbound: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pincer_inbound_messages_total", Help: "Inbound messages by channel and outcome (accepted, duplicate).",
 		}, []string{"channel", "outcome"}),
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pincer_queue_dropped_total", Help: "Messages a full session queue gave up, by drop policy (old, new, summarize).",
+		}, []string{"policy"}),
 		turns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pincer_turns_total", Help: "Agent turns by outcome (replied, failed, empty, undelivered).",
 		}, []string{"outcome"}),
@@ -34,7 +38,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.inbound, m.turns, m.turnSeconds, m.firstText} {
+		for _, c := range []prometheus.Collector{m.inbound, m.dropped, m.turns, m.turnSeconds, m.firstText} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("engine metrics: %w", err)
 			}

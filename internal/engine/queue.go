@@ -176,6 +176,9 @@ func (e *Engine) enqueue(ctx context.Context, log *slog.Logger, mc MsgContext, r
 		return <-w.done
 	}
 	if qs.Cap > 0 && l.pending() >= qs.Cap {
+		// Counted under the lock: the running turn, taking what waits,
+		// sees the queue as it is after the drop.
+		e.opts.Metrics.dropped.WithLabelValues(string(qs.Drop)).Inc()
 		if qs.Drop == DropNew {
 			sh.mu.Unlock()
 			log.Warn("queue full: message refused", "cap", qs.Cap)

@@ -192,17 +192,11 @@ func TestCrashedTurnIsResumedOnce(t *testing.T) {
 			t.Errorf("a finished turn was resumed again: %d", n)
 		}
 
-		// A turn whose reply is in the outbox already: not asked again.
+		// A turn answered, its reply in the transcript and the outbox
+		// already: not asked again.
 		m2 := message("2", "b1", "answered", t0)
-		mc2 := NewMsgContext(m2)
-		mc2.Delivery = delivery
 		third := engineOn(t, st, &hangingProvider{}, Options{})
-		if _, err := st.AdmitTurn(context.Background(), TurnKey(m2), time.Hour, mustEncode(t, mc2), store.Consumed{}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := st.AddOutbox(context.Background(), store.OutboxEntry{ID: TurnKey(m2) + "#1", Channel: "webchat", Out: msg.Outbound{Account: "default", Peer: m2.Peer, Text: "the reply"}}); err != nil {
-			t.Fatal(err)
-		}
+		admitted(t, third, st, m2, []store.Turn{third.userTurn(NewMsgContext(m2), m2.Text, tr), {Role: store.RoleAssistant, Text: "the reply"}}, "the reply")
 		if n, _ := third.Resume(context.Background(), resume); n != 0 {
 			t.Errorf("an answered turn was asked again")
 		}

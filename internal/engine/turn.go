@@ -128,6 +128,9 @@ func (e *Engine) call(ctx context.Context, batch []*waiting, l *lane) (ok bool, 
 		log.Debug("agent turn", "session", key, "body", userTurn.Text)
 		transcript = append(transcript, userTurn)
 	}
+	// A reply cut by a restart: the model is shown what it had sent.
+	res := resumeOf(batch)
+	transcript = append(transcript, res.told(mc.Message.Time)...)
 
 	// The reply goes to the newest message and may mention everyone the
 	// turn answers.
@@ -141,7 +144,7 @@ func (e *Engine) call(ctx context.Context, batch []*waiting, l *lane) (ok bool, 
 	persist := func(turns []store.Turn) {
 		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		for _, t := range turns {
+		for _, t := range res.kept(turns) {
 			if t.Role == store.RoleAssistant {
 				t.Text = storedReply(t.Text)
 				if t.Text == "" && len(t.ToolCalls) == 0 {
@@ -174,9 +177,17 @@ func (e *Engine) call(ctx context.Context, batch []*waiting, l *lane) (ok bool, 
 			mcs[i] = w.mc
 		}
 		reads := e.readMedia(ctx, mcs, primary)
+		// What a full queue dropped meanwhile heads the first of them, as
+		// it heads a turn's first message: the lane forgets it after the
+		// turn.
+		dropped := e.takeDropped(l)
 		var turns []store.Turn
 		for i, w := range next {
-			ut := e.userTurn(w.mc, withNotes(w.mc.BodyForAgent, reads[i]), append(transcript, turns...))
+			body := withNotes(w.mc.BodyForAgent, reads[i])
+			if i == 0 && len(dropped) > 0 {
+				body = droppedNotice(dropped) + body
+			}
+			ut := e.userTurn(w.mc, body, append(transcript, turns...))
 			ut.Images = reads[i].Images
 			turns = append(turns, ut)
 			r.add(w.mc.Message.Sender)
@@ -193,7 +204,7 @@ func (e *Engine) call(ctx context.Context, batch []*waiting, l *lane) (ok bool, 
 	// The whole turn has a deadline, whatever its calls and tools do.
 	runCtx, cancelRun := context.WithTimeoutCause(ctx, e.opts.TurnTimeout, errTurnTimeout)
 	defer cancelRun()
-	runErr, delivered := e.run(runCtx, log, mc, r, slot, start, agent.Input{
+	runErr, delivered := e.run(runCtx, log, mc, r, slot, start, res, agent.Input{
 		Models:     models,
 		System:     system,
 		Transcript: transcript,
@@ -224,20 +235,8 @@ func (e *Engine) call(ctx context.Context, batch []*waiting, l *lane) (ok bool, 
 // its envelope and before the notes of its media.
 func inTranscript(tr []store.Turn, body string) bool {
 	for i := len(tr) - 1; i >= 0 && tr[i].Role == store.RoleUser; i-- {
-		text := tr[i].Text
-		for at := strings.Index(text, body); at >= 0; {
-			// The body follows the envelope (or a notice line) and ends
-			// the turn, or only its media notes follow it.
-			before, rest := text[:at], text[at+len(body):]
-			starts := before == "" || strings.HasSuffix(before, "] ") || strings.HasSuffix(before, "\n")
-			if starts && (rest == "" || strings.HasPrefix(rest, "\n[")) {
-				return true
-			}
-			next := strings.Index(text[at+1:], body)
-			if next < 0 {
-				break
-			}
-			at += 1 + next
+		if holdsBody(tr[i].Text, body) {
+			return true
 		}
 	}
 	return false
@@ -284,18 +283,20 @@ func (b *batchReplier) Deliver(ctx context.Context, out msg.Outbound) (msg.Messa
 // answer: direct chats are told what failed, groups stay silent (the
 // failure is logged and counted). Only a turn cut by shutdown delivers what
 // it had produced.
-func (e *Engine) run(ctx context.Context, log *slog.Logger, mc MsgContext, r channel.Replier, slot *slot, start time.Time, in agent.Input, persist func([]store.Turn)) (error, bool) {
+func (e *Engine) run(ctx context.Context, log *slog.Logger, mc MsgContext, r channel.Replier, slot *slot, start time.Time, res *resumption, in agent.Input, persist func([]store.Turn)) (error, bool) {
 	m := mc.Message
 	var delivered, failed atomic.Int32
 	var sent deliveries // what went out, and what was held back, for the trace
 	base := msg.Outbound{Account: m.Account, Peer: m.Peer}
 	// Delivery outlives a turn cut by shutdown: what was produced still goes out.
 	deliverCtx := context.WithoutCancel(ctx)
-	seq := 0
+	seq := res.from()
 	disp := reply.NewDispatcher(deliverCtx, reply.DispatcherOptions{
 		Deliver: func(ctx context.Context, _ reply.Kind, p msg.Outbound) error {
 			// Payloads are numbered in delivery order: a resumed turn's
-			// replies carry the same ids and are never sent twice.
+			// replies carry the same ids and are never sent twice, and a
+			// run resumed in the middle of its reply numbers on after the
+			// payloads stored before the restart.
 			seq++
 			if mc.Key != "" {
 				p.ID = mc.Key + "#" + strconv.Itoa(seq)
@@ -347,7 +348,7 @@ func (e *Engine) run(ctx context.Context, log *slog.Logger, mc MsgContext, r cha
 		e.opts.Metrics.firstText.Observe(time.Since(start).Seconds())
 		typing.TextStarted()
 	}
-	in.Stream = stream
+	in.Stream = res.stream(stream)
 
 	typing.RunStarted()
 	// Tools act for this chat (what they fetch and send is kept to it).

@@ -349,6 +349,9 @@ type Outbox interface {
 	// HasOutbox reports whether an entry whose id starts with prefix exists,
 	// in any state.
 	HasOutbox(ctx context.Context, prefix string) (bool, error)
+	// OutboxEntries lists the entries whose id starts with prefix, in any
+	// state, oldest first: what a turn's reply had stored ("<turn key>#").
+	OutboxEntries(ctx context.Context, prefix string) ([]OutboxEntry, error)
 	// PruneOutbox deletes the entries that are no longer pending and were
 	// last updated before t.
 	PruneOutbox(ctx context.Context, before time.Time) (int64, error)

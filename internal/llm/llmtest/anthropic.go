@@ -49,9 +49,7 @@ func NewAnthropic(t testing.TB) *Server {
 				return
 			}
 			event(w, f, "content_block_delta", map[string]any{"type": "content_block_delta", "index": index, "delta": map[string]any{"type": "text_delta", "text": p}})
-			if i == 0 {
-				hold(req, r)
-			}
+			hold(req, r, i)
 		}
 		if r.StreamError != "" {
 			event(w, f, "error", map[string]any{"type": "error", "error": map[string]any{"type": r.StreamError, "message": "scripted"}})

@@ -38,9 +38,11 @@ type Reply struct {
 	// StreamError, when set, ends the stream with an in-stream error event
 	// of this type after the text deltas.
 	StreamError string
-	// Hold, when set, pauses the stream after the first text delta until it
-	// is closed or the client goes away.
-	Hold chan struct{}
+	// Hold, when set, pauses the stream after the first text delta (after
+	// HoldAfter of them when that is more than 1) until it is closed or the
+	// client goes away.
+	Hold      chan struct{}
+	HoldAfter int
 	// Stall accepts the request and sends nothing more than the response
 	// headers until the client goes away (or Hold closes).
 	Stall bool
@@ -293,9 +295,10 @@ func cut(w http.ResponseWriter) {
 	panic(http.ErrAbortHandler)
 }
 
-// hold waits for r.Hold to close or the client to leave.
-func hold(req *http.Request, r Reply) {
-	if r.Hold == nil {
+// hold waits, after text delta i, for r.Hold to close or the client to
+// leave.
+func hold(req *http.Request, r Reply, i int) {
+	if r.Hold == nil || i != max(r.HoldAfter, 1)-1 {
 		return
 	}
 	select {

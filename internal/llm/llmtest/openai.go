@@ -41,9 +41,7 @@ func NewOpenAI(t testing.TB) *Server {
 				return
 			}
 			event(w, f, "", chunk(map[string]any{"content": p}, nil))
-			if i == 0 {
-				hold(req, r)
-			}
+			hold(req, r, i)
 		}
 		if r.StreamError != "" {
 			event(w, f, "", map[string]any{"error": map[string]any{"message": "scripted", "type": r.StreamError}})

@@ -179,6 +179,32 @@ func RunProviderSuite(t *testing.T, newServer func(testing.TB) *Server, newProvi
 		expectErr(t, err, llm.Fatal, llm.ReasonCanceled)
 	})
 
+	t.Run("HoldAfterPausesLater", func(t *testing.T) {
+		s := newServer(t)
+		hold := make(chan struct{})
+		defer close(hold)
+		s.Script(Reply{Text: []string{"first", "second", "third"}, Hold: hold, HoldAfter: 2})
+		cctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		var got []string
+		var err error
+		for ev, e := range newProvider(s).Stream(cctx, req) {
+			if e != nil {
+				err = e
+				break
+			}
+			if ev.Kind == llm.EventText {
+				if got = append(got, ev.Text); len(got) == 2 {
+					cancel()
+				}
+			}
+		}
+		if strings.Join(got, "") != "firstsecond" {
+			t.Errorf("deltas before the pause: %q", got)
+		}
+		expectErr(t, err, llm.Fatal, llm.ReasonCanceled)
+	})
+
 	t.Run("ToolCalls", func(t *testing.T) {
 		s := newServer(t)
 		args := `{"city":"杭州","days":3}`

@@ -22,6 +22,10 @@ const (
 	qUpdateOutbox  = `UPDATE outbox SET sent = ?, attempts = ?, state = ?, last_error = ?, updated_at = ? WHERE id = ?`
 	qPendingOutbox = `SELECT id, channel, body, sent, attempts, state, last_error, created_at, updated_at FROM outbox
 		WHERE channel = ? AND account = ? AND state = ? ORDER BY created_at, rowid`
+	// The id range [prefix, prefix+U+10FFFF) holds every id starting with
+	// prefix and uses the primary key's index, unlike LIKE.
+	qOutboxEntries = `SELECT id, channel, body, sent, attempts, state, last_error, created_at, updated_at FROM outbox
+		WHERE id >= ? AND id < ? ORDER BY created_at, rowid`
 )
 
 // PendingTurns implements store.Journal.
@@ -118,17 +122,10 @@ func (d *DB) UpdateOutbox(ctx context.Context, id string, sent, attempts int, st
 func (d *DB) PendingOutbox(ctx context.Context, ch msg.ChannelID, acct msg.AccountID) ([]store.OutboxEntry, error) {
 	var out []store.OutboxEntry
 	err := d.each(ctx, qPendingOutbox, []any{string(ch), string(acct), string(store.OutboxPending)}, func(rows *sql.Rows) error {
-		var e store.OutboxEntry
-		var channel, body, state string
-		var created, updated int64
-		if err := rows.Scan(&e.ID, &channel, &body, &e.Sent, &e.Attempts, &state, &e.LastError, &created, &updated); err != nil {
+		e, err := scanOutbox(rows)
+		if err != nil {
 			return err
 		}
-		if err := json.Unmarshal([]byte(body), &e.Out); err != nil {
-			return fmt.Errorf("%s: %w", e.ID, err)
-		}
-		e.Channel, e.State = msg.ChannelID(channel), store.OutboxState(state)
-		e.Created, e.Updated = fromMillis(created), fromMillis(updated)
 		out = append(out, e)
 		return nil
 	})
@@ -136,6 +133,22 @@ func (d *DB) PendingOutbox(ctx context.Context, ch msg.ChannelID, acct msg.Accou
 		return nil, fmt.Errorf("pending outbox: %w", err)
 	}
 	return out, nil
+}
+
+// scanOutbox reads one outbox row of the columns qPendingOutbox selects.
+func scanOutbox(rows *sql.Rows) (store.OutboxEntry, error) {
+	var e store.OutboxEntry
+	var channel, body, state string
+	var created, updated int64
+	if err := rows.Scan(&e.ID, &channel, &body, &e.Sent, &e.Attempts, &state, &e.LastError, &created, &updated); err != nil {
+		return e, err
+	}
+	if err := json.Unmarshal([]byte(body), &e.Out); err != nil {
+		return e, fmt.Errorf("%s: %w", e.ID, err)
+	}
+	e.Channel, e.State = msg.ChannelID(channel), store.OutboxState(state)
+	e.Created, e.Updated = fromMillis(created), fromMillis(updated)
+	return e, nil
 }
 
 // HasOutbox implements store.Outbox.
@@ -151,6 +164,23 @@ func (d *DB) HasOutbox(ctx context.Context, prefix string) (bool, error) {
 		return false, fmt.Errorf("outbox %s*: %w", prefix, err)
 	}
 	return true, nil
+}
+
+// OutboxEntries implements store.Outbox.
+func (d *DB) OutboxEntries(ctx context.Context, prefix string) ([]store.OutboxEntry, error) {
+	var out []store.OutboxEntry
+	err := d.each(ctx, qOutboxEntries, []any{prefix, prefix + "\U0010FFFF"}, func(rows *sql.Rows) error {
+		e, err := scanOutbox(rows)
+		if err != nil {
+			return err
+		}
+		out = append(out, e)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("outbox %s*: %w", prefix, err)
+	}
+	return out, nil
 }
 
 // PruneOutbox implements store.Outbox.

@@ -804,13 +804,32 @@ func testOutbox(t *testing.T, s store.Store) {
 	if err := s.UpdateOutbox(ctx, e.ID, 3, 4, store.OutboxSent, ""); err != nil {
 		t.Fatal(err)
 	}
+	second := e
+	second.ID, second.Out.Text = "in:m1#2", "more"
+	if _, err := s.AddOutbox(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := s.OutboxEntries(ctx, "in:m1#")
+	if err != nil || len(entries) != 2 {
+		t.Fatalf("entries of in:m1: %+v %v", entries, err)
+	}
+	if entries[0].ID != e.ID || entries[0].State != store.OutboxSent || entries[0].Sent != 3 || entries[0].Out.Text != "long reply" ||
+		entries[1].ID != second.ID || entries[1].State != store.OutboxPending || entries[1].Out.Text != "more" {
+		t.Errorf("entries of in:m1, in any state, oldest first: %+v", entries)
+	}
+	if entries, err := s.OutboxEntries(ctx, "in:m2#"); len(entries) != 0 || err != nil {
+		t.Errorf("entries of in:m2: %+v %v", entries, err)
+	}
+	if err := s.UpdateOutbox(ctx, second.ID, 1, 1, store.OutboxSent, ""); err != nil {
+		t.Fatal(err)
+	}
 	if got, _ := s.PendingOutbox(ctx, "onebot", "default"); len(got) != 0 {
 		t.Errorf("a sent entry is not pending: %+v", got)
 	}
 	if added, _ := s.AddOutbox(ctx, e); added {
 		t.Error("a sent entry still blocks its id")
 	}
-	if n, err := s.PruneOutbox(ctx, time.Now().Add(time.Hour)); n != 1 || err != nil {
+	if n, err := s.PruneOutbox(ctx, time.Now().Add(time.Hour)); n != 2 || err != nil {
 		t.Errorf("prune: %d %v; the pending entry of the other account stays", n, err)
 	}
 	if has, _ := s.HasOutbox(ctx, "in:x#"); !has {
