@@ -450,8 +450,9 @@ func (e *Engine) failure(log *slog.Logger, m msg.Message, err error, stream *rep
 }
 
 // replyStream is the agent.Stream of one turn: it filters the control
-// tokens out of each model call's text and passes the rest to a live view
-// or the block chunker, and keeps what was said for the final delivery.
+// tokens out of each model call's text (the runner has taken the
+// reasoning out already) and passes the rest to a live view or the block
+// chunker, and keeps what was said for the final delivery.
 type replyStream struct {
 	r       channel.Replier
 	slot    *slot
@@ -493,6 +494,10 @@ func (s *replyStream) Text(delta string) {
 	s.slot.busy()
 	s.emit(s.filter.Push(delta))
 }
+
+// Reasoning implements agent.Stream: nothing of it is shown, but the
+// call is at work and keeps its slot.
+func (s *replyStream) Reasoning(string) { s.slot.busy() }
 
 // Shown implements agent.Stream.
 func (s *replyStream) Shown() bool { return s.shown || s.blocks.Load() > s.shownAt }
