@@ -85,7 +85,13 @@ func (f *SilenceFilter) Found() Found { return f.found }
 // decoration, whitespace, more tokens and such an end. prev is the byte
 // shown before s (0 for none).
 func tailStart(s string, prev byte) int {
-	cut := len(strings.TrimRightFunc(s, unicode.IsSpace))
+	// An incomplete last character may be whitespace: it waits with the
+	// whitespace before it.
+	end := len(s)
+	if end > 0 && !utf8.FullRuneInString(s[lastRuneStart(s):]) {
+		end = lastRuneStart(s)
+	}
+	cut := len(strings.TrimRightFunc(s[:end], unicode.IsSpace))
 	try := func(p int) {
 		if at, ok := zoneStart(s, p, prev); ok {
 			cut = min(cut, at)
@@ -101,14 +107,10 @@ func tailStart(s string, prev byte) int {
 	}
 	// Opening decoration at the end, the last piece perhaps incomplete:
 	// a token may follow it.
-	end := len(s)
 	if lt := strings.LastIndexByte(s, '<'); lt >= 0 {
 		if _, st := htmlTag(s[lt:]); st == matchMore {
 			end = lt
 		}
-	}
-	if end == len(s) && end > 0 && !utf8.FullRuneInString(s[lastRuneStart(s):]) {
-		end = lastRuneStart(s)
 	}
 	if q := openingRun(s, end); q < len(s) {
 		before := prev

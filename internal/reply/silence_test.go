@@ -34,6 +34,8 @@ func TestSilenceFilter(t *testing.T) {
 		{"a token then an emoji", []string{"NO_REPLY", " 👍"}, []string{"", "👍", ""}, false},
 		{"a token then a word", []string{"NO_REPLY ", "ok"}, []string{"", "ok", ""}, false},
 		{"bold text is held only until it is text", []string{"**", "Bold** text"}, []string{"", "**Bold** text", ""}, false},
+		{"a wide space split before a trailing token", []string{"ok NO_\xe3", "\x80\x80NO_REPLY"}, []string{"ok NO_", "", ""}, false},
+		{"a token in a code fence", []string{"```\nNO_", "REPLY\n``", "`"}, []string{"", "", "", ""}, true},
 		{"a name that starts with the token", []string{"NO_REPLY", "_TOKEN is it"}, []string{"", "NO_REPLY_TOKEN is it", ""}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -60,7 +62,7 @@ func FuzzSilenceFilter(f *testing.F) {
 		"Sure! NO_REPLY", "NO_REPLY", "NO_REPLY NO_REPLY", "hello no_reply world", "  \n",
 		"**NO_REPLY", "text **NO_REPLY", "HEARTBEAT_OK.", "NO_REPLYThe user is saying", "NO_REPLY 👍",
 		"NO_REPLY ok", "**HEARTBEAT_OK**", "<code>HEARTBEAT_OK</code> all good", "Please NO_REPLY to this",
-		"「好的」NO_REPLY", "x <b title=\"NO_REPLY\">NO_REPLY", "NO_REPLY_NO_REPLY", "a_ *NO_REPLY",
+		"「好的」NO_REPLY", "x <b title=\"NO_REPLY\">NO_REPLY", "NO_REPLY_NO_REPLY", "a_ *NO_REPLY", "```\nNO_REPLY\n```",
 	} {
 		f.Add(s, uint8(3))
 	}
@@ -79,6 +81,40 @@ func FuzzSilenceFilter(f *testing.F) {
 		}
 		if silent != (want == "" && found.Silent) {
 			t.Errorf("silent %v for %q", silent, text)
+		}
+	})
+}
+
+// tokenVocabulary are the pieces FuzzSilenceFilterPieces builds replies of:
+// tokens, their pieces, decoration, words and whitespace.
+var tokenVocabulary = []string{
+	"NO_REPLY", "HEARTBEAT_OK", "no_reply", "NO_", "REPLY", "HEART", "BEAT_OK", "_", "__", "*", "**", "~~", "`", "```",
+	"<code>", "</code>", "<b>", "</b>", "<", ">", "<span class=\"x\">", ".", "!", ":", "。", "「", "」", "(", ")", "\"",
+	" ", "\n", "\n\n", "\u3000", "ok", "X", "2", "好的", "👍", "Please", "The",
+}
+
+// FuzzSilenceFilterPieces: replies made of tokens, decoration and words,
+// split anywhere, show what StripTokens of the whole reply is.
+func FuzzSilenceFilterPieces(f *testing.F) {
+	f.Add([]byte{5, 0, 32}, uint8(1))
+	f.Add([]byte{34, 32, 9, 0}, uint8(2))
+	f.Add([]byte{14, 1, 15, 32, 34}, uint8(3))
+	f.Fuzz(func(t *testing.T, picks []byte, step uint8) {
+		var b strings.Builder
+		for _, p := range picks {
+			b.WriteString(tokenVocabulary[int(p)%len(tokenVocabulary)])
+		}
+		text := b.String()
+		n := int(step%11) + 1
+		var f SilenceFilter
+		var shown strings.Builder
+		for i := 0; i < len(text); i += n {
+			shown.WriteString(f.Push(text[i:min(i+n, len(text))]))
+		}
+		rest, _ := f.End()
+		shown.WriteString(rest)
+		if want, _ := StripTokens(text); shown.String() != want {
+			t.Errorf("%q: shown %q, want %q", text, shown.String(), want)
 		}
 	})
 }

@@ -43,7 +43,8 @@ func (f *Found) add(token string) {
 // after it ("NO_REPLYThe user is saying" keeps "The user is saying"). A
 // token in the middle of the text is text ("Please NO_REPLY to this"), and
 // so is one that is part of a longer word or name ("XNO_REPLY",
-// "NO_REPLY_TOKEN", "NO_REPLY2").
+// "NO_REPLY_TOKEN", "NO_REPLY2"). When a token went and nothing but
+// decoration is left, nothing is.
 func StripTokens(text string) (string, Found) {
 	var found Found
 	text = strings.TrimLeftFunc(text, unicode.IsSpace)
@@ -66,9 +67,14 @@ func StripTokens(text string) (string, Found) {
 			text = text[:at]
 		}
 		if text == before {
-			return text, found
+			break
 		}
 	}
+	if found != (Found{}) && onlyDecoration(text, true) {
+		// What is left is the tokens' decoration ("```\nNO_REPLY\n```").
+		text = ""
+	}
+	return text, found
 }
 
 // IsSilent reports whether text is nothing but the silent token, more than

@@ -29,6 +29,8 @@ func TestStripTokens(t *testing.T) {
 		{"<NO_REPLY>", "", s},
 		{"<p><b>NO_REPLY</b></p>", "", s},
 		{"HEARTBEAT_OK.", "", h},
+		{"```\nNO_REPLY\n```", "", s},
+		{"NO_REPLY ...", "", s},
 		{"**HEARTBEAT_OK**", "", h},
 		{"<code>HEARTBEAT_OK</code>", "", h},
 		// A token trailing content.
