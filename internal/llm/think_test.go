@@ -106,6 +106,9 @@ func FuzzThinkSplitter(f *testing.F) {
 		if !strings.Contains(text, "<") && (wt != text || wr != "") {
 			t.Fatalf("%q without tags gave %q, %q", text, wt, wr)
 		}
+		if again, r := splitAll(wt); again != wt || r != "" {
+			t.Fatalf("the text of %q, %q, still holds reasoning %q", text, wt, r)
+		}
 		if strings.Contains(strings.ToLower(text), "</think") {
 			return
 		}
@@ -113,6 +116,39 @@ func FuzzThinkSplitter(f *testing.F) {
 		at, ar := splitAll(after)
 		if br != text+ar || bt != at {
 			t.Fatalf("a closed block of %q then %q: %q, %q", text, after, bt, br)
+		}
+	})
+}
+
+// thinkVocabulary are the pieces FuzzThinkSplitterPieces builds replies of.
+var thinkVocabulary = []string{
+	"<think>", "</think>", "<thinking>", "</thinking>", "<reasoning>", "</reasoning>", "<THINK>", "</think >",
+	"<think type=\"r\">", "<think/>", "<thi", "nk>", "</", "<", ">", "```", "~~~", "`", "\n", " ", "x", "好", "NO_REPLY",
+}
+
+// FuzzThinkSplitterPieces: replies made of tags, their pieces, fences and
+// words, split anywhere, give what they give whole, and the text given
+// holds no reasoning block.
+func FuzzThinkSplitterPieces(f *testing.F) {
+	f.Add([]byte{0, 20, 1, 21}, uint8(1))
+	f.Add([]byte{15, 18, 0, 20, 18, 15, 18, 2, 20}, uint8(2))
+	f.Fuzz(func(t *testing.T, picks []byte, step uint8) {
+		var b strings.Builder
+		for _, p := range picks {
+			b.WriteString(thinkVocabulary[int(p)%len(thinkVocabulary)])
+		}
+		text := b.String()
+		n := int(step%11) + 1
+		var pieces []string
+		for i := 0; i < len(text); i += n {
+			pieces = append(pieces, text[i:min(i+n, len(text))])
+		}
+		wt, wr := splitAll(text)
+		if st, sr := splitAll(pieces...); st != wt || sr != wr {
+			t.Fatalf("split %q: %q, %q; whole: %q, %q", pieces, st, sr, wt, wr)
+		}
+		if again, r := splitAll(wt); again != wt || r != "" {
+			t.Fatalf("the text of %q, %q, still holds reasoning %q", text, wt, r)
 		}
 	})
 }
