@@ -102,15 +102,17 @@ type Input struct {
 
 // Stream receives a turn's reply while the model writes it. The runner
 // calls Begin before every model call (the first, a retry, a fallback, the
-// next round after tools), Text for each piece of visible text, and
-// Discard when a call failed and another attempt follows. Shown tells
-// whether any text of the current call has reached the user: a failure
-// after that is final, so shown text is never repeated or contradicted.
-// Until then a failed call is retried or falls back like one that sent
-// nothing.
+// next round after tools), Text for each piece of visible text, Reasoning
+// for each piece of the model's reasoning (never to be shown, but the
+// model is at work), and Discard when a call failed and another attempt
+// follows. Shown tells whether any text of the current call has reached
+// the user: a failure after that is final, so shown text is never
+// repeated or contradicted. Until then a failed call is retried or falls
+// back like one that sent nothing; reasoning alone leaves it so.
 type Stream interface {
 	Begin()
 	Text(delta string)
+	Reasoning(delta string)
 	Shown() bool
 	Discard()
 }
@@ -124,6 +126,10 @@ var ErrNoFirstToken = errors.New("the model produced nothing in time")
 
 // Output is the result of a turn.
 type Output struct {
+	// Text is the visible reply; Reasoning is what the model thought,
+	// from its provider's reasoning stream and from the <think> blocks
+	// it wrote into its reply (see llm.ThinkSplitter), which Text never
+	// holds.
 	Text      string
 	Reasoning string
 	// Model is the model that produced the reply (or failed last).
@@ -307,9 +313,26 @@ func (r *Runner) call(ctx context.Context, models []llm.Ref, req llm.Request, se
 }
 
 // once makes one model call. A call that yields nothing within the
-// first-token timeout is cut and reported as ErrNoFirstToken.
+// first-token timeout is cut and reported as ErrNoFirstToken; reasoning
+// counts as something. Reasoning the model writes into its reply's
+// content is taken out of the text, for the stream and the transcript.
 func (r *Runner) once(ctx context.Context, p llm.Provider, req llm.Request, stream Stream) (Output, []llm.ToolCall, error) {
 	var text, reasoning strings.Builder
+	var inline llm.ThinkSplitter
+	emit := func(visible, thought string) {
+		if thought != "" {
+			reasoning.WriteString(thought)
+			if stream != nil {
+				stream.Reasoning(thought)
+			}
+		}
+		if visible != "" {
+			text.WriteString(visible)
+			if stream != nil {
+				stream.Text(visible)
+			}
+		}
+	}
 	var out Output
 	var calls []llm.ToolCall
 	callCtx, cancel := context.WithCancelCause(ctx)
@@ -328,18 +351,16 @@ func (r *Runner) once(ctx context.Context, p llm.Provider, req llm.Request, stre
 		}
 		switch ev.Kind {
 		case llm.EventText:
-			text.WriteString(ev.Text)
-			if stream != nil {
-				stream.Text(ev.Text)
-			}
+			emit(inline.Push(ev.Text))
 		case llm.EventReasoning:
-			reasoning.WriteString(ev.Text)
+			emit("", ev.Text)
 		case llm.EventToolCall:
 			calls = append(calls, ev.ToolCall)
 		case llm.EventDone:
 			out.Usage = ev.Usage
 		}
 	}
+	emit(inline.End())
 	out.Text, out.Reasoning = text.String(), reasoning.String()
 	return out, calls, nil
 }

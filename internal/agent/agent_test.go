@@ -20,9 +20,11 @@ import (
 // step scripts one call of a fakeProvider: stream text, then fail with err
 // (or finish when err is nil).
 type step struct {
-	text  []string
-	calls []llm.ToolCall
-	err   *llm.Error
+	// reasoning streams as the provider's reasoning, before text.
+	reasoning []string
+	text      []string
+	calls     []llm.ToolCall
+	err       *llm.Error
 }
 
 type fakeProvider struct {
@@ -45,6 +47,11 @@ func (f *fakeProvider) Stream(ctx context.Context, req llm.Request) iter.Seq2[ll
 			s, f.steps = f.steps[0], f.steps[1:]
 		}
 		f.mu.Unlock()
+		for _, t := range s.reasoning {
+			if !yield(llm.Event{Kind: llm.EventReasoning, Text: t}, nil) {
+				return
+			}
+		}
 		for _, t := range s.text {
 			if !yield(llm.Event{Kind: llm.EventText, Text: t}, nil) {
 				return
@@ -92,13 +99,14 @@ type recStream struct {
 	shown  bool
 }
 
-func (s *recStream) Begin()         { s.events = append(s.events, "begin"); s.shown = false }
-func (s *recStream) Text(d string)  { s.events = append(s.events, d); s.shown = s.shown || s.live }
-func (s *recStream) Shown() bool    { return s.shown }
-func (s *recStream) Discard()       { s.events = append(s.events, "discard") }
-func (s *recStream) String() string { return strings.Join(s.events, "|") }
-func live() *recStream              { return &recStream{live: true} }
-func wholeMessages() *recStream     { return &recStream{} }
+func (s *recStream) Begin()             { s.events = append(s.events, "begin"); s.shown = false }
+func (s *recStream) Text(d string)      { s.events = append(s.events, d); s.shown = s.shown || s.live }
+func (s *recStream) Reasoning(d string) { s.events = append(s.events, "think:"+d) }
+func (s *recStream) Shown() bool        { return s.shown }
+func (s *recStream) Discard()           { s.events = append(s.events, "discard") }
+func (s *recStream) String() string     { return strings.Join(s.events, "|") }
+func live() *recStream                  { return &recStream{live: true} }
+func wholeMessages() *recStream         { return &recStream{} }
 
 func TestRunStreamsAndReturnsText(t *testing.T) {
 	p := &fakeProvider{id: "a", steps: []step{{text: []string{"Hel", "lo"}}}}
@@ -118,6 +126,47 @@ func TestRunStreamsAndReturnsText(t *testing.T) {
 	if r := p.reqs[0]; r.System != "sys" || r.Model != "m" || r.MaxTokens != 100 || len(r.Messages) != 1 {
 		t.Errorf("request = %+v", r)
 	}
+}
+
+// TestInlineReasoningIsNotText: <think> blocks the model writes into its
+// reply, split anywhere, reach the stream as reasoning, never as text,
+// and end up in Output.Reasoning with the provider's own reasoning; the
+// transcript keeps the visible reply only.
+func TestInlineReasoningIsNotText(t *testing.T) {
+	p := &fakeProvider{id: "a", steps: []step{{reasoning: []string{"first, "}, text: []string{"<thi", "nk>plan</th", "ink>\n答案"}}}}
+	s := live()
+	out, err := runner(p).Run(context.Background(), Input{Models: chain("a/m"), Transcript: userTurn("hi"), Stream: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Text != "\n答案" || out.Reasoning != "first, plan" {
+		t.Errorf("text %q reasoning %q", out.Text, out.Reasoning)
+	}
+	if got := s.String(); got != "begin|think:first, |think:plan|\n答案" {
+		t.Errorf("streamed %q", got)
+	}
+	if len(out.Turns) != 1 || out.Turns[0].Text != "\n答案" {
+		t.Errorf("turns %+v", out.Turns)
+	}
+}
+
+// TestReasoningLeavesFallbackOpen: a call that failed after thinking
+// aloud (an unclosed <think>) showed the user nothing, so it falls back
+// like a call that sent nothing, even where text shows live.
+func TestReasoningLeavesFallbackOpen(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fatal := &llm.Error{Class: llm.Retryable, Reason: llm.ReasonServer, Status: 500}
+		a := &fakeProvider{id: "a", steps: []step{{text: []string{"<think>let me", " think"}, err: fatal}, {text: []string{"<think>again"}, err: fatal}}}
+		b := &fakeProvider{id: "b", steps: []step{{text: []string{"42"}}}}
+		s := live()
+		out, err := runner(a, b).Run(context.Background(), Input{Models: chain("a/m", "b/m"), Transcript: userTurn("hi"), Stream: s})
+		if err != nil || out.Text != "42" || out.Model.String() != "b/m" {
+			t.Fatalf("out %+v err %v", out, err)
+		}
+		if got, want := s.String(), "begin|think:let me|think: think|discard|begin|think:again|discard|begin|42"; got != want {
+			t.Errorf("stream %q, want %q", got, want)
+		}
+	})
 }
 
 func TestRetryHonoursRetryAfter(t *testing.T) {

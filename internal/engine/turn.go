@@ -242,15 +242,22 @@ func inTranscript(tr []store.Turn, body string) bool {
 	return false
 }
 
-// storedReply is an assistant text as the transcript keeps it: a token
-// trailing real content is dropped (it was never said); a reply that is the
-// silent token alone keeps the token, so the model knows it stayed silent.
+// storedReply is an assistant text as the transcript keeps it: the silent
+// token beside real content is dropped (it was never said); a reply that is
+// only tokens keeps one, so the model knows it stayed silent or
+// acknowledged a heartbeat, and a heartbeat token beside a note stays, as
+// the acknowledgement it was.
 func storedReply(text string) string {
-	stripped := reply.StripSilentToken(text)
-	if stripped != text && strings.TrimSpace(stripped) == "" {
+	rest, found := reply.StripTokens(text)
+	switch {
+	case rest == "" && found.Silent:
 		return reply.SilentToken
+	case rest == "" && found.Heartbeat:
+		return reply.HeartbeatToken
+	case found.Heartbeat:
+		return strings.TrimSpace(text)
 	}
-	return stripped
+	return rest
 }
 
 // batchReplier answers the messages of a turn through the newest one's
@@ -333,9 +340,11 @@ func (e *Engine) run(ctx context.Context, log *slog.Logger, mc MsgContext, r cha
 	}
 	typing := reply.NewTyping(ctx, reply.TypingOptions{Set: setTyping, Policy: policy, Logger: log})
 	stream := &replyStream{r: r, slot: slot}
-	if pv, ok := r.(channel.PartialViewer); ok && pv.ShowsPartial() {
+	// A heartbeat's reply may turn out to be an acknowledgement, which is
+	// known only at its end: it is neither shown live nor sent in blocks.
+	if pv, ok := r.(channel.PartialViewer); ok && pv.ShowsPartial() && !mc.Heartbeat {
 		stream.live = true
-	} else if e.opts.Blocks != nil {
+	} else if e.opts.Blocks != nil && !mc.Heartbeat {
 		stream.chunker = reply.NewChunker(*e.opts.Blocks, func(block string) {
 			stream.blocks.Add(1)
 			p := base
@@ -378,9 +387,14 @@ func (e *Engine) run(ctx context.Context, log *slog.Logger, mc MsgContext, r cha
 		e.failure(log, m, err, stream, base, disp)
 	case stream.chunker != nil:
 		stream.chunker.Flush()
-	case text != "":
+	case text != "" || stream.acked && !stream.silent:
 		p := base
 		p.Text = text
+		if mc.Heartbeat && stream.acked {
+			// The stream took the heartbeat token out; the normalizer
+			// tells an acknowledgement by it.
+			p.Text = strings.TrimSpace(text + "\n\n" + reply.HeartbeatToken)
+		}
 		e.attach(deliverCtx, log, m, &p)
 		disp.SendFinal(p)
 	case stream.silent:
@@ -436,9 +450,10 @@ func (e *Engine) failure(log *slog.Logger, m msg.Message, err error, stream *rep
 	disp.SendFinal(p)
 }
 
-// replyStream is the agent.Stream of one turn: it filters the silent token
-// out of each model call's text and passes the rest to a live view or the
-// block chunker, and keeps what was said for the final delivery.
+// replyStream is the agent.Stream of one turn: it filters the control
+// tokens out of each model call's text (the runner has taken the
+// reasoning out already) and passes the rest to a live view or the block
+// chunker, and keeps what was said for the final delivery.
 type replyStream struct {
 	r       channel.Replier
 	slot    *slot
@@ -457,6 +472,8 @@ type replyStream struct {
 	anyText bool
 	// silent: the last call said only the silent token.
 	silent bool
+	// acked: a call had the heartbeat token.
+	acked bool
 }
 
 var _ agent.Stream = (*replyStream)(nil)
@@ -478,6 +495,10 @@ func (s *replyStream) Text(delta string) {
 	s.slot.busy()
 	s.emit(s.filter.Push(delta))
 }
+
+// Reasoning implements agent.Stream: nothing of it is shown, but the
+// call is at work and keeps its slot.
+func (s *replyStream) Reasoning(string) { s.slot.busy() }
 
 // Shown implements agent.Stream.
 func (s *replyStream) Shown() bool { return s.shown || s.blocks.Load() > s.shownAt }
@@ -527,6 +548,7 @@ func (s *replyStream) endCall() {
 	rest, silent := s.filter.End()
 	s.emit(rest)
 	s.silent = silent
+	s.acked = s.acked || s.filter.Found().Heartbeat
 	if s.call.Len() > 0 {
 		s.calls = append(s.calls, s.call.String())
 		s.call.Reset()

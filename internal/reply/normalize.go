@@ -6,70 +6,14 @@ package reply
 
 import (
 	"strings"
-	"unicode"
+	"unicode/utf8"
 
 	"github.com/pincerbot/pincer/internal/msg"
-)
-
-// Tokens the agent uses to talk to the engine rather than to the user.
-const (
-	// SilentToken, as the whole reply, means "say nothing".
-	SilentToken = "NO_REPLY"
-	// HeartbeatToken acknowledges a heartbeat with nothing to report.
-	HeartbeatToken = "HEARTBEAT_OK"
 )
 
 // HeartbeatAckMaxChars is how much text may remain beside a heartbeat
 // token for the reply still to count as a bare acknowledgement.
 const HeartbeatAckMaxChars = 300
-
-// IsSilent reports whether text is exactly the silent token, ignoring case
-// and surrounding whitespace. A real reply that merely ends with the token is
-// not silent.
-func IsSilent(text string) bool {
-	return strings.EqualFold(strings.TrimSpace(text), SilentToken)
-}
-
-// StripSilentToken removes silent tokens trailing real content ("Sure!
-// NO_REPLY" becomes "Sure!").
-func StripSilentToken(text string) string {
-	for {
-		s := stripEdgeToken(text, SilentToken, false)
-		if s == text {
-			return s
-		}
-		text = s
-	}
-}
-
-// stripEdgeToken removes token (case-insensitive) from the end of text and,
-// when leading is set, also from the start, with the whitespace around it.
-// The token must stand alone: "XNO_REPLY" is left as it is.
-func stripEdgeToken(text, token string, leading bool) string {
-	t := strings.TrimRightFunc(text, unicode.IsSpace)
-	if n := len(t) - len(token); n >= 0 && strings.EqualFold(t[n:], token) && (n == 0 || !isWordByte(t[n-1])) {
-		text = strings.TrimRightFunc(t[:n], unicode.IsSpace)
-	}
-	if leading {
-		t = strings.TrimLeftFunc(text, unicode.IsSpace)
-		if len(t) >= len(token) && strings.EqualFold(t[:len(token)], token) && (len(t) == len(token) || !isWordByte(t[len(token)])) {
-			text = strings.TrimLeftFunc(t[len(token):], unicode.IsSpace)
-		}
-	}
-	return text
-}
-
-func isWordByte(b byte) bool {
-	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
-}
-
-// MaySilence reports whether text, a reply still streaming, could yet turn
-// out to be the silent token; streamed blocks hold back until it cannot, so
-// "NO" never leaks as a message of its own.
-func MaySilence(text string) bool {
-	t := strings.TrimSpace(text)
-	return len(t) <= len(SilentToken) && strings.EqualFold(t, SilentToken[:len(t)])
-}
 
 // SkipReason says why a payload was not delivered.
 type SkipReason string
@@ -141,24 +85,14 @@ func (n *Normalizer) Normalize(kind Kind, p msg.Outbound) (msg.Outbound, bool) {
 	}
 	// Strip the tokens from the edges until none is left, in any order
 	// ("NO_REPLY HEARTBEAT_OK" is as silent as "NO_REPLY").
-	text, silent, heartbeat := p.Text, false, false
-	for {
-		s := StripSilentToken(text)
-		silent = silent || s != text
-		h := stripEdgeToken(s, HeartbeatToken, true)
-		heartbeat = heartbeat || h != s
-		if h == text {
-			break
-		}
-		text = h
-	}
-	empty := strings.TrimSpace(text) == ""
+	text, found := StripTokens(p.Text)
+	empty := text == ""
 	switch {
 	case len(p.Media) > 0:
 		// Pending media still goes out whatever the tokens say.
-	case heartbeat && n.Heartbeat && len([]rune(strings.TrimSpace(text))) <= HeartbeatAckMaxChars:
+	case found.Heartbeat && n.Heartbeat && utf8.RuneCountInString(strings.TrimSpace(text)) <= HeartbeatAckMaxChars:
 		return skip(SkipHeartbeat)
-	case empty && silent:
+	case empty && found.Silent:
 		return skip(SkipSilent)
 	case empty:
 		return skip(SkipEmpty)

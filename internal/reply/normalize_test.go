@@ -6,43 +6,6 @@ import (
 	"github.com/pincerbot/pincer/internal/msg"
 )
 
-func TestIsSilent(t *testing.T) {
-	for text, want := range map[string]bool{
-		"NO_REPLY":                     true,
-		"  no_reply \n":                true,
-		"NO_REPLY.":                    false,
-		"I will answer later NO_REPLY": false, // a real reply that ends with the token
-		"NO":                           false,
-		"":                             false,
-	} {
-		if got := IsSilent(text); got != want {
-			t.Errorf("IsSilent(%q) = %v, want %v", text, got, want)
-		}
-	}
-}
-
-func TestStripSilentToken(t *testing.T) {
-	for text, want := range map[string]string{
-		"Sure, done. NO_REPLY":   "Sure, done.",
-		"Sure, done.\nno_reply ": "Sure, done.",
-		"Sure XNO_REPLY":         "Sure XNO_REPLY",
-		"NO_REPLY is a token":    "NO_REPLY is a token",
-		"plain":                  "plain",
-	} {
-		if got := StripSilentToken(text); got != want {
-			t.Errorf("StripSilentToken(%q) = %q, want %q", text, got, want)
-		}
-	}
-}
-
-func TestMaySilence(t *testing.T) {
-	for text, want := range map[string]bool{"": true, "N": true, " no_rep": true, "NO_REPLY": true, "NO_REPLY!": false, "Nope": false} {
-		if got := MaySilence(text); got != want {
-			t.Errorf("MaySilence(%q) = %v, want %v", text, got, want)
-		}
-	}
-}
-
 func TestNormalize(t *testing.T) {
 	long := make([]rune, HeartbeatAckMaxChars+1)
 	for i := range long {
@@ -71,6 +34,13 @@ func TestNormalize(t *testing.T) {
 		{"heartbeat token in the middle is text", Normalizer{Heartbeat: true}, msg.Outbound{Text: "a HEARTBEAT_OK b"}, "a HEARTBEAT_OK b", ""},
 		{"stray heartbeat token outside heartbeats", Normalizer{}, msg.Outbound{Text: "Done. HEARTBEAT_OK"}, "Done.", ""},
 		{"bare heartbeat token outside heartbeats", Normalizer{}, msg.Outbound{Text: "HEARTBEAT_OK"}, "", SkipEmpty},
+		{"decorated silent", Normalizer{}, msg.Outbound{Text: "**NO_REPLY**"}, "", SkipSilent},
+		{"a leading silent token is stripped", Normalizer{}, msg.Outbound{Text: "NO_REPLY ok"}, "ok", ""},
+		{"a token in the middle is text", Normalizer{}, msg.Outbound{Text: "Please NO_REPLY to this"}, "Please NO_REPLY to this", ""},
+		{"punctuated heartbeat ack", Normalizer{Heartbeat: true}, msg.Outbound{Text: "HEARTBEAT_OK."}, "", SkipHeartbeat},
+		{"bold heartbeat ack", Normalizer{Heartbeat: true}, msg.Outbound{Text: "**HEARTBEAT_OK**"}, "", SkipHeartbeat},
+		{"heartbeat ack in a code tag", Normalizer{Heartbeat: true}, msg.Outbound{Text: "<code>HEARTBEAT_OK</code> all good"}, "", SkipHeartbeat},
+		{"heartbeat token in a code tag outside heartbeats", Normalizer{}, msg.Outbound{Text: "<code>HEARTBEAT_OK</code> all good"}, "all good", ""},
 		{"prefix", Normalizer{Prefix: "[{provider}/{model} {thinkingLevel}] ", Vars: PrefixVars{Model: "m", Provider: "p", ThinkingLevel: "low"}}, msg.Outbound{Text: "hi"}, "[p/m low] hi", ""},
 		{"no prefix on errors", Normalizer{Prefix: "bot: "}, msg.Outbound{Text: "failed", IsError: true}, "failed", ""},
 	}
@@ -120,11 +90,16 @@ func FuzzNormalize(f *testing.F) {
 	f.Add("NO_REPLY NO_REPLY", false)
 	f.Add("HEARTBEAT_OK NO_REPLY", false)
 	f.Add("x HEARTBEAT_OK", false)
+	f.Add("<code>HEARTBEAT_OK</code> all good", true)
+	f.Add("text **NO_REPLY", false)
 	f.Fuzz(func(t *testing.T, text string, heartbeat bool) {
 		n := Normalizer{Heartbeat: heartbeat}
 		got, ok := n.Normalize(KindFinal, msg.Outbound{Text: text})
-		if ok && (IsSilent(got.Text) || got.Text == "") {
-			t.Fatalf("Normalize(%q) delivered %q", text, got.Text)
+		if !ok {
+			return
+		}
+		if rest, found := StripTokens(got.Text); got.Text == "" || found != (Found{}) || rest != got.Text {
+			t.Fatalf("Normalize(%q) delivered %q, with a token at an edge", text, got.Text)
 		}
 	})
 }

@@ -3,97 +3,176 @@ package reply
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
-// SilenceFilter passes streamed reply text on while holding back a tail
-// that may yet turn out to be the silent token: the whole text so far, or a
-// token trailing real content ("Sure! NO_REPLY"). So a live view never
-// shows "NO_REPLY", not even as "NO" for a moment, and a reply that ends
-// with the token shows only its content. Use one filter per model call.
+// SilenceFilter passes streamed reply text on while holding back what may
+// yet turn out to be a control token (see StripTokens) with its
+// decoration: the start of the text until it is known not to be one
+// ("**NO_RE…", "<code>HEART…"), and a tail that may become one trailing
+// real content ("Sure! NO_", "text **", "HEARTBEAT_OK."). So a live view
+// never shows a token or a piece of one, not even "NO" or "**" for a
+// moment, and what it shows in the end, for any split of the text, is
+// StripTokens of the whole text. Use one filter per model call.
 type SilenceFilter struct {
-	held   string
-	passed bool
+	all  strings.Builder // every piece pushed
+	held string
+	// started: the start of the text is known not to be a token; held is
+	// then the tail.
+	started bool
+	// shown is the text passed on.
+	shown strings.Builder
 	// last is the last byte passed on, which tells a standalone token
 	// from the end of a longer word.
-	last byte
+	last  byte
+	found Found
 }
 
 // Push adds a streamed piece and returns the text that is safe to show now.
 func (f *SilenceFilter) Push(delta string) string {
+	f.all.WriteString(delta)
 	buf := f.held + delta
-	cut := silentTail(buf, f.last)
-	// A token may be repeated ("NO_REPLY NO_REPLY"): hold every one.
-	for cut < len(buf) {
-		next := silentTail(buf[:cut], f.last)
-		if next == cut {
-			break
-		}
-		cut = next
-	}
-	f.held = buf[cut:]
-	out := buf[:cut]
-	if !f.passed {
-		// Nothing shown yet: leading whitespace waits with the rest.
-		out = strings.TrimLeftFunc(out, unicode.IsSpace)
-		if out == "" {
+	for !f.started {
+		buf = strings.TrimLeftFunc(buf, unicode.IsSpace)
+		n, _, st := leadingToken(buf, false)
+		switch st {
+		case matchMore:
 			f.held = buf
 			return ""
+		case matchYes:
+			buf = buf[n:]
+		default:
+			f.started = true
 		}
-	} else if out == "" {
-		return ""
 	}
-	f.passed = true
-	f.last = out[len(out)-1]
+	cut := tailStart(buf, f.last)
+	f.held = buf[cut:]
+	out := buf[:cut]
+	if out != "" {
+		f.shown.WriteString(out)
+		f.last = out[len(out)-1]
+	}
 	return out
 }
 
-// End closes the call and returns what was still held back, unless it is
-// the silent token (with its surrounding whitespace), which is dropped.
-// silent reports a call whose whole text was the token.
+// End closes the call and returns the rest of what it has to show: what
+// was held back, less the tokens. silent reports a call whose whole text
+// was the silent token (with its decoration, or beside the heartbeat
+// token).
 func (f *SilenceFilter) End() (rest string, silent bool) {
-	rest, f.held = f.held, ""
-	if stripped := StripSilentToken(rest); stripped != rest && strings.TrimSpace(stripped) == "" {
-		return "", !f.passed
-	} else {
-		rest = stripped
+	text, found := StripTokens(f.all.String())
+	f.found = found
+	f.held = ""
+	shown := f.shown.String()
+	if !strings.HasPrefix(text, shown) {
+		// Not expected: what was shown is the start of the stripped
+		// text. Nothing more is shown rather than something wrong.
+		return "", false
 	}
-	if !f.passed {
-		rest = strings.TrimLeftFunc(rest, unicode.IsSpace)
-	}
-	if rest != "" {
-		f.passed = true
-	}
-	return rest, false
+	rest = text[len(shown):]
+	f.shown.WriteString(rest)
+	return rest, text == "" && found.Silent
 }
 
-// silentTail returns the offset in s from which the text may still become
-// a standalone silent token at the end: trailing whitespace (a token may
-// follow it), and a trailing word that is a prefix of the token
-// (case-insensitive) and stands alone, with the whitespace before it. prev
-// is the byte shown before s (0 for none).
-func silentTail(s string, prev byte) int {
-	end := len(strings.TrimRightFunc(s, unicode.IsSpace))
-	start := end
-	for start > 0 {
-		b := s[start-1]
-		if !(b == '_' || b >= 'A' && b <= 'Z' || b >= 'a' && b <= 'z') {
-			break
+// Found tells which tokens End took out of the call's text.
+func (f *SilenceFilter) Found() Found { return f.found }
+
+// tailStart returns the offset in s from which the text may still become
+// control tokens ending the reply, with the opening decoration glued
+// before them and the whitespace before that: what must not be shown yet.
+// That is trailing whitespace, a piece of a token or opening decoration
+// (or a piece of it) at the end, and tokens followed by nothing but
+// decoration, whitespace, more tokens and such an end. prev is the byte
+// shown before s (0 for none).
+func tailStart(s string, prev byte) int {
+	// An incomplete last character may be whitespace: it waits with the
+	// whitespace before it.
+	end := len(s)
+	if end > 0 && !utf8.FullRuneInString(s[lastRuneStart(s):]) {
+		end = lastRuneStart(s)
+	}
+	cut := len(strings.TrimRightFunc(s[:end], unicode.IsSpace))
+	try := func(p int) {
+		if at, ok := zoneStart(s, p, prev); ok {
+			cut = min(cut, at)
 		}
-		start--
 	}
-	word := s[start:end]
-	if word == "" {
-		return end // only whitespace may follow: hold it
+	// A piece of a token at the end.
+	for _, t := range controlTokens {
+		for k := 1; k < len(t) && k <= len(s); k++ {
+			if foldEqual(s[len(s)-k:], t[:k]) {
+				try(len(s) - k)
+			}
+		}
 	}
-	if len(word) > len(SilentToken) || !strings.EqualFold(word, SilentToken[:len(word)]) {
-		return end // a token may still follow the whitespace
+	// Opening decoration at the end, the last piece perhaps incomplete:
+	// a token may follow it.
+	if lt := strings.LastIndexByte(s, '<'); lt >= 0 {
+		if _, st := htmlTag(s[lt:]); st == matchMore {
+			end = lt
+		}
 	}
-	before := prev
-	if start > 0 {
-		before = s[start-1]
+	if q := openingRun(s, end); q < len(s) {
+		before := prev
+		if q > 0 {
+			before = s[q-1]
+		}
+		if !(isWordByte(before) && s[q] == '_') {
+			cut = min(cut, len(strings.TrimRightFunc(s[:q], unicode.IsSpace)))
+		}
 	}
-	if isWordByte(before) {
-		return end // "XNO" is a word of its own, not the token
+	// Whole tokens, each followed by decoration and whitespace up to the
+	// next one or to what is held already; found from the last one back,
+	// so each stretch between tokens is read once.
+	var at []int
+	for p := 0; p < len(s); p++ {
+		if tokenAt(s, p) != "" {
+			at = append(at, p)
+		}
 	}
-	return len(strings.TrimRightFunc(s[:start], unicode.IsSpace))
+	held := cut
+	ok := make([]bool, len(at))
+	for i := len(at) - 1; i >= 0; i-- {
+		x, j := at[i]+len(tokenAt(s, at[i])), i+1
+		for {
+			for j < len(at) && at[j] < x {
+				j++
+			}
+			if x >= held {
+				ok[i] = true
+				break
+			}
+			if j < len(at) && at[j] == x {
+				ok[i] = ok[j]
+				break
+			}
+			if r, size := utf8.DecodeRuneInString(s[x:]); unicode.IsSpace(r) {
+				x += size
+				continue
+			}
+			n, st := decoration(s[x:], false)
+			if st != matchYes {
+				ok[i] = st == matchMore
+				break
+			}
+			x += n
+		}
+	}
+	for i, p := range at {
+		if ok[i] {
+			try(p)
+		}
+	}
+	return cut
+}
+
+// lastRuneStart returns where the last (perhaps incomplete) UTF-8
+// sequence of s starts.
+func lastRuneStart(s string) int {
+	for i := len(s) - 1; i >= 0 && i >= len(s)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(s[i]) {
+			return i
+		}
+	}
+	return len(s) - 1
 }

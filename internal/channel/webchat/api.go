@@ -76,13 +76,18 @@ func (c *Channel) serveSession(w http.ResponseWriter, r *http.Request) {
 		view.Model = n.Model(c.peer(browser))
 	}
 	for _, t := range tr {
-		if t.Role == store.RoleAssistant && reply.IsSilent(t.Text) {
-			continue // the agent chose silence; nothing was said
+		text := t.Text
+		if t.Role == store.RoleAssistant {
+			rest, found := reply.StripTokens(text)
+			if rest == "" && found != (reply.Found{}) {
+				continue // the agent chose silence or acknowledged a heartbeat; nothing was said
+			}
+			text = rest
 		}
 		if t.Role == store.RoleUser || t.Role == store.RoleAssistant {
-			v := TurnView{Role: string(t.Role), Text: t.Text, At: t.At, Partial: t.Partial}
+			v := TurnView{Role: string(t.Role), Text: text, At: t.At, Partial: t.Partial}
 			if t.Role == store.RoleAssistant && !t.Partial {
-				v.HTML = RenderMarkdown(t.Text)
+				v.HTML = RenderMarkdown(text)
 			}
 			view.Transcript = append(view.Transcript, v)
 		}
