@@ -155,6 +155,9 @@ func (d *Describer) callOne(ctx context.Context, m VisionModel, img llm.Image) (
 		Messages:  []llm.Message{{Role: llm.RoleUser, Text: d.o.Prompt, Images: []llm.Image{img}}},
 	}
 	var b strings.Builder
+	// A vision model that thinks aloud (<think>…</think>) describes the
+	// picture after it: the description is the text.
+	var think llm.ThinkSplitter
 	done := false
 	for ev, err := range m.Provider.Stream(ctx, req) {
 		if err != nil {
@@ -162,7 +165,8 @@ func (d *Describer) callOne(ctx context.Context, m VisionModel, img llm.Image) (
 		}
 		switch ev.Kind {
 		case llm.EventText:
-			b.WriteString(ev.Text)
+			text, _ := think.Push(ev.Text)
+			b.WriteString(text)
 		case llm.EventDone:
 			done = true
 		}
@@ -170,6 +174,8 @@ func (d *Describer) callOne(ctx context.Context, m VisionModel, img llm.Image) (
 	if !done {
 		return "", errors.New("describe: the reply ended early")
 	}
+	rest, _ := think.End()
+	b.WriteString(rest)
 	text := strings.TrimSpace(strings.ToValidUTF8(b.String(), "\uFFFD"))
 	if text == "" {
 		return "", errors.New("describe: empty reply")

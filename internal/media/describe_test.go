@@ -51,6 +51,17 @@ func TestDescribeCachesInMemory(t *testing.T) {
 	}
 }
 
+// TestDescribeLeavesReasoningOut: a vision model that thinks aloud in its
+// reply is described by what follows its reasoning.
+func TestDescribeLeavesReasoningOut(t *testing.T) {
+	m := &fakeModel{reply: "<think>\n先看看这张图：橘色的，有胡须……\n</think>\n一只橘猫趴在键盘上"}
+	d := NewDescriber(DescriberOptions{Provider: m, Model: "qwen3-vl"})
+	img := llm.Image{MIME: "image/png", Data: pngBytes(t, 9)}
+	if got, err := d.Describe(context.Background(), img, shaOf(img.Data)); err != nil || got != "一只橘猫趴在键盘上" {
+		t.Errorf("got %q, %v", got, err)
+	}
+}
+
 func TestDescribeCachesOnDisk(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "desc")
 	img := llm.Image{MIME: "image/png", Data: pngBytes(t, 2)}
