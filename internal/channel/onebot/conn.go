@@ -296,8 +296,8 @@ func (c *Conn) Run(ctx context.Context, onEvent func(frame []byte, ev *wire.Even
 			}
 			return fmt.Errorf("onebot: read: %w", err)
 		}
-		ev, isResp := wire.Classify(data)
-		if !isResp {
+		ev, resp := wire.Decode(data)
+		if resp == nil {
 			// Handing an event on waits while the inbound queue is full:
 			// that silence is pincer's own, not the implementation's, so
 			// the watchdog does not count it.
@@ -316,18 +316,13 @@ func (c *Conn) Run(ctx context.Context, onEvent func(frame []byte, ev *wire.Even
 		if hb := c.heartbeat.Load(); hb > 0 {
 			watchdog.Reset(liveness(time.Duration(hb)))
 		}
-		var resp wire.Response
-		if err := json.Unmarshal(data, &resp); err != nil {
-			c.log.Warn("dropping a malformed action response", "err", err)
-			continue
-		}
 		echo := echoString(resp.Echo)
 		answer := c.take(echo)
 		if answer == nil {
 			c.log.Debug("dropping a response with an unknown echo", "echo", echo)
 			continue
 		}
-		answer(resp, true)
+		answer(*resp, true)
 	}
 }
 

@@ -185,19 +185,7 @@ func ownerOf(data json.RawMessage, err error, self wire.ID) (mine, definite bool
 		var ae *wire.ActionError
 		return false, errors.As(err, &ae)
 	}
-	var ans struct {
-		UserID wire.ID `json:"user_id"`
-		Sender struct {
-			UserID wire.ID `json:"user_id"`
-		} `json:"sender"`
-	}
-	if json.Unmarshal(data, &ans) != nil {
-		return false, true
-	}
-	sender := ans.Sender.UserID
-	if sender == 0 {
-		sender = ans.UserID
-	}
+	sender, _ := wire.Author(data)
 	return sender == self, true
 }
 

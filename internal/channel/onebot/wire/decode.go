@@ -16,13 +16,16 @@ const largeFrame = 64 << 10
 // decoded. A larger frame's event may point into it.
 const CopiedBelow = largeFrame
 
-// probe is what a frame is decoded into: an event, or the fields that
-// make it an action's answer.
+// probe is what a frame is decoded into: an event, or the fields of an
+// action's answer (whose failure text is in the event's Message).
 type probe struct {
 	Event
 	Echo    json.RawMessage `json:"echo"`
 	Status  json.RawMessage `json:"status"`
 	Retcode json.RawMessage `json:"retcode"`
+	Data    json.RawMessage `json:"data"`
+	Wording json.RawMessage `json:"wording"`
+	Msg     json.RawMessage `json:"msg"`
 }
 
 // Classify decodes a frame once: an action's answer (it has an echo,
@@ -31,21 +34,66 @@ type probe struct {
 // large frame is not copied: it stays a sub-slice of frame (see
 // DecodeEvent).
 func Classify(frame []byte) (ev *Event, response bool) {
+	ev, resp := Decode(frame)
+	return ev, resp != nil
+}
+
+// Decode is Classify that decodes an action's answer too, from the same
+// reading of the frame: ev is the event, or resp the answer (its Data
+// does not point into frame); both are nil when the frame is neither.
+func Decode(frame []byte) (ev *Event, resp *Response) {
 	var p probe
 	if len(frame) >= largeFrame {
 		var err error
 		if p, err = decodeLarge(frame); err != nil {
-			return nil, false
+			return nil, nil
 		}
 	} else if fast, ok := decodeFast(frame); ok {
 		p = fast
 	} else if json.Unmarshal(frame, &p) != nil {
-		return nil, false
+		return nil, nil
 	}
 	if p.PostType == "" && (p.Echo != nil || p.Status != nil || p.Retcode != nil) {
-		return nil, true
+		if len(frame) >= largeFrame {
+			// A large frame's probe leaves its message out: the answer is
+			// read as a whole.
+			var r Response
+			if json.Unmarshal(frame, &r) != nil {
+				return nil, nil
+			}
+			return nil, &r
+		}
+		r, ok := p.response()
+		if !ok {
+			return nil, nil
+		}
+		return nil, &r
 	}
-	return &p.Event, false
+	return &p.Event, nil
+}
+
+// response is the answer a probe holds; false when one of its fields is
+// not what an answer carries (a status or a failure text that is not a
+// string, a retcode that is not an integer).
+func (p *probe) response() (Response, bool) {
+	if p.decoded {
+		return Response{}, false // a message of segments is no failure text
+	}
+	r := Response{Echo: p.Echo, Data: p.Data}
+	ok := true
+	text := func(raw json.RawMessage, to *string) {
+		if raw != nil && ok {
+			ok = json.Unmarshal(raw, to) == nil
+		}
+	}
+	text(p.Status, &r.Status)
+	text(p.Message, &r.Message)
+	text(p.Wording, &r.Wording)
+	text(p.Msg, &r.Msg)
+	if p.Retcode != nil && ok {
+		ok = json.Unmarshal(p.Retcode, &r.Retcode) == nil
+	}
+	return r, ok
 }
 
 // decodeLarge decodes a frame with encoding/json, which copies no more of
@@ -55,9 +103,11 @@ func Classify(frame []byte) (ev *Event, response bool) {
 func decodeLarge(frame []byte) (probe, error) {
 	var p struct {
 		probe
-		// These shadow the event's fields of the same names.
+		// These shadow the event's fields of the same names, and an
+		// answer's data (an answer is read whole, by Decode).
 		Message    skipped       `json:"message"`
 		RawMessage skippedString `json:"raw_message"`
+		Data       skipped       `json:"data"`
 	}
 	if err := json.Unmarshal(frame, &p); err != nil {
 		return probe{}, fmt.Errorf("onebot: event: %w", err)

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"strconv"
 	"unicode/utf8"
@@ -80,6 +81,9 @@ const (
 	fEcho
 	fStatus
 	fRetcode
+	fData
+	fWording
+	fMsg
 )
 
 // probeField returns the field key names, -1 for another key.
@@ -117,6 +121,12 @@ func probeField(key []byte) int {
 		return fStatus
 	case "retcode":
 		return fRetcode
+	case "data":
+		return fData
+	case "wording":
+		return fWording
+	case "msg":
+		return fMsg
 	}
 	return -1
 }
@@ -183,6 +193,12 @@ func (p *probe) set(f int, v *fastjson.Value) bool {
 		p.Status = v.MarshalTo(nil)
 	case fRetcode:
 		p.Retcode = v.MarshalTo(nil)
+	case fData:
+		p.Data = v.MarshalTo(nil)
+	case fWording:
+		p.Wording = v.MarshalTo(nil)
+	case fMsg:
+		p.Msg = v.MarshalTo(nil)
 	}
 	return true
 }
@@ -336,10 +352,16 @@ func setData(seg *Segment, v *fastjson.Value) bool {
 }
 
 // usual reports JSON text whose strings decode the same with any decoder:
-// valid UTF-8, and every \u escape of a surrogate half part of a pair.
+// valid UTF-8, no control character in a string (which fastjson lets
+// through and encoding/json refuses), and every \u escape of a surrogate
+// half part of a pair. Compact JSON, what implementations send, has no
+// control character at all, which is checked eight bytes at a time.
 func usual(b []byte) bool {
 	if !utf8.Valid(b) {
 		return false
+	}
+	if hasControl(b) {
+		return stringsUsual(b)
 	}
 	for {
 		i := bytes.IndexByte(b, '\\')
@@ -350,26 +372,83 @@ func usual(b []byte) bool {
 			b = b[i+2:] // an escaped character, perhaps a backslash
 			continue
 		}
-		r, ok := hex4(b[i+2:])
-		switch {
-		case !ok:
-			return false // not valid JSON: let the strict decoder say so
-		case 0xD800 <= r && r < 0xDC00:
-			// A high half must be followed by a low half.
-			rest := b[i+6:]
-			if len(rest) < 6 || rest[0] != '\\' || rest[1] != 'u' {
-				return false
-			}
-			if lo, ok := hex4(rest[2:]); !ok || lo < 0xDC00 || lo >= 0xE000 {
-				return false
-			}
-			b = rest[6:]
-		case 0xDC00 <= r && r < 0xE000:
-			return false // a low half alone
-		default:
-			b = b[i+6:]
+		n, ok := escapeUsual(b[i:])
+		if !ok {
+			return false
+		}
+		b = b[i+n:]
+	}
+}
+
+// hasControl reports whether b holds a byte below 0x20.
+func hasControl(b []byte) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for len(b) >= 8 {
+		w := binary.LittleEndian.Uint64(b)
+		if (w-0x20*ones)&^w&highs != 0 {
+			return true
+		}
+		b = b[8:]
+	}
+	for _, c := range b {
+		if c < 0x20 {
+			return true
 		}
 	}
+	return false
+}
+
+// stringsUsual is usual for text with control characters, which may
+// stand between tokens but not in a string.
+func stringsUsual(b []byte) bool {
+	inString := false
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '"':
+			inString = !inString
+		case !inString:
+		case c < 0x20:
+			return false
+		case c == '\\':
+			if i+1 >= len(b) {
+				return true // not valid JSON: the strict check says so
+			}
+			if b[i+1] != 'u' {
+				i++ // an escaped character, perhaps a quote or a backslash
+				continue
+			}
+			n, ok := escapeUsual(b[i:])
+			if !ok {
+				return false
+			}
+			i += n - 1
+		}
+	}
+	return true
+}
+
+// escapeUsual reads the \u escape at the start of b: false when it is not
+// one encoding/json and fastjson decode alike; n is how many bytes it
+// (and the low half that must follow a high one) takes.
+func escapeUsual(b []byte) (n int, ok bool) {
+	r, ok := hex4(b[2:])
+	switch {
+	case !ok:
+		return 0, false // not valid JSON: let the strict decoder say so
+	case 0xD800 <= r && r < 0xDC00:
+		// A high half must be followed by a low half.
+		rest := b[6:]
+		if len(rest) < 6 || rest[0] != '\\' || rest[1] != 'u' {
+			return 0, false
+		}
+		if lo, ok := hex4(rest[2:]); !ok || lo < 0xDC00 || lo >= 0xE000 {
+			return 0, false
+		}
+		return 12, true
+	case 0xDC00 <= r && r < 0xE000:
+		return 0, false // a low half alone
+	}
+	return 6, true
 }
 
 // hex4 reads four hex digits.

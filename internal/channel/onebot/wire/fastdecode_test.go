@@ -76,7 +76,7 @@ func FuzzFastDecode(f *testing.F) {
 			got.segs, got.decoded, got.Message = nil, false, want.Message
 		}
 		raws := func(p *probe) []*json.RawMessage {
-			return []*json.RawMessage{&p.Message, &p.Echo, &p.Status, &p.Retcode}
+			return []*json.RawMessage{&p.Message, &p.Echo, &p.Status, &p.Retcode, &p.Data, &p.Wording, &p.Msg}
 		}
 		for i, g := range raws(&got) {
 			w := raws(&want)[i]
