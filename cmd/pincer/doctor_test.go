@@ -27,7 +27,7 @@ func TestDoctorCommand(t *testing.T) {
 	}
 	path := write("qq-secret")
 	code, stdout, stderr := runCmd(t, "doctor", "--config", path)
-	if code != 0 || !strings.Contains(stdout, "all 4 checks ok") || !strings.Contains(stdout, "ok    qq default ws") {
+	if code != 0 || !strings.Contains(stdout, "all 5 checks ok") || !strings.Contains(stdout, "ok    qq default ws") {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 
@@ -40,7 +40,7 @@ func TestDoctorCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatalf("%v\n%s", err, stdout)
 	}
-	if code != 0 || !rep.OK || rep.Config != path || len(rep.Results) != 4 || rep.Results[2].Name != "qq default ws" || rep.Results[2].Status != "ok" {
+	if code != 0 || !rep.OK || rep.Config != path || len(rep.Results) != 5 || rep.Results[3].Name != "qq default ws" || rep.Results[3].Status != "ok" || rep.Results[2].Name != "data directory" || rep.Results[2].Status != "ok" {
 		t.Errorf("exit %d, %+v", code, rep)
 	}
 

@@ -153,7 +153,7 @@ func TestInitRunsDoctor(t *testing.T) {
 	args := []string{"init", "--non-interactive", "--onebot-ws", qq.URL, "--onebot-token-env", "INIT_QQ_TOKEN",
 		"--base-url", base, "--api-key-env", "INIT_KEY", "--model", "sim-model"}
 	code, stdout, stderr := runCmd(t, args...)
-	if code != 0 || !strings.Contains(stdout, "all 4 checks ok") || !strings.Contains(stdout, "QQ 3300000001 (bot)") {
+	if code != 0 || !strings.Contains(stdout, "all 5 checks ok") || !strings.Contains(stdout, "QQ 3300000001 (bot)") {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	t.Setenv("INIT_QQ_TOKEN", "wrong")

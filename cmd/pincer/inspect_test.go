@@ -35,6 +35,7 @@ func TestStatusAndTraceOfARunningGateway(t *testing.T) {
 		var out, errb strings.Builder
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		err := cmd.Run()
+		noRace(t, "pincer "+args[0], errb.String())
 		return out.String(), errb.String(), err
 	}
 	out, stderr, err := cli("status")

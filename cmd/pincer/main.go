@@ -17,9 +17,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
-	"github.com/pincerbot/pincer/internal/dashboard"
 	"io"
 	"log/slog"
 	"os"
@@ -30,8 +30,11 @@ import (
 	_ "time/tzdata" // envelope timezones work without the system's zoneinfo
 
 	"github.com/pincerbot/pincer/internal/config"
+	"github.com/pincerbot/pincer/internal/dashboard"
+	"github.com/pincerbot/pincer/internal/dirlock"
 	"github.com/pincerbot/pincer/internal/gateway"
 	"github.com/pincerbot/pincer/internal/logthrottle"
+	"github.com/pincerbot/pincer/internal/store/sqlite"
 )
 
 // version is set at build time with -ldflags "-X main.version=v1.2.3".
@@ -258,6 +261,12 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		stop() // a second signal kills the process at once
 	}()
 	if err := gateway.Run(ctx, cfg, gateway.Options{Logger: log, Ready: stdout, Version: versionString(), Errors: errlog}); err != nil {
+		// Refusals at start: another serve holds the data directory, or
+		// the database may not be written.
+		if _, readOnly := errors.AsType[*sqlite.ReadOnlyError](err); readOnly || errors.Is(err, dirlock.ErrHeld) {
+			log.Error("pincer did not start", "err", err)
+			return 1
+		}
 		log.Error("pincer stopped", "err", err)
 		return 1
 	}

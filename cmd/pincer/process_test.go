@@ -28,7 +28,10 @@ var (
 	buildErr  error
 )
 
-// binary builds cmd/pincer once per test process.
+// binary builds cmd/pincer once per test process, with the race
+// detector when the tests are built with it (go test -race): then pincer's
+// own races show in the tests that run the binary, and a plain go test
+// stays fast.
 func binary(tb testing.TB) string {
 	tb.Helper()
 	buildOnce.Do(func() {
@@ -38,9 +41,13 @@ func binary(tb testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(dir, "pincer")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		args := []string{"build", "-o", binPath}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
 		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+			buildErr = fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	})
 	if buildErr != nil {
@@ -49,7 +56,25 @@ func binary(tb testing.TB) string {
 	return binPath
 }
 
+// raceReport begins every report of the race detector.
+const raceReport = "WARNING: DATA RACE"
+
+// noRace fails tb when output, a child's, holds a race report. The
+// children run with GORACE=halt_on_error=1 (see TestMain): a race stops
+// them at once, with exit status 66, after the report.
+func noRace(tb testing.TB, what, output string) {
+	tb.Helper()
+	if i := strings.Index(output, raceReport); i >= 0 {
+		tb.Errorf("%s: the race detector reported:\n%s", what, output[i:min(len(output), i+8000)])
+	}
+}
+
 func TestMain(m *testing.M) {
+	if raceEnabled {
+		// Every child, pincer serve and those pincer bench starts, stops
+		// at its first race.
+		os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" halt_on_error=1"))
+	}
 	code := m.Run()
 	if binPath != "" {
 		os.RemoveAll(filepath.Dir(binPath))
@@ -86,6 +111,7 @@ func startServe(tb testing.TB, dir, config string) (*proc, time.Duration) {
 	}
 	p := &proc{cmd: cmd, stderr: &logBuf{}}
 	cmd.Stderr = p.stderr
+	tb.Cleanup(func() { noRace(tb, "pincer serve", p.stderr.String()) })
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
@@ -214,6 +240,7 @@ func TestServeRefusesPublicListenWithoutToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := exec.Command(binary(t), "serve", "--config", path).CombinedOutput()
+	noRace(t, "pincer serve", string(out))
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), "gateway.token") {
 		t.Errorf("err %v\n%s", err, out)

@@ -1,6 +1,7 @@
 // Package doctor checks a pincer setup from the outside, the way an
 // operator would: the configuration loads and validates, the store opens
-// and is intact, every QQ (OneBot v11) implementation and Feishu app
+// and is intact (and writable), whether a pincer serve holds its data
+// directory, every QQ (OneBot v11) implementation and Feishu app
 // accepts pincer's credentials, and every model provider answers with the
 // configured key. Each check is bounded in time, all run at once, and
 // each ends ok, warn or fail with a hint saying what to do.
@@ -34,8 +35,8 @@ const (
 
 // Result is one check's outcome: a line of the report.
 type Result struct {
-	// Name says what was checked: "config", "store", "qq default ws",
-	// "feishu default", "model openai".
+	// Name says what was checked: "config", "store", "data directory",
+	// "qq default ws", "feishu default", "model openai".
 	Name   string `json:"name"`
 	Status Status `json:"status"`
 	// Detail says what was found.
@@ -100,8 +101,8 @@ func Run(ctx context.Context, path string, o Options) Report {
 }
 
 // Check runs every check but the config one on a loaded configuration,
-// concurrently, and returns their results in a stable order: store, QQ
-// accounts, Feishu apps, model providers.
+// concurrently, and returns their results in a stable order: store, data
+// directory, QQ accounts, Feishu apps, model providers.
 func Check(ctx context.Context, cfg config.Config, o Options) []Result {
 	o = o.withDefaults()
 	var checks []func(context.Context) []Result
@@ -109,6 +110,7 @@ func Check(ctx context.Context, cfg config.Config, o Options) []Result {
 		checks = append(checks, func(ctx context.Context) []Result { return []Result{fn(ctx)} })
 	}
 	add(func(ctx context.Context) Result { return checkStore(ctx, cfg.Store) })
+	add(func(context.Context) Result { return checkDataDir(cfg.Store) })
 	checks = append(checks, oneBotChecks(cfg, o)...)
 	checks = append(checks, feishuChecks(cfg, o)...)
 	checks = append(checks, modelChecks(cfg, o)...)

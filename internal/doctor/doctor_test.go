@@ -3,6 +3,7 @@ package doctor
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"github.com/pincerbot/pincer/internal/channel/feishu/feishusim"
 	"github.com/pincerbot/pincer/internal/channel/onebot/onebottest"
 	"github.com/pincerbot/pincer/internal/config"
+	"github.com/pincerbot/pincer/internal/dirlock"
 	"github.com/pincerbot/pincer/internal/llm/llmsim"
 	"github.com/pincerbot/pincer/internal/store/sqlite"
 )
@@ -199,7 +201,7 @@ func TestGoodSetupIsAllOK(t *testing.T) {
 			t.Errorf("%s: %s %q (hint %q) %v", r.Name, r.Status, r.Detail, r.Hint, r.Items)
 		}
 	}
-	want := "config,store,qq default ws,qq default http,qq default reverse ws,feishu default,model claude,model sim"
+	want := "config,store,data directory,qq default ws,qq default http,qq default reverse ws,feishu default,model claude,model sim"
 	if got := strings.Join(names, ","); got != want {
 		t.Errorf("checks %s, want %s", got, want)
 	}
@@ -212,6 +214,7 @@ func TestGoodSetupIsAllOK(t *testing.T) {
 	expect(t, result(t, rep, "feishu default"), OK, "bot \"Pincer Sim\"", "")
 	expect(t, result(t, rep, "model sim"), OK, "key accepted, 1 models listed", "")
 	expect(t, result(t, rep, "store"), OK, "does not exist yet", "")
+	expect(t, result(t, rep, "data directory"), OK, "no pincer serve runs on ", "")
 }
 
 func TestWrongOneBotToken(t *testing.T) {
@@ -338,20 +341,36 @@ func TestStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	missing := filepath.Join(dir, "new", "pincer.db")
+	// What pincer serve refuses as read-only, whoever runs it (root too).
+	readOnly := filepath.Join(dir, "ro.db")
+	if err := os.WriteFile(readOnly, before, 0o400); err != nil {
+		t.Fatal(err)
+	}
+	closed := filepath.Join(dir, "closed")
+	if err := os.Mkdir(closed, 0o500); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		path   string
 		status Status
 		detail string
+		hint   string
 	}{
-		{real, OK, "integrity ok, schema version"},
-		{garbage, Fail, "integrity check"},
-		{missing, OK, "does not exist yet"},
-		{dir, Fail, "is a directory"},
+		{real, OK, "integrity ok, schema version", ""},
+		{garbage, Fail, "integrity check", ""},
+		{missing, OK, "does not exist yet", ""},
+		{dir, Fail, "is a directory", ""},
+		{readOnly, Fail, readOnly + " is read-only: the file has no write permission (mode 0400); pincer serve refuses to start on it", sqlite.ReadOnlyHint},
+		{filepath.Join(closed, "pincer.db"), Fail, "is read-only: its directory " + closed + " has no write permission (mode 0500)", sqlite.ReadOnlyHint},
 	}
 	for _, tt := range tests {
 		r := checkStore(t.Context(), storeAt(tt.path))
-		if r.Status != tt.status || !strings.Contains(r.Detail, tt.detail) {
-			t.Errorf("%s: got %s %q, want %s with %q", tt.path, r.Status, r.Detail, tt.status, tt.detail)
+		if r.Status != tt.status || !strings.Contains(r.Detail, tt.detail) || r.Hint != tt.hint && tt.hint != "" {
+			t.Errorf("%s: got %s %q (hint %q), want %s with %q", tt.path, r.Status, r.Detail, r.Hint, tt.status, tt.detail)
+		}
+		// pincer serve refuses the same files, with the same reason.
+		if _, ok := errors.AsType[*sqlite.ReadOnlyError](sqlite.CheckWritable(tt.path)); ok != (tt.hint != "") {
+			t.Errorf("%s: the store's own check says read-only %v", tt.path, ok)
 		}
 	}
 	if _, err := os.Stat(missing); err == nil {
@@ -361,6 +380,42 @@ func TestStore(t *testing.T) {
 	if string(after) != string(before) {
 		t.Error("the check changed the database file")
 	}
+}
+
+// TestDataDirectory: the check tells a directory a pincer serve holds
+// (with the holder's pid) from a free one, by the lock itself, not by
+// the record in the lock file; and its probe leaves the holder holding.
+func TestDataDirectory(t *testing.T) {
+	dir := t.TempDir()
+	s := storeAt(filepath.Join(dir, "pincer.db"))
+	expect(t, checkDataDir(s), OK, "no pincer serve runs on "+dir, "")
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("the check left %v", entries)
+	}
+
+	l, err := dirlock.Acquire(dir, "v1.2.3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect(t, checkDataDir(s), Warn, fmt.Sprintf("%s is in use by a running pincer serve (pid %d on ", dir, os.Getpid()), "another pincer serve on this directory refuses to start")
+	if r := checkDataDir(s); !strings.Contains(r.Detail, "version v1.2.3") {
+		t.Errorf("detail %q lacks the holder's version", r.Detail)
+	}
+	if _, err := dirlock.Acquire(dir, ""); !errors.Is(err, dirlock.ErrHeld) {
+		t.Errorf("after the checks the holder no longer holds the directory: %v", err)
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, checkDataDir(s), OK, "no pincer serve runs on "+dir, "")
+
+	// A record nobody holds is what a killed pincer leaves: the directory
+	// is free.
+	rec := fmt.Sprintf(`{"pid":%d,"started":"2025-01-02T03:04:05Z"}`, os.Getpid())
+	if err := os.WriteFile(filepath.Join(dir, dirlock.FileName), []byte(rec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, checkDataDir(s), OK, fmt.Sprintf("no pincer serve runs on %s; the last one (pid %d, started 2025-01-02 03:04:05 +0000) did not stop cleanly", dir, os.Getpid()), "")
 }
 
 // TestChecksAreBounded: a model server that accepts the request and never

@@ -13,11 +13,14 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
 	"github.com/pincerbot/pincer/internal/config"
+	"github.com/pincerbot/pincer/internal/dirlock"
+	"github.com/pincerbot/pincer/internal/store/sqlite"
 )
 
 // checkStore opens the SQLite file read-only, when there is one, and
 // runs its integrity check. It never creates or migrates the database:
-// pincer serve does that.
+// pincer serve does that. A file or directory pincer serve would refuse
+// as read-only (sqlite.CheckWritable) fails here with the same reason.
 func checkStore(ctx context.Context, s config.Store) Result {
 	res := Result{Name: "store"}
 	switch st, err := os.Stat(s.Path); {
@@ -34,6 +37,9 @@ func checkStore(ctx context.Context, s config.Store) Result {
 			res.Hint = "set store.path to a file in a directory pincer may write"
 			return res
 		}
+		if ro := readOnly(s.Path); ro != nil {
+			return *ro
+		}
 		res.Status, res.Detail = OK, s.Path+" does not exist yet; pincer serve creates it"
 		return res
 	case err != nil:
@@ -42,6 +48,9 @@ func checkStore(ctx context.Context, s config.Store) Result {
 	case st.IsDir():
 		res.Status, res.Detail, res.Hint = Fail, s.Path+" is a directory", "store.path names the database file, e.g. ./data/pincer.db"
 		return res
+	}
+	if ro := readOnly(s.Path); ro != nil {
+		return *ro
 	}
 	q := url.Values{}
 	q.Set("mode", "ro")
@@ -73,6 +82,50 @@ func checkStore(ctx context.Context, s config.Store) Result {
 		res.Hint = "is store.path another program's database?"
 	case version.Valid:
 		res.Detail += fmt.Sprintf(", schema version %d", version.Int64)
+	}
+	return res
+}
+
+// readOnly is the failed store check for a database pincer serve would
+// refuse as read-only; nil when it would not.
+func readOnly(path string) *Result {
+	var ro *sqlite.ReadOnlyError
+	if err := sqlite.CheckWritable(path); !errors.As(err, &ro) {
+		return nil
+	}
+	return &Result{
+		Name: "store", Status: Fail,
+		Detail: fmt.Sprintf("%s is read-only: %s; pincer serve refuses to start on it", ro.Path, ro.Reason),
+		Hint:   sqlite.ReadOnlyHint,
+	}
+}
+
+// checkDataDir reports whether a pincer serve holds the data directory
+// (the directory of store.path), by a probe of its lock that lasts an
+// instant, leaves the holder undisturbed and creates nothing.
+func checkDataDir(s config.Store) Result {
+	res := Result{Name: "data directory"}
+	dir, err := filepath.Abs(filepath.Dir(s.Path))
+	if err != nil {
+		res.Status, res.Detail = Warn, fmt.Sprintf("%s: %v", filepath.Dir(s.Path), err)
+		return res
+	}
+	held, holder, err := dirlock.Probe(dir)
+	switch {
+	case err != nil:
+		res.Status, res.Detail = Warn, fmt.Sprintf("cannot tell whether a pincer serve runs on %s: %v", dir, err)
+		res.Hint = "run pincer doctor as the user pincer serve runs as"
+	case held:
+		res.Status, res.Detail = Warn, dir+" is in use by a running pincer serve"
+		if holder != nil {
+			res.Detail += " (" + holder.String() + ")"
+		}
+		res.Hint = "another pincer serve on this directory refuses to start: stop this one first, or give the other a store.path in another directory"
+	default:
+		res.Status, res.Detail = OK, "no pincer serve runs on "+dir
+		if holder != nil {
+			res.Detail += "; the last one (" + holder.String() + ") did not stop cleanly"
+		}
 	}
 	return res
 }

@@ -3,6 +3,10 @@ package sqlite
 import (
 	"bytes"
 	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -16,28 +20,84 @@ import (
 )
 
 // TestOpenRefusesAReadOnlyDatabase: a database that opens but cannot be
-// written is refused at start with one clear line.
+// written is refused at start with one clear line naming the file and
+// why, whoever runs it: a file or directory whose mode has no write bit
+// is read-only to the store even for root, whom the modes do not bind.
 func TestOpenRefusesAReadOnlyDatabase(t *testing.T) {
-	if os.Geteuid() == 0 {
-		t.Skip("file permissions do not bind root; TestFullDiskIsReported covers the probe")
+	for _, tt := range []struct {
+		name   string
+		chmod  func(dir, path string) error
+		reason string
+	}{
+		{"file", func(_, path string) error {
+			for _, p := range []string{path + "-wal", path + "-shm"} {
+				if err := os.Chmod(p, 0o400); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					return err
+				}
+			}
+			return os.Chmod(path, 0o400)
+		}, "the file has no write permission (mode 0400)"},
+		{"directory", func(dir, _ string) error { return os.Chmod(dir, 0o500) }, " has no write permission (mode 0500)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "p.db")
+			d, err := Open(context.Background(), path, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.Close()
+			if err := tt.chmod(dir, path); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = os.Chmod(dir, 0o700) })
+			if err := CheckWritable(path); err == nil {
+				t.Errorf("CheckWritable: nil")
+			}
+			_, err = Open(context.Background(), path, Options{})
+			var ro *ReadOnlyError
+			if !errors.As(err, &ro) || ro.Path != path {
+				t.Fatalf("a read-only database opened, or with another error: %v", err)
+			}
+			for _, want := range []string{path + " is read-only", tt.reason, ReadOnlyHint} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("the error %q lacks %q", err, want)
+				}
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+				t.Errorf("the refused Open left files: %v", entries)
+			}
+		})
 	}
-	dir := t.TempDir()
-	path := filepath.Join(dir, "p.db")
+}
+
+// TestSQLiteReadOnlyIsNamed: when SQLite itself finds it may not write
+// (a user without permission on the file or its directory, a read-only
+// file system), the error is the same *ReadOnlyError.
+func TestSQLiteReadOnlyIsNamed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "p.db")
 	d, err := Open(context.Background(), path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	d.Close()
-	for _, p := range []string{path, path + "-wal", path + "-shm"} {
-		_ = os.Chmod(p, 0o400)
-	}
-	if err := os.Chmod(dir, 0o500); err != nil {
+	// A connection SQLite opens read-only gets the error a user without
+	// write permission gets; root included.
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = os.Chmod(dir, 0o700) })
-	_, err = Open(context.Background(), path, Options{})
-	if err == nil || !strings.Contains(err.Error(), path) {
-		t.Fatalf("a read-only database opened: %v", err)
+	defer db.Close()
+	_, werr := db.Exec(`INSERT INTO meta (key, value) VALUES ('x', 'y')`)
+	if werr == nil {
+		t.Fatal("a read-only connection wrote")
+	}
+	ro := readOnly(path, fmt.Errorf("migrate: %w", werr))
+	if ro == nil || !errors.Is(ro, werr) || !strings.Contains(ro.Error(), path+" is read-only: SQLite may not write it or its directory (attempt to write a readonly database") {
+		t.Errorf("readOnly(%v) = %v", werr, ro)
+	}
+	if readOnly(path, errors.New("database disk image is malformed")) != nil {
+		t.Error("another error was called read-only")
 	}
 }
 

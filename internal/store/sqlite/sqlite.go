@@ -72,10 +72,14 @@ type DB struct {
 var _ store.Store = (*DB)(nil)
 
 // Open opens (creating if needed) the database at path, with its parent
-// directory, and applies pending migrations.
+// directory, and applies pending migrations. A database it may not write
+// is refused with a *ReadOnlyError (see CheckWritable).
 func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if opts.BusyTimeout == 0 {
 		opts.BusyTimeout = 5 * time.Second
+	}
+	if err := CheckWritable(path); err != nil {
+		return nil, err
 	}
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -105,6 +109,9 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	db.SetMaxOpenConns(1)
 	if err := migrate(ctx, db); err != nil {
 		db.Close()
+		if ro := readOnly(path, err); ro != nil {
+			return nil, ro
+		}
 		return nil, fmt.Errorf("sqlite: migrate %s: %w", path, err)
 	}
 	d := &DB{db: db, path: path, log: opts.Logger}
@@ -140,6 +147,9 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	// later, silently: refuse it now.
 	if err := d.Probe(ctx); err != nil {
 		d.Close()
+		if ro := readOnly(path, err); ro != nil {
+			return nil, ro
+		}
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
 	}
 	return d, nil
