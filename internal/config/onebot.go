@@ -43,9 +43,13 @@ type OneBotAccount struct {
 	GroupAutoReact        bool `json:"groupAutoReact"`
 	GroupAutoReactEmojiID int  `json:"groupAutoReactEmojiId"`
 	// ReplyToTrigger quotes the triggering message in group replies.
-	ReplyToTrigger   bool `json:"replyToTrigger"`
-	TextChunkLimit   int  `json:"textChunkLimit"`
-	RequestTimeoutMs int  `json:"requestTimeoutMs"`
+	ReplyToTrigger bool `json:"replyToTrigger"`
+	TextChunkLimit int  `json:"textChunkLimit"`
+	// SendGapMs is the least time between two messages sent to one chat,
+	// separate replies (up to a fifth more, at random) and the parts of
+	// one long reply alike; 0 sends them back to back.
+	SendGapMs        int `json:"sendGapMs"`
+	RequestTimeoutMs int `json:"requestTimeoutMs"`
 	// InlineLocalMedia sends the files a reply names as base64:// data
 	// (up to 10 MiB each) instead of file:// paths, for an implementation
 	// that does not share pincer's file system (another container or
@@ -100,6 +104,10 @@ const (
 	DefaultHTTPPostPath  = "/onebot/v11/post"
 )
 
+// DefaultSendGapMs is the default of OneBotAccount.SendGapMs: QQ treats a
+// rapid run of messages to a group as risky, so they go a second apart.
+const DefaultSendGapMs = 1000
+
 // DefaultOneBot is the QQ channel with one unconfigured default account.
 func DefaultOneBot() OneBot {
 	return OneBot{OneBotAccount: OneBotAccount{
@@ -107,6 +115,7 @@ func DefaultOneBot() OneBot {
 		GroupAutoReactEmojiID: 1,
 		ReplyToTrigger:        true,
 		TextChunkLimit:        4500,
+		SendGapMs:             DefaultSendGapMs,
 		RequestTimeoutMs:      30000,
 		Reconnect:             OneBotReconnect{Enabled: true, Retries: -1, MinDelayMs: 1000, MaxDelayMs: 30000},
 		Tools:                 OneBotTools{Enabled: true},
@@ -288,6 +297,9 @@ func (a OneBotAccount) Validate() error {
 	}
 	if a.TextChunkLimit < 1 {
 		errs = append(errs, problem("textChunkLimit", "must be at least 1"))
+	}
+	if a.SendGapMs < 0 {
+		errs = append(errs, problem("sendGapMs", "must not be negative (0 sends without a gap), got %d", a.SendGapMs))
 	}
 	if a.RequestTimeoutMs < 1 {
 		errs = append(errs, problem("requestTimeoutMs", "must be at least 1"))

@@ -10,7 +10,7 @@ import (
 func TestOneBotDefaultsMatchTheReference(t *testing.T) {
 	a := Default().Channels.OneBot.OneBotAccount
 	want := OneBotAccount{
-		Enabled: true, GroupAutoReactEmojiID: 1, ReplyToTrigger: true, TextChunkLimit: 4500, RequestTimeoutMs: 30000,
+		Enabled: true, GroupAutoReactEmojiID: 1, ReplyToTrigger: true, TextChunkLimit: 4500, SendGapMs: 1000, RequestTimeoutMs: 30000,
 		Reconnect: OneBotReconnect{Enabled: true, Retries: -1, MinDelayMs: 1000, MaxDelayMs: 30000},
 		Tools:     OneBotTools{Enabled: true},
 		ReverseWS: OneBotReverseWS{Path: "/onebot/v11/ws"},
@@ -29,11 +29,11 @@ func TestOneBotDefaultsMatchTheReference(t *testing.T) {
 func TestOneBotNamedAccountsInheritAllButTheConnection(t *testing.T) {
 	doc := `{ channels: { onebot: {
 	  wsUrl: 'ws://127.0.0.1:3001', accessToken: 'tok', selfId: '3300000001',
-	  allowFrom: ['group:1'], textChunkLimit: 2000, groupAutoReact: true,
+	  allowFrom: ['group:1'], textChunkLimit: 2000, groupAutoReact: true, sendGapMs: 400,
 	  reverseWs: { enabled: true },
 	  accounts: {
 	    second: { wsUrl: 'ws://127.0.0.1:3002', allowFrom: ['group:2'], reconnect: { retries: 3 } },
-	    third: { reverseWs: { enabled: true }, httpPost: { enabled: true, secret: 's' } },
+	    third: { reverseWs: { enabled: true }, httpPost: { enabled: true, secret: 's' }, sendGapMs: 0 },
 	  },
 	} } }`
 	cfg, err := Parse([]byte(doc), noEnv)
@@ -48,7 +48,7 @@ func TestOneBotNamedAccountsInheritAllButTheConnection(t *testing.T) {
 	if second.WSURL != "ws://127.0.0.1:3002" || second.AccessToken != "" || second.SelfID != "" {
 		t.Errorf("the connection must not be inherited: %+v", second)
 	}
-	if second.TextChunkLimit != 2000 || !second.GroupAutoReact || second.Reconnect.Retries != 3 || second.Reconnect.MaxDelayMs != 30000 {
+	if second.TextChunkLimit != 2000 || !second.GroupAutoReact || second.SendGapMs != 400 || second.Reconnect.Retries != 3 || second.Reconnect.MaxDelayMs != 30000 {
 		t.Errorf("settings must be inherited and overridable: %+v", second)
 	}
 	if diff := cmp.Diff([]string{"group:2"}, second.AllowFrom); diff != "" {
@@ -58,6 +58,9 @@ func TestOneBotNamedAccountsInheritAllButTheConnection(t *testing.T) {
 		t.Errorf("the default account's allowFrom changed: %s", diff)
 	}
 	third := all["third"]
+	if third.SendGapMs != 0 {
+		t.Errorf("sendGapMs 0 of a named account turns its gap off, got %d", third.SendGapMs)
+	}
 	if third.ReverseWS.Path != "/onebot/v11/ws/third" || third.HTTPPost.Path != "/onebot/v11/post/third" || third.PostSecret() != "s" {
 		t.Errorf("named paths: %+v", third)
 	}
@@ -72,7 +75,7 @@ func TestOneBotNamedAccountsInheritAllButTheConnection(t *testing.T) {
 func TestOneBotValidation(t *testing.T) {
 	doc := `{ channels: { onebot: {
 	  wsUrl: 'http://x', httpUrl: 'ws://x', selfId: 'abc', allowFrom: ['group:x', '*'], denyFrom: ['qq:1'],
-	  textChunkLimit: 0, requestTimeoutMs: 0, groupAutoReactEmojiId: 0,
+	  textChunkLimit: 0, requestTimeoutMs: 0, groupAutoReactEmojiId: 0, sendGapMs: -1,
 	  reconnect: { retries: -2, minDelayMs: 10, maxDelayMs: 5 },
 	  reverseWs: { enabled: true, path: 'ws' },
 	} } }`
@@ -87,6 +90,7 @@ func TestOneBotValidation(t *testing.T) {
 		"channels.onebot.requestTimeoutMs",
 		"channels.onebot.reverseWs.path",
 		"channels.onebot.selfId",
+		"channels.onebot.sendGapMs",
 		"channels.onebot.textChunkLimit",
 		"channels.onebot.wsUrl",
 	}
@@ -102,7 +106,7 @@ func TestOneBotAccountValidation(t *testing.T) {
 	    default: { wsUrl: 'ws://x' },
 	    empty: {},
 	    off: { enabled: false },
-	    bad: { wsUrl: 'ws://x', selfId: '-5' },
+	    bad: { wsUrl: 'ws://x', selfId: '-5', sendGapMs: -250 },
 	    clash: { reverseWs: { enabled: true, path: '/same' } },
 	    clash2: { reverseWs: { enabled: true, path: '/same' } },
 	    root: { httpPost: { enabled: true, path: '/onebot/v11/ws' } },
@@ -111,6 +115,7 @@ func TestOneBotAccountValidation(t *testing.T) {
 	_, err := Parse([]byte(doc), noEnv)
 	want := []string{
 		"channels.onebot.accounts.bad.selfId",
+		"channels.onebot.accounts.bad.sendGapMs",
 		"channels.onebot.accounts.clash2.reverseWs.path",
 		"channels.onebot.accounts.default",
 		"channels.onebot.accounts.empty",
@@ -118,6 +123,9 @@ func TestOneBotAccountValidation(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, paths(err)); diff != "" {
 		t.Errorf("problem paths (-want +got):\n%s\nerror: %v", diff, err)
+	}
+	if !strings.Contains(err.Error(), "channels.onebot.accounts.bad.sendGapMs: must not be negative (0 sends without a gap), got -250") {
+		t.Errorf("a negative gap is refused by its key path: %v", err)
 	}
 	if !strings.Contains(err.Error(), "already used by accounts.clash.reverseWs.path") {
 		t.Errorf("a path clash names both accounts: %v", err)

@@ -31,12 +31,19 @@ func OneBotOptions(id string, a config.OneBotAccount, in config.Inbound, log *sl
 		return onebot.AccountOptions{}, fmt.Errorf("config: channels.onebot account %s: %w", id, err)
 	}
 	r := a.Reconnect
+	// One gap spaces every message to a chat: separate replies (Pace) and
+	// the parts of one long reply (ChunkGap) alike.
+	gap := time.Duration(a.SendGapMs) * time.Millisecond
+	setting := "channels.onebot.sendGapMs"
+	if msg.AccountID(id) != msg.DefaultAccount {
+		setting = "channels.onebot.accounts." + id + ".sendGapMs"
+	}
 	return onebot.AccountOptions{
 		ID: msg.AccountID(id), WSURL: a.WSURL, HTTPURL: a.HTTPURL, Token: a.AccessToken.Value(),
 		SelfID: wire.ID(a.SelfQQ()), Filter: filter,
 		Reverse: a.ReverseWS.Enabled, Post: a.HTTPPost.Enabled, PostSecret: a.PostSecret(),
 		ReplyToTrigger: a.ReplyToTrigger, AutoReact: a.GroupAutoReact, ReactEmoji: strconv.Itoa(a.GroupAutoReactEmojiID),
-		ChunkLimit: a.TextChunkLimit, ChunkGap: time.Second, Pace: &onebot.Pacer{Gap: time.Second},
+		ChunkLimit: a.TextChunkLimit, ChunkGap: gap, Pace: &onebot.Pacer{Gap: gap, Setting: setting},
 		RequestTimeout: time.Duration(a.RequestTimeoutMs) * time.Millisecond,
 		Reconnect: onebot.Reconnect{
 			Enabled: r.Enabled, Retries: r.Retries,

@@ -29,6 +29,11 @@ type Outbound struct {
 	Media   []Media
 	// ReplyTo quotes this message when the channel supports quoting.
 	ReplyTo MessageID
+	// Answers is the inbound message the payload answers, set by the
+	// channel's replier, so that what its delivery waits for (a chat's send
+	// gap) shows in that message's trace; empty for payloads that answer
+	// none (operator sends, heartbeats).
+	Answers MessageID `json:",omitempty"`
 	// IsError marks an error notice; channels never convert mentions in it.
 	IsError bool
 	// NoMentions forbids turning @names into real mentions: digests and

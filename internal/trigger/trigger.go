@@ -267,10 +267,12 @@ func (e *Evaluator) keyword(text string) (string, bool) {
 }
 
 // StripLeadingMention removes one leading mention of self from the
-// rendered text of m, with the whitespace after it: the "@name" (or
-// "@<id>") the channel rendered for a leading mention segment of self, or
-// a raw "[CQ:at,qq=<self>]" code typed as text. Anything else is left as
-// it is.
+// rendered text of m, with the whitespace after it (ideographic spaces
+// included): the "@name" (or "@<id>") the channel rendered for a leading
+// mention segment of self, or a CQ at code of self typed as text, bare
+// ("[CQ:at,qq=<self>]") or with other parameters in any order, as NapCat
+// and LLOneBot print it ("[CQ:at,qq=<self>,name=…]"). Anything else is
+// left as it is.
 func StripLeadingMention(m msg.Message, self msg.UserID) string {
 	text := m.Text
 	if self == "" {
@@ -293,13 +295,40 @@ func StripLeadingMention(m msg.Message, self msg.UserID) string {
 		}
 		break
 	}
-	tokens = append(tokens, "[CQ:at,qq="+string(self)+"]")
 	for _, tok := range tokens {
 		if rest, ok := strings.CutPrefix(trimmed, tok); ok {
 			return strings.TrimLeft(rest, " \t\r\n\u3000")
 		}
 	}
+	if rest, ok := cutTypedMention(trimmed, self); ok {
+		return strings.TrimLeft(rest, " \t\r\n\u3000")
+	}
 	return text
+}
+
+// cutTypedMention cuts a CQ at code of self from the start of s: type
+// "at" and a qq parameter of self (the last one, when there are several,
+// as a CQ parser reads it), with any other parameters in any order. The
+// code ends at the first ']': a CQ value escapes its brackets.
+func cutTypedMention(s string, self msg.UserID) (string, bool) {
+	body, ok := strings.CutPrefix(s, "[CQ:at,")
+	if !ok {
+		return s, false
+	}
+	end := strings.IndexByte(body, ']')
+	if end < 0 {
+		return s, false
+	}
+	qq := ""
+	for p := range strings.SplitSeq(body[:end], ",") {
+		if k, v, _ := strings.Cut(p, "="); k == "qq" {
+			qq = v
+		}
+	}
+	if qq != string(self) {
+		return s, false
+	}
+	return body[end+1:], true
 }
 
 // repliesToBot reports whether m quotes one of the bot's messages: when the

@@ -1,14 +1,17 @@
 package onebot
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/pincerbot/pincer/internal/channel"
 	"github.com/pincerbot/pincer/internal/channel/onebot/wire"
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/outbox"
+	"github.com/pincerbot/pincer/internal/trace"
 )
 
 var _ outbox.Sender = (*Account)(nil)
@@ -41,14 +44,18 @@ func (a *Account) SendParts(ctx context.Context, out msg.Outbound, from int, con
 	if err := a.opts.backoff.check(out.Peer); err != nil {
 		return err
 	}
-	if err := a.opts.Pace.wait(ctx, out.Peer); err != nil {
+	waited, err := a.opts.Pace.wait(ctx, out.Peer)
+	if err != nil {
 		return err
 	}
-	defer a.opts.Pace.done(out.Peer)
+	attempted := false // a message may have gone out: the next waits the gap
+	defer func() { a.opts.Pace.done(out.Peer, attempted) }()
 	c, err := a.liveCaller()
 	if err != nil {
 		return err
 	}
+	a.traceGap(out, from, waited)
+	attempted = true
 	if a.opts.Debug {
 		a.log.Info("outbound", "peer", out.Peer.String(), "reply_to", string(out.ReplyTo), "text", out.Text, "media", len(out.Media), "from_chunk", from)
 	}
@@ -66,6 +73,28 @@ func (a *Account) SendParts(ctx context.Context, out msg.Outbound, from int, con
 		return outbox.Permanent(err)
 	}
 	return err
+}
+
+// traceGap adds to the trace of the message out answers how long its
+// send waited for the chat's send gap before its first message (from is
+// the first part this attempt sends), and the gap before each later part
+// of a long reply. Nothing is added when nothing waits, or for a payload
+// that answers no message.
+func (a *Account) traceGap(out msg.Outbound, from int, waited time.Duration) {
+	p := a.opts.Pace
+	if a.opts.Trace == nil || out.Answers == "" || p == nil || p.Gap <= 0 {
+		return
+	}
+	parts := len(chunkText(out.Text, a.opts.ChunkLimit)) + len(out.Media) - max(from, 0)
+	if parts <= 0 || waited <= 0 && (parts == 1 || a.opts.ChunkGap <= 0) {
+		return // nothing waited
+	}
+	detail := fmt.Sprintf("waited %d ms for %s", waited.Round(time.Millisecond).Milliseconds(), cmp.Or(p.Setting, "the send gap"))
+	if parts > 1 && a.opts.ChunkGap > 0 {
+		detail += fmt.Sprintf(", then %d ms before each of its %d other messages", a.opts.ChunkGap.Milliseconds(), parts-1)
+	}
+	key := trace.Key{Channel: ChannelID, Account: a.opts.ID, Peer: out.Peer, ID: out.Answers}
+	a.opts.Trace.Step(key, trace.StageDeliver, "", detail)
 }
 
 // mediaOptions are the account's rules for sending local media files.
@@ -113,6 +142,9 @@ func (r *replier) Deliver(ctx context.Context, out msg.Outbound) (msg.MessageID,
 	}
 	if out.Mentionable == nil {
 		out.Mentionable = []msg.Sender{r.trigger.Sender}
+	}
+	if out.Answers == "" {
+		out.Answers = r.trigger.ID
 	}
 	return r.a.Send(ctx, out)
 }

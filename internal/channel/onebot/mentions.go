@@ -1,7 +1,6 @@
 package onebot
 
 import (
-	"regexp"
 	"sort"
 	"strings"
 	"unicode"
@@ -29,12 +28,10 @@ type outboundOptions struct {
 	Participants []participant
 }
 
-var cqAt = regexp.MustCompile(`^\[CQ:at,qq=(\d+)\]$`)
-
 // outboundSegments turns reply text into segments to send. Text is sent
 // as text, so CQ codes the model wrote are never interpreted, except at
-// codes with a number when opts.Mentions is set; "qq=all" is never
-// converted.
+// codes with a number when opts.Mentions is set (see cqMention); "qq=all"
+// is never converted.
 func outboundSegments(text string, opts outboundOptions) []wire.Segment {
 	var b wire.SegmentBuilder
 	names := mentionIndex(opts.Participants)
@@ -51,13 +48,29 @@ func outboundSegments(text string, opts outboundOptions) []wire.Segment {
 		rewrite(&b, text[:i], opts.Mentions, names)
 		code := text[i : i+end+1]
 		text = text[i+end+1:]
-		if m := cqAt.FindStringSubmatch(code); m != nil && opts.Mentions {
-			b.Add(wire.NewSegment("at", "qq", m[1]))
+		if qq, ok := cqMention(code); ok && opts.Mentions {
+			b.Add(wire.NewSegment("at", "qq", qq))
 			continue
 		}
 		b.AddText(code)
 	}
 	return b.Segments()
+}
+
+// cqMention returns the QQ number an at code mentions: "[CQ:at,qq=N]",
+// and the form NapCat and LLOneBot print, which models copy,
+// "[CQ:at,qq=N,name=X]" (any other parameters, in any order, are
+// ignored). Only a number counts: "qq=all" and the like do not.
+func cqMention(code string) (string, bool) {
+	seg, ok := wire.ParseCode(code)
+	if !ok || seg.Type != "at" {
+		return "", false
+	}
+	qq := seg.Str("qq")
+	if qq == "" || strings.Trim(qq, "0123456789") != "" {
+		return "", false
+	}
+	return qq, true
 }
 
 // mentionIndex maps sanitized names and QQ numbers to QQ numbers, later

@@ -9,70 +9,117 @@ import (
 	"github.com/pincerbot/pincer/internal/msg"
 )
 
-// Pacer spaces the messages sent to one chat: each waits until Gap (plus
-// up to a fifth more, at random) after the previous one to that chat
-// finished. QQ treats a rapid run of messages to a group as risky; other
-// chats are not held up.
+// Pacer spaces the messages sent to one chat: a payload waits until the
+// one before it to that chat is done, then until Gap (plus up to a fifth
+// more, at random) after that one's last message. QQ treats a rapid run
+// of messages to a group as risky; other chats are not held up. The parts
+// of one payload are spaced by its sender (chunkSender.ChunkGap) while it
+// holds the chat's turn. A zero Gap (or a nil Pacer) sends at once.
 type Pacer struct {
 	Gap time.Duration
+	// Setting is the key path Gap comes from
+	// ("channels.onebot.sendGapMs"), named in the trace of a reply that
+	// waited for it.
+	Setting string
 
-	mu   sync.Mutex
-	next map[msg.Peer]time.Time
+	mu    sync.Mutex
+	chats map[msg.Peer]*chatPace
 }
 
-// wait blocks until peer's turn, and holds it for the caller: the next
-// caller waits at least Gap more. done must follow the send.
-func (p *Pacer) wait(ctx context.Context, peer msg.Peer) error {
+// chatPace is one chat's turn: turn holds a token while a payload is
+// being sent; last is when the chat's last message went out; users counts
+// the payloads holding or waiting for the turn (a chat with none may be
+// forgotten). last and users are guarded by Pacer.mu.
+type chatPace struct {
+	turn  chan struct{}
+	last  time.Time
+	users int
+}
+
+// wait blocks until it is peer's next payload's turn and the gap since
+// the chat's last message has passed, and holds the turn for the caller,
+// who must call done after the send. It returns how long it waited.
+func (p *Pacer) wait(ctx context.Context, peer msg.Peer) (time.Duration, error) {
 	if p == nil || p.Gap <= 0 {
-		return nil
+		return 0, nil
 	}
-	now := time.Now()
+	start := time.Now()
 	p.mu.Lock()
-	if p.next == nil {
-		p.next = map[msg.Peer]time.Time{}
+	if p.chats == nil {
+		p.chats = map[msg.Peer]*chatPace{}
 	}
-	at := p.next[peer]
-	if at.Before(now) {
-		at = now
+	p.prune(start)
+	c := p.chats[peer]
+	if c == nil {
+		c = &chatPace{turn: make(chan struct{}, 1)}
+		p.chats[peer] = c
 	}
-	p.next[peer] = at.Add(p.spacing())
-	p.prune(now)
+	c.users++
 	p.mu.Unlock()
-	if d := at.Sub(now); d > 0 {
+	select {
+	case c.turn <- struct{}{}:
+	case <-ctx.Done():
+		p.leave(c, false)
+		return time.Since(start), ctx.Err()
+	}
+	p.mu.Lock()
+	at := c.last
+	p.mu.Unlock()
+	if !at.IsZero() {
+		at = at.Add(p.spacing())
+	}
+	if d := time.Until(at); d > 0 {
 		t := time.NewTimer(d)
 		defer t.Stop()
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			p.leave(c, true)
+			return time.Since(start), ctx.Err()
 		case <-t.C:
 		}
 	}
-	return nil
+	return time.Since(start), nil
 }
 
-// done moves peer's next turn to Gap after now, when the send took longer
-// than its slot (several chunks).
-func (p *Pacer) done(peer msg.Peer) {
+// done ends the turn wait gave. sent says a message may have gone out
+// (the send was attempted): the chat's next payload then waits the gap
+// from now.
+func (p *Pacer) done(peer msg.Peer, sent bool) {
 	if p == nil || p.Gap <= 0 {
 		return
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if after := time.Now().Add(p.Gap); p.next[peer].Before(after) {
-		p.next[peer] = after
+	c := p.chats[peer]
+	if sent && c != nil {
+		c.last = time.Now()
+	}
+	p.mu.Unlock()
+	if c != nil {
+		p.leave(c, true)
+	}
+}
+
+// leave gives up c's turn, when held, or the wait for it.
+func (p *Pacer) leave(c *chatPace, held bool) {
+	p.mu.Lock()
+	c.users--
+	p.mu.Unlock()
+	if held {
+		<-c.turn
 	}
 }
 
 func (p *Pacer) spacing() time.Duration { return p.Gap + rand.N(p.Gap/5+1) }
 
-// prune forgets chats whose turn is long past, so the map stays small.
+// prune forgets chats nobody is sending to whose last message is long
+// past, so the map stays small; p.mu is held.
 func (p *Pacer) prune(now time.Time) {
-	if len(p.next) < 1024 {
+	if len(p.chats) < 1024 {
 		return
 	}
-	for peer, at := range p.next {
-		if now.Sub(at) > time.Minute {
-			delete(p.next, peer)
+	for peer, c := range p.chats {
+		if c.users == 0 && now.Sub(c.last) > time.Minute+p.Gap {
+			delete(p.chats, peer)
 		}
 	}
 }

@@ -87,6 +87,20 @@ func parseCQ(s string) []Segment {
 	}
 }
 
+// ParseCode parses one whole CQ code, "[CQ:<type>,<k>=<v>,…]", into its
+// segment; false when s is not exactly one code (text around it, no type,
+// no closing bracket). Its values are unescaped.
+func ParseCode(s string) (Segment, bool) {
+	if !strings.HasPrefix(s, "[CQ:") || strings.IndexByte(s, ']') != len(s)-1 {
+		return Segment{}, false
+	}
+	segs := parseCQ(s)
+	if len(segs) != 1 || segs[0].Type == "text" {
+		return Segment{}, false
+	}
+	return segs[0], true
+}
+
 // formatCQ renders segments as a CQ string, with keys in sorted order.
 // Non-string data values are written as their JSON text.
 func formatCQ(segs []Segment) string {

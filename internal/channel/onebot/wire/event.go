@@ -274,7 +274,7 @@ func convert(s Segment, depth int, self ID) msg.Segment {
 	case "file":
 		return msg.Segment{Kind: msg.SegFile, URL: s.Str("url"), ID: s.Str("file_id"), Name: s.Str("name")}
 	case "forward":
-		seg := msg.Segment{Kind: msg.SegForward, ID: s.Str("id")}
+		seg := msg.Segment{Kind: msg.SegForward, ID: forwardID(s)}
 		if content, ok := s.Data["content"]; ok {
 			// NapCat sends nested forwards inline; their ids cannot be
 			// fetched, so the content is the only way in. Content without
@@ -287,6 +287,19 @@ func convert(s Segment, depth int, self ID) msg.Segment {
 		return seg
 	}
 	return msg.Segment{Kind: msg.SegOther, Type: strings.Clone(s.Type)}
+}
+
+// forwardID is the id of a forward segment: its "id", else "res_id",
+// else "forward_id" (LLOneBot and older go-cqhttp forks put the resId
+// there). The id, whichever key held it, is what get_forward_msg is asked
+// for.
+func forwardID(s Segment) string {
+	for _, key := range []string{"id", "res_id", "forward_id"} {
+		if id := s.Str(key); id != "" {
+			return id
+		}
+	}
+	return ""
 }
 
 // Placeholders of non-text segments in rendered text, and the marker that

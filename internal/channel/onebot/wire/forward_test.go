@@ -123,6 +123,7 @@ func TestInlineForwardDepthIsBounded(t *testing.T) {
 func FuzzForwardMessages(f *testing.F) {
 	f.Add(`{"messages":[{"sender":{"user_id":1},"content":[{"sender":{"user_id":2},"content":"x"}]}]}`)
 	f.Add(`[{"type":"node","data":{"user_id":"1","content":"[CQ:forward,id=2]"}}]`)
+	f.Add(`{"messages":[{"sender":{"user_id":1},"content":[{"type":"forward","data":{"res_id":"r"}},{"type":"forward","data":{"forward_id":"f"}}]}]}`)
 	f.Add(shapeBNested)
 	f.Fuzz(func(t *testing.T, raw string) {
 		_ = ForwardMessages(json.RawMessage(raw), 0)

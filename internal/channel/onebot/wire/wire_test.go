@@ -129,6 +129,7 @@ func FuzzParseCQ(f *testing.F) {
 	f.Add("hi[CQ:at,qq=123]x")
 	f.Add("[CQ:,a=b][CQ:x]&amp;#91;")
 	f.Add("[CQ:image,file=a&#44;b,url=]")
+	f.Add("[CQ:at,qq=123,name=张三]hi[CQ:at,name=A&#44;B,qq=4][CQ:forward,res_id=r1][CQ:forward,forward_id=f1]")
 	f.Fuzz(func(t *testing.T, s string) {
 		segs := parseCQ(s)
 		again := parseCQ(formatCQ(segs))
@@ -143,6 +144,8 @@ func FuzzParseMessage(f *testing.F) {
 	f.Add(`"[CQ:at,qq=1]"`)
 	f.Add(`{"type":"forward","data":{"id":"x","content":[{"message":[]}]}}`)
 	f.Add(`[{"type":"reply","data":{"id":"-5"}},{"type":"at","data":{"qq":"3300000001"}},{"type":"text","data":{"text":" q"}}]`)
+	f.Add(`[{"type":"forward","data":{"res_id":"r1"}},{"type":"forward","data":{"forward_id":12}},{"type":"at","data":{"qq":"1","name":"x"}}]`)
+	f.Add(`"[CQ:at,qq=3300000001,name=bot] [CQ:forward,res_id=r1]"`)
 	f.Fuzz(func(t *testing.T, raw string) {
 		segs, _ := parseMessage(json.RawMessage(raw), false)
 		var m msg.Message
