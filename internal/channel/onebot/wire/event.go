@@ -312,8 +312,9 @@ const (
 	placeholderFile    = "[文件]"
 	placeholderForward = "[合并转发]"
 	atAllText          = "@全体成员"
-	// TruncatedMarker ends the text of a message that was cut.
-	TruncatedMarker = "（已截断）"
+	// TruncatedMarker ends the text of a message that was cut, as it ends
+	// a transcript line cut to fit.
+	TruncatedMarker = prompt.TruncatedMarker
 )
 
 // render is a segment's text as the agent reads it. Reply segments render
