@@ -3,8 +3,10 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
+	"hash/maphash"
+	"maps"
+	"sync"
 	"time"
 
 	"github.com/pincerbot/pincer/internal/msg"
@@ -13,14 +15,70 @@ import (
 const qRecordSent = `INSERT INTO sent (channel, account, message_id, sent_at) VALUES (?, ?, ?, ?)
 	ON CONFLICT (channel, account, message_id) DO UPDATE SET sent_at = excluded.sent_at`
 
+// The sent log is asked about every quote of a message pincer does not
+// know, on the chat's lane: it is kept in memory too (the table is the
+// process's own, as the data directory is), so asking never waits for
+// the writer, behind the burst it is writing. A week of a busy bot's
+// messages is tens of thousands of ids, kept as 64-bit hashes with their
+// times (two ids share a hash with odds far below those of a disk
+// failing).
+
+// sentMirror is the sent table in memory.
+type sentMirror struct {
+	mu   sync.RWMutex
+	seed maphash.Seed
+	at   map[uint64]int64 // hash of channel, account and id -> sent_at (ms)
+}
+
+func (m *sentMirror) key(ch, acct, id string) uint64 {
+	var h maphash.Hash
+	h.SetSeed(m.seed)
+	h.WriteString(ch)
+	h.WriteByte(0)
+	h.WriteString(acct)
+	h.WriteByte(0)
+	h.WriteString(id)
+	return h.Sum64()
+}
+
+// loadSent fills the mirror from the table.
+func (d *DB) loadSent(ctx context.Context) error {
+	d.sent.seed = maphash.MakeSeed()
+	d.sent.at = map[uint64]int64{}
+	rows, err := d.db.QueryContext(ctx, `SELECT channel, account, message_id, sent_at FROM sent`)
+	if err != nil {
+		return fmt.Errorf("read sent ids: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var ch, acct, id string
+		var at int64
+		if err := rows.Scan(&ch, &acct, &id, &at); err != nil {
+			return fmt.Errorf("read sent ids: %w", err)
+		}
+		d.sent.at[d.sent.key(ch, acct, id)] = at
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read sent ids: %w", err)
+	}
+	return nil
+}
+
 // RecordSent implements store.SentLog: the ids of one send (its chunks)
 // are recorded in one transaction.
 func (d *DB) RecordSent(ctx context.Context, ch msg.ChannelID, acct msg.AccountID, ids ...msg.MessageID) error {
 	if len(ids) == 0 {
 		return nil
 	}
+	// In memory first: a lookup in between knows the ids are the bot's,
+	// which they are, written or not.
+	at := millis(now())
+	d.sent.mu.Lock()
+	for _, id := range ids {
+		d.sent.at[d.sent.key(string(ch), string(acct), string(id))] = at
+	}
+	d.sent.mu.Unlock()
 	err := d.tx(ctx, func(tx *sql.Conn) error {
-		at := millis(now())
 		for _, id := range ids {
 			if _, err := d.exec(ctx, tx, qRecordSent, string(ch), string(acct), string(id), at); err != nil {
 				return err
@@ -34,26 +92,25 @@ func (d *DB) RecordSent(ctx context.Context, ch msg.ChannelID, acct msg.AccountI
 	return nil
 }
 
-// WasSent implements store.SentLog.
-func (d *DB) WasSent(ctx context.Context, ch msg.ChannelID, acct msg.AccountID, id msg.MessageID) (bool, error) {
-	var one int
-	err := d.row(ctx, `SELECT 1 FROM sent WHERE channel = ? AND account = ? AND message_id = ?`,
-		[]any{string(ch), string(acct), string(id)}, &one)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("was sent %s: %w", id, err)
-	}
-	return true, nil
+// WasSent implements store.SentLog, from memory.
+func (d *DB) WasSent(_ context.Context, ch msg.ChannelID, acct msg.AccountID, id msg.MessageID) (bool, error) {
+	k := d.sent.key(string(ch), string(acct), string(id))
+	d.sent.mu.RLock()
+	_, ok := d.sent.at[k]
+	d.sent.mu.RUnlock()
+	return ok, nil
 }
 
 // PruneSent implements store.SentLog.
 func (d *DB) PruneSent(ctx context.Context, before time.Time) (int64, error) {
-	res, err := d.exec(ctx, nil, `DELETE FROM sent WHERE sent_at < ?`, millis(before))
+	cut := millis(before)
+	res, err := d.exec(ctx, nil, `DELETE FROM sent WHERE sent_at < ?`, cut)
 	if err != nil {
 		return 0, fmt.Errorf("prune sent: %w", err)
 	}
+	d.sent.mu.Lock()
+	maps.DeleteFunc(d.sent.at, func(_ uint64, at int64) bool { return at < cut })
+	d.sent.mu.Unlock()
 	n, err := res.RowsAffected()
 	if err != nil {
 		return 0, fmt.Errorf("prune sent: %w", err)

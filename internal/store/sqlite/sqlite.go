@@ -62,7 +62,9 @@ type DB struct {
 	chains   map[string]*chain
 	written  map[string]*chain
 	unsaved  map[string]bool
-	log      *slog.Logger
+	// sent mirrors the sent table (see sent.go).
+	sent sentMirror
+	log  *slog.Logger
 	// closeOnce makes Close safe to call again; closeErr is what the
 	// first call returned.
 	closeOnce sync.Once
@@ -123,6 +125,10 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
 	}
 	if err := d.loadCounters(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
+	}
+	if err := d.loadSent(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
 	}

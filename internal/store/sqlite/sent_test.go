@@ -1,0 +1,90 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/pincerbot/pincer/internal/msg"
+)
+
+// TestSentIDsAreKnownAfterAReopen: the sent log read from memory is the
+// table's: what was recorded, and not what was pruned, is known again
+// after the store is opened anew.
+func TestSentIDsAreKnownAfterAReopen(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "pincer.db")
+	db, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.RecordSent(ctx, "onebot", "default", "-101", "102"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.PruneSent(ctx, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.RecordSent(ctx, "onebot", "default", "103"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err = Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for id, want := range map[string]bool{"-101": false, "102": false, "103": true, "104": false} {
+		if got, err := db.WasSent(ctx, "onebot", "default", msg.MessageID(id)); got != want || err != nil {
+			t.Errorf("WasSent(%s) = %v, %v; want %v", id, got, err, want)
+		}
+	}
+	if got, _ := db.WasSent(ctx, "feishu", "default", "103"); got {
+		t.Error("another channel's id")
+	}
+}
+
+// TestWasSentNeverWaitsForTheWriter: asking whether an id is the bot's
+// is answered while the writer is busy (a burst being written, which a
+// lane asking about a quote must not wait behind).
+func TestWasSentNeverWaitsForTheWriter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		db, err := Open(ctx, filepath.Join(t.TempDir(), "pincer.db"), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if err := db.RecordSent(ctx, "onebot", "default", "7"); err != nil {
+			t.Fatal(err)
+		}
+		held, release := make(chan struct{}), make(chan struct{})
+		if err := db.w.post(func(*sql.Conn) error {
+			close(held)
+			<-release
+			return nil
+		}, false); err != nil {
+			t.Fatal(err)
+		}
+		<-held
+		answered := make(chan bool, 1)
+		go func() {
+			ok, _ := db.WasSent(ctx, "onebot", "default", "7")
+			answered <- ok
+		}()
+		synctest.Wait()
+		select {
+		case ok := <-answered:
+			if !ok {
+				t.Error("7 was sent")
+			}
+		default:
+			t.Error("WasSent waits for the writer")
+		}
+		close(release)
+	})
+}
