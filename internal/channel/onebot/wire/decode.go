@@ -42,6 +42,11 @@ func Classify(frame []byte) (ev *Event, response bool) {
 // reading of the frame: ev is the event, or resp the answer (its Data
 // does not point into frame); both are nil when the frame is neither.
 func Decode(frame []byte) (ev *Event, resp *Response) {
+	if len(frame) < largeFrame && beginsLikeAnswer(frame) {
+		if r, ok := decodeAnswer(frame); ok {
+			return nil, &r
+		}
+	}
 	var p probe
 	if len(frame) >= largeFrame {
 		var err error
