@@ -52,8 +52,10 @@ func (p *Pipeline) askOwner(ctx context.Context, m msg.Message, r channel.Replie
 			p.log.Warn("whose message a reply quotes is unknown; it is not answered as a reply to the bot", "peer", m.Peer.String(), "msg_id", string(m.ID), "quoted", string(m.ReplyTo), "err", err)
 			p.opts.Trace.Step(key, trace.StageTrigger, "not triggered", fmt.Sprintf("whose message %s is could not be learned (%v, after %s); it is not taken as a reply to the bot", m.ReplyTo, err, took))
 		case !mine:
+			// The common answer: the message stays the chatter its trace
+			// already says it is (its trigger step says a reply to the
+			// bot's message would have followed).
 			p.asks.Done()
-			p.opts.Trace.Step(key, trace.StageTrigger, "not triggered", fmt.Sprintf("it replies to a message that is not the bot's (the platform said so after %s)", took))
 		default:
 			// Opening the window writes to the store: not on the
 			// goroutine that read the answer.

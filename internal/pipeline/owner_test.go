@@ -149,8 +149,8 @@ func TestReplyToSomeoneElsesMessageStaysChatter(t *testing.T) {
 		if n := len(g.eng.list()); n != 0 {
 			t.Errorf("%d turns", n)
 		}
-		if s := steps(tr, other); !strings.Contains(s, "not the bot's (the platform said so") {
-			t.Errorf("trace of a reply to someone else:\n%s", s)
+		if s := steps(tr, other); strings.Count(s, "trigger ") != 1 || !strings.Contains(s, "asked of the platform") {
+			t.Errorf("trace of a reply to someone else: one trigger step, saying it was asked:\n%s", s)
 		}
 		if s := steps(tr, failed); !strings.Contains(s, "could not be learned (context deadline exceeded") {
 			t.Errorf("trace of a failed question:\n%s", s)
