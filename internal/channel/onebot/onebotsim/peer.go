@@ -248,7 +248,7 @@ func (p *Peer) serveConn(ctx context.Context, c *websocket.Conn) {
 		if !ok {
 			continue
 		}
-		resp["echo"] = req.Echo
+		resp.Echo = req.Echo
 		b, _ := json.Marshal(resp)
 		if err := c.Write(ctx, websocket.MessageText, b); err != nil {
 			return
@@ -272,7 +272,7 @@ func (p *Peer) forget(c *websocket.Conn) {
 // silenced action. A refused action fails; the peer's own actions
 // (uploads, and the files of SetFile) are answered by the peer; the rest
 // by the handler.
-func (p *Peer) answer(action string, params json.RawMessage) (map[string]any, bool) {
+func (p *Peer) answer(action string, params json.RawMessage) (*response, bool) {
 	p.mu.Lock()
 	p.calls = append(p.calls, Call{Action: action, Params: params})
 	p.record(action, params)
@@ -297,12 +297,21 @@ func (p *Peer) answer(action string, params json.RawMessage) (map[string]any, bo
 	} else {
 		data, retcode, message = h(action, params)
 	}
-	resp := map[string]any{"status": "ok", "retcode": retcode, "data": data, "message": message}
+	resp := &response{Status: "ok", Retcode: retcode, Data: data, Message: message}
 	if retcode != 0 {
-		resp["status"] = "failed"
-		resp["data"] = nil
+		resp.Status, resp.Data = "failed", nil
 	}
 	return resp, true
+}
+
+// response is an action's answer, its fields in the order NapCat writes
+// them; the echo only over a WebSocket.
+type response struct {
+	Status  string          `json:"status"`
+	Retcode int             `json:"retcode"`
+	Data    any             `json:"data"`
+	Message string          `json:"message"`
+	Echo    json.RawMessage `json:"echo,omitempty"`
 }
 
 // serveHTTP is the HTTP API: POST /<action> with the params as a JSON
