@@ -200,3 +200,30 @@ func TestCountSeparatesThousands(t *testing.T) {
 		}
 	}
 }
+
+// TestSimulatorAnswersGetMsg: get_msg of the simulator names the bot for
+// the bot's own sends and someone else for anything else, as a message
+// event NapCat would send.
+func TestSimulatorAnswersGetMsg(t *testing.T) {
+	q := &qq{self: SelfID}
+	q.nextID.Store(3)
+	for id, want := range map[int64]int64{botIDs + 2: SelfID, earlierIDs + 5: firstSender, 1_000_000_001: firstSender, botIDs + 4: firstSender} {
+		data, code, _ := q.message(json.RawMessage(`{"message_id":` + strconv.FormatInt(id, 10) + `}`))
+		var m struct {
+			MessageID int64 `json:"message_id"`
+			Sender    struct {
+				UserID int64 `json:"user_id"`
+			} `json:"sender"`
+			PostType string `json:"post_type"`
+		}
+		if err := json.Unmarshal(data.(json.RawMessage), &m); err != nil || code != 0 {
+			t.Fatalf("%d: %v, retcode %d", id, err, code)
+		}
+		if m.MessageID != id || m.Sender.UserID != want || m.PostType != "message" {
+			t.Errorf("%d: %+v, want sender %d", id, m, want)
+		}
+	}
+	if _, code, _ := q.message(json.RawMessage(`{}`)); code == 0 {
+		t.Error("get_msg without an id succeeded")
+	}
+}

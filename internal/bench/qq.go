@@ -128,7 +128,9 @@ func (q *qq) answer(action string, params json.RawMessage) (any, int, string) {
 
 // message answers get_msg at once, as NapCat does for a message in its
 // cache: the bot's own sends are the bot's, any other id (a frame of the
-// run, a message from before pincer started) someone else's.
+// run, a message from before pincer started) someone else's. The answer
+// is encoded by hand: the simulator shares the machine with pincer, and
+// its CPU is not pincer's.
 func (q *qq) message(params json.RawMessage) (any, int, string) {
 	var p struct {
 		MessageID json.Number `json:"message_id"`
@@ -144,12 +146,25 @@ func (q *qq) message(params json.RawMessage) (any, int, string) {
 	if id > botIDs && id <= botIDs+q.nextID.Load() {
 		sender = q.self
 	}
-	return map[string]any{
-		"time": time.Now().Unix(), "self_id": q.self, "post_type": "message", "message_type": "group",
-		"message_id": id, "message_seq": id, "real_id": id, "user_id": sender,
-		"sender":  map[string]any{"user_id": sender, "nickname": nickname(0)},
-		"message": []any{map[string]any{"type": "text", "data": map[string]any{"text": "之前的一条消息"}}},
-	}, 0, ""
+	b := make([]byte, 0, 512)
+	b = append(b, `{"time":`...)
+	b = strconv.AppendInt(b, time.Now().Unix(), 10)
+	b = append(b, `,"self_id":`...)
+	b = strconv.AppendInt(b, q.self, 10)
+	b = append(b, `,"post_type":"message","message_type":"group","sub_type":"normal","message_id":`...)
+	b = strconv.AppendInt(b, id, 10)
+	b = append(b, `,"message_seq":`...)
+	b = strconv.AppendInt(b, id, 10)
+	b = append(b, `,"real_id":`...)
+	b = strconv.AppendInt(b, id, 10)
+	b = append(b, `,"user_id":`...)
+	b = strconv.AppendInt(b, sender, 10)
+	b = append(b, `,"sender":{"user_id":`...)
+	b = strconv.AppendInt(b, sender, 10)
+	b = append(b, `,"nickname":"`...)
+	b = append(b, nickname(0)...)
+	b = append(b, `","card":"","role":"member"},"message":[{"type":"text","data":{"text":"之前的一条消息"}}],"raw_message":"之前的一条消息","message_format":"array","font":14}`...)
+	return json.RawMessage(b), 0, ""
 }
 
 // record notes a send by the message its reply segment quotes.
