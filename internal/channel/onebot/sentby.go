@@ -158,7 +158,7 @@ func (a *Account) AskSentByBot(ctx context.Context, id msg.MessageID, then func(
 	if timeout <= 0 {
 		timeout = defaultOwnerTimeout
 	}
-	a.callAsync(ctx, "get_msg", map[string]any{"message_id": n}, timeout, func(data json.RawMessage, err error) {
+	a.callAsync(ctx, "get_msg", getMsgParams{MessageID: n}, timeout, func(data json.RawMessage, err error) {
 		mine, definite := ownerOf(data, err, self)
 		if definite {
 			a.owners.put(id, mine)
@@ -174,6 +174,11 @@ func (a *Account) AskSentByBot(ctx context.Context, id msg.MessageID, then func(
 			then(mine, err)
 		}
 	})
+}
+
+// getMsgParams are get_msg's: the id of the message.
+type getMsgParams struct {
+	MessageID int64 `json:"message_id"`
 }
 
 // ownerOf reads get_msg's answer: whether the message is self's. definite

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
 
 	"github.com/valyala/fastjson"
@@ -16,61 +17,63 @@ func Author(data json.RawMessage) (id ID, ok bool) {
 	return authorSlow(data)
 }
 
-// authorFast is Author by the fast decoder, for the usual answer; false
-// when encoding/json is to decide (see usual and plainKey).
+// authorFast is Author by a scan of the answer's members, for the usual
+// answer; false when encoding/json is to decide (see usual and
+// plainKey).
 func authorFast(data []byte) (ID, bool) {
 	if !usual(data) || fastjson.ValidateBytes(data) != nil {
 		return 0, false
 	}
-	parser := parsers.Get()
-	defer parsers.Put(parser)
-	v, err := parser.ParseBytes(data)
-	if err != nil {
-		return 0, false
-	}
-	obj, err := v.Object()
-	if err != nil {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
 		return 0, false
 	}
 	var sender, user ID
 	senders, users, ok := 0, 0, true
-	obj.Visit(func(key []byte, v *fastjson.Value) {
-		switch string(key) {
+	for key, value := range members(data) {
+		switch k := key[1 : len(key)-1]; string(k) {
 		case "user_id":
 			users++
-			ok = ok && setID(&user, v)
+			ok = ok && user.UnmarshalJSON(value) == nil
 		case "sender":
 			senders++
-			ok = ok && senderID(&sender, v)
+			ok = ok && senderID(&sender, value)
 		default:
-			ok = ok && plainKey(key)
+			ok = ok && plainKey(k) && bytes.IndexByte(k, '\\') < 0
 		}
-	})
-	if !ok || users > 1 || senders > 1 {
+		if !ok {
+			return 0, false
+		}
+	}
+	if users > 1 || senders > 1 {
 		return 0, false
 	}
 	return firstID(sender, user), true
 }
 
 // senderID reads a sender object's user_id (null: none).
-func senderID(id *ID, v *fastjson.Value) bool {
-	switch v.Type() {
-	case fastjson.TypeNull:
+func senderID(id *ID, v []byte) bool {
+	if bytes.Equal(v, []byte("null")) {
 		return true
-	case fastjson.TypeObject:
-	default:
+	}
+	if len(v) == 0 || v[0] != '{' {
 		return false
 	}
-	n, ok := 0, true
-	v.GetObject().Visit(func(key []byte, v *fastjson.Value) {
-		if string(key) == "user_id" {
+	n := 0
+	for key, value := range members(v) {
+		k := key[1 : len(key)-1]
+		if string(k) == "user_id" {
 			n++
-			ok = ok && setID(id, v)
-			return
+			if id.UnmarshalJSON(value) != nil {
+				return false
+			}
+			continue
 		}
-		ok = ok && plainKey(key)
-	})
-	return ok && n <= 1
+		if !plainKey(k) || bytes.IndexByte(k, '\\') >= 0 {
+			return false
+		}
+	}
+	return n <= 1
 }
 
 func authorSlow(data []byte) (ID, bool) {
