@@ -60,6 +60,10 @@ type Conn struct {
 	mu      sync.Mutex
 	pending map[string]answerFunc
 	closed  bool
+	// queued are asynchronous calls' requests waiting to be written;
+	// writing: a goroutine writes them (see writeQueued).
+	queued  []queuedFrame
+	writing bool
 }
 
 // answerFunc receives the response to an action, or ok false when the
@@ -175,9 +179,9 @@ func (c *Conn) Call(ctx context.Context, action string, params any, timeout time
 // Go runs an action without waiting for it: done learns its data or its
 // error once, when the answer is read, the timeout (the call's own if
 // positive, else the connection's) passes, or the connection closes. The
-// request is written by a goroutine of its own, so the caller never waits
-// for the socket either, and no goroutine waits for the answer (the
-// writer lives until the frame is written or the connection ends). done must
+// request is written by a goroutine that writes the queued ones in turn,
+// so the caller never waits for the socket either, and no goroutine waits
+// for the answer. done must
 // not block: it runs on the reading goroutine, a timer's or the writer's.
 func (c *Conn) Go(action string, params any, timeout time.Duration, done func(json.RawMessage, error)) {
 	if timeout <= 0 {
@@ -210,19 +214,50 @@ func (c *Conn) Go(action string, params any, timeout time.Duration, done func(js
 			done(nil, fmt.Errorf("%s: %w after %s", action, errTimeout, timeout))
 		}
 	})
+	c.queued = append(c.queued, queuedFrame{echo: echo, frame: frame, failed: func(err error) {
+		timer.Stop()
+		done(nil, fmt.Errorf("%s: %w: %v", action, errDisconnected, err))
+	}})
+	start := !c.writing
+	c.writing = true
 	c.mu.Unlock()
-	go func() {
-		// The write is not bound by the call's timeout: a write the
-		// WebSocket gives up on closes the connection, and an
-		// implementation slow to read should cost this call, not the
-		// connection. It ends when the frame is out or the connection is.
-		if err := c.ws.Write(context.Background(), websocket.MessageText, frame); err != nil {
-			if answer := c.take(echo); answer != nil {
-				timer.Stop()
-				done(nil, fmt.Errorf("%s: %w: %v", action, errDisconnected, err))
+	if start {
+		go c.writeQueued()
+	}
+}
+
+// queuedFrame is the request of an asynchronous call waiting to be
+// written; failed answers the call when the write fails.
+type queuedFrame struct {
+	echo   string
+	frame  []byte
+	failed func(error)
+}
+
+// writeQueued writes the queued requests, in order, until none is left:
+// one goroutine for a run of them, however many, and none while there is
+// nothing to write. The writes are not bound by the calls' timeouts: a
+// write the WebSocket gives up on closes the connection, and an
+// implementation slow to read should cost its calls, not the connection.
+// A write ends when the frame is out or the connection is.
+func (c *Conn) writeQueued() {
+	for {
+		c.mu.Lock()
+		if len(c.queued) == 0 {
+			c.writing = false
+			c.mu.Unlock()
+			return
+		}
+		q := c.queued[0]
+		c.queued[0] = queuedFrame{}
+		c.queued = c.queued[1:]
+		c.mu.Unlock()
+		if err := c.ws.Write(context.Background(), websocket.MessageText, q.frame); err != nil {
+			if c.take(q.echo) != nil {
+				q.failed(err)
 			}
 		}
-	}()
+	}
 }
 
 // request encodes an action with an echo of its own.
