@@ -271,3 +271,33 @@ func TestGoNeverWaitsForTheSocket(t *testing.T) {
 		close(release)
 	})
 }
+
+// TestGoWritesRequestsInOrder: asynchronous calls reach the implementation
+// in the order they were made (one writer writes them in turn), and each
+// is answered.
+func TestGoWritesRequestsInOrder(t *testing.T) {
+	p := onebottest.New(t, echoHandler)
+	c, _ := dial(t, p, nil)
+	var results []<-chan goResult
+	for i := range 200 {
+		results = append(results, goCall(c, "echo", map[string]int{"n": i}, 0))
+	}
+	for i, r := range results {
+		if got := <-r; got.err != nil || string(got.data) != fmt.Sprintf(`{"n":%d}`, i) {
+			t.Fatalf("call %d: %s %v", i, got.data, got.err)
+		}
+	}
+	n := 0
+	for _, call := range p.Calls() {
+		if call.Action != "echo" {
+			continue
+		}
+		if want := fmt.Sprintf(`{"n":%d}`, n); string(call.Params) != want {
+			t.Fatalf("request %d reached the implementation as %s, want %s", n, call.Params, want)
+		}
+		n++
+	}
+	if n != 200 {
+		t.Errorf("%d requests arrived", n)
+	}
+}
