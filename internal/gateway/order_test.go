@@ -40,21 +40,10 @@ func TestQQChatsSeeTheirMessagesInOrder(t *testing.T) {
 	for range groups {
 		waitSend(t, r.peer, r.ctx)
 	}
-	seq := regexp.MustCompile(`g(\d+)-(\d+)`)
 	seen := map[int]bool{}
 	for _, req := range r.model.Requests() {
 		body := strings.Join(userMessages(req), "\n")
-		var g = -1
-		var got []int
-		for _, m := range seq.FindAllStringSubmatch(body, -1) {
-			n, _ := strconv.Atoi(m[1])
-			i, _ := strconv.Atoi(m[2])
-			if g >= 0 && n != g {
-				t.Errorf("group %d's turn holds group %d's message", g, n)
-			}
-			g = n
-			got = append(got, i)
-		}
+		g, got := groupLines(t, body)
 		if g < 0 {
 			continue
 		}
@@ -69,4 +58,24 @@ func TestQQChatsSeeTheirMessagesInOrder(t *testing.T) {
 	if len(seen) != groups {
 		t.Errorf("%d groups answered", len(seen))
 	}
+}
+
+var groupLine = regexp.MustCompile(`g(\d+)-(\d+)`)
+
+// groupLines reads the "g<group>-<n>" lines of a turn's body: the group
+// (-1 for none) and the numbers in the order the turn has them; lines of
+// another group in the same turn are an error.
+func groupLines(t *testing.T, body string) (group int, got []int) {
+	t.Helper()
+	group = -1
+	for _, m := range groupLine.FindAllStringSubmatch(body, -1) {
+		n, _ := strconv.Atoi(m[1])
+		i, _ := strconv.Atoi(m[2])
+		if group >= 0 && n != group {
+			t.Errorf("group %d's turn holds group %d's message", group, n)
+		}
+		group = n
+		got = append(got, i)
+	}
+	return group, got
 }

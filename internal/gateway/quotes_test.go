@@ -3,7 +3,6 @@ package gateway
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -103,23 +102,13 @@ func TestQQQuotesUnderLoadNeverStallIngest(t *testing.T) {
 	if ids != quotes+1 {
 		t.Errorf("get_msg asked about %d ids, want every quoted one (%d)", ids, quotes+1)
 	}
-	seq := regexp.MustCompile(`g(\d+)-(\d+)`)
 	seen := 0
 	for _, req := range r.model.Requests() {
 		body := strings.Join(userMessages(req), "\n")
 		if strings.Contains(body, "谢谢，那明天呢？") {
 			continue
 		}
-		g, got := -1, []int(nil)
-		for _, m := range seq.FindAllStringSubmatch(body, -1) {
-			n, _ := strconv.Atoi(m[1])
-			i, _ := strconv.Atoi(m[2])
-			if g >= 0 && n != g {
-				t.Errorf("group %d's turn holds group %d's message", g, n)
-			}
-			g = n
-			got = append(got, i)
-		}
+		g, got := groupLines(t, body)
 		if g < 0 {
 			continue
 		}
