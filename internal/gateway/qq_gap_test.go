@@ -222,4 +222,10 @@ func TestQQSendGapEndToEnd(t *testing.T) {
 	if ms, _ := strconv.Atoi(gapStep.FindStringSubmatch(waited[0])[1]); ms <= 0 || ms > 2400 {
 		t.Errorf("the trace says %q", waited[0])
 	}
+	// The chat's first reply took its turn at once: it waited for nothing.
+	for _, s := range traceOf(t, ctx, g.url, "onebot:slow:group:700000001", "1", `"outcome":"sent"`).Steps {
+		if strings.HasPrefix(s.Detail, "waited ") {
+			t.Errorf("the first reply waited for nothing, yet the trace says %q", s.Detail)
+		}
+	}
 }
