@@ -131,7 +131,7 @@ func TestOneBotSimulator(t *testing.T) {
 	if _, err := conn.Call(ctx, "send_group_msg", map[string]any{"group_id": 700000001, "message": []any{map[string]any{"type": "text", "data": map[string]any{"text": "hi there"}}}}, 0); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, out, regexp.MustCompile(`\[group 700000001\] bot: hi there`))
+	sentID := waitFor(t, out, regexp.MustCompile(`\[group 700000001\] bot #(\d+): hi there`))[1]
 
 	if _, err := io.WriteString(typing, "@你好\n"); err != nil {
 		t.Fatal(err)
@@ -146,6 +146,25 @@ func TestOneBotSimulator(t *testing.T) {
 	}
 	if !m.Mentioned("3300000001") || m.Peer.ID != "700000001" || !strings.Contains(m.Text, "你好") {
 		t.Errorf("typed line became %+v", m)
+	}
+	// A quote of the bot's message: get_msg says whose it is.
+	if _, err := io.WriteString(typing, "/reply #"+sentID+" 谢谢！\n"); err != nil {
+		t.Fatal(err)
+	}
+	if ev, err = wire.DecodeEvent(<-events); err != nil {
+		t.Fatal(err)
+	}
+	if m, err = ev.ToMessage("default", 0); err != nil || string(m.ReplyTo) != sentID || m.Text != "谢谢！" {
+		t.Errorf("a quote became %+v (%v)", m, err)
+	}
+	for id, want := range map[string]string{sentID: "3300000001", string(m.ID): "10001"} {
+		data, err := conn.Call(ctx, "get_msg", map[string]any{"message_id": json.Number(id)}, 0)
+		if author, _ := wire.Author(data); err != nil || author.String() != want {
+			t.Errorf("get_msg %s: %s %v, want author %s", id, data, err, want)
+		}
+	}
+	if _, err := conn.Call(ctx, "get_msg", map[string]any{"message_id": 5}, 0); err == nil {
+		t.Error("get_msg of a message never sent")
 	}
 	typing.Close()
 	if c := <-code; c != 0 {

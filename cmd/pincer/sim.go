@@ -42,6 +42,7 @@ func onebotSim(args []string, in io.Reader, out, stderr io.Writer) int {
 	s.printf("OneBot v11 simulator: forward WebSocket %s, HTTP API %s\n", peer.URL, peer.HTTPURL)
 	s.printf("Point pincer at it: channels: { onebot: { wsUrl: '%s' } }\n", peer.URL)
 	s.printf("Type a line to say it in group %d as %s(%d); start it with @ to mention the bot,\n", *group, *name, *user)
+	s.printf("with /reply <id> to quote message <id> (the bot's replies show theirs as #<id>),\n")
 	s.printf("or with /dm to say it privately. Ctrl-D quits.\n")
 	lines := bufio.NewScanner(in)
 	for lines.Scan() {
@@ -63,14 +64,26 @@ func onebotSim(args []string, in io.Reader, out, stderr io.Writer) int {
 	return 0
 }
 
-// sim is the simulator's state: who speaks where, and the output.
+// sim is the simulator's state: who speaks where, who sent which
+// message (for get_msg), and the output.
 type sim struct {
 	self, group, user int64
 	name              string
 	next              atomic.Int64
 
-	mu  sync.Mutex
-	out io.Writer
+	mu      sync.Mutex
+	out     io.Writer
+	senders map[int64]int64 // message id -> who sent it
+}
+
+// sent remembers who sent message id.
+func (s *sim) sent(id, by int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.senders == nil {
+		s.senders = map[int64]int64{}
+	}
+	s.senders[id] = by
 }
 
 func (s *sim) printf(format string, args ...any) {
@@ -86,7 +99,15 @@ func (s *sim) event(text string) map[string]any {
 		"time": time.Now().Unix(), "self_id": s.self, "post_type": "message", "message_id": id,
 		"user_id": s.user, "sender": map[string]any{"user_id": s.user, "nickname": s.name}, "font": 14,
 	}
+	s.sent(id, s.user)
 	var segs []any
+	if rest, ok := strings.CutPrefix(text, "/reply "); ok {
+		// A quote as the QQ client sends it when the @ of the quoted
+		// message's author is removed: its author only get_msg tells.
+		quoted, rest, _ := strings.Cut(strings.TrimSpace(rest), " ")
+		segs = append(segs, simSeg("reply", "id", strings.TrimPrefix(quoted, "#")))
+		text = rest
+	}
 	if rest, ok := strings.CutPrefix(text, "/dm "); ok {
 		ev["message_type"], ev["sub_type"] = "private", "friend"
 		segs = append(segs, simSeg("text", "text", rest))
@@ -140,8 +161,25 @@ func (s *sim) answer(action string, params json.RawMessage) (any, int, string) {
 		if action == "send_private_msg" {
 			where = fmt.Sprintf("private %d", p.UserID)
 		}
-		s.printf("[%s] bot: %s\n", where, b.String())
-		return map[string]any{"message_id": 200000 + s.next.Add(1)}, 0, ""
+		id := 200000 + s.next.Add(1)
+		s.sent(id, s.self)
+		s.printf("[%s] bot #%d: %s\n", where, id, b.String())
+		return map[string]any{"message_id": id}, 0, ""
+	case "get_msg":
+		var p struct {
+			MessageID int64 `json:"message_id"`
+		}
+		_ = json.Unmarshal(params, &p)
+		s.mu.Lock()
+		by, ok := s.senders[p.MessageID]
+		s.mu.Unlock()
+		if !ok {
+			return nil, 100, "message not found"
+		}
+		return map[string]any{
+			"message_id": p.MessageID, "message_type": "group", "group_id": s.group, "user_id": by,
+			"sender": map[string]any{"user_id": by}, "message": []any{},
+		}, 0, ""
 	case "set_msg_emoji_like":
 		s.printf("(bot reacted: %s)\n", params)
 		return nil, 0, ""
