@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/valyala/fastjson"
 )
@@ -84,10 +85,18 @@ func decodeAnswer(frame []byte) (Response, bool) {
 	if raw[status] == nil && raw[retcode] == nil && raw[echo] == nil {
 		return Response{}, false
 	}
-	r := Response{Data: clone(raw[data]), Echo: clone(raw[echo])}
-	ok := text(raw[status], &r.Status) && text(raw[message], &r.Message) && text(raw[wording], &r.Wording) && text(raw[msgText], &r.Msg)
-	if v := raw[retcode]; ok && v != nil && !bytes.Equal(v, []byte("null")) {
-		n, err := strconv.Atoi(string(v))
+	return answerFrom(raw[status], raw[retcode], raw[message], raw[wording], raw[msgText], clone(raw[data]), clone(raw[echo]))
+}
+
+// answerFrom is the Response an answer's members make, as encoding/json
+// would decode them (absent or null: none); false when one is not what an
+// answer carries (a status or a failure text that is not a string, a
+// retcode that is not an integer). data and echo are kept as they are.
+func answerFrom(status, retcode, message, wording, msg []byte, data, echo json.RawMessage) (Response, bool) {
+	r := Response{Data: data, Echo: echo}
+	ok := text(status, &r.Status) && text(message, &r.Message) && text(wording, &r.Wording) && text(msg, &r.Msg)
+	if ok && retcode != nil && !bytes.Equal(retcode, []byte("null")) {
+		n, err := strconv.Atoi(string(retcode))
 		r.Retcode, ok = n, err == nil
 	}
 	return r, ok
@@ -101,7 +110,7 @@ func text(raw []byte, to *string) bool {
 		return true
 	case len(raw) < 2 || raw[0] != '"':
 		return false
-	case bytes.IndexByte(raw, '\\') < 0:
+	case bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw):
 		*to = string(raw[1 : len(raw)-1])
 		return true
 	}

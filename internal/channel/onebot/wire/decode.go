@@ -77,28 +77,12 @@ func Decode(frame []byte) (ev *Event, resp *Response) {
 	return &p.Event, nil
 }
 
-// response is the answer a probe holds; false when one of its fields is
-// not what an answer carries (a status or a failure text that is not a
-// string, a retcode that is not an integer).
+// response is the answer a probe holds (see answerFrom).
 func (p *probe) response() (Response, bool) {
 	if p.decoded {
 		return Response{}, false // a message of segments is no failure text
 	}
-	r := Response{Echo: p.Echo, Data: p.Data}
-	ok := true
-	text := func(raw json.RawMessage, to *string) {
-		if raw != nil && ok {
-			ok = json.Unmarshal(raw, to) == nil
-		}
-	}
-	text(p.Status, &r.Status)
-	text(p.Message, &r.Message)
-	text(p.Wording, &r.Wording)
-	text(p.Msg, &r.Msg)
-	if p.Retcode != nil && ok {
-		ok = json.Unmarshal(p.Retcode, &r.Retcode) == nil
-	}
-	return r, ok
+	return answerFrom(p.Status, p.Retcode, p.Message, p.Wording, p.Msg, p.Data, p.Echo)
 }
 
 // decodeLarge decodes a frame with encoding/json, which copies no more of
