@@ -85,9 +85,6 @@ func (a *Account) traceGap(out msg.Outbound, from int, waited time.Duration) {
 	if a.opts.Trace == nil || out.Answers == "" || p == nil || p.Gap <= 0 {
 		return
 	}
-	if waited < time.Millisecond {
-		waited = 0 // taking the chat's turn, not waiting for the gap
-	}
 	parts := len(chunkText(out.Text, a.opts.ChunkLimit)) + len(out.Media) - max(from, 0)
 	if parts <= 0 || waited <= 0 && (parts == 1 || a.opts.ChunkGap <= 0) {
 		return // nothing waited

@@ -38,7 +38,8 @@ type chatPace struct {
 
 // wait blocks until it is peer's next payload's turn and the gap since
 // the chat's last message has passed, and holds the turn for the caller,
-// who must call done after the send. It returns how long it waited.
+// who must call done after the send. It returns how long it waited: 0
+// when the turn was free and the gap past.
 func (p *Pacer) wait(ctx context.Context, peer msg.Peer) (time.Duration, error) {
 	if p == nil || p.Gap <= 0 {
 		return 0, nil
@@ -56,11 +57,17 @@ func (p *Pacer) wait(ctx context.Context, peer msg.Peer) (time.Duration, error) 
 	}
 	c.users++
 	p.mu.Unlock()
+	waited := false // blocked for the turn or the gap; else it took no wait
 	select {
 	case c.turn <- struct{}{}:
-	case <-ctx.Done():
-		p.leave(c, false)
-		return time.Since(start), ctx.Err()
+	default:
+		waited = true
+		select {
+		case c.turn <- struct{}{}:
+		case <-ctx.Done():
+			p.leave(c, false)
+			return time.Since(start), ctx.Err()
+		}
 	}
 	p.mu.Lock()
 	at := c.last
@@ -69,6 +76,7 @@ func (p *Pacer) wait(ctx context.Context, peer msg.Peer) (time.Duration, error) 
 		at = at.Add(p.spacing())
 	}
 	if d := time.Until(at); d > 0 {
+		waited = true
 		t := time.NewTimer(d)
 		defer t.Stop()
 		select {
@@ -77,6 +85,9 @@ func (p *Pacer) wait(ctx context.Context, peer msg.Peer) (time.Duration, error) 
 			return time.Since(start), ctx.Err()
 		case <-t.C:
 		}
+	}
+	if !waited {
+		return 0, nil
 	}
 	return time.Since(start), nil
 }
