@@ -136,19 +136,18 @@ func TestGroupCommitAtMost2000Writes(t *testing.T) {
 	})
 }
 
-// TestGroupCommitAtMost10ms: writes that keep coming, each within the
-// 1 ms of quiet of the one before, keep a batch open for 10 ms and no
-// longer: 100 writes 0.5 ms apart are committed 21 at a
-// time, every 10 ms.
+// TestGroupCommitAtMost10ms: writes that keep coming keep a batch open
+// for 10 ms and no longer: 100 writes 0.3 ms apart are committed 34 at a
+// time, each batch 10 ms after its first write.
 func TestGroupCommitAtMost10ms(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newBatchRig(t)
 		for i := range 100 {
 			r.post(i, 1)
-			time.Sleep(500 * time.Microsecond)
+			time.Sleep(300 * time.Microsecond)
 		}
 		bs := r.close(100)
-		if diff := cmp.Diff([]int{21, 21, 21, 21, 16}, sizes(bs)); diff != "" {
+		if diff := cmp.Diff([]int{34, 34, 32}, sizes(bs)); diff != "" {
 			t.Errorf("jobs per commit (-want +got):\n%s", diff)
 		}
 		for i, b := range bs[:len(bs)-1] {
@@ -159,31 +158,48 @@ func TestGroupCommitAtMost10ms(t *testing.T) {
 	})
 }
 
-// TestGroupCommitAfter1msOfQuiet: a batch is committed once no write has
-// come for 1 ms: writes 3 ms apart are committed one by
-// one, each exactly 1 ms after it ran.
-func TestGroupCommitAfter1msOfQuiet(t *testing.T) {
+// TestGroupCommitTrickleSharesCommits: at a trickle, where the queue is
+// empty between writes, a batch nobody waits for still stays open until
+// it is 10 ms old, so writes 3 ms apart are committed four at a time
+// rather than one by one; the last is committed when the store closes.
+func TestGroupCommitTrickleSharesCommits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newBatchRig(t)
-		for i := range 5 {
+		for i := range 9 {
 			r.post(i, 1)
 			time.Sleep(3 * time.Millisecond)
 		}
-		bs := r.close(5)
-		if diff := cmp.Diff([]int{1, 1, 1, 1, 1}, sizes(bs)); diff != "" {
+		bs := r.close(9)
+		if diff := cmp.Diff([]int{4, 4, 1}, sizes(bs)); diff != "" {
 			t.Errorf("jobs per commit (-want +got):\n%s", diff)
 		}
-		for i, b := range bs {
-			if wait := b.commit - b.first; wait != time.Millisecond {
-				t.Errorf("batch %d committed %v after its write, want 1ms", i, wait)
+		for i, b := range bs[:2] {
+			if wait := b.commit - b.first; wait != 10*time.Millisecond {
+				t.Errorf("batch %d committed %v after its first write, want 10ms", i, wait)
 			}
 		}
 	})
 }
 
+// TestGroupCommitLoneWriteWithin10ms: a single write with nothing after
+// it is committed 10 ms after it ran, not held until more come.
+func TestGroupCommitLoneWriteWithin10ms(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newBatchRig(t)
+		r.post(0, 1)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if len(r.batches) != 1 || r.batches[0].commit-r.batches[0].first != 10*time.Millisecond {
+			t.Errorf("batches %+v; want the write committed 10 ms after it ran", r.batches)
+		}
+		r.close(1)
+	})
+}
+
 // TestGroupCommitWaiterIsCommittedAtOnce: a write whose caller waits for
 // its commit (an outbox entry, a turn's admission) is committed at once,
-// with the writes handed in before it, without the 1 ms wait for more.
+// with the writes handed in before it, without waiting for the batch to
+// come of age.
 func TestGroupCommitWaiterIsCommittedAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newBatchRig(t)
