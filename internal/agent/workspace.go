@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"time"
 )
 
 // BootstrapFiles are the workspace files added to the system prompt, in
@@ -34,4 +36,56 @@ func SystemPrompt(base, workspace string) (string, error) {
 		}
 	}
 	return strings.Join(parts, "\n\n"), nil
+}
+
+// Prompt is the system prompt SystemPrompt builds, kept between turns: it
+// is built again only when a bootstrap file appeared, went or changed (its
+// size or modification time), so a turn costs a stat of each file rather
+// than reading them. An edit of SYSTEM.md applies from the next turn.
+type Prompt struct {
+	base, workspace string
+
+	mu     sync.Mutex
+	built  bool
+	stamps []fileStamp
+	text   string
+	err    error
+}
+
+// fileStamp is what a bootstrap file looked like when the prompt was built.
+type fileStamp struct {
+	exists bool
+	size   int64
+	mod    time.Time
+}
+
+// NewPrompt returns the prompt of base and the bootstrap files in
+// workspace.
+func NewPrompt(base, workspace string) *Prompt {
+	return &Prompt{base: base, workspace: workspace, stamps: make([]fileStamp, len(BootstrapFiles))}
+}
+
+// Text returns the prompt as SystemPrompt would build it now, with its
+// error (the prompt is then incomplete, and built again next time).
+func (p *Prompt) Text() (string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	same := p.built && p.err == nil
+	for i, name := range BootstrapFiles {
+		var st fileStamp
+		if fi, err := os.Stat(filepath.Join(p.workspace, name)); err == nil {
+			st = fileStamp{exists: true, size: fi.Size(), mod: fi.ModTime()}
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			same = false // let SystemPrompt report it
+		}
+		if st != p.stamps[i] {
+			same = false
+		}
+		p.stamps[i] = st
+	}
+	if !same {
+		p.text, p.err = SystemPrompt(p.base, p.workspace)
+		p.built = true
+	}
+	return p.text, p.err
 }

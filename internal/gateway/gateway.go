@@ -304,13 +304,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		Workspace:         reader.root,
 		MediaRoots:        sendRoots(cfg.Media),
 		MediaURL:          kit.publicURL,
-		System: func() string {
-			s, err := agent.SystemPrompt(d.SystemPrompt, d.Workspace)
-			if err != nil {
-				log.Warn("system prompt incomplete", "err", err)
-			}
-			return s + "\n\n" + mediaGuide
-		},
+		System:            systemPrompt(agent.NewPrompt(d.SystemPrompt, d.Workspace), log),
 	})
 
 	// Every channel feeds its receive pipeline; the web chat goes through
@@ -617,5 +611,25 @@ func hourly(ctx context.Context, log *slog.Logger, what string, prune func(conte
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// systemPrompt is the engine's system prompt: the configured one with the
+// workspace's bootstrap files, then the media guide, joined again only
+// when the files changed.
+func systemPrompt(p *agent.Prompt, log *slog.Logger) func() string {
+	var mu sync.Mutex
+	var last, joined string
+	return func() string {
+		s, err := p.Text()
+		if err != nil {
+			log.Warn("system prompt incomplete", "err", err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if s != last || joined == "" {
+			last, joined = s, s+"\n\n"+mediaGuide
+		}
+		return joined
 	}
 }
