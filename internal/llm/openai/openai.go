@@ -27,6 +27,8 @@ type Provider struct {
 	// compatible servers know the older field, OpenAI's newest models only
 	// the newer.
 	legacyMaxTokens bool
+	// schemas are the tools' parameters, encoded once.
+	schemas schemas
 }
 
 var _ llm.Provider = (*Provider)(nil)

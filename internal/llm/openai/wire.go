@@ -8,6 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
+	"sync"
+	"unsafe"
 
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
@@ -123,13 +126,61 @@ type chatTool struct {
 }
 
 type toolDef struct {
-	Name        string         `json:"name"`
-	Description string         `json:"description"`
-	Parameters  map[string]any `json:"parameters,omitempty"`
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+}
+
+// schemas keeps the encoded parameters of the tools seen, by the identity
+// of their Parameters map: a tool is declared once and offered in every
+// turn, and encoding its schema (a tree of maps, their keys sorted each
+// time) cost more than the rest of the request. A map is held with its
+// encoding, so its address cannot be reused by another while it is kept.
+type schemas struct {
+	mu   sync.Mutex
+	byID map[unsafe.Pointer]schema
+}
+
+type schema struct {
+	params map[string]any
+	raw    json.RawMessage
+}
+
+// maxSchemas bounds the schemas kept, should a caller build its tools'
+// maps anew for every request.
+const maxSchemas = 1024
+
+// encode returns params as JSON, as encoding/json writes it without HTML
+// escapes; nil for none.
+func (c *schemas) encode(params map[string]any) (json.RawMessage, error) {
+	if params == nil {
+		return nil, nil
+	}
+	id := reflect.ValueOf(params).UnsafePointer()
+	c.mu.Lock()
+	s, ok := c.byID[id]
+	c.mu.Unlock()
+	if ok {
+		return s.raw, nil
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(params); err != nil {
+		return nil, err
+	}
+	raw := json.RawMessage(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+	c.mu.Lock()
+	if c.byID == nil || len(c.byID) >= maxSchemas {
+		c.byID = make(map[unsafe.Pointer]schema)
+	}
+	c.byID[id] = schema{params: params, raw: raw}
+	c.mu.Unlock()
+	return raw, nil
 }
 
 // body returns req as a chat-completions request.
-func (p *Provider) body(req llm.Request) chatRequest {
+func (p *Provider) body(req llm.Request) (chatRequest, error) {
 	msgs := make([]chatMessage, 0, len(req.Messages)+1)
 	if req.System != "" {
 		msgs = append(msgs, chatMessage{Role: "system", Content: &req.System})
@@ -159,7 +210,11 @@ func (p *Provider) body(req llm.Request) chatRequest {
 	if len(req.Tools) > 0 {
 		body.Tools = make([]chatTool, len(req.Tools))
 		for i, t := range req.Tools {
-			body.Tools[i] = chatTool{Type: "function", Function: toolDef{Name: t.Name, Description: t.Description, Parameters: t.Parameters}}
+			params, err := p.schemas.encode(t.Parameters)
+			if err != nil {
+				return body, fmt.Errorf("tool %s: parameters: %w", t.Name, err)
+			}
+			body.Tools[i] = chatTool{Type: "function", Function: toolDef{Name: t.Name, Description: t.Description, Parameters: params}}
 		}
 	}
 	if llm.ThinkingBudget(req.Thinking) > 0 {
@@ -172,7 +227,7 @@ func (p *Provider) body(req llm.Request) chatRequest {
 			body.MaxCompletionTokens = req.MaxTokens
 		}
 	}
-	return body
+	return body, nil
 }
 
 // bodySize estimates the encoded size of req's body: its texts, with
@@ -240,7 +295,10 @@ func (p *Provider) newStreaming(ctx context.Context, req llm.Request) *ssestream
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	var raw *http.Response
-	err := enc.Encode(p.body(req))
+	body, err := p.body(req)
+	if err == nil {
+		err = enc.Encode(body)
+	}
 	if err != nil {
 		err = fmt.Errorf("encode request: %w", err)
 	} else {
