@@ -24,12 +24,18 @@ import (
 
 // Sender sends the parts of a payload (the chunks of its text, in order)
 // from part from on, calling confirmed after each part the platform
-// confirmed. An error wrapped with Permanent is not retried; one that
+// confirmed, before it sends the next; more says whether another part
+// follows. An error wrapped with Permanent is not retried; one that
 // implements RetryAfter says when to try again; any other is retried with
 // backoff.
 type Sender interface {
-	SendParts(ctx context.Context, out msg.Outbound, from int, confirmed func(part int, id msg.MessageID)) error
+	SendParts(ctx context.Context, out msg.Outbound, from int, confirmed Confirmed) error
 }
+
+// Confirmed learns that the platform took part of a payload (id is the
+// message it became; empty when a part was passed over), and whether
+// another part follows.
+type Confirmed func(part int, id msg.MessageID, more bool)
 
 // permanent marks an error that retrying cannot cure.
 type permanent struct{ err error }
@@ -215,7 +221,7 @@ func (o *Outbox) Deliver(ctx context.Context, ch msg.ChannelID, id string, out m
 		// than none.
 		o.log.Error("reply not stored; sending it once, without retries", "id", id, "err", err)
 		var first msg.MessageID
-		err := s.SendParts(ctx, out, 0, func(part int, mid msg.MessageID) {
+		err := s.SendParts(ctx, out, 0, func(part int, mid msg.MessageID, _ bool) {
 			if part == 0 {
 				first = mid
 			}
@@ -286,11 +292,18 @@ func (o *Outbox) work(key queueKey, q *queue) {
 			o.opts.Metrics.expired.Inc()
 			continue
 		}
-		err := s.SendParts(o.ctx, it.e.Out, it.e.Sent, func(part int, mid msg.MessageID) {
+		unsaved := false // the last part's progress, stored with the outcome
+		err := s.SendParts(o.ctx, it.e.Out, it.e.Sent, func(part int, mid msg.MessageID, more bool) {
 			if part == 0 && it.first == "" {
 				it.first = mid
 			}
 			it.e.Sent = part + 1
+			// Before the next part goes out, the store must know this one
+			// went: a crash must not send it again. After the last, the
+			// outcome stored next says it with one commit fewer.
+			if unsaved = !more; unsaved {
+				return
+			}
 			if err := o.opts.Store.UpdateOutbox(o.ctx, it.e.ID, it.e.Sent, it.e.Attempts, store.OutboxPending, ""); err != nil {
 				o.log.Warn("reply progress not stored", "id", it.e.ID, "err", err)
 			}
@@ -308,6 +321,11 @@ func (o *Outbox) work(key queueKey, q *queue) {
 			o.opts.Metrics.failed.Inc()
 			continue
 		case o.ctx.Err() != nil:
+			if unsaved {
+				if uerr := o.opts.Store.UpdateOutbox(context.WithoutCancel(o.ctx), it.e.ID, it.e.Sent, it.e.Attempts, store.OutboxPending, ""); uerr != nil {
+					o.log.Warn("reply progress not stored", "id", it.e.ID, "err", uerr)
+				}
+			}
 			o.releaseAll(q, nil)
 			return
 		}

@@ -3,7 +3,9 @@ package outbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -29,9 +31,11 @@ type chat struct {
 	refuse    bool
 	got       []string
 	n         int
+	// beforeSend, when set, is called as each part goes out.
+	beforeSend func(part int)
 }
 
-func (c *chat) SendParts(ctx context.Context, out msg.Outbound, from int, confirmed func(int, msg.MessageID)) error {
+func (c *chat) SendParts(ctx context.Context, out msg.Outbound, from int, confirmed Confirmed) error {
 	parts := strings.Split(out.Text, "|")
 	for i := from; i < len(parts); i++ {
 		c.mu.Lock()
@@ -47,11 +51,14 @@ func (c *chat) SendParts(ctx context.Context, out msg.Outbound, from int, confir
 			c.mu.Unlock()
 			return errDown
 		}
+		if c.beforeSend != nil {
+			c.beforeSend(i)
+		}
 		c.got = append(c.got, parts[i])
 		c.n++
 		id := msg.MessageID(string(rune('a' + c.n - 1)))
 		c.mu.Unlock()
-		confirmed(i, id)
+		confirmed(i, id, i+1 < len(parts))
 	}
 	return nil
 }
@@ -227,6 +234,56 @@ func TestDrainStopsAtItsDeadline(t *testing.T) {
 		defer cancel()
 		if err := o.Drain(ctx); err == nil {
 			t.Error("drained with a reply pending")
+		}
+	})
+}
+
+// updates records the outbox updates a store was handed.
+type updates struct {
+	store.Store
+	mu  sync.Mutex
+	got []string // "<sent> <state>"
+}
+
+func (u *updates) UpdateOutbox(ctx context.Context, id string, sent, attempts int, state store.OutboxState, lastErr string) error {
+	u.mu.Lock()
+	u.got = append(u.got, fmt.Sprintf("%d %s", sent, state))
+	u.mu.Unlock()
+	return u.Store.UpdateOutbox(ctx, id, sent, attempts, state, lastErr)
+}
+
+func (u *updates) list() []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return slices.Clone(u.got)
+}
+
+// TestProgressIsStoredBeforeTheNextPart: each part but the last is
+// stored as sent before the next goes out, so a crash never sends one
+// twice; after the last, the outcome alone is stored (one commit, not
+// two).
+func TestProgressIsStoredBeforeTheNextPart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		u := &updates{Store: openStore(t, filepath.Join(t.TempDir(), "p.db"))}
+		c := &chat{}
+		o := newOutbox(t, u, c)
+		var seen []string
+		c.beforeSend = func(part int) { seen = append(seen, fmt.Sprintf("part %d after %v", part, u.list())) }
+		if _, err := o.Deliver(context.Background(), "onebot", "in:1#1", reply("p1|p2|p3")); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"part 0 after []", "part 1 after [1 pending]", "part 2 after [1 pending 2 pending]"}
+		if diff := cmp.Diff(want, seen); diff != "" {
+			t.Errorf("what the store held as each part went out (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff([]string{"1 pending", "2 pending", "3 sent"}, u.list()); diff != "" {
+			t.Errorf("updates stored (-want +got):\n%s", diff)
+		}
+		if _, err := o.Deliver(context.Background(), "onebot", "in:2#1", reply("one")); err != nil {
+			t.Fatal(err)
+		}
+		if got := u.list()[3:]; !slices.Equal(got, []string{"1 sent"}) {
+			t.Errorf("a one-part reply stored %q, want only its outcome", got)
 		}
 	})
 }

@@ -150,11 +150,11 @@ func TestSendMediaResume(t *testing.T) {
 	})
 	out := msg.Outbound{ID: "turn#resume", Peer: group, Text: "图来了", Media: []msg.Media{{URL: writeFile(t, "x.jpg", []byte("\xff\xd8\xff jpeg"))}}}
 	confirmed := map[int]msg.MessageID{}
-	err := r.a.SendParts(context.Background(), out, 0, func(p int, id msg.MessageID) { confirmed[p] = id })
+	err := r.a.SendParts(context.Background(), out, 0, func(p int, id msg.MessageID, _ bool) { confirmed[p] = id })
 	if err == nil || outbox.IsPermanent(err) || len(confirmed) != 1 {
 		t.Fatalf("a failed upload: %v (permanent %v), confirmed %v", err, outbox.IsPermanent(err), confirmed)
 	}
-	must(t, r.a.SendParts(context.Background(), out, 1, func(p int, id msg.MessageID) { confirmed[p] = id }))
+	must(t, r.a.SendParts(context.Background(), out, 1, func(p int, id msg.MessageID, _ bool) { confirmed[p] = id }))
 	sent := r.sim.Sent()
 	if len(sent) != 2 || sent[0].MsgType != "text" || sent[1].MsgType != "image" || len(confirmed) != 2 {
 		t.Fatalf("sent %+v, confirmed %v", sent, confirmed)

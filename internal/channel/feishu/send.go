@@ -34,7 +34,7 @@ func (a *Account) Send(ctx context.Context, out msg.Outbound) (msg.MessageID, er
 		return a.opts.Outbox.Deliver(ctx, ChannelID, out.ID, out)
 	}
 	var first msg.MessageID
-	err := a.SendParts(ctx, out, 0, func(part int, id msg.MessageID) {
+	err := a.SendParts(ctx, out, 0, func(part int, id msg.MessageID, _ bool) {
 		if part == 0 {
 			first = id
 		}
@@ -51,7 +51,7 @@ func (a *Account) Send(ctx context.Context, out msg.Outbound) (msg.MessageID, er
 // gone goes to the chat instead. Each sent message is recorded in the
 // Sent log, and so is the topic it landed in ("thread:<id>"): a topic the
 // bot answered in needs no @.
-func (a *Account) SendParts(ctx context.Context, out msg.Outbound, from int, confirmed func(part int, id msg.MessageID)) error {
+func (a *Account) SendParts(ctx context.Context, out msg.Outbound, from int, confirmed outbox.Confirmed) error {
 	if out.Empty() {
 		return nil
 	}
@@ -74,7 +74,7 @@ func (a *Account) SendParts(ctx context.Context, out msg.Outbound, from int, con
 				}
 				a.log.Warn("a medium of the reply was not sent; the rest goes on", "peer", out.Peer.String(), "err", err)
 				refused = append(refused, err)
-				confirmed(i, "")
+				confirmed(i, "", i+1 < len(parts))
 				continue
 			}
 		} else {
@@ -84,7 +84,7 @@ func (a *Account) SendParts(ctx context.Context, out msg.Outbound, from int, con
 			return a.classify(out, err)
 		}
 		a.recordSent(ctx, sent)
-		confirmed(i, msg.MessageID(sent.MessageID))
+		confirmed(i, msg.MessageID(sent.MessageID), i+1 < len(parts))
 	}
 	return errors.Join(refused...)
 }

@@ -24,7 +24,7 @@ var group = msg.Peer{Kind: msg.Group, ID: groupChat}
 func send(t *testing.T, a *Account, out msg.Outbound) ([]msg.MessageID, error) {
 	t.Helper()
 	var ids []msg.MessageID
-	err := a.SendParts(context.Background(), out, 0, func(_ int, id msg.MessageID) { ids = append(ids, id) })
+	err := a.SendParts(context.Background(), out, 0, func(_ int, id msg.MessageID, _ bool) { ids = append(ids, id) })
 	return ids, err
 }
 
@@ -101,14 +101,14 @@ func TestSendRetryFromPart(t *testing.T) {
 		return false
 	})
 	first := map[int]msg.MessageID{}
-	err := r.a.SendParts(context.Background(), out, 0, func(p int, id msg.MessageID) { first[p] = id })
+	err := r.a.SendParts(context.Background(), out, 0, func(p int, id msg.MessageID, _ bool) { first[p] = id })
 	if err == nil || outbox.IsPermanent(err) || len(first) != 2 {
 		t.Fatalf("a server error on part 2: %v (permanent %v), confirmed %v", err, outbox.IsPermanent(err), first)
 	}
 	// The platform took part 1 but the outbox did not learn it: it
 	// retries from part 1.
 	again := map[int]msg.MessageID{}
-	must(t, r.a.SendParts(context.Background(), out, 1, func(p int, id msg.MessageID) { again[p] = id }))
+	must(t, r.a.SendParts(context.Background(), out, 1, func(p int, id msg.MessageID, _ bool) { again[p] = id }))
 	sent := r.sim.Sent()
 	if len(sent) != 3 || len(again) != 2 || again[1] != first[1] {
 		t.Fatalf("%d messages posted (want 3); part 1 was %s, then %s", len(sent), first[1], again[1])

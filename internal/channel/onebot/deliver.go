@@ -26,7 +26,7 @@ func (a *Account) Send(ctx context.Context, out msg.Outbound) (msg.MessageID, er
 		return a.opts.Outbox.Deliver(ctx, ChannelID, out.ID, out)
 	}
 	var first msg.MessageID
-	err := a.SendParts(ctx, out, 0, func(part int, id msg.MessageID) {
+	err := a.SendParts(ctx, out, 0, func(part int, id msg.MessageID, _ bool) {
 		if part == 0 {
 			first = id
 		}
@@ -40,7 +40,7 @@ func (a *Account) Send(ctx context.Context, out msg.Outbound) (msg.MessageID, er
 // by the implementation (other than risk control) is permanent, and so is
 // a media file that does not exist; no connection, a lost one, a timeout
 // or a pause are worth retrying.
-func (a *Account) SendParts(ctx context.Context, out msg.Outbound, from int, confirmed func(part int, id msg.MessageID)) error {
+func (a *Account) SendParts(ctx context.Context, out msg.Outbound, from int, confirmed outbox.Confirmed) error {
 	if err := a.opts.backoff.check(out.Peer); err != nil {
 		return err
 	}

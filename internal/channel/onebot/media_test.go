@@ -60,7 +60,7 @@ var (
 func sendAll(t *testing.T, a *Account, out msg.Outbound) []int {
 	t.Helper()
 	var parts []int
-	if err := a.SendParts(context.Background(), out, 0, func(part int, _ msg.MessageID) { parts = append(parts, part) }); err != nil {
+	if err := a.SendParts(context.Background(), out, 0, func(part int, _ msg.MessageID, _ bool) { parts = append(parts, part) }); err != nil {
 		t.Fatal(err)
 	}
 	return parts
@@ -245,7 +245,7 @@ func TestResumedMediaSkipsConfirmedParts(t *testing.T) {
 	p.Refuse("upload_group_file", 100, "group file space is full")
 	var parts []int
 	ids := map[int]msg.MessageID{}
-	err := a.SendParts(context.Background(), out, 0, func(part int, id msg.MessageID) { parts = append(parts, part); ids[part] = id })
+	err := a.SendParts(context.Background(), out, 0, func(part int, id msg.MessageID, _ bool) { parts = append(parts, part); ids[part] = id })
 	if err == nil || !outbox.IsPermanent(err) || !strings.Contains(err.Error(), "b.pdf") {
 		t.Fatalf("a refused upload must be permanent and named: %v", err)
 	}
@@ -260,7 +260,7 @@ func TestResumedMediaSkipsConfirmedParts(t *testing.T) {
 
 	p.Refuse("upload_group_file", 0, "")
 	parts = nil
-	if err := a.SendParts(context.Background(), out, 3, func(part int, _ msg.MessageID) { parts = append(parts, part) }); err != nil {
+	if err := a.SendParts(context.Background(), out, 3, func(part int, _ msg.MessageID, _ bool) { parts = append(parts, part) }); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]int{3, 4}, parts); diff != "" {
@@ -283,7 +283,7 @@ func TestMissingMediaFileIsPermanent(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "gone.png")
 	var parts []int
 	err := a.SendParts(context.Background(), msg.Outbound{Peer: group, Text: "图在这", Media: []msg.Media{{Kind: msg.MediaImage, URL: missing}}}, 0,
-		func(part int, _ msg.MessageID) { parts = append(parts, part) })
+		func(part int, _ msg.MessageID, _ bool) { parts = append(parts, part) })
 	if err == nil || !outbox.IsPermanent(err) || !strings.Contains(err.Error(), missing) {
 		t.Fatalf("a missing file must be a permanent error naming it: %v", err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pincerbot/pincer/internal/channel/onebot/wire"
 	"github.com/pincerbot/pincer/internal/msg"
+	"github.com/pincerbot/pincer/internal/outbox"
 )
 
 // chunkSender delivers outbound payloads over a OneBot connection, part
@@ -34,7 +35,7 @@ type chunkSender struct {
 // nothing.
 func (s *chunkSender) Send(ctx context.Context, out msg.Outbound, opts outboundOptions) (msg.MessageID, error) {
 	var first msg.MessageID
-	err := s.SendFrom(ctx, out, opts, 0, func(part int, id msg.MessageID) {
+	err := s.SendFrom(ctx, out, opts, 0, func(part int, id msg.MessageID, _ bool) {
 		if part == 0 {
 			first = id
 		}
@@ -54,7 +55,7 @@ func (s *chunkSender) Send(ctx context.Context, out msg.Outbound, opts outboundO
 // The reply segment goes on the first text chunk, or, for a payload with
 // no text, on its first image: QQ's voice, video and file messages cannot
 // quote.
-func (s *chunkSender) SendFrom(ctx context.Context, out msg.Outbound, opts outboundOptions, from int, confirmed func(part int, id msg.MessageID)) error {
+func (s *chunkSender) SendFrom(ctx context.Context, out msg.Outbound, opts outboundOptions, from int, confirmed outbox.Confirmed) error {
 	if out.Peer.Kind == msg.Direct {
 		opts.Mentions = false // no rewriting in direct chats
 	}
@@ -72,7 +73,8 @@ func (s *chunkSender) SendFrom(ctx context.Context, out msg.Outbound, opts outbo
 	// is logged and passed over: the parts after it still go out, and the
 	// payload then fails for good, naming what was not sent.
 	var refused []error
-	for i := from; i < len(chunks)+len(out.Media); i++ {
+	parts := len(chunks) + len(out.Media)
+	for i := from; i < parts; i++ {
 		if i > from && s.ChunkGap > 0 {
 			t := time.NewTimer(s.ChunkGap)
 			select {
@@ -103,7 +105,7 @@ func (s *chunkSender) SendFrom(ctx context.Context, out msg.Outbound, opts outbo
 			}
 		}
 		if confirmed != nil {
-			confirmed(i, id)
+			confirmed(i, id, i+1 < parts)
 		}
 	}
 	return errors.Join(refused...)
