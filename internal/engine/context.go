@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"strings"
+	"sync/atomic"
 
 	"github.com/pincerbot/pincer/internal/command"
 	"github.com/pincerbot/pincer/internal/msg"
@@ -55,6 +56,9 @@ type MsgContext struct {
 	Resumed bool
 	// resume is what a resumed turn's reply had stored before the restart.
 	resume *resumption
+	// finished, when set, learns that the turn took this message out of
+	// the journal, so its dispatcher need not.
+	finished *atomic.Bool
 	// Media are the pictures, voice notes and files the turn shows: its
 	// messages', its quoted message's and its merged forwards' (see
 	// MediaReader).

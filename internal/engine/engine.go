@@ -291,10 +291,12 @@ func (e *Engine) DispatchContext(ctx context.Context, mc MsgContext, r channel.R
 	e.opts.Metrics.inbound.WithLabelValues(string(m.Channel), "accepted").Inc()
 	e.noteActive(m)
 	mc.SessionKey, mc.Key = e.SessionKey(m), key
+	mc.finished = new(atomic.Bool)
 	defer func() {
 		// A turn cut by shutdown before it concluded stays in the journal,
-		// to be resumed; the turns that concluded finished themselves.
-		if journal != nil && e.base.Err() == nil {
+		// to be resumed; the turns that concluded finished themselves, and
+		// what was dropped or refused is finished here.
+		if journal != nil && e.base.Err() == nil && !mc.finished.Load() {
 			e.finish(log, key)
 		}
 	}()

@@ -256,3 +256,37 @@ func TestStorageFailureIsToldInDirectChats(t *testing.T) {
 		t.Errorf("a group got %q", texts(group.delivered))
 	}
 }
+
+// finishCounter counts the journal entries a store is asked to finish.
+type finishCounter struct {
+	store.Store
+	mu   sync.Mutex
+	keys []string
+}
+
+func (f *finishCounter) FinishTurn(ctx context.Context, keys ...string) error {
+	f.mu.Lock()
+	f.keys = append(f.keys, keys...)
+	f.mu.Unlock()
+	return f.Store.FinishTurn(ctx, keys...)
+}
+
+// TestAnsweredTurnIsFinishedOnce: a journaled message that was answered
+// is taken out of the journal once, by its turn, not a second time by its
+// dispatcher.
+func TestAnsweredTurnIsFinishedOnce(t *testing.T) {
+	f := &finishCounter{Store: openDB(t, filepath.Join(t.TempDir(), "p.db"))}
+	e := engineOn(t, f, &hangingProvider{}, Options{})
+	mc := MsgContext{Message: message("1", "b1", "hi", t0), Body: "hi", BodyForAgent: "hi", RawBody: "hi", CommandBody: "hi", Delivery: delivery}
+	if err := e.DispatchContext(context.Background(), mc, &recorder{}); err != nil {
+		t.Fatal(err)
+	}
+	key := TurnKey(mc.Message)
+	if len(f.keys) != 1 || f.keys[0] != key {
+		t.Errorf("finished %q, want %q once", f.keys, key)
+	}
+	pending, err := f.PendingTurns(context.Background())
+	if err != nil || len(pending) != 0 {
+		t.Errorf("journal after the answer: %v %v", pending, err)
+	}
+}

@@ -218,13 +218,20 @@ func (e *Engine) call(ctx context.Context, batch []*waiting, l *lane) (ok bool, 
 	// then its messages stay journaled, to be answered after the restart.
 	if e.base.Err() == nil || delivered {
 		keys := make([]string, 0, len(batch)+len(absorbed))
+		var finished []*atomic.Bool
 		for _, w := range append(slices.Clone(batch), absorbed...) {
 			if w.mc.Delivery != nil {
 				keys = append(keys, w.mc.Key)
+				if w.mc.finished != nil {
+					finished = append(finished, w.mc.finished)
+				}
 			}
 		}
 		if len(keys) > 0 {
 			e.finish(log, keys...)
+			for _, f := range finished {
+				f.Store(true)
+			}
 		}
 	}
 	return runErr == nil, nil
