@@ -38,11 +38,21 @@ func (e Endpoint) Client() *http.Client {
 // maxConcurrent, 8 by default).
 const maxIdlePerHost = 32
 
-var sharedClient = func() *http.Client {
+// writeBuffer is the size of a model connection's write buffer: a chat
+// request (system prompt, tools, history) is several KiB, and with Go's
+// default of 4 KiB its body went out in a write of its own after the
+// headers, a second system call and TCP segment for every model call.
+const writeBuffer = 32 << 10
+
+var sharedClient = &http.Client{Transport: sharedTransport()}
+
+// sharedTransport is the transport of the shared client.
+func sharedTransport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = maxIdlePerHost
-	return &http.Client{Transport: t}
-}()
+	t.WriteBufferSize = writeBuffer
+	return t
+}
 
 // CallContext returns ctx bounded by the endpoint's timeout.
 func (e Endpoint) CallContext(ctx context.Context) (context.Context, context.CancelFunc) {
