@@ -21,6 +21,11 @@ import (
 // writes of the ingest path (the log, buffered entries) do not wait at all
 // (see post): after a crash, at most the jobs of the last batch —
 // maxBatchAge of work, plus what was queued behind it — can be missing.
+//
+// Jobs nobody waits for do not wake the writer while a batch is open:
+// they queue, and the writer takes them when the batch is due (or when
+// a caller who waits hands in a job, or the queue fills), so a trickle
+// costs the writer one wake-up a batch rather than one a message.
 const (
 	maxBatch    = 2000
 	maxBatchAge = 10 * time.Millisecond
@@ -61,10 +66,21 @@ type writer struct {
 	// commits counts the batches committed (or whose COMMIT failed).
 	commits atomic.Int64
 
-	mu      sync.RWMutex
-	closed  bool
+	mu     sync.RWMutex
+	closed bool
+	// jobs are the jobs a caller waits for; async those nobody waits for
+	// (see post), and kick wakes a writer that waits for its batch to come
+	// of age when async is full.
 	jobs    chan *job
+	async   chan *job
+	kick    chan struct{}
 	stopped chan struct{}
+	// ready are jobs taken from the queues and not yet run, in the order
+	// they run; rjobs and rasync are jobs and async as the writer reads
+	// them, nil once closed and empty (only the writer touches them).
+	ready         []*job
+	head          int // the first of ready not yet run
+	rjobs, rasync chan *job
 	// pool recycles jobs; it is the writer's own, as a job's channel
 	// belongs to the goroutines (and test bubbles) of this store.
 	pool sync.Pool
@@ -73,8 +89,9 @@ type writer struct {
 func newWriter(conn *sql.Conn, note, fail func(error), insertRows func(*sql.Conn, []*logRow) error, beforeCommit func(*sql.Conn) error) *writer {
 	w := &writer{
 		conn: conn, note: note, fail: fail, insertRows: insertRows, beforeCommit: beforeCommit,
-		jobs: make(chan *job, 1024), stopped: make(chan struct{}),
+		jobs: make(chan *job, 1024), async: make(chan *job, 1024), kick: make(chan struct{}, 1), stopped: make(chan struct{}),
 	}
+	w.rjobs, w.rasync = w.jobs, w.async
 	w.pool.New = func() any { return &job{done: make(chan error, 1)} }
 	go w.run()
 	return w
@@ -124,15 +141,121 @@ func (w *writer) queue(j *job) error {
 		w.pool.Put(j)
 		return ErrClosed
 	}
-	w.jobs <- j
+	select {
+	case w.async <- j:
+	default:
+		// Full: the writer may be waiting for its batch to come of age.
+		select {
+		case w.kick <- struct{}{}:
+		default:
+		}
+		w.async <- j
+	}
 	return nil
 }
 
 func (w *writer) run() {
 	defer close(w.stopped)
-	for j := range w.jobs {
+	for {
+		j, ok := w.wait(nil)
+		if !ok {
+			return
+		}
 		w.batch(j)
 	}
+}
+
+// take returns the next job to run without waiting: one taken before, a
+// job nobody waits for, or one a caller waits for — after the jobs
+// nobody waits for that were queued before it, so the writes a goroutine
+// posted run before the job it then hands in and waits for.
+func (w *writer) take() *job {
+	if w.head < len(w.ready) {
+		return w.pop()
+	}
+	select {
+	case j, ok := <-w.rasync:
+		if ok {
+			return j
+		}
+	default:
+	}
+	select {
+	case j, ok := <-w.rjobs:
+		if ok {
+			return w.after(j)
+		}
+	default:
+	}
+	return nil
+}
+
+// after queues j behind the jobs nobody waits for that are queued now,
+// and returns the first of them (or j).
+func (w *writer) after(j *job) *job {
+	w.takeQueued()
+	w.ready = append(w.ready, j)
+	return w.pop()
+}
+
+// takeQueued moves the jobs nobody waits for that are queued now to
+// ready.
+func (w *writer) takeQueued() {
+	for n := len(w.rasync); n > 0; n-- {
+		a, ok := <-w.rasync
+		if !ok {
+			return
+		}
+		w.ready = append(w.ready, a)
+	}
+}
+
+// pop takes the first job of ready.
+func (w *writer) pop() *job {
+	j := w.ready[w.head]
+	w.ready[w.head] = nil
+	if w.head++; w.head == len(w.ready) {
+		w.ready, w.head = w.ready[:0], 0
+	}
+	return j
+}
+
+// wait returns the next job, waiting for one: with due nil (no batch
+// open), for any job; else for a job a caller waits for, a full queue, or
+// due, and then whatever was queued meanwhile. It is false once the
+// writer is closed and every job ran (or, with due, when nothing came).
+func (w *writer) wait(due <-chan time.Time) (*job, bool) {
+	if j := w.take(); j != nil {
+		return j, true
+	}
+	if due == nil {
+		for w.rjobs != nil || w.rasync != nil {
+			select {
+			case j, ok := <-w.rasync:
+				if ok {
+					return j, true
+				}
+				w.rasync = nil
+			case j, ok := <-w.rjobs:
+				if ok {
+					return w.after(j), true
+				}
+				w.rjobs = nil
+			}
+		}
+		return nil, false
+	}
+	select {
+	case j, ok := <-w.rjobs:
+		if ok {
+			return w.after(j), true
+		}
+		w.rjobs = nil // closed: take what is queued, then commit
+	case <-w.kick:
+	case <-due:
+	}
+	j := w.take()
+	return j, j != nil
 }
 
 // batch runs first and whatever else is queued in one transaction.
@@ -162,6 +285,7 @@ func (w *writer) batch(first *job) {
 		}
 	}
 	j := first
+	due := false
 	for n := 0; ; n++ {
 		var err error
 		if j.row != nil {
@@ -183,35 +307,38 @@ func (w *writer) batch(first *job) {
 		default:
 			w.finish(j, err)
 		}
-		if n+1 >= maxBatch || time.Since(start) >= maxBatchAge {
+		if n+1 >= maxBatch {
 			break
 		}
-		j = nil
-		select {
-		case next, ok := <-w.jobs:
-			if ok {
-				j = next
+		if time.Since(start) >= maxBatchAge {
+			// Due: what was queued by now is committed with it; what comes
+			// while it runs goes into the next batch.
+			if !due {
+				due = true
+				w.takeQueued()
 			}
-		default:
-			if len(waiting) > 0 {
-				break // someone waits for this commit
+			if w.head == len(w.ready) {
+				break
 			}
-			// Nothing queued: wait for more until the batch is due.
-			left := maxBatchAge - time.Since(start)
-			if idle == nil {
-				idle = time.NewTimer(left)
-			} else {
-				idle.Reset(left)
-			}
-			select {
-			case next, ok := <-w.jobs:
-				if ok {
-					j = next
-				}
-			case <-idle.C:
-			}
+			j = w.pop()
+			continue
 		}
-		if j == nil {
+		if j = w.take(); j != nil {
+			continue
+		}
+		if len(waiting) > 0 {
+			break // someone waits for this commit
+		}
+		// Nothing queued: wait until the batch is due, for a job someone
+		// waits for, or for a full queue.
+		left := maxBatchAge - time.Since(start)
+		if idle == nil {
+			idle = time.NewTimer(left)
+		} else {
+			idle.Reset(left)
+		}
+		var ok bool
+		if j, ok = w.wait(idle.C); !ok {
 			break
 		}
 	}
@@ -300,6 +427,7 @@ func (w *writer) close() {
 	if !w.closed {
 		w.closed = true
 		close(w.jobs)
+		close(w.async)
 	}
 	w.mu.Unlock()
 	<-w.stopped

@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -242,5 +244,61 @@ func TestLogBurstSharesCommits(t *testing.T) {
 		if n := d.w.commits.Load() - before; n != 1 {
 			t.Errorf("1000 log entries took %d commits, want 1", n)
 		}
+	})
+}
+
+// TestPostedWritesWaitForTheBatch: a write nobody waits for, handed in
+// while a batch is open, does not wake the writer: it runs when the batch
+// is due, with the others. A job a caller waits for runs at once, after
+// every write its goroutine posted before it, and sees them.
+func TestPostedWritesWaitForTheBatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newBatchRig(t)
+		var mu sync.Mutex
+		var ran []time.Duration
+		note := func(tx *sql.Conn) error {
+			mu.Lock()
+			ran = append(ran, time.Since(r.began))
+			mu.Unlock()
+			return nil
+		}
+		runs := func() []time.Duration {
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.Clone(ran)
+		}
+		r.post(0, 1) // opens the batch at 0
+		time.Sleep(3 * time.Millisecond)
+		if err := r.w.post(note, false); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3 * time.Millisecond)
+		synctest.Wait()
+		if got := runs(); len(got) != 0 {
+			t.Errorf("a write posted at 3ms ran at %v, before its batch was due", got)
+		}
+		time.Sleep(5 * time.Millisecond) // 11 ms: the batch was due at 10
+		synctest.Wait()
+		if diff := cmp.Diff([]time.Duration{10 * time.Millisecond}, runs()); diff != "" {
+			t.Errorf("when the posted write ran (-want +got):\n%s", diff)
+		}
+
+		// A batch open again; a goroutine posts two rows and then reads.
+		r.post(1, 1)
+		time.Sleep(2 * time.Millisecond)
+		r.post(2, 2)
+		var rows int
+		var at time.Duration
+		err := r.w.do(func(tx *sql.Conn) error {
+			at = time.Since(r.began)
+			return tx.QueryRowContext(context.Background(), "SELECT count(*) FROM t").Scan(&rows)
+		}, false, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rows != 4 || at != 13*time.Millisecond {
+			t.Errorf("the read ran at %v and saw %d rows; want at once (13ms), seeing all 4 written", at, rows)
+		}
+		r.close(4)
 	})
 }
