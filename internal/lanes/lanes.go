@@ -42,6 +42,12 @@ type Lanes struct {
 	closed  bool
 	idle    *sync.Cond
 	running int // items queued or running
+	// Workers stay once started, parked on wake while nothing is ready,
+	// so a trickle of messages wakes one instead of starting a goroutine
+	// (and growing its stack again) for every message. parked counts the
+	// workers parked and not yet woken.
+	wake   *sync.Cond
+	parked int
 }
 
 type lane struct {
@@ -61,6 +67,7 @@ func New(o Options) *Lanes {
 	}
 	l := &Lanes{opts: o, slots: make(chan struct{}, o.Capacity), lanes: map[string]*lane{}}
 	l.idle = sync.NewCond(&l.mu)
+	l.wake = sync.NewCond(&l.mu)
 	return l
 }
 
@@ -112,7 +119,11 @@ func (l *Lanes) enqueue(key string, f func()) error {
 	ln.items = append(ln.items, f)
 	if !ln.busy && len(ln.items) == 1 {
 		l.ready = append(l.ready, ln)
-		if l.workers < l.opts.Workers {
+		switch {
+		case l.parked > 0:
+			l.parked--
+			l.wake.Signal()
+		case l.workers < l.opts.Workers:
 			l.workers++
 			go l.work()
 		}
@@ -120,10 +131,20 @@ func (l *Lanes) enqueue(key string, f func()) error {
 	return nil
 }
 
-// work runs ready lanes' heads until none is ready.
+// work runs ready lanes' heads, parked while none is ready, until Close.
 func (l *Lanes) work() {
 	l.mu.Lock()
-	for len(l.ready) > 0 {
+	for {
+		for len(l.ready) == 0 {
+			if l.closed {
+				l.workers--
+				l.idle.Broadcast()
+				l.mu.Unlock()
+				return
+			}
+			l.parked++
+			l.wake.Wait() // whoever wakes it takes it off parked
+		}
 		ln := l.ready[0]
 		l.ready = l.ready[1:]
 		ln.busy = true
@@ -148,8 +169,6 @@ func (l *Lanes) work() {
 			l.idle.Broadcast()
 		}
 	}
-	l.workers--
-	l.mu.Unlock()
 }
 
 // run runs f; a panic in it stays in f (and is reported).
@@ -169,11 +188,14 @@ func (l *Lanes) Len() int {
 	return l.running
 }
 
-// Close refuses new work and waits for what was submitted to run.
+// Close refuses new work, waits for what was submitted to run, and stops
+// the workers.
 func (l *Lanes) Close() {
 	l.mu.Lock()
 	l.closed = true
-	for l.running > 0 {
+	l.parked = 0
+	l.wake.Broadcast()
+	for l.running > 0 || l.workers > 0 {
 		l.idle.Wait()
 	}
 	l.mu.Unlock()

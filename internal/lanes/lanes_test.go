@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -126,5 +128,36 @@ func TestPanicStaysInItsItem(t *testing.T) {
 		if !ran || len(reported) != 1 || reported[0] != "boom" {
 			t.Errorf("ran %v, reported %v", ran, reported)
 		}
+	})
+}
+
+// goroutineID is the id the runtime gives the calling goroutine.
+func goroutineID() string {
+	b := make([]byte, 64)
+	b = b[:runtime.Stack(b, false)]
+	f := strings.Fields(string(b)) // "goroutine 123 [running]: ..."
+	return f[1]
+}
+
+// TestTrickleReusesAWorker: items that come one at a time, each after the
+// last is done, run on the one worker that is kept parked between them,
+// not on a new goroutine each; Close stops it (the bubble ends only when
+// every goroutine of it has).
+func TestTrickleReusesAWorker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New(Options{Workers: 4})
+		ids := map[string]bool{}
+		for i := range 50 {
+			done := make(chan string)
+			if err := l.Submit(context.Background(), fmt.Sprint("chat", i), func() { done <- goroutineID() }); err != nil {
+				t.Fatal(err)
+			}
+			ids[<-done] = true
+			time.Sleep(time.Millisecond)
+		}
+		if len(ids) != 1 {
+			t.Errorf("50 items one after another ran on %d goroutines, want 1", len(ids))
+		}
+		l.Close()
 	})
 }
