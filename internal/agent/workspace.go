@@ -40,17 +40,23 @@ func SystemPrompt(base, workspace string) (string, error) {
 
 // Prompt is the system prompt SystemPrompt builds, kept between turns: it
 // is built again only when a bootstrap file appeared, went or changed (its
-// size or modification time), so a turn costs a stat of each file rather
-// than reading them. An edit of SYSTEM.md applies from the next turn.
+// size or modification time), and the files are looked at no more than
+// once a second (recheck), so a turn costs nothing rather than reading
+// them. An edit of SYSTEM.md applies within a second.
 type Prompt struct {
 	base, workspace string
 
-	mu     sync.Mutex
-	built  bool
-	stamps []fileStamp
-	text   string
-	err    error
+	mu      sync.Mutex
+	built   bool
+	checked time.Time
+	stamps  []fileStamp
+	text    string
+	err     error
 }
+
+// recheck is how long a built prompt is used before its files are looked
+// at again.
+const recheck = time.Second
 
 // fileStamp is what a bootstrap file looked like when the prompt was built.
 type fileStamp struct {
@@ -70,6 +76,10 @@ func NewPrompt(base, workspace string) *Prompt {
 func (p *Prompt) Text() (string, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.built && p.err == nil && time.Since(p.checked) < recheck {
+		return p.text, nil
+	}
+	p.checked = time.Now()
 	same := p.built && p.err == nil
 	for i, name := range BootstrapFiles {
 		var st fileStamp

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -30,35 +31,41 @@ func TestSystemPrompt(t *testing.T) {
 }
 
 // TestPromptFollowsTheFiles: the kept prompt is the one SystemPrompt
-// builds, after a file is added, edited (even to the same length), and
-// removed.
+// builds, a second after a file is added, edited (even to the same
+// length), and removed; within the second the files are not looked at.
 func TestPromptFollowsTheFiles(t *testing.T) {
-	dir := t.TempDir()
-	p := NewPrompt("Be kind.", dir)
-	check := func(want string) {
-		t.Helper()
-		got, err := p.Text()
-		if err != nil || got != want {
-			t.Fatalf("got %q (%v), want %q", got, err, want)
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		p := NewPrompt("Be kind.", dir)
+		check := func(want string) {
+			t.Helper()
+			got, err := p.Text()
+			if err != nil || got != want {
+				t.Fatalf("got %q (%v), want %q", got, err, want)
+			}
 		}
-	}
-	check("Be kind.")
-	path := filepath.Join(dir, "SYSTEM.md")
-	if err := os.WriteFile(path, []byte("You are pincer."), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	check("Be kind.\n\n# SYSTEM.md\nYou are pincer.")
-	if err := os.WriteFile(path, []byte("You are Pincer."), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	// The same size: the modification time tells the edit.
-	later := time.Now().Add(time.Second)
-	if err := os.Chtimes(path, later, later); err != nil {
-		t.Fatal(err)
-	}
-	check("Be kind.\n\n# SYSTEM.md\nYou are Pincer.")
-	if err := os.Remove(path); err != nil {
-		t.Fatal(err)
-	}
-	check("Be kind.")
+		check("Be kind.")
+		path := filepath.Join(dir, "SYSTEM.md")
+		if err := os.WriteFile(path, []byte("You are pincer."), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		check("Be kind.") // within the second
+		time.Sleep(time.Second)
+		check("Be kind.\n\n# SYSTEM.md\nYou are pincer.")
+		if err := os.WriteFile(path, []byte("You are Pincer."), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// The same size: the modification time tells the edit.
+		later := time.Now().Add(time.Hour)
+		if err := os.Chtimes(path, later, later); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		check("Be kind.\n\n# SYSTEM.md\nYou are Pincer.")
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		check("Be kind.")
+	})
 }
