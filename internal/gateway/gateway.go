@@ -462,7 +462,11 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	chCtx, closeChannels := context.WithCancel(context.WithoutCancel(ctx))
 	defer closeChannels()
 	if qqs != nil {
-		g.Go(func() error { return qqs.channel.Run(chCtx, lanes.Sink{Lanes: ingest, Next: router}) })
+		// A QQ message is taken in on its connection's reader while the
+		// lanes are idle: taking it in never waits for the implementation
+		// (a quote's get_msg goes out beside it), and a trickle then costs
+		// no worker's wake-up.
+		g.Go(func() error { return qqs.channel.Run(chCtx, lanes.Sink{Lanes: ingest, Next: router, Inline: true}) })
 	}
 	if larks != nil {
 		g.Go(func() error { return larks.run(chCtx, lanes.Sink{Lanes: ingest, Next: larkRouter}) })

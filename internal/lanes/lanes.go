@@ -103,6 +103,47 @@ func (l *Lanes) TrySubmit(ctx context.Context, key string, wait time.Duration, f
 	}
 }
 
+// Run is Submit that runs f on the calling goroutine, before it returns,
+// when nothing else is queued or running: at a trickle a message is then
+// taken in without waking a worker (and the thread it runs on). Otherwise
+// f is queued as Submit queues it. f must not wait for anything the
+// caller itself would provide.
+func (l *Lanes) Run(ctx context.Context, key string, f func()) error {
+	select {
+	case l.slots <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	l.mu.Lock()
+	if l.closed || l.running > 0 {
+		l.mu.Unlock()
+		return l.enqueue(key, f)
+	}
+	l.running++
+	ln := &lane{key: key, busy: true}
+	l.lanes[key] = ln
+	l.mu.Unlock()
+
+	l.run(f)
+
+	<-l.slots
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.running--
+	ln.busy = false
+	if len(ln.items) > 0 {
+		// Queued behind it meanwhile: a worker takes over.
+		l.ready = append(l.ready, ln)
+		l.startWorker()
+	} else {
+		delete(l.lanes, key)
+	}
+	if l.running == 0 {
+		l.idle.Broadcast()
+	}
+	return nil
+}
+
 func (l *Lanes) enqueue(key string, f func()) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -119,16 +160,23 @@ func (l *Lanes) enqueue(key string, f func()) error {
 	ln.items = append(ln.items, f)
 	if !ln.busy && len(ln.items) == 1 {
 		l.ready = append(l.ready, ln)
-		switch {
-		case l.parked > 0:
-			l.parked--
-			l.wake.Signal()
-		case l.workers < l.opts.Workers:
-			l.workers++
-			go l.work()
-		}
+		l.startWorker()
 	}
 	return nil
+}
+
+// startWorker wakes a parked worker for a lane just made ready, or starts
+// one if there is room; with neither, a busy worker takes the lane next.
+// l.mu is held.
+func (l *Lanes) startWorker() {
+	switch {
+	case l.parked > 0:
+		l.parked--
+		l.wake.Signal()
+	case l.workers < l.opts.Workers:
+		l.workers++
+		go l.work()
+	}
 }
 
 // work runs ready lanes' heads, parked while none is ready, until Close.

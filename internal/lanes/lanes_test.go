@@ -11,6 +11,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestOrderPerKeyAndParallelAcrossKeys: the items of one key run one after
@@ -158,6 +160,72 @@ func TestTrickleReusesAWorker(t *testing.T) {
 		if len(ids) != 1 {
 			t.Errorf("50 items one after another ran on %d goroutines, want 1", len(ids))
 		}
+		l.Close()
+	})
+}
+
+// TestRunInlineWhenIdle: Run takes an item on the caller's goroutine when
+// nothing else is queued or running; while something is, it queues the
+// item as Submit does, after the key's earlier items, and an item
+// submitted for the key while an inline one runs runs after it.
+func TestRunInlineWhenIdle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New(Options{Workers: 2})
+		ctx := context.Background()
+		me := goroutineID()
+		var ran string
+		if err := l.Run(ctx, "a", func() { ran = goroutineID() }); err != nil {
+			t.Fatal(err)
+		}
+		if ran != me {
+			t.Errorf("idle: ran on goroutine %s, want the caller's (%s)", ran, me)
+		}
+
+		// Busy: an item of "a" holds a worker.
+		release := make(chan struct{})
+		var mu sync.Mutex
+		var order []string
+		add := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
+		if err := l.Submit(ctx, "a", func() { <-release; add("a1") }); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if err := l.Run(ctx, "a", func() { add("a2") }); err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan string, 1)
+		if err := l.Run(ctx, "b", func() { got <- goroutineID() }); err != nil {
+			t.Fatal(err)
+		}
+		if id := <-got; id == me {
+			t.Errorf("busy: ran on the caller's goroutine")
+		}
+		close(release)
+		synctest.Wait()
+		mu.Lock()
+		if diff := cmp.Diff([]string{"a1", "a2"}, order); diff != "" {
+			t.Errorf("order of key a (-want +got):\n%s", diff)
+		}
+		mu.Unlock()
+
+		// Inline, with an item of the same key submitted meanwhile.
+		order = nil
+		err := l.Run(ctx, "c", func() {
+			if err := l.Submit(ctx, "c", func() { add("c2") }); err != nil {
+				t.Error(err)
+			}
+			synctest.Wait()
+			add("c1")
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		mu.Lock()
+		if diff := cmp.Diff([]string{"c1", "c2"}, order); diff != "" {
+			t.Errorf("order of key c (-want +got):\n%s", diff)
+		}
+		mu.Unlock()
 		l.Close()
 	})
 }

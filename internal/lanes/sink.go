@@ -12,11 +12,15 @@ import (
 // Sink takes messages in through Next in per-chat order on Lanes: every
 // message of a chat (channel, account and peer) is handed to Next.Take on
 // that chat's lane, after the ones that came before it, while other chats
-// go on side by side. Take returns once the message is queued — it blocks
-// only while the lanes are full.
+// go on side by side. Take returns once the message is queued (or, Inline,
+// taken in) — it blocks only while the lanes are full.
 type Sink struct {
 	Lanes *Lanes
 	Next  channel.Taker
+	// Inline takes a message in on the caller's goroutine when the lanes
+	// are idle (see Lanes.Run), for a reader whose Next never waits for
+	// the platform it reads from.
+	Inline bool
 }
 
 var _ channel.Taker = Sink{}
@@ -31,7 +35,11 @@ func (s Sink) Take(ctx context.Context, m msg.Message, r channel.Replier, done f
 	if done == nil {
 		done = func(error) {}
 	}
-	if err := s.Lanes.Submit(ctx, Key(m), func() { s.Next.Take(ctx, m, r, done) }); err != nil {
+	submit := s.Lanes.Submit
+	if s.Inline {
+		submit = s.Lanes.Run
+	}
+	if err := submit(ctx, Key(m), func() { s.Next.Take(ctx, m, r, done) }); err != nil {
 		done(err)
 	}
 }
