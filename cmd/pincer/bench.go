@@ -34,9 +34,10 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 Runs pincer serve as a child process against a simulated OneBot
 implementation and a fake OpenAI-compatible model on loopback, and
 measures a burst (-n messages as fast as they go, then one @ of the bot)
-and a steady rate (-rate events/s for -duration, every -every-th an @),
-with a baseline reader that only decodes the same frames. Exits 1 when a
-message or a reply was lost or doubled.
+and a steady rate (-rate events/s for -duration, every -every-th an @,
+and the same rate of chatter only on another fresh pincer), each beside
+a baseline reader that only decodes the same frames and answers the @s.
+Exits 1 when a message or a reply was lost or doubled.
 
 Flags:
 `)
@@ -47,12 +48,14 @@ Flags:
 	groups := fs.Int("groups", 0, fmt.Sprintf("groups the messages go to (0: %d for the burst, %d for the steady rate)", bench.DefaultBurstGroups, bench.DefaultSteadyGroups))
 	senders := fs.Int("senders", bench.DefaultSenders, "people who speak")
 	rate := fs.Int("rate", bench.DefaultRate, "steady: events per second")
-	duration := fs.Duration("duration", bench.DefaultDuration, "steady: how long the rate is kept up")
+	duration := fs.Duration("duration", bench.DefaultDuration, "steady: how long the rate is kept up, in each of its three runs")
 	every := fs.Int("every", bench.DefaultEvery, "steady: every this many-th message @s the bot")
 	latency := fs.Duration("latency", bench.DefaultLatency, "the fake model's time to its first token")
 	realtime := fs.Bool("realtime", false, "pincer's realtime windows (receive.realtime.enabled)")
 	history := fs.Bool("history", true, "pincer's history buffer (receive.history.enabled)")
 	quotes := fs.Float64("quotes", 0, "the share of messages (0 to 1) that quote another with a reply segment (half an earlier message of the chat, half one from before pincer started, which get_msg tells); the burst then also runs on a fresh pincer with them")
+	writeBatch := fs.Int("write-batch", 0, "bytes per WebSocket write of the simulator: whole frames coalesced into writes of up to this size, as an implementation or proxy under load does (steady: the frames due at once); 0 writes each frame by itself")
+	sendGap := fs.Int("send-gap", -1, "pincer's channels.onebot.sendGapMs, in milliseconds (0: no gap, the pipeline without the chat's pacing; -1: pincer's default)")
 	timeout := fs.Duration("timeout", bench.DefaultTimeout, "the longest a burst may take (the steady rate waits at most 30 s for its last replies)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	binary := fs.String("pincer", "", "the pincer binary to measure (default: this one)")
@@ -78,6 +81,7 @@ Flags:
 		Scenario: *scenario, Messages: *n, Groups: *groups, Senders: *senders,
 		Rate: *rate, Duration: *duration, Every: *every, Latency: *latency,
 		Realtime: *realtime, History: *history, Quotes: *quotes, Timeout: *timeout,
+		WriteBatch: *writeBatch, SendGapMs: *sendGap,
 		Serve: func(config string) *exec.Cmd {
 			cmd := exec.Command(bin, "serve", "--config", config)
 			cmd.Env = append(os.Environ(), "PINCER_CONFIG=")

@@ -14,7 +14,7 @@ import (
 // pincer's log, every @ got exactly one reply, and the counts add up.
 func TestBenchAccountsForEveryMessageAndReply(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts pincer three times")
+		t.Skip("starts pincer three times, the baseline reader twice")
 	}
 	bin := binary(t)
 	var out, errs strings.Builder
@@ -75,6 +75,28 @@ func TestBenchAccountsForEveryMessageAndReply(t *testing.T) {
 	if !(0 < l.P50Ms && l.P50Ms <= l.P99Ms && l.P99Ms <= l.MaxMs) {
 		t.Errorf("@ → model request percentiles out of order: %+v", l)
 	}
+
+	// Beside it, the baseline on the same stream, answering each @ once,
+	// and a fresh pincer on as much chatter without an @.
+	if s.Baseline.Events != 200 || s.BaselineDecoded != 200 || s.BaselineReplies != (bench.Replies{Expected: 20, Delivered: 20}) {
+		t.Errorf("steady baseline: %d events (decoded %d), replies %+v", s.Baseline.Events, s.BaselineDecoded, s.BaselineReplies)
+	}
+	c := s.Chatter
+	if c == nil {
+		t.Fatal("no chatter-only run")
+	}
+	if c.Pincer.Events != 200 || c.Mentions != 0 || c.Replies != (bench.Replies{}) || c.ModelRequests != 0 ||
+		c.Accounted != (bench.Accounting{Sent: 200, Logged: 200, Source: c.Accounted.Source}) {
+		t.Errorf("steady, chatter only: %d events, %d @s, replies %+v, %d model requests, accounting %+v",
+			c.Pincer.Events, c.Mentions, c.Replies, c.ModelRequests, c.Accounted)
+	}
+	if s.Writes != 200 || c.Writes != 200 || s.BaselineWrites != 200 || s.WriteBatchBytes != 0 || s.SendGapMs != 1000 {
+		t.Errorf("steady: %d, %d and %d writes for 200 frames each, write batch %d, send gap %d",
+			s.BaselineWrites, c.Writes, s.Writes, s.WriteBatchBytes, s.SendGapMs)
+	}
+	if s.AnsweredTurns != 20 {
+		t.Errorf("steady: %d answered turns, want 20", s.AnsweredTurns)
+	}
 }
 
 // TestBenchTextReport checks the table's rows on a burst alone.
@@ -83,7 +105,8 @@ func TestBenchTextReport(t *testing.T) {
 		t.Skip("starts pincer")
 	}
 	var out, errs strings.Builder
-	code := run([]string{"bench", "--pincer", binary(t), "-scenario", "burst", "-n", "50", "-groups", "5", "-latency", "1ms"}, &out, &errs)
+	code := run([]string{"bench", "--pincer", binary(t), "-scenario", "burst", "-n", "50", "-groups", "5", "-latency", "1ms",
+		"-write-batch", "65536", "-send-gap", "0"}, &out, &errs)
 	if code != 0 {
 		t.Fatalf("pincer bench exited %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errs.String())
 	}
@@ -91,6 +114,7 @@ func TestBenchTextReport(t *testing.T) {
 		"pincer runs as a child process", "burst: 50 messages over 5 groups", "events/s", "pincer ÷ baseline",
 		"events per CPU-second", "peak RSS (MiB)", "goroutines peak / end", "1 / 1 / 0", "51 of 51 logged",
 		"ok: every message and every reply accounted for",
+		"no send gap, frames coalesced into writes of up to 65,536 bytes", "baseline: 51 frames written in", "s, in 1 write;",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the report lacks %q:\n%s", want, out.String())
@@ -106,6 +130,7 @@ func TestBenchRefusesBadFlags(t *testing.T) {
 		{"bench", "-scenario", "sideways"},
 		{"bench", "-n", "0"},
 		{"bench", "extra"},
+		{"bench", "-write-batch", "-1"},
 	} {
 		var out, errs strings.Builder
 		if code := run(args, &out, &errs); code == 0 {

@@ -27,6 +27,7 @@ import (
 
 	_ "modernc.org/sqlite" // reads pincer's store after a run
 
+	"github.com/pincerbot/pincer/internal/config"
 	"github.com/pincerbot/pincer/internal/llm/llmsim"
 )
 
@@ -37,7 +38,7 @@ const (
 	DefaultSteadyGroups = 2_000
 	DefaultSenders      = 1_000
 	DefaultRate         = 1_000
-	DefaultDuration     = 30 * time.Second
+	DefaultDuration     = 20 * time.Second
 	DefaultEvery        = 10
 	DefaultLatency      = 20 * time.Millisecond
 	DefaultTimeout      = 10 * time.Minute
@@ -64,8 +65,9 @@ type Config struct {
 	Groups int
 	// Senders is how many people speak.
 	Senders int
-	// Rate is the steady scenario's events per second, for Duration;
-	// every Every-th of them @s the bot.
+	// Rate is the steady scenario's events per second, for Duration in
+	// each of its runs (the baseline, pincer on chatter only, pincer with
+	// the @s); every Every-th of them @s the bot.
 	Rate     int
 	Duration time.Duration
 	Every    int
@@ -84,6 +86,17 @@ type Config struct {
 	// Timeout bounds a burst, and the wait for the steady scenario's last
 	// replies (which is at most 30 s longer than the model's latency).
 	Timeout time.Duration
+	// WriteBatch is the size, in bytes, of the simulator's writes to the
+	// WebSocket: whole frames are coalesced into writes of up to that
+	// size, as an implementation or a proxy under load coalesces them in
+	// one TCP write (the frames due at once, in the steady scenario). 0
+	// writes each frame by itself. It applies to the baseline too.
+	WriteBatch int
+	// SendGapMs, when 0 or more, is pincer's channels.onebot.sendGapMs,
+	// the least time between two sends to one chat (0: none, which
+	// measures the pipeline without the chat's pacing); negative leaves
+	// pincer's default (config.DefaultSendGapMs).
+	SendGapMs int
 
 	// Serve returns the command that runs pincer serve with a
 	// configuration file; Reader the one that runs the baseline's reader
@@ -130,6 +143,9 @@ func (c *Config) fill() error {
 	if c.Latency < 0 {
 		return fmt.Errorf("bench: latency must not be negative, got %s", c.Latency)
 	}
+	if c.WriteBatch < 0 {
+		return fmt.Errorf("bench: write batch must not be negative, got %d", c.WriteBatch)
+	}
 	if !(c.Quotes >= 0 && c.Quotes <= 1) {
 		return fmt.Errorf("bench: quotes is a share of the messages, from 0 to 1, got %v", c.Quotes)
 	}
@@ -141,6 +157,14 @@ func (c *Config) groups(def int) int {
 		return c.Groups
 	}
 	return def
+}
+
+// sendGap is pincer's send gap in the runs, in milliseconds.
+func (c *Config) sendGap() int {
+	if c.SendGapMs < 0 {
+		return config.DefaultSendGapMs
+	}
+	return c.SendGapMs
 }
 
 func (c *Config) progress(format string, args ...any) {
@@ -258,7 +282,7 @@ func startPincer(ctx context.Context, cfg *Config, dir string) (_ *rig, err erro
 			r.close()
 		}
 	}()
-	if r.qq, err = startQQ(SelfID); err != nil {
+	if r.qq, err = startQQ(SelfID, cfg.WriteBatch); err != nil {
 		return nil, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -266,32 +290,9 @@ func startPincer(ctx context.Context, cfg *Config, dir string) (_ *rig, err erro
 		return nil, fmt.Errorf("bench: fake model: %w", err)
 	}
 	r.llm = llmsim.Serve(ln, r.model.options(cfg.Latency))
-	conf := map[string]any{
-		"gateway": map[string]any{"listen": "127.0.0.1:0", "shutdownTimeoutMs": 10000},
-		"log":     map[string]any{"level": "warn"},
-		"store":   map[string]any{"path": r.db},
-		"models": map[string]any{
-			"providers": map[string]any{"sim": map[string]any{"api": "openai", "baseUrl": r.llm.URL + "/v1", "apiKey": "bench"}},
-			"aliases":   map[string]any{},
-		},
-		"agents": map[string]any{"defaults": map[string]any{
-			"model":     map[string]any{"primary": "sim/bench"},
-			"workspace": filepath.Join(dir, "workspace"),
-		}},
-		"channels": map[string]any{
-			"webchat": map[string]any{"enabled": false},
-			"onebot": map[string]any{
-				"wsUrl": r.qq.peer.URL, "selfId": strconv.FormatInt(SelfID, 10), "accessToken": "",
-				"receive": map[string]any{
-					"realtime": map[string]any{"enabled": cfg.Realtime},
-					"history":  map[string]any{"enabled": cfg.History},
-				},
-			},
-		},
-	}
-	text, err := json.MarshalIndent(conf, "", "  ")
+	text, err := pincerConfig(cfg, dir, r.qq.url, r.llm.URL+"/v1", r.db)
 	if err != nil {
-		return nil, fmt.Errorf("bench: config: %w", err)
+		return nil, err
 	}
 	path := filepath.Join(dir, "pincer.json5")
 	if err := os.WriteFile(path, text, 0o600); err != nil {
@@ -311,16 +312,54 @@ func startPincer(ctx context.Context, cfg *Config, dir string) (_ *rig, err erro
 		return nil, fmt.Errorf("bench: no URL in pincer's ready line %q", line)
 	}
 	r.base = m[1]
-	if err := r.qq.peer.Connected(wait); err != nil {
+	if err := r.qq.connected(wait); err != nil {
 		return nil, fmt.Errorf("bench: pincer did not connect to the simulator: %w%s", err, r.pincer.logTail())
 	}
-	if err := r.qq.push(wait, r.qq.lifecycle()); err != nil {
+	if err := r.qq.pushRaw(wait, r.qq.lifecycle()); err != nil {
 		return nil, err
 	}
 	if err := healthy(wait, r.base); err != nil {
 		return nil, fmt.Errorf("%w%s", err, r.pincer.logTail())
 	}
 	return r, nil
+}
+
+// pincerConfig is the configuration file of a pincer under test: the
+// simulator at wsURL, the fake model at modelURL, its store at db and its
+// workspace in dir.
+func pincerConfig(cfg *Config, dir, wsURL, modelURL, db string) ([]byte, error) {
+	onebot := map[string]any{
+		"wsUrl": wsURL, "selfId": strconv.FormatInt(SelfID, 10), "accessToken": "",
+		"receive": map[string]any{
+			"realtime": map[string]any{"enabled": cfg.Realtime},
+			"history":  map[string]any{"enabled": cfg.History},
+		},
+	}
+	if cfg.SendGapMs >= 0 {
+		onebot["sendGapMs"] = cfg.SendGapMs
+	}
+	conf := map[string]any{
+		"gateway": map[string]any{"listen": "127.0.0.1:0", "shutdownTimeoutMs": 10000},
+		"log":     map[string]any{"level": "warn"},
+		"store":   map[string]any{"path": db},
+		"models": map[string]any{
+			"providers": map[string]any{"sim": map[string]any{"api": "openai", "baseUrl": modelURL, "apiKey": "bench"}},
+			"aliases":   map[string]any{},
+		},
+		"agents": map[string]any{"defaults": map[string]any{
+			"model":     map[string]any{"primary": "sim/bench"},
+			"workspace": filepath.Join(dir, "workspace"),
+		}},
+		"channels": map[string]any{
+			"webchat": map[string]any{"enabled": false},
+			"onebot":  onebot,
+		},
+	}
+	text, err := json.MarshalIndent(conf, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("bench: config: %w", err)
+	}
+	return text, nil
 }
 
 // healthy waits for pincer's /healthz to answer ok.

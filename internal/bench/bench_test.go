@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -140,9 +141,19 @@ func TestLatencyPercentiles(t *testing.T) {
 }
 
 func TestProblemsNameLostAndDoubledReplies(t *testing.T) {
-	s := &SteadyReport{Replies: Replies{Expected: 10, Delivered: 8, Duplicated: 1}, Accounted: Accounting{Sent: 100, Logged: 99, Missing: 1}}
+	s := &SteadyReport{SteadyRun: SteadyRun{Replies: Replies{Expected: 10, Delivered: 8, Duplicated: 1}, Accounted: Accounting{Sent: 100, Logged: 99, Missing: 1}}}
 	if got := s.problems(); len(got) != 3 {
 		t.Errorf("problems %q, want lost, doubled and missing", got)
+	}
+	// The chatter-only run has no @: a send of it, or a message it lost,
+	// fails the bench as well; so does a lost reply of the baseline.
+	s = &SteadyReport{
+		Chatter:         &SteadyRun{Replies: Replies{Stray: 1}, Accounted: Accounting{Sent: 100, Logged: 98, Missing: 2}},
+		BaselineReplies: Replies{Expected: 10, Delivered: 9},
+	}
+	got := s.problems()
+	if len(got) != 3 || !strings.Contains(got[0], "steady baseline") || !strings.Contains(got[1], steadyChatter) || !strings.Contains(got[2], steadyChatter) {
+		t.Errorf("problems %q, want the baseline's lost reply and the chatter-only run's stray send and missing messages", got)
 	}
 	ok := &BurstReport{Replies: Replies{Expected: 1, Delivered: 1}, BaselineReplies: Replies{Expected: 1, Delivered: 1}, Accounted: Accounting{Sent: 5, Logged: 5}}
 	if got := ok.problems(); len(got) != 0 {
@@ -153,7 +164,13 @@ func TestProblemsNameLostAndDoubledReplies(t *testing.T) {
 // TestReadAnswersTheMention runs the baseline reader in-process against
 // the simulator: it decodes every frame and answers the @ once.
 func TestReadAnswersTheMention(t *testing.T) {
-	q, err := startQQ(SelfID)
+	for _, batch := range []int{0, 4096} {
+		t.Run(fmt.Sprintf("batch %d", batch), func(t *testing.T) { testReadAnswersTheMention(t, batch) })
+	}
+}
+
+func testReadAnswersTheMention(t *testing.T, batch int) {
+	q, err := startQQ(SelfID, batch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,15 +185,15 @@ func TestReadAnswersTheMention(t *testing.T) {
 	done := make(chan result, 1)
 	readCtx, stopReading := context.WithCancel(ctx)
 	go func() {
-		n, err := Read(readCtx, q.peer.URL, SelfID)
+		n, err := Read(readCtx, q.url, SelfID)
 		done <- result{n, err}
 	}()
-	if err := q.peer.Connected(ctx); err != nil {
+	if err := q.connected(ctx); err != nil {
 		t.Fatal(err)
 	}
 	last := load.Frames[len(load.Frames)-1]
 	replied := q.expect(last.ID)
-	if err := push(ctx, q, load.Frames); err != nil {
+	if err := q.push(ctx, load.Frames); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -10,16 +10,18 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/pincerbot/pincer/internal/channel/onebot/onebotsim"
 )
 
 // qq is the simulated QQ side of a run: a OneBot v11 implementation on
-// loopback that pushes the load's frames and records the replies, by the
-// message they quote.
+// loopback that pushes the load's frames over its forward WebSocket and
+// records the replies, by the message they quote.
 type qq struct {
-	peer *onebotsim.Peer
+	ws   *wsServer
+	url  string // the forward WebSocket
 	self int64
+
+	pushMu sync.Mutex
+	framer framer // under pushMu
 
 	nextID atomic.Int64
 
@@ -33,18 +35,25 @@ type qq struct {
 // botIDs are the bot's message ids, handed out from botIDs+1 on.
 const botIDs = 900_000_000
 
-// startQQ serves a simulated implementation on a loopback port.
-func startQQ(self int64) (*qq, error) {
+// startQQ serves a simulated implementation on a loopback port. Its
+// events go out whole frames at a time in writes of about batch bytes,
+// each frame by itself when batch is 0 (see framer).
+func startQQ(self int64, batch int) (*qq, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("bench: OneBot simulator: %w", err)
 	}
 	q := &qq{self: self, replies: map[int64][]time.Time{}, actions: map[string]int{}, waiters: map[int64]chan time.Time{}}
-	q.peer = onebotsim.Serve(ln, q.answer)
+	q.framer = framer{batch: batch, write: q.writeAll}
+	q.ws = serveWS(ln, q.handle)
+	q.url = q.ws.url
 	return q, nil
 }
 
-func (q *qq) close() { q.peer.Close() }
+func (q *qq) close() { q.ws.close() }
+
+// connected waits for the next connection to the simulator.
+func (q *qq) connected(ctx context.Context) error { return q.ws.connected(ctx) }
 
 // expect returns a channel that receives the time the first reply quoting
 // id arrives.
@@ -90,8 +99,84 @@ func (q *qq) calls(action string) int {
 	return q.actions[action]
 }
 
-// push writes one frame to every connection.
-func (q *qq) push(ctx context.Context, frame []byte) error { return q.peer.PushRaw(ctx, frame) }
+// push writes frames to every connection, in writes as the batch size
+// says; it returns when the last is written, or fails when ctx ends.
+func (q *qq) push(ctx context.Context, frames []Frame) error {
+	q.pushMu.Lock()
+	defer q.pushMu.Unlock()
+	conns := q.ws.open()
+	if len(conns) == 0 {
+		return nil
+	}
+	stop := context.AfterFunc(ctx, func() {
+		for _, c := range conns {
+			_ = c.nc.SetWriteDeadline(time.Unix(1, 0))
+		}
+	})
+	defer stop()
+	if err := q.framer.frames(frames); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("bench: push: %w", ctx.Err())
+		}
+		return fmt.Errorf("bench: push: %w", err)
+	}
+	return nil
+}
+
+// pushRaw writes one frame to every connection.
+func (q *qq) pushRaw(ctx context.Context, frame []byte) error {
+	return q.push(ctx, []Frame{{Data: frame}})
+}
+
+// writeAll writes whole frames to every connection.
+func (q *qq) writeAll(b []byte) error {
+	for _, c := range q.ws.open() {
+		if err := c.write(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writes counts the writes the events went out in so far.
+func (q *qq) writes() int {
+	q.pushMu.Lock()
+	defer q.pushMu.Unlock()
+	return q.framer.writes
+}
+
+// handle answers one action a client sent, with its echo, as an
+// implementation does over its forward WebSocket.
+func (q *qq) handle(c *wsConn, data []byte) {
+	var req struct {
+		Action string          `json:"action"`
+		Params json.RawMessage `json:"params"`
+		Echo   json.RawMessage `json:"echo"`
+	}
+	if json.Unmarshal(data, &req) != nil || req.Action == "" {
+		return
+	}
+	d, retcode, message := q.answer(req.Action, req.Params)
+	resp := response{Status: "ok", Retcode: retcode, Data: d, Message: message, Echo: req.Echo}
+	if retcode != 0 {
+		resp.Status, resp.Data = "failed", nil
+	}
+	b, err := json.Marshal(resp)
+	if err != nil {
+		b, _ = json.Marshal(response{Status: "failed", Retcode: 100, Message: err.Error(), Echo: req.Echo})
+	}
+	_ = c.writeMessage(opText, b)
+}
+
+// response is an action's answer, its fields in the order NapCat writes
+// them.
+type response struct {
+	Status  string          `json:"status"`
+	Retcode int             `json:"retcode"`
+	Data    any             `json:"data"`
+	Message string          `json:"message"`
+	Echo    json.RawMessage `json:"echo,omitempty"`
+}
 
 // lifecycle is the meta event an implementation sends first on a forward
 // WebSocket.

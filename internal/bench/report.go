@@ -3,11 +3,14 @@ package bench
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"runtime"
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/pincerbot/pincer/internal/config"
 )
 
 // Report is the outcome of one invocation; it encodes as the JSON of
@@ -48,6 +51,8 @@ type Process struct {
 	EventsPerSecond    float64 `json:"events_per_second"`
 	CPUSeconds         float64 `json:"cpu_seconds"`
 	EventsPerCPUSecond float64 `json:"events_per_cpu_second"`
+	// CPUPerEventUs is CPUSeconds ÷ Events, in microseconds.
+	CPUPerEventUs float64 `json:"cpu_per_event_us"`
 	// RSSBeforeBytes is the process's resident set (VmRSS) as the window
 	// began, before the load: for a Go binary of pincer's size most of it
 	// is the binary's own pages (RssFile).
@@ -101,12 +106,18 @@ type BurstReport struct {
 	History        bool    `json:"history"`
 	ModelLatencyMs float64 `json:"model_latency_ms"`
 	FrameBytes     int     `json:"frame_bytes"`
+	// WriteBatchBytes is the simulator's write size (0: each frame
+	// written by itself), SendGapMs pincer's channels.onebot.sendGapMs.
+	WriteBatchBytes int `json:"write_batch_bytes"`
+	SendGapMs       int `json:"send_gap_ms"`
 
 	// Baseline is the minimal reader: first frame written to its answer
 	// to the @.
 	Baseline             Process `json:"baseline"`
 	BaselineReplies      Replies `json:"baseline_replies"`
 	BaselineWriteSeconds float64 `json:"baseline_write_seconds"`
+	// BaselineWrites counts the writes its frames went out in.
+	BaselineWrites int `json:"baseline_writes"`
 	// BaselineDecoded is the number of events the reader said it decoded
 	// (-1 when it did not say).
 	BaselineDecoded int `json:"baseline_decoded"`
@@ -117,6 +128,8 @@ type BurstReport struct {
 	WriteSeconds  float64 `json:"write_seconds"`
 	ReplySeconds  float64 `json:"reply_seconds"`
 	LoggedSeconds float64 `json:"logged_seconds"`
+	// Writes counts the writes the frames went out in.
+	Writes int `json:"writes"`
 	// Ratio is pincer's events/s over the baseline's.
 	Ratio            float64    `json:"ratio"`
 	Replies          Replies    `json:"replies"`
@@ -141,6 +154,7 @@ type BurstRun struct {
 	Process          Process    `json:"pincer"`
 	Ratio            float64    `json:"ratio,omitempty"`
 	WriteSeconds     float64    `json:"write_seconds"`
+	Writes           int        `json:"writes"`
 	ReplySeconds     float64    `json:"reply_seconds"`
 	LoggedSeconds    float64    `json:"logged_seconds"`
 	Replies          Replies    `json:"replies"`
@@ -153,7 +167,11 @@ type BurstRun struct {
 	Problems []string `json:"problems,omitempty"`
 }
 
-// SteadyReport is the steady rate.
+// SteadyReport is the steady rate: the same rate, groups and senders
+// three times, each on a fresh process, one after the other: the
+// baseline reader on the stream with @s, pincer on chatter only (no @ of
+// the bot), and pincer on the stream with @s, whose run the embedded
+// SteadyRun is.
 type SteadyReport struct {
 	Rate           int     `json:"rate"`
 	Seconds        float64 `json:"seconds"`
@@ -163,18 +181,55 @@ type SteadyReport struct {
 	Realtime       bool    `json:"realtime"`
 	History        bool    `json:"history"`
 	ModelLatencyMs float64 `json:"model_latency_ms"`
-	// Quotes is the share of messages that reply to another, Quoting how
-	// many did, GetMsg how many get_msg calls the simulator answered.
-	Quotes  float64 `json:"quotes,omitempty"`
-	Quoting int     `json:"quoting,omitempty"`
-	GetMsg  int     `json:"get_msg"`
+	// Quotes is the share of messages that reply to another.
+	Quotes float64 `json:"quotes,omitempty"`
+	// WriteBatchBytes is the simulator's write size (0: each frame
+	// written by itself; else the frames due at once coalesced), SendGapMs
+	// pincer's channels.onebot.sendGapMs.
+	WriteBatchBytes int `json:"write_batch_bytes"`
+	SendGapMs       int `json:"send_gap_ms"`
+
+	// SteadyRun is pincer on the stream with @s.
+	SteadyRun
+	// Chatter is a fresh pincer on a stream of chatter only: the same
+	// rate, groups and senders, no @ of the bot, and as many quotes.
+	Chatter *SteadyRun `json:"chatter_only,omitempty"`
+
+	// Baseline is the baseline reader on the stream with @s, over its
+	// sending window.
+	Baseline               Process `json:"baseline"`
+	BaselineReplies        Replies `json:"baseline_replies"`
+	BaselineDecoded        int     `json:"baseline_decoded"`
+	BaselineWriterLagMaxMs float64 `json:"baseline_writer_lag_max_ms"`
+	BaselineWrites         int     `json:"baseline_writes"`
+
+	// CPURatio is pincer's CPU seconds on the stream with @s over the
+	// baseline's on the same stream.
+	CPURatio float64 `json:"cpu_ratio"`
+	// CPUPerChatterEventUs is the chatter-only run's CPU ÷ its events.
+	CPUPerChatterEventUs float64 `json:"cpu_per_chatter_event_us"`
+	// CPUPerAnsweredTurnUs is the run with @s' CPU less the chatter-only
+	// run's (scaled to as many events), ÷ AnsweredTurns: pincer's turns
+	// that replied, or the @s answered when its metrics did not say.
+	AnsweredTurns        int     `json:"answered_turns"`
+	CPUPerAnsweredTurnUs float64 `json:"cpu_per_answered_turn_us"`
+}
+
+// SteadyRun is one pincer's run of a steady stream.
+type SteadyRun struct {
+	// Mentions counts the stream's @s of the bot, Quoting its messages
+	// that quote another, GetMsg the get_msg calls the simulator answered.
+	Mentions int `json:"mentions"`
+	Quoting  int `json:"quoting,omitempty"`
+	GetMsg   int `json:"get_msg"`
 
 	// Pincer covers the sending window; its peak RSS includes the wait
 	// for the last replies.
 	Pincer Process `json:"pincer"`
 	// WriterLagMaxMs is how far the load fell behind its schedule at
-	// worst.
+	// worst; Writes counts the writes its frames went out in.
 	WriterLagMaxMs float64 `json:"writer_lag_max_ms"`
+	Writes         int     `json:"writes"`
 	// MentionToRequest is from an @'s frame written to the model request
 	// it caused; DoneToSend from the model's answer done to the reply's
 	// send_group_msg at the simulator.
@@ -186,6 +241,29 @@ type SteadyReport struct {
 	TurnsReplied     int        `json:"turns_replied"`
 	DriverCPUSeconds float64    `json:"driver_cpu_seconds"`
 	Problems         []string   `json:"problems,omitempty"`
+}
+
+// derive works out the rows that compare the runs.
+func (s *SteadyReport) derive() {
+	p := s.Pincer
+	s.CPURatio = 0
+	if s.Baseline.CPUSeconds > 0 {
+		s.CPURatio = p.CPUSeconds / s.Baseline.CPUSeconds
+	}
+	s.AnsweredTurns = s.TurnsReplied
+	if s.AnsweredTurns == 0 {
+		s.AnsweredTurns = s.Replies.Delivered
+	}
+	s.CPUPerChatterEventUs, s.CPUPerAnsweredTurnUs = 0, 0
+	c := s.Chatter
+	if c == nil || c.Pincer.Events == 0 {
+		return
+	}
+	perEvent := c.Pincer.CPUSeconds / float64(c.Pincer.Events)
+	s.CPUPerChatterEventUs = 1e6 * perEvent
+	if s.AnsweredTurns > 0 {
+		s.CPUPerAnsweredTurnUs = 1e6 * (p.CPUSeconds - perEvent*float64(p.Events)) / float64(s.AnsweredTurns)
+	}
 }
 
 func (r Replies) problems(what string) []string {
@@ -219,9 +297,23 @@ func (b *BurstReport) problems() []string {
 }
 
 func (s *SteadyReport) problems() []string {
-	out := append([]string(nil), s.Problems...)
-	out = append(out, s.Replies.problems("steady")...)
-	return append(out, s.Accounted.problems("steady")...)
+	out := append([]string(nil), s.BaselineReplies.problems("steady baseline")...)
+	if c := s.Chatter; c != nil {
+		out = append(out, c.problems(steadyChatter)...)
+	}
+	return append(out, s.SteadyRun.problems(steadyWith)...)
+}
+
+// Names of the steady runs, in problems.
+const (
+	steadyChatter = "steady, chatter only"
+	steadyWith    = "steady, with @s"
+)
+
+func (r *SteadyRun) problems(what string) []string {
+	out := append([]string(nil), r.Problems...)
+	out = append(out, r.Replies.problems(what)...)
+	return append(out, r.Accounted.problems(what)...)
 }
 
 // machine describes this machine from /proc (Linux).
@@ -275,8 +367,14 @@ func (r *Report) WriteText(w io.Writer) error {
 			count(b.Messages), count(b.Groups), count(b.Senders))
 		ew.printf("       realtime %s, history %s, model latency %s ms, %.1f MiB of frames\n",
 			onOff(b.Realtime), onOff(b.History), num(b.ModelLatencyMs), float64(b.FrameBytes)/(1<<20))
+		ew.printf("       %s, %s\n", sendGap(b.SendGapMs), writeMode(b.WriteBatchBytes))
+		ew.printf("       first the baseline reader, then a fresh pincer")
+		if b.Quoted != nil {
+			ew.printf(", then another")
+		}
+		ew.printf(", each on the same frames\n")
 		if q := b.Quoted; q != nil {
-			ew.printf("       then a fresh pincer on the same burst with %.0f%% of the messages quoting another (%s: half an earlier one of their chat, half one from before pincer started, which get_msg tells)\n",
+			ew.printf("       the last with %.0f%% of the messages quoting another (%s: half an earlier one of their chat, half one from before pincer started, which get_msg tells)\n",
 				100*q.Share, count(q.Quoting))
 		}
 		t := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -304,7 +402,9 @@ func (r *Report) WriteText(w io.Writer) error {
 			quotedRatio = fmt.Sprintf("%.2f", qp.EventsPerSecond/bl.EventsPerSecond)
 		}
 		row("pincer ÷ baseline", "", fmt.Sprintf("%.2f", b.Ratio), quotedRatio)
-		row("with quotes ÷ without", "", "", fmt.Sprintf("%.2f", qr.Ratio))
+		if q != nil {
+			row("with quotes ÷ without", "", "", fmt.Sprintf("%.2f", qr.Ratio))
+		}
 		row("CPU seconds", secs(bl.CPUSeconds), secs(p.CPUSeconds), secs(qp.CPUSeconds))
 		row("events per CPU-second", perCPU(bl), perCPU(p), perCPU(qp))
 		row("RSS before the load (MiB)", mib(bl.RSSBeforeBytes), mib(p.RSSBeforeBytes), mib(qp.RSSBeforeBytes))
@@ -312,7 +412,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		row("peak anonymous RSS (MiB)", mib(bl.PeakAnonBytes), mib(p.PeakAnonBytes), mib(qp.PeakAnonBytes))
 		row("goroutines peak / end", "–", fmt.Sprintf("%s / %s", count(p.GoroutinesPeak), count(p.GoroutinesEnd)),
 			fmt.Sprintf("%s / %s", count(qp.GoroutinesPeak), count(qp.GoroutinesEnd)))
-		row("get_msg answered", "–", "–", count(qr.GetMsg))
+		if q != nil {
+			row("get_msg answered", "–", "–", count(qr.GetMsg))
+		}
 		row("replies exp / deliv / dup", replies(b.BaselineReplies), replies(b.Replies), replies(qr.Replies))
 		decoded := "–"
 		if b.BaselineDecoded >= 0 {
@@ -323,53 +425,22 @@ func (r *Report) WriteText(w io.Writer) error {
 		if err := t.Flush(); err != nil {
 			return err
 		}
+		ew.printf("       baseline: %s frames written in %ss, in %s\n", count(bl.Events), secs(b.BaselineWriteSeconds), writes(b.BaselineWrites))
 		runLine := func(name string, r BurstRun) {
-			ew.printf("       %s: frames written in %ss, the @ answered at %ss, all messages logged at %ss; "+
+			ew.printf("       %s: frames written in %ss, in %s; the @ answered at %ss, all messages logged at %ss; "+
 				"%d model request(s); the load driver used %ss of CPU\n",
-				name, secs(r.WriteSeconds), secs(r.ReplySeconds), secs(r.LoggedSeconds), r.ModelRequests, secs(r.DriverCPUSeconds))
+				name, secs(r.WriteSeconds), writes(r.Writes), secs(r.ReplySeconds), secs(r.LoggedSeconds), r.ModelRequests, secs(r.DriverCPUSeconds))
 		}
-		runLine("pincer", BurstRun{WriteSeconds: b.WriteSeconds, ReplySeconds: b.ReplySeconds, LoggedSeconds: b.LoggedSeconds,
+		runLine("pincer", BurstRun{WriteSeconds: b.WriteSeconds, Writes: b.Writes, ReplySeconds: b.ReplySeconds, LoggedSeconds: b.LoggedSeconds,
 			ModelRequests: b.ModelRequests, DriverCPUSeconds: b.DriverCPUSeconds})
 		if q != nil {
 			runLine("with quotes", qr)
 		}
 	}
 	if s := r.Steady; s != nil {
-		ew.printf("\nsteady: %s events/s for %ss over %s groups from %s senders, every %d%s an @ of the bot\n",
-			count(s.Rate), num(s.Seconds), count(s.Groups), count(s.Senders), s.Every, ordinal(s.Every))
-		ew.printf("        realtime %s, history %s, model latency %s ms\n", onOff(s.Realtime), onOff(s.History), num(s.ModelLatencyMs))
-		if s.Quotes > 0 {
-			ew.printf("        %.0f%% of the messages quote another (%s); get_msg answered %s times\n", 100*s.Quotes, count(s.Quoting), count(s.GetMsg))
-		}
-		t := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
-		row := func(cells ...string) { fmt.Fprintln(t, strings.Join(cells, "\t")+"\t") }
-		p := s.Pincer
-		row("", "pincer", "", "")
-		row("events", count(p.Events), "", "")
-		row("events/s", count(int(p.EventsPerSecond)), "", "")
-		row("CPU seconds", fmt.Sprintf("%s (%.0f%% of a core)", secs(p.CPUSeconds), 100*p.CPUSeconds/max(p.Seconds, 1e-9)), "", "")
-		row("events per CPU-second", perCPU(p), "", "")
-		row("RSS before the load (MiB)", mib(p.RSSBeforeBytes), "", "")
-		row("peak RSS (MiB)", mib(p.PeakRSSBytes), "", "")
-		row("peak anonymous RSS (MiB)", mib(p.PeakAnonBytes), "", "")
-		row("goroutines peak / end", fmt.Sprintf("%s / %s", count(p.GoroutinesPeak), count(p.GoroutinesEnd)), "", "")
-		row("latency (ms)", "p50", "p99", "max")
-		lat := func(name string, l Latency) {
-			if l.N == 0 {
-				row(name, "–", "–", "–")
-				return
-			}
-			row(name, num(l.P50Ms), num(l.P99Ms), num(l.MaxMs))
-		}
-		lat("@ → model request", s.MentionToRequest)
-		lat("model done → send", s.DoneToSend)
-		row("replies exp / deliv / dup", replies(s.Replies), "", "")
-		row("messages accounted for", fmt.Sprintf("%s of %s logged", count(s.Accounted.Logged), count(s.Accounted.Sent)), "", "")
-		if err := t.Flush(); err != nil {
+		if err := s.writeText(ew); err != nil {
 			return err
 		}
-		ew.printf("        %d model request(s); the load fell %s ms behind its schedule at worst; the load driver used %ss of CPU\n",
-			s.ModelRequests, num(s.WriterLagMaxMs), secs(s.DriverCPUSeconds))
 	}
 	if r.OK {
 		ew.printf("\nok: every message and every reply accounted for\n")
@@ -380,6 +451,123 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 	}
 	return ew.err
+}
+
+// writeText prints the steady scenario: its runs side by side.
+func (s *SteadyReport) writeText(ew *errWriter) error {
+	ew.printf("\nsteady: %s events/s for %ss over %s groups from %s senders, every %d%s an @ of the bot\n",
+		count(s.Rate), num(s.Seconds), count(s.Groups), count(s.Senders), s.Every, ordinal(s.Every))
+	ew.printf("        realtime %s, history %s, model latency %s ms, %s, %s\n",
+		onOff(s.Realtime), onOff(s.History), num(s.ModelLatencyMs), sendGap(s.SendGapMs), writeMode(s.WriteBatchBytes))
+	ew.printf("        three runs at this rate, one after the other, each on a fresh process: the baseline reader on the stream\n" +
+		"        with @s; pincer on chatter only (the same rate, groups and senders, no @); pincer on the stream with @s\n")
+	c := s.Chatter
+	if c == nil {
+		c = &SteadyRun{}
+	}
+	if s.Quotes > 0 {
+		ew.printf("        %.0f%% of the messages quote another (%s with @s, %s of the chatter only)\n", 100*s.Quotes, count(s.Quoting), count(c.Quoting))
+	}
+	t := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
+	row := func(cells ...string) { fmt.Fprintln(t, strings.Join(cells, "\t")+"\t") }
+	bl, pc, p := s.Baseline, c.Pincer, s.Pincer
+	core := func(p Process) string {
+		return fmt.Sprintf("%s (%.0f%% of a core)", secs(p.CPUSeconds), 100*p.CPUSeconds/max(p.Seconds, 1e-9))
+	}
+	us := func(v float64) string {
+		switch {
+		case v == 0:
+			return "–"
+		case v >= 1000 || v <= -1000:
+			return count(int(math.Round(v)))
+		}
+		return num(v)
+	}
+	row("", "baseline", "pincer, chatter only", "pincer, with @s")
+	row("events", count(bl.Events), count(pc.Events), count(p.Events))
+	row("@s of the bot", count(s.BaselineReplies.Expected), count(c.Mentions), count(s.Mentions))
+	row("events/s", count(int(bl.EventsPerSecond)), count(int(pc.EventsPerSecond)), count(int(p.EventsPerSecond)))
+	row("CPU seconds", core(bl), core(pc), core(p))
+	row("CPU per event (µs)", us(bl.CPUPerEventUs), us(pc.CPUPerEventUs), us(p.CPUPerEventUs))
+	ratio := "–"
+	if s.CPURatio > 0 {
+		ratio = fmt.Sprintf("%.1f", s.CPURatio)
+	}
+	row("pincer CPU ÷ baseline CPU", "", "", ratio)
+	row("CPU per chatter event (µs)", "", us(s.CPUPerChatterEventUs), "")
+	turn := "–"
+	if s.CPUPerChatterEventUs > 0 && s.AnsweredTurns > 0 {
+		turn = fmt.Sprintf("%s (%s turns)", us(s.CPUPerAnsweredTurnUs), count(s.AnsweredTurns))
+	}
+	row("CPU per answered turn (µs)", "", "", turn)
+	row("events per CPU-second", perCPU(bl), perCPU(pc), perCPU(p))
+	row("RSS before the load (MiB)", mib(bl.RSSBeforeBytes), mib(pc.RSSBeforeBytes), mib(p.RSSBeforeBytes))
+	row("peak RSS (MiB)", mib(bl.PeakRSSBytes), mib(pc.PeakRSSBytes), mib(p.PeakRSSBytes))
+	row("peak anonymous RSS (MiB)", mib(bl.PeakAnonBytes), mib(pc.PeakAnonBytes), mib(p.PeakAnonBytes))
+	goroutines := func(p Process) string { return fmt.Sprintf("%s / %s", count(p.GoroutinesPeak), count(p.GoroutinesEnd)) }
+	row("goroutines peak / end", "–", goroutines(pc), goroutines(p))
+	if s.Quotes > 0 {
+		row("get_msg answered", "–", count(c.GetMsg), count(s.GetMsg))
+	}
+	row("replies exp / deliv / dup", replies(s.BaselineReplies), replies(c.Replies), replies(s.Replies))
+	decoded := "–"
+	if s.BaselineDecoded >= 0 {
+		decoded = count(s.BaselineDecoded) + " decoded"
+	}
+	logged := func(a Accounting) string { return fmt.Sprintf("%s of %s logged", count(a.Logged), count(a.Sent)) }
+	row("messages accounted for", decoded, logged(c.Accounted), logged(s.Accounted))
+	row("latency, pincer with @s (ms)", "p50", "p99", "max")
+	lat := func(name string, l Latency) {
+		if l.N == 0 {
+			row(name, "–", "–", "–")
+			return
+		}
+		row(name, num(l.P50Ms), num(l.P99Ms), num(l.MaxMs))
+	}
+	lat("@ → model request", s.MentionToRequest)
+	lat("model done → send", s.DoneToSend)
+	if err := t.Flush(); err != nil {
+		return err
+	}
+	ew.printf("        baseline: %s frames in %s; the load fell %s ms behind its schedule at worst\n",
+		count(bl.Events), writes(s.BaselineWrites), num(s.BaselineWriterLagMaxMs))
+	runLine := func(name string, r *SteadyRun) {
+		ew.printf("        %s: %s frames in %s; %d model request(s); the load fell %s ms behind its schedule at worst; "+
+			"the load driver used %ss of CPU\n",
+			name, count(r.Pincer.Events), writes(r.Writes), r.ModelRequests, num(r.WriterLagMaxMs), secs(r.DriverCPUSeconds))
+	}
+	runLine("pincer, chatter only", c)
+	runLine("pincer, with @s", &s.SteadyRun)
+	ew.printf("        CPU per answered turn = (CPU with @s − CPU per chatter event × its events) ÷ the turns that replied: " +
+		"the difference of two runs, as noisy as both\n")
+	return ew.err
+}
+
+// writes says how many writes there were.
+func writes(n int) string {
+	if n == 1 {
+		return "1 write"
+	}
+	return count(n) + " writes"
+}
+
+// sendGap describes pincer's send gap.
+func sendGap(ms int) string {
+	switch ms {
+	case 0:
+		return "no send gap"
+	case config.DefaultSendGapMs:
+		return fmt.Sprintf("send gap %s ms (pincer's default)", count(ms))
+	}
+	return fmt.Sprintf("send gap %s ms", count(ms))
+}
+
+// writeMode describes how the simulator wrote the frames.
+func writeMode(batch int) string {
+	if batch <= 0 {
+		return "each frame written by itself"
+	}
+	return fmt.Sprintf("frames coalesced into writes of up to %s bytes", count(batch))
 }
 
 type errWriter struct {

@@ -23,7 +23,7 @@ func runBurst(ctx context.Context, cfg *Config, dir string, unix int64) (*BurstR
 	load := generate(sh)
 	b := &BurstReport{
 		Messages: cfg.Messages, Groups: groups, Senders: cfg.Senders, Realtime: cfg.Realtime, History: cfg.History,
-		ModelLatencyMs: ms(cfg.Latency), FrameBytes: load.Bytes,
+		ModelLatencyMs: ms(cfg.Latency), FrameBytes: load.Bytes, WriteBatchBytes: cfg.WriteBatch, SendGapMs: cfg.sendGap(),
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
@@ -40,6 +40,7 @@ func runBurst(ctx context.Context, cfg *Config, dir string, unix int64) (*BurstR
 		return nil, err
 	}
 	b.Pincer, b.WriteSeconds, b.ReplySeconds, b.LoggedSeconds = run.Process, run.WriteSeconds, run.ReplySeconds, run.LoggedSeconds
+	b.Writes = run.Writes
 	b.Replies, b.Accounted, b.ModelRequests, b.TurnsReplied = run.Replies, run.Accounted, run.ModelRequests, run.TurnsReplied
 	b.DriverCPUSeconds, b.Problems = run.DriverCPUSeconds, append(b.Problems, run.Problems...)
 	if b.Baseline.EventsPerSecond > 0 {
@@ -62,36 +63,16 @@ func runBurst(ctx context.Context, cfg *Config, dir string, unix int64) (*BurstR
 	return b, nil
 }
 
-// push writes frames one after the other as fast as the connection takes
-// them; it returns when the last was written.
-func push(ctx context.Context, q *qq, frames []Frame) error {
-	for _, f := range frames {
-		if err := q.push(ctx, f.Data); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 var readerEvents = regexp.MustCompile(`events (\d+)`)
 
 // burstBaseline runs the baseline's reader on the burst.
 func burstBaseline(ctx context.Context, cfg *Config, dir string, load Load, b *BurstReport) error {
-	q, err := startQQ(SelfID)
+	q, reader, err := startBaseline(ctx, cfg, dir)
 	if err != nil {
 		return err
 	}
 	defer q.close()
-	reader, err := startChild("baseline reader", cfg.Reader(q.peer.URL, SelfID), filepath.Join(dir, "baseline.log"))
-	if err != nil {
-		return err
-	}
 	defer func() { _ = reader.stop(5 * time.Second) }() // stopped below unless a step fails
-	wait, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := q.peer.Connected(wait); err != nil {
-		return fmt.Errorf("bench: the baseline reader did not connect: %w%s", err, reader.logTail())
-	}
 	last := load.Frames[len(load.Frames)-1]
 	replied := q.expect(last.ID)
 	pid := reader.cmd.Process.Pid
@@ -103,10 +84,11 @@ func burstBaseline(ctx context.Context, cfg *Config, dir string, load Load, b *B
 	run, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	start := time.Now()
-	if err := push(run, q, load.Frames); err != nil {
+	if err := q.push(run, load.Frames); err != nil {
 		return fmt.Errorf("bench: baseline: %w", err)
 	}
 	written := time.Since(start)
+	b.BaselineWrites = q.writes()
 	var end time.Time
 	select {
 	case end = <-replied:
@@ -125,14 +107,45 @@ func burstBaseline(ctx context.Context, cfg *Config, dir string, load Load, b *B
 	b.Baseline = processReport(len(load.Frames), end.Sub(start), u0, u1, u1.hwm, seen)
 	delivered, duplicated, stray := q.tally(map[int64]bool{last.ID: true})
 	b.BaselineReplies = Replies{Expected: 1, Delivered: delivered, Duplicated: duplicated, Stray: stray}
-	// The reader says how many events it decoded when it stops.
-	b.BaselineDecoded = -1
+	b.BaselineDecoded = decoded(reader)
+	return nil
+}
+
+// startBaseline starts a simulator and the baseline's reader on it, and
+// waits until the reader is connected.
+func startBaseline(ctx context.Context, cfg *Config, dir string) (*qq, *child, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, nil, fmt.Errorf("bench: %w", err)
+	}
+	q, err := startQQ(SelfID, cfg.WriteBatch)
+	if err != nil {
+		return nil, nil, err
+	}
+	reader, err := startChild("baseline reader", cfg.Reader(q.url, SelfID), filepath.Join(dir, "baseline.log"))
+	if err != nil {
+		q.close()
+		return nil, nil, err
+	}
+	wait, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := q.connected(wait); err != nil {
+		_ = reader.stop(5 * time.Second)
+		q.close()
+		return nil, nil, fmt.Errorf("bench: the baseline reader did not connect: %w%s", err, reader.logTail())
+	}
+	return q, reader, nil
+}
+
+// decoded is how many events the stopped reader said it decoded, -1
+// when it did not say.
+func decoded(reader *child) int {
+	n := -1
 	for line := range reader.lines {
 		if m := readerEvents.FindStringSubmatch(line); m != nil {
-			b.BaselineDecoded, _ = strconv.Atoi(m[1])
+			n, _ = strconv.Atoi(m[1])
 		}
 	}
-	return nil
+	return n
 }
 
 // burstPincer runs a fresh pincer on the burst load; what names the run
@@ -163,13 +176,14 @@ func burstPincer(ctx context.Context, cfg *Config, dir string, load Load, what s
 		return nil, err
 	}
 	self0 := selfCPU()
+	writes0 := r.qq.writes()
 	run, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	start := time.Now()
 	writeErr := make(chan error, 1)
 	var written time.Duration
 	go func() {
-		err := push(run, r.qq, load.Frames)
+		err := r.qq.push(run, load.Frames)
 		written = time.Since(start)
 		writeErr <- err
 	}()
@@ -228,6 +242,7 @@ wait:
 	b.GetMsg = r.qq.calls("get_msg")
 	b.DriverCPUSeconds = (self1 - self0).Seconds()
 	b.WriteSeconds = written.Seconds()
+	b.Writes = r.qq.writes() - writes0
 	if !repliedAt.IsZero() {
 		b.ReplySeconds = repliedAt.Sub(start).Seconds()
 	}
@@ -250,70 +265,192 @@ wait:
 	return b, nil
 }
 
-// runSteady sends the steady rate to pincer.
+// runSteady sends the steady rate to the baseline, to a fresh pincer as
+// chatter only, and to another fresh pincer with the @s.
 func runSteady(ctx context.Context, cfg *Config, dir string, unix int64) (*SteadyReport, error) {
 	groups := cfg.groups(DefaultSteadyGroups)
 	count := int(int64(cfg.Rate) * int64(cfg.Duration) / int64(time.Second))
 	if count < 1 {
 		count = 1
 	}
-	load := generate(shape{
+	sh := shape{
 		self: SelfID, count: count, groups: groups, senders: cfg.Senders, every: cfg.Every, quotes: cfg.Quotes,
 		firstID: 2_000_000_000, unixTime: unix, seed: 2,
-	})
+	}
+	load := generate(sh)
+	// The chatter has no @s, and quotes as many messages in all: the
+	// share asked is of the messages that do not @ the bot.
+	sh.every, sh.quotes, sh.seed = 0, cfg.Quotes*(1-1/float64(cfg.Every)), 3
+	chatter := generate(sh)
 	s := &SteadyReport{
 		Rate: cfg.Rate, Seconds: cfg.Duration.Seconds(), Every: cfg.Every, Groups: groups, Senders: cfg.Senders,
 		Realtime: cfg.Realtime, History: cfg.History, ModelLatencyMs: ms(cfg.Latency),
-		Quotes: cfg.Quotes, Quoting: load.Quoting,
+		Quotes: cfg.Quotes, WriteBatchBytes: cfg.WriteBatch, SendGapMs: cfg.sendGap(),
 	}
-	cfg.progress("steady: %d events/s for %s over %d groups, every %d%s an @ of the bot…",
-		cfg.Rate, cfg.Duration, groups, cfg.Every, ordinal(cfg.Every))
+	cfg.progress("steady: %d events/s for %s over %d groups, every %d%s an @ of the bot; three runs of %s each",
+		cfg.Rate, cfg.Duration, groups, cfg.Every, ordinal(cfg.Every), cfg.Duration)
 	// The @s go round the groups: one group hears one every spacing.
 	spacing := time.Duration(int64(groups) * int64(cfg.Every) * int64(time.Second) / int64(cfg.Rate))
-	if spacing < 2*time.Second && len(load.Frames) > groups*cfg.Every {
-		cfg.progress("steady: warning: each group gets an @ every %s; pincer sends to one chat at most about once a second "+
+	if gap := time.Duration(cfg.sendGap()) * time.Millisecond; spacing < 2*gap && len(load.Frames) > groups*cfg.Every {
+		cfg.progress("steady: warning: each group gets an @ every %s; pincer sends to one chat at most about once every %s "+
 			"and merges an @ that comes while the previous reply in its chat is still on its way (messages.queue.mode steer), "+
-			"so some @s will get no reply of their own; use more -groups", spacing)
+			"so some @s will get no reply of their own; use more -groups", spacing, gap)
 	}
 	if perSecond := float64(cfg.Rate) / float64(cfg.Every); perSecond*cfg.Latency.Seconds() > 8 {
 		cfg.progress("steady: warning: %.0f @s a second at %s each need more model calls at once than pincer's default "+
 			"agents.defaults.maxConcurrent (8); the @s will queue", perSecond, cfg.Latency)
 	}
+	cfg.progress("steady: baseline reader, with @s…")
+	if err := steadyBaseline(ctx, cfg, filepath.Join(dir, "baseline"), load, s); err != nil {
+		return nil, err
+	}
+	cfg.progress("steady: pincer, chatter only…")
+	c, err := steadyPincer(ctx, cfg, filepath.Join(dir, "chatter"), chatter, steadyChatter)
+	if err != nil {
+		return nil, err
+	}
+	s.Chatter = c
+	cfg.progress("steady: pincer, with @s…")
+	w, err := steadyPincer(ctx, cfg, filepath.Join(dir, "pincer"), load, steadyWith)
+	if err != nil {
+		return nil, err
+	}
+	s.SteadyRun = *w
+	s.derive()
+	return s, nil
+}
+
+// mentionIDs are the load's @s of the bot.
+func mentionIDs(load Load) map[int64]bool {
+	m := map[int64]bool{}
+	for _, f := range load.Frames {
+		if f.Mention {
+			m[f.ID] = true
+		}
+	}
+	return m
+}
+
+// driven is how a steady stream went out.
+type driven struct {
+	writtenAt map[int64]time.Time // when each @ was written
+	lag       time.Duration       // the furthest behind its schedule
+	elapsed   time.Duration       // first frame due to the last written
+	writes    int
+}
+
+// drive sends the load at rate frames a second, each frame when it is
+// due. With a write batch, the frames due at once (when the writer is
+// behind) go out together.
+func drive(ctx context.Context, q *qq, load Load, rate, batch int) (driven, error) {
+	d := driven{writtenAt: map[int64]time.Time{}}
+	writes0 := q.writes()
+	start := time.Now()
+	due := func(i int) time.Time { return start.Add(time.Duration(int64(i) * int64(time.Second) / int64(rate))) }
+	for i := 0; i < len(load.Frames); {
+		at := due(i)
+		if w := time.Until(at); w > 0 {
+			time.Sleep(w)
+		}
+		now := time.Now()
+		d.lag = max(d.lag, now.Sub(at))
+		j := i + 1
+		if batch > 0 {
+			for j < len(load.Frames) && !due(j).After(now) {
+				j++
+			}
+		}
+		if err := q.push(ctx, load.Frames[i:j]); err != nil {
+			return d, err
+		}
+		written := time.Now()
+		for _, f := range load.Frames[i:j] {
+			if f.Mention {
+				d.writtenAt[f.ID] = written
+			}
+		}
+		i = j
+	}
+	d.elapsed = time.Since(start)
+	d.writes = q.writes() - writes0
+	return d, nil
+}
+
+// awaitReplies waits until every @ has its reply or ctx ends, then a
+// moment more for doubled replies to show.
+func awaitReplies(ctx context.Context, q *qq, mentions map[int64]bool) {
+	for ctx.Err() == nil {
+		if delivered, _, _ := q.tally(mentions); delivered >= len(mentions) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+}
+
+// steadyBaseline runs the baseline's reader on the steady stream.
+func steadyBaseline(ctx context.Context, cfg *Config, dir string, load Load, s *SteadyReport) error {
+	q, reader, err := startBaseline(ctx, cfg, dir)
+	if err != nil {
+		return err
+	}
+	defer q.close()
+	defer func() { _ = reader.stop(5 * time.Second) }() // stopped below unless a step fails
+	mentions := mentionIDs(load)
+	pid := reader.cmd.Process.Pid
+	samples := startSampler(ctx, pid, "")
+	u0, err := procUsage(pid)
+	if err != nil {
+		return err
+	}
+	d, err := drive(ctx, q, load, cfg.Rate, cfg.WriteBatch)
+	if err != nil {
+		return fmt.Errorf("bench: steady baseline: %w%s", err, reader.logTail())
+	}
+	u1, err := procUsage(pid)
+	if err != nil {
+		return err
+	}
+	drain, cancel := context.WithTimeout(ctx, 10*time.Second)
+	awaitReplies(drain, q, mentions)
+	cancel()
+	u2, err := procUsage(pid)
+	if err != nil {
+		return err
+	}
+	seen := samples.finish(ctx)
+	if err := reader.stop(10 * time.Second); err != nil {
+		return err
+	}
+	s.Baseline = processReport(len(load.Frames), d.elapsed, u0, u1, u2.hwm, seen)
+	s.BaselineWriterLagMaxMs, s.BaselineWrites = ms(d.lag), d.writes
+	delivered, duplicated, stray := q.tally(mentions)
+	s.BaselineReplies = Replies{Expected: len(mentions), Delivered: delivered, Duplicated: duplicated, Stray: stray}
+	s.BaselineDecoded = decoded(reader)
+	return nil
+}
+
+// steadyPincer runs a fresh pincer on a steady stream; what names the
+// run in its problems.
+func steadyPincer(ctx context.Context, cfg *Config, dir string, load Load, what string) (*SteadyRun, error) {
 	r, err := startPincer(ctx, cfg, dir)
 	if err != nil {
 		return nil, err
 	}
 	defer r.close()
+	s := &SteadyRun{Mentions: load.Mentions, Quoting: load.Quoting}
 	pid := r.pincer.cmd.Process.Pid
-	mentions := map[int64]bool{}
-	for _, f := range load.Frames {
-		if f.Mention {
-			mentions[f.ID] = true
-		}
-	}
-	writtenAt := make(map[int64]time.Time, len(mentions))
+	mentions := mentionIDs(load)
 	samples := startSampler(ctx, pid, r.base)
 	u0, err := procUsage(pid)
 	if err != nil {
 		return nil, err
 	}
 	self0 := selfCPU()
-	start := time.Now()
-	var lag time.Duration
-	for i, f := range load.Frames {
-		due := start.Add(time.Duration(int64(i) * int64(time.Second) / int64(cfg.Rate)))
-		if d := time.Until(due); d > 0 {
-			time.Sleep(d)
-		}
-		lag = max(lag, time.Since(due))
-		if err := r.qq.push(ctx, f.Data); err != nil {
-			return nil, fmt.Errorf("bench: steady: %w%s", err, r.pincer.logTail())
-		}
-		if f.Mention {
-			writtenAt[f.ID] = time.Now()
-		}
+	d, err := drive(ctx, r.qq, load, cfg.Rate, cfg.WriteBatch)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %s: %w%s", what, err, r.pincer.logTail())
 	}
-	elapsed := time.Since(start)
 	u1, err := procUsage(pid)
 	if err != nil {
 		return nil, err
@@ -321,33 +458,26 @@ func runSteady(ctx context.Context, cfg *Config, dir string, unix int64) (*Stead
 	self1 := selfCPU()
 	// The last @s get their answers.
 	drain, cancel := context.WithTimeout(ctx, min(cfg.Timeout, 30*time.Second+2*cfg.Latency))
-	defer cancel()
-	for {
-		if delivered, _, _ := r.qq.tally(mentions); delivered >= len(mentions) || drain.Err() != nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	// A moment for doubled replies to show.
-	time.Sleep(200 * time.Millisecond)
+	awaitReplies(drain, r.qq, mentions)
+	cancel()
 	u2, err := procUsage(pid)
 	if err != nil {
 		return nil, err
 	}
 	seen := samples.finish(ctx)
-	s.Pincer = processReport(len(load.Frames), elapsed, u0, u1, u2.hwm, seen)
-	s.WriterLagMaxMs = ms(lag)
+	s.Pincer = processReport(len(load.Frames), d.elapsed, u0, u1, u2.hwm, seen)
+	s.WriterLagMaxMs, s.Writes = ms(d.lag), d.writes
 	s.DriverCPUSeconds = (self1 - self0).Seconds()
 	s.ModelRequests = r.model.count()
 	s.GetMsg = r.qq.calls("get_msg")
 	s.TurnsReplied = turnsReplied(ctx, r.base, seen.metrics, len(mentions))
 	if err := r.stop(); err != nil {
-		s.Problems = append(s.Problems, fmt.Sprintf("steady: pincer did not stop cleanly: %v", err))
+		s.Problems = append(s.Problems, fmt.Sprintf("%s: pincer did not stop cleanly: %v", what, err))
 	}
 	delivered, duplicated, stray := r.qq.tally(mentions)
 	s.Replies = Replies{Expected: len(mentions), Delivered: delivered, Duplicated: duplicated, Stray: stray}
 	var toRequest, toSend []time.Duration
-	for id, w := range writtenAt {
+	for id, w := range d.writtenAt {
 		req, done := r.model.times(id)
 		if !req.IsZero() {
 			toRequest = append(toRequest, req.Sub(w))
@@ -420,6 +550,9 @@ func processReport(events int, wall time.Duration, before, after usage, hwm int6
 	}
 	if cpu > 0 {
 		p.EventsPerCPUSecond = float64(events) / cpu.Seconds()
+	}
+	if events > 0 {
+		p.CPUPerEventUs = 1e6 * cpu.Seconds() / float64(events)
 	}
 	return p
 }
