@@ -28,6 +28,9 @@ type Gateway struct {
 	// reach pincer; on other listeners, where the token guards everything,
 	// the list applies only when it is set.
 	AllowedHosts []string `json:"allowedHosts"`
+	// Pprof serves Go's runtime profiles (net/http/pprof) under
+	// /debug/pprof/ on the listener, behind Token, which it requires.
+	Pprof bool `json:"pprof"`
 }
 
 // ShutdownTimeout returns ShutdownTimeoutMs as a duration.
@@ -53,6 +56,9 @@ func (g Gateway) Validate() error {
 		errs = append(errs, problem("listen", "want host:port, got %q", g.Listen))
 	} else if !g.Loopback() && g.Token == "" {
 		errs = append(errs, problem("token", "required when listen (%s) is not a loopback address", g.Listen))
+	}
+	if g.Pprof && g.Token == "" {
+		errs = append(errs, crossProblem("pprof", []string{"token"}, "requires gateway.token, which every /debug/pprof/ request must then carry: set gateway.token (e.g. token: '${PINCER_GATEWAY_TOKEN}') or set gateway.pprof to false"))
 	}
 	if g.ShutdownTimeoutMs < 0 {
 		errs = append(errs, problem("shutdownTimeoutMs", "must not be negative"))

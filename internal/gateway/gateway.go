@@ -389,7 +389,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	srv := &http.Server{
 		Handler: httpapi.New(httpapi.Options{
 			Token: cfg.Gateway.Token.Value(), Loopback: cfg.Gateway.Loopback(), AllowedHosts: cfg.Gateway.AllowedHosts,
-			Gatherer: reg, App: app, Endpoints: endpoints, Started: started,
+			Pprof: cfg.Gateway.Pprof, Gatherer: reg, App: app, Endpoints: endpoints, Started: started,
 			Health: healthReport(watch, qqs.accounts()),
 		}),
 		ReadHeaderTimeout: 10 * time.Second,

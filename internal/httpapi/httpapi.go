@@ -53,6 +53,10 @@ type Options struct {
 	// ready; nil means all is ok. Its context ends with the request or
 	// after HealthTimeout.
 	Health func(ctx context.Context) Health
+	// Pprof serves Go's runtime profiles under /debug/pprof/ (the index,
+	// cmdline, profile, symbol, trace and the named profiles), behind
+	// Token; without a Token they are not served at all.
+	Pprof bool
 	// Started gives the uptime /healthz shows to requests with the token
 	// (to all when there is no token).
 	Started time.Time
@@ -66,6 +70,9 @@ func New(o Options) http.Handler {
 		// Uncompressed: the exposition is a few kilobytes, and a gzip
 		// writer costs most of a megabyte of garbage per scrape.
 		mux.Handle("GET /metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{DisableCompression: true}))
+	}
+	if o.Pprof && o.Token != "" {
+		mountPprof(mux)
 	}
 	if o.App != nil {
 		mux.Handle("/", o.App)
@@ -110,7 +117,8 @@ func (g gate) carried(r *http.Request) bool {
 
 // require admits requests carrying the token. A browser that opens a page
 // with ?token= gets the token as an HttpOnly cookie and is redirected to
-// the URL without it, so the token does not linger in history or logs.
+// the URL without it, so the token does not linger in history or logs;
+// the API and the profiles, which programs fetch, are served at once.
 func (g gate) require(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if bearer, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); found && g.ok(bearer) {
@@ -118,7 +126,7 @@ func (g gate) require(next http.Handler) http.Handler {
 			return
 		}
 		if q := r.URL.Query().Get("token"); q != "" && g.ok(q) {
-			if r.Method == http.MethodGet && !strings.HasPrefix(r.URL.Path, "/api/") {
+			if r.Method == http.MethodGet && !strings.HasPrefix(r.URL.Path, "/api/") && !strings.HasPrefix(r.URL.Path, pprofPrefix) {
 				http.SetCookie(w, &http.Cookie{Name: TokenCookie, Value: q, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: overHTTPS(r)})
 				clean := *r.URL
 				v := clean.Query()
