@@ -9,10 +9,12 @@ import (
 
 // Checkpoints — copying the write-ahead log back into the database file,
 // with its fsyncs — run on a connection of their own, in the background,
+// every two seconds (each one writes every page changed since the last
+// once, and two fsyncs, however often the page changed in between),
 // rather than inside whichever commit crosses SQLite's threshold: that
 // commit, and every write queued behind it, would wait milliseconds for
 // the disk. A passive checkpoint never blocks the writer.
-const checkpointEvery = 500 * time.Millisecond
+const checkpointEvery = 2 * time.Second
 
 // checkpointer runs passive checkpoints on its own connection until
 // stopped.
