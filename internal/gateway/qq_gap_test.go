@@ -186,6 +186,15 @@ func TestQQSendGapEndToEnd(t *testing.T) {
 	slow.ask(t, ctx, 1, "一")
 	slow.waitSends(t, ctx, 1)
 	slow.ask(t, ctx, 2, "二")
+	// 3 and 4 come once the model was asked about 2, so they cannot join
+	// its turn: they wait while its reply holds the chat's turn.
+	for !strings.Contains(newlyAsked(fake), "二") {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the model was never asked about 2")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 	slow.ask(t, ctx, 3, "三")
 	slow.ask(t, ctx, 4, "四")
 	var sends []gapSend
