@@ -48,7 +48,14 @@ type Lanes struct {
 	// workers parked and not yet woken.
 	wake   *sync.Cond
 	parked int
+	// lastRun is when Run was last called.
+	lastRun time.Time
 }
+
+// runInlineAfter is the quiet before an item that Run takes on the
+// caller's goroutine: items closer together than this are a burst, which
+// the workers take side by side.
+const runInlineAfter = 200 * time.Microsecond
 
 type lane struct {
 	key   string
@@ -104,18 +111,22 @@ func (l *Lanes) TrySubmit(ctx context.Context, key string, wait time.Duration, f
 }
 
 // Run is Submit that runs f on the calling goroutine, before it returns,
-// when nothing else is queued or running: at a trickle a message is then
-// taken in without waking a worker (and the thread it runs on). Otherwise
-// f is queued as Submit queues it. f must not wait for anything the
-// caller itself would provide.
+// when nothing else is queued or running and the caller's last item came
+// at least runInlineAfter before: at a trickle a message is then taken in
+// without waking a worker (and the thread it runs on), while a burst
+// still goes to the workers side by side. Otherwise f is queued as Submit
+// queues it. f must not wait for anything the caller itself would provide.
 func (l *Lanes) Run(ctx context.Context, key string, f func()) error {
 	select {
 	case l.slots <- struct{}{}:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	now := time.Now()
 	l.mu.Lock()
-	if l.closed || l.running > 0 {
+	last := l.lastRun
+	l.lastRun = now
+	if l.closed || l.running > 0 || now.Sub(last) < runInlineAfter {
 		l.mu.Unlock()
 		return l.enqueue(key, f)
 	}

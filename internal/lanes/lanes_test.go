@@ -165,9 +165,11 @@ func TestTrickleReusesAWorker(t *testing.T) {
 }
 
 // TestRunInlineWhenIdle: Run takes an item on the caller's goroutine when
-// nothing else is queued or running; while something is, it queues the
-// item as Submit does, after the key's earlier items, and an item
-// submitted for the key while an inline one runs runs after it.
+// nothing else is queued or running and the last came 200 µs or more
+// before; while something is, it queues the item as Submit does, after
+// the key's earlier items, and an item submitted for the key while an
+// inline one runs runs after it. Items closer together (a burst) go to
+// the workers even when they are idle.
 func TestRunInlineWhenIdle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := New(Options{Workers: 2})
@@ -208,7 +210,22 @@ func TestRunInlineWhenIdle(t *testing.T) {
 		}
 		mu.Unlock()
 
+		// A burst: the next item right after another goes to a worker.
+		time.Sleep(time.Millisecond)
+		if err := l.Run(ctx, "d", func() {}); err != nil {
+			t.Fatal(err)
+		}
+		got2 := make(chan string, 1)
+		if err := l.Run(ctx, "e", func() { got2 <- goroutineID() }); err != nil {
+			t.Fatal(err)
+		}
+		if id := <-got2; id == me {
+			t.Errorf("an item right after another ran on the caller's goroutine; a burst goes to the workers")
+		}
+		synctest.Wait()
+
 		// Inline, with an item of the same key submitted meanwhile.
+		time.Sleep(time.Millisecond)
 		order = nil
 		err := l.Run(ctx, "c", func() {
 			if err := l.Submit(ctx, "c", func() { add("c2") }); err != nil {
