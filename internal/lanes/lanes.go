@@ -137,20 +137,11 @@ func (l *Lanes) Run(ctx context.Context, key string, f func()) error {
 
 	l.run(f)
 
-	<-l.slots
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.running--
-	ln.busy = false
-	if len(ln.items) > 0 {
+	if l.ran(ln) {
 		// Queued behind it meanwhile: a worker takes over.
-		l.ready = append(l.ready, ln)
 		l.startWorker()
-	} else {
-		delete(l.lanes, key)
-	}
-	if l.running == 0 {
-		l.idle.Broadcast()
 	}
 	return nil
 }
@@ -214,20 +205,29 @@ func (l *Lanes) work() {
 
 		l.run(f)
 
-		<-l.slots
 		l.mu.Lock()
-		l.running--
-		ln.busy = false
-		if len(ln.items) > 0 {
-			// The lane goes to the back: other chats get their turn.
-			l.ready = append(l.ready, ln)
-		} else {
-			delete(l.lanes, ln.key)
-		}
-		if l.running == 0 {
-			l.idle.Broadcast()
-		}
+		l.ran(ln)
 	}
+}
+
+// ran settles the item of ln that just ran, with l.mu held: its slot is
+// freed, and the lane goes to the back of ready when more of its items
+// wait (other chats get their turn first), which ran reports, or is
+// forgotten.
+func (l *Lanes) ran(ln *lane) bool {
+	<-l.slots
+	l.running--
+	ln.busy = false
+	more := len(ln.items) > 0
+	if more {
+		l.ready = append(l.ready, ln)
+	} else {
+		delete(l.lanes, ln.key)
+	}
+	if l.running == 0 {
+		l.idle.Broadcast()
+	}
+	return more
 }
 
 // run runs f; a panic in it stays in f (and is reported).
