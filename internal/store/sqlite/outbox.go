@@ -60,19 +60,23 @@ func (d *DB) ResumeTurn(ctx context.Context, key string) (int, error) {
 	return n, nil
 }
 
-// FinishTurn implements store.Journal.
+// FinishTurn implements store.Journal. It does not wait for the writer:
+// a crash that loses the deletion makes the next start resume the turn,
+// which finds its reply in the outbox (committed before the reply was
+// sent and again once the platform took it) and sends nothing again; a
+// turn that had failed is tried once more.
 func (d *DB) FinishTurn(ctx context.Context, keys ...string) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	err := d.tx(ctx, func(tx *sql.Conn) error {
+	err := d.w.post(func(tx *sql.Conn) error {
 		for _, k := range keys {
 			if _, err := d.exec(ctx, tx, `DELETE FROM pending_turns WHERE key = ?`, k); err != nil {
 				return err
 			}
 		}
 		return nil
-	})
+	}, true)
 	if err != nil {
 		return fmt.Errorf("finish turns %v: %w", keys, err)
 	}

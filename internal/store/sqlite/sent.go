@@ -65,7 +65,8 @@ func (d *DB) loadSent(ctx context.Context) error {
 }
 
 // RecordSent implements store.SentLog: the ids of one send (its chunks)
-// are recorded in one transaction.
+// are known at once and written in one transaction, which it does not
+// wait for (as the ingest path does not wait for the log).
 func (d *DB) RecordSent(ctx context.Context, ch msg.ChannelID, acct msg.AccountID, ids ...msg.MessageID) error {
 	if len(ids) == 0 {
 		return nil
@@ -78,14 +79,14 @@ func (d *DB) RecordSent(ctx context.Context, ch msg.ChannelID, acct msg.AccountI
 		d.sent.at[d.sent.key(string(ch), string(acct), string(id))] = at
 	}
 	d.sent.mu.Unlock()
-	err := d.tx(ctx, func(tx *sql.Conn) error {
+	err := d.w.post(func(tx *sql.Conn) error {
 		for _, id := range ids {
 			if _, err := d.exec(ctx, tx, qRecordSent, string(ch), string(acct), string(id), at); err != nil {
 				return err
 			}
 		}
 		return nil
-	})
+	}, true)
 	if err != nil {
 		return fmt.Errorf("record sent %v: %w", ids, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pincerbot/pincer/internal/msg"
+	"github.com/pincerbot/pincer/internal/store"
 )
 
 // TestSentIDsAreKnownAfterAReopen: the sent log read from memory is the
@@ -86,5 +87,63 @@ func TestWasSentNeverWaitsForTheWriter(t *testing.T) {
 			t.Error("WasSent waits for the writer")
 		}
 		close(release)
+	})
+}
+
+// TestWhatFollowsASendDoesNotWaitForTheWriter: recording a reply's ids
+// and finishing its turn, the bookkeeping after a send, return while the
+// writer is busy, and are written all the same: the journal no longer has
+// the turn and the ids are known after a reopening. (A crash before they
+// are written costs the turn's journal entry a resume that finds the reply
+// delivered, and the ids what a crash costs every write nobody waits for.)
+func TestWhatFollowsASendDoesNotWaitForTheWriter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		path := filepath.Join(t.TempDir(), "pincer.db")
+		db, err := Open(ctx, path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.AdmitTurn(ctx, "turn", time.Hour, []byte("t"), store.Consumed{}); err != nil {
+			t.Fatal(err)
+		}
+		held, release := make(chan struct{}), make(chan struct{})
+		if err := db.w.post(func(*sql.Conn) error {
+			close(held)
+			<-release
+			return nil
+		}, false); err != nil {
+			t.Fatal(err)
+		}
+		<-held
+		returned := make(chan error, 2)
+		go func() { returned <- db.RecordSent(ctx, "onebot", "default", "8") }()
+		go func() { returned <- db.FinishTurn(ctx, "turn") }()
+		synctest.Wait()
+		for range 2 {
+			select {
+			case err := <-returned:
+				if err != nil {
+					t.Error(err)
+				}
+			default:
+				t.Error("RecordSent or FinishTurn waits for the writer")
+			}
+		}
+		close(release)
+		if pending, err := db.PendingTurns(ctx); err != nil || len(pending) != 0 {
+			t.Errorf("journal after FinishTurn: %+v, %v", pending, err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		db, err = Open(ctx, path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if ok, _ := db.WasSent(ctx, "onebot", "default", "8"); !ok {
+			t.Error("the id recorded while the writer was busy is not known after a reopening")
+		}
 	})
 }
