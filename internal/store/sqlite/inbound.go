@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -57,7 +58,7 @@ func (d *DB) AdmitTurn(ctx context.Context, key string, ttl time.Duration, turn 
 		}
 		admitted = true
 		if turn != nil {
-			_, err = d.exec(ctx, tx, qJournal, key, turn, millis(t))
+			_, err = d.exec(ctx, tx, qJournal, key, turn, millis(t), d.journalN.Add(1))
 		}
 		return err
 	})
@@ -171,59 +172,154 @@ func (d *DB) insertRows(tx *sql.Conn, rows []*logRow) error {
 		if _, err := d.exec(ctx, tx, qLogInbound, r.seq, r.chat, r.id, int64(r.views), r.at, r.body, r.prev); err != nil {
 			return fmt.Errorf("log inbound %s: %w", r.id, err)
 		}
-		h := d.written[r.chat]
-		if h == nil {
-			h = &chain{}
-			d.written[r.chat] = h
-		}
-		h.last, h.views = max(h.last, r.seq), h.views|r.views
-		d.unsaved[r.chat] = true
+		d.noteWritten(r.chat, r.seq, r.views)
 	}
 	return nil
 }
 
-// saveChains writes the chats whose last entry changed in this batch,
-// before it commits. The writer calls it.
+// noteWritten records that chat's entry seq, in views, is in the
+// database, and that the chats table does not know it yet.
+func (d *DB) noteWritten(chat string, seq int64, views store.Views) {
+	h := d.written[chat]
+	if h == nil {
+		h = &chain{}
+		d.written[chat] = h
+	}
+	h.last, h.views = max(h.last, seq), h.views|views
+	if _, ok := d.unsaved[chat]; !ok {
+		d.unsaved[chat] = seq
+	}
+	d.maxWritten = max(d.maxWritten, seq)
+}
+
+// The chats table — where each chat's entries end — is saved lazily: a
+// chat's row changes with every message, and one row a message, each on a
+// page of its own in a table of thousands of chats, was the most of what a
+// steady trickle wrote. Instead the rows of the chats that changed are
+// written every chainsSaveEvery, chainsPerBatch a batch (a burst of them
+// does not hold up one batch for long), and the meta row chains_upto
+// says up to which entry the table is complete: Open reads the entries
+// after it, a few seconds of them at most, to find the rest. A clean
+// close saves everything.
+const (
+	chainsSaveEvery = 2 * time.Second
+	chainsPerBatch  = 256
+	qChainsUpto     = `INSERT INTO meta (key, value) VALUES ('chains_upto', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`
+)
+
+// saveChains writes some of the chats whose last entry changed since they
+// were last written, when their turn has come, before the batch commits.
+// The writer calls it.
 func (d *DB) saveChains(tx *sql.Conn) error {
-	if err := d.writeChains(tx); err != nil {
-		return err
+	if len(d.unsaved) == 0 {
+		return nil
 	}
-	clear(d.unsaved)
-	return nil
+	if !d.saving {
+		if time.Since(d.chainsSaved) < chainsSaveEvery {
+			return nil
+		}
+		d.saving = true
+	}
+	return d.writeChains(tx, chainsPerBatch)
 }
 
-// writeChains writes the chats whose last entry changed in this batch,
-// leaving them marked: the batch's end writes them (again) before it
-// commits.
-func (d *DB) writeChains(tx *sql.Conn) error {
+// writeChains writes up to limit (all, for limit 0) of the chats whose
+// last entry changed since they were last written, and where the table
+// is now complete up to. The writer calls it.
+func (d *DB) writeChains(tx *sql.Conn, limit int) error {
 	ctx := context.Background()
+	n := 0
 	for chat := range d.unsaved {
+		if limit > 0 && n == limit {
+			break
+		}
 		h := d.written[chat]
 		if _, err := d.exec(ctx, tx, qSaveChain, chat, h.last, int64(h.views)); err != nil {
 			return fmt.Errorf("chat %q: %w", chat, err)
 		}
+		delete(d.unsaved, chat)
+		n++
+	}
+	upto := d.maxWritten
+	for _, first := range d.unsaved {
+		upto = min(upto, first-1)
+	}
+	if _, err := d.exec(ctx, tx, qChainsUpto, strconv.FormatInt(upto, 10)); err != nil {
+		return fmt.Errorf("chats: %w", err)
+	}
+	if len(d.unsaved) == 0 {
+		d.saving, d.chainsSaved = false, time.Now()
 	}
 	return nil
 }
 
-// loadChains reads where each chat's entries end.
+// saveAllChains writes every chat whose last entry changed, in a
+// transaction of its own on the writer's connection once the writer has
+// stopped.
+func (d *DB) saveAllChains(ctx context.Context) error {
+	if len(d.unsaved) == 0 {
+		return nil
+	}
+	if _, err := d.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return fmt.Errorf("save chats: %w", err)
+	}
+	if err := d.writeChains(d.conn, 0); err != nil {
+		_, _ = d.conn.ExecContext(ctx, "ROLLBACK")
+		return fmt.Errorf("save chats: %w", err)
+	}
+	if _, err := d.conn.ExecContext(ctx, "COMMIT"); err != nil {
+		return fmt.Errorf("save chats: %w", err)
+	}
+	return nil
+}
+
+// loadChains reads where each chat's entries end: the chats table, and
+// the entries logged after the point it is complete up to.
 func (d *DB) loadChains(ctx context.Context) error {
 	rows, err := d.db.QueryContext(ctx, `SELECT chat, last, views FROM chats`)
 	if err != nil {
 		return fmt.Errorf("read chats: %w", err)
 	}
 	defer rows.Close()
-	d.chains, d.written, d.unsaved = map[string]*chain{}, map[string]*chain{}, map[string]bool{}
+	d.chains, d.written, d.unsaved = map[string]*chain{}, map[string]*chain{}, map[string]int64{}
 	for rows.Next() {
 		var chat string
 		var last, views int64
 		if err := rows.Scan(&chat, &last, &views); err != nil {
 			return fmt.Errorf("read chats: %w", err)
 		}
-		d.chains[chat] = &chain{last: last, views: store.Views(views)}
 		d.written[chat] = &chain{last: last, views: store.Views(views)}
+		d.maxWritten = max(d.maxWritten, last)
 	}
-	return rows.Err()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read chats: %w", err)
+	}
+	var upto int64
+	if err := d.db.QueryRowContext(ctx, `SELECT coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'chains_upto'), 0)`).Scan(&upto); err != nil {
+		return fmt.Errorf("read chats: %w", err)
+	}
+	rest, err := d.db.QueryContext(ctx, `SELECT seq, chat, views FROM messages WHERE seq > ? ORDER BY seq`, upto)
+	if err != nil {
+		return fmt.Errorf("read the log's last entries: %w", err)
+	}
+	defer rest.Close()
+	for rest.Next() {
+		var seq, views int64
+		var chat string
+		if err := rest.Scan(&seq, &chat, &views); err != nil {
+			return fmt.Errorf("read the log's last entries: %w", err)
+		}
+		d.noteWritten(chat, seq, store.Views(views))
+	}
+	if err := rest.Err(); err != nil {
+		return fmt.Errorf("read the log's last entries: %w", err)
+	}
+	for chat, h := range d.written {
+		d.chains[chat] = &chain{last: h.last, views: h.views}
+	}
+	// What the log held before is saved with the first batch.
+	d.saving = len(d.unsaved) > 0
+	return nil
 }
 
 // walk visits a chat's entries from last back, newest first, until visit
@@ -390,7 +486,7 @@ func (d *DB) PruneInbound(ctx context.Context, before time.Time) (int64, error) 
 		var n int64
 		err := d.w.do(func(tx *sql.Conn) error {
 			// The chats table must know every view its chats use first.
-			if err := d.writeChains(tx); err != nil {
+			if err := d.writeChains(tx, 0); err != nil {
 				return err
 			}
 			res, err := d.exec(ctx, tx, qPruneInbound, millis(before), pruneBatch)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io/fs"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,4 +108,128 @@ func TestMigrationMovesTheLogAndBuffersIntoViews(t *testing.T) {
 		t.Errorf("a new entry numbered %d (%v) after %d", seq, err, held[len(held)-1].Seq)
 	}
 	check("history with the new entry", texts(d.HeldInbound(ctx, "onebot", "default", store.ViewHistory, 20)), "two", "three", "four")
+}
+
+// TestMigrationToFewerTrees: a database of version 9 opens with its
+// dedup claims, sent ids, journal (in the order its turns were admitted,
+// however the clock stood) and buffered entries as they were, buffered
+// entries numbered on after the last, and its log's chains complete.
+func TestMigrationToFewerTrees(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v9.db")
+	old, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := goose.NewProvider(goose.DialectSQLite3, old, sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(ctx, 9); err != nil {
+		t.Fatal(err)
+	}
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := old.ExecContext(ctx, q, args...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	far := time.Now().Add(time.Hour).UnixMilli()
+	exec(`INSERT INTO dedup (key, expires_at) VALUES ('seen', ?)`, far)
+	exec(`INSERT INTO sent (channel, account, message_id, sent_at) VALUES ('onebot', 'default', '99', ?)`, time.Now().UnixMilli())
+	exec(`INSERT INTO pending_turns (key, body, at) VALUES ('second', X'62', 5), ('first', X'61', 1), ('third', X'63', 5)`)
+	exec(`INSERT INTO buffered (scope, kind, key, trigger, at, body) VALUES ('onebot/default', 'realtime', 'k', '', 1, '{}'), ('onebot/default', 'realtime', 'k', '', 1, '{}')`)
+	exec(`DELETE FROM buffered WHERE id = 2`)
+	g := msg.Peer{Kind: msg.Group, ID: "7"}
+	for seq, text := range []string{"", "one", "two"} {
+		if seq == 0 {
+			continue
+		}
+		b, err := json.Marshal(msg.Message{ID: msg.MessageID(text), Channel: "onebot", Account: "default", Peer: g, Text: text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		exec(`INSERT INTO messages (seq, chat, message_id, views, logged_at, body, prev) VALUES (?, ?, ?, 1, 1, ?, ?)`, seq, chatKey("onebot", "default", g), text, b, seq-1)
+	}
+	exec(`INSERT INTO chats (chat, last, views) VALUES (?, 2, 1)`, chatKey("onebot", "default", g))
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	d, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatalf("open after the migration: %v", err)
+	}
+	defer d.Close()
+	if ok, err := d.ClaimDedup(ctx, "seen", time.Hour); err != nil || ok {
+		t.Errorf("a claim made before the migration claimed again: %v, %v", ok, err)
+	}
+	if ok, _ := d.WasSent(ctx, "onebot", "default", "99"); !ok {
+		t.Error("a sent id recorded before the migration is not known")
+	}
+	pending, err := d.PendingTurns(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, pt := range pending {
+		keys = append(keys, pt.Key)
+	}
+	if diff := cmp.Diff([]string{"first", "second", "third"}, keys); diff != "" {
+		t.Errorf("journal order (-want +got):\n%s", diff)
+	}
+	if _, err := d.AdmitTurn(ctx, "fourth", time.Hour, []byte("d"), store.Consumed{}); err != nil {
+		t.Fatal(err)
+	}
+	if pending, err = d.PendingTurns(ctx); err != nil || len(pending) != 4 || pending[3].Key != "fourth" {
+		t.Errorf("a turn admitted after the migration: %+v, %v", pending, err)
+	}
+	ids, err := d.Buffer(ctx, []store.Buffered{{Scope: "onebot/default", Kind: "realtime", Key: "k", Message: msg.Message{ID: "x"}}})
+	if err != nil || len(ids) != 1 || ids[0] != 2 {
+		t.Errorf("the next buffered entry is numbered %v (%v), want 2 after the last one there", ids, err)
+	}
+	lms, err := d.RecentInbound(ctx, "onebot", "default", g, 10)
+	if err != nil || len(lms) != 2 || lms[0].Message.Text != "one" || lms[1].Message.Text != "two" {
+		t.Errorf("the log after the migration: %+v, %v", lms, err)
+	}
+}
+
+// TestOutboxIndexesNameThePendingState: the outbox's partial indexes and
+// the queries that use them say 'pending' in SQL, which must be the state
+// the store writes, and those queries use them.
+func TestOutboxIndexesNameThePendingState(t *testing.T) {
+	if store.OutboxPending != "pending" {
+		t.Fatalf("store.OutboxPending is %q; the outbox's indexes and queries say 'pending'", store.OutboxPending)
+	}
+	ctx := context.Background()
+	d, err := Open(ctx, filepath.Join(t.TempDir(), "plan.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for q, index := range map[string]string{
+		qPendingOutbox: "outbox_pending",
+		`DELETE FROM outbox WHERE state != 'pending' AND updated_at < ?`: "outbox_settled",
+	} {
+		var plan []string
+		err := d.each(ctx, "EXPLAIN QUERY PLAN "+q, []any{"a", "b"}[:strings.Count(q, "?")], func(rows *sql.Rows) error {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				return err
+			}
+			plan = append(plan, detail)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(strings.Join(plan, "; "), index) {
+			t.Errorf("%s\nplan %q does not use %s", q, plan, index)
+		}
+	}
 }

@@ -15,13 +15,15 @@ import (
 )
 
 const (
-	qJournal = `INSERT INTO pending_turns (key, body, at) VALUES (?, ?, ?)
+	qJournal = `INSERT INTO pending_turns (key, body, at, n) VALUES (?, ?, ?, ?)
 		ON CONFLICT (key) DO UPDATE SET body = excluded.body, at = excluded.at, attempts = 0`
 	qAddOutbox = `INSERT INTO outbox (id, channel, account, peer, body, sent, attempts, state, last_error, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, 0, 0, ?, '', ?, ?) ON CONFLICT (id) DO NOTHING`
-	qUpdateOutbox  = `UPDATE outbox SET sent = ?, attempts = ?, state = ?, last_error = ?, updated_at = ? WHERE id = ?`
+	qUpdateOutbox = `UPDATE outbox SET sent = ?, attempts = ?, state = ?, last_error = ?, updated_at = ? WHERE id = ?`
+	// The outbox's partial indexes (migration 10) and the queries that use
+	// them name store.OutboxPending in SQL: 'pending'.
 	qPendingOutbox = `SELECT id, channel, body, sent, attempts, state, last_error, created_at, updated_at FROM outbox
-		WHERE channel = ? AND account = ? AND state = ? ORDER BY created_at, rowid`
+		WHERE channel = ? AND account = ? AND state = 'pending' ORDER BY created_at, rowid`
 	// The id range [prefix, prefix+U+10FFFF) holds every id starting with
 	// prefix and uses the primary key's index, unlike LIKE.
 	qOutboxEntries = `SELECT id, channel, body, sent, attempts, state, last_error, created_at, updated_at FROM outbox
@@ -31,7 +33,7 @@ const (
 // PendingTurns implements store.Journal.
 func (d *DB) PendingTurns(ctx context.Context) ([]store.PendingTurn, error) {
 	var out []store.PendingTurn
-	err := d.each(ctx, `SELECT key, body, attempts, at FROM pending_turns ORDER BY at, rowid`, nil, func(rows *sql.Rows) error {
+	err := d.each(ctx, `SELECT key, body, attempts, at FROM pending_turns ORDER BY at, n`, nil, func(rows *sql.Rows) error {
 		var p store.PendingTurn
 		var at int64
 		if err := rows.Scan(&p.Key, &p.Turn, &p.Attempts, &at); err != nil {
@@ -125,7 +127,7 @@ func (d *DB) UpdateOutbox(ctx context.Context, id string, sent, attempts int, st
 // PendingOutbox implements store.Outbox.
 func (d *DB) PendingOutbox(ctx context.Context, ch msg.ChannelID, acct msg.AccountID) ([]store.OutboxEntry, error) {
 	var out []store.OutboxEntry
-	err := d.each(ctx, qPendingOutbox, []any{string(ch), string(acct), string(store.OutboxPending)}, func(rows *sql.Rows) error {
+	err := d.each(ctx, qPendingOutbox, []any{string(ch), string(acct)}, func(rows *sql.Rows) error {
 		e, err := scanOutbox(rows)
 		if err != nil {
 			return err
@@ -189,7 +191,7 @@ func (d *DB) OutboxEntries(ctx context.Context, prefix string) ([]store.OutboxEn
 
 // PruneOutbox implements store.Outbox.
 func (d *DB) PruneOutbox(ctx context.Context, before time.Time) (int64, error) {
-	res, err := d.exec(ctx, nil, `DELETE FROM outbox WHERE state != ? AND updated_at < ?`, string(store.OutboxPending), millis(before))
+	res, err := d.exec(ctx, nil, `DELETE FROM outbox WHERE state != 'pending' AND updated_at < ?`, millis(before))
 	if err != nil {
 		return 0, fmt.Errorf("prune outbox: %w", err)
 	}

@@ -54,14 +54,22 @@ type DB struct {
 	// seq and bufferID number log entries and buffered entries as they
 	// are handed in, so their writers need not wait for the database.
 	seq, bufferID atomic.Int64
+	// journalN orders the turns of the journal as they are admitted.
+	journalN atomic.Int64
 	// chains is where each chat's entries end as they are handed in
 	// (under chainsMu); written is where they end in the database as the
-	// writer has it, and unsaved the chats whose end changed in the open
-	// batch (only the writer touches those two).
-	chainsMu sync.Mutex
-	chains   map[string]*chain
-	written  map[string]*chain
-	unsaved  map[string]bool
+	// writer has it, maxWritten the last entry in it, and unsaved the
+	// chats whose end the chats table does not know yet, each with its
+	// first entry since; saving is set while a save of them is under way,
+	// and chainsSaved is when the last one ended (only the writer touches
+	// these, see saveChains).
+	chainsMu    sync.Mutex
+	chains      map[string]*chain
+	written     map[string]*chain
+	maxWritten  int64
+	unsaved     map[string]int64
+	saving      bool
+	chainsSaved time.Time
 	// sent mirrors the sent table (see sent.go).
 	sent sentMirror
 	log  *slog.Logger
@@ -161,18 +169,20 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	return d, nil
 }
 
-// loadCounters continues the numbering of log and buffered entries.
+// loadCounters continues the numbering of log and buffered entries and
+// of the journal's turns.
 func (d *DB) loadCounters(ctx context.Context) error {
-	var seq, id int64
+	var seq, id, n int64
 	err := d.db.QueryRowContext(ctx, `SELECT
 		(SELECT coalesce(max(seq), 0) FROM messages),
-		max((SELECT coalesce(max(id), 0) FROM buffered),
-		    coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'buffered'), 0))`).Scan(&seq, &id)
+		(SELECT coalesce(max(id), 0) FROM buffered),
+		(SELECT coalesce(max(n), 0) FROM pending_turns)`).Scan(&seq, &id, &n)
 	if err != nil {
 		return fmt.Errorf("read counters: %w", err)
 	}
 	d.seq.Store(seq)
 	d.bufferID.Store(id)
+	d.journalN.Store(n)
 	return nil
 }
 
@@ -211,7 +221,7 @@ func (d *DB) close() error {
 		errs = append(errs, d.cp.close())
 	}
 	d.w.close()
-	errs = append(errs, d.closeStmts(), d.conn.Close())
+	errs = append(errs, d.saveAllChains(context.Background()), d.closeStmts(), d.conn.Close())
 	return errors.Join(append(errs, d.db.Close())...)
 }
 

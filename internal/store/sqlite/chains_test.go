@@ -1,0 +1,143 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/pincerbot/pincer/internal/msg"
+	"github.com/pincerbot/pincer/internal/store"
+)
+
+// TestChatsAreSavedLazily: where a chat's entries end is not written with
+// every batch but every chainsSaveEvery, and a database left by a crash
+// in between (its files as they were after a commit) still links every
+// chat's entries, found from the entries after the point the chats table
+// is complete up to.
+func TestChatsAreSavedLazily(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		dir := t.TempDir()
+		db, err := Open(ctx, filepath.Join(dir, "pincer.db"), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g1, g2 := msg.Peer{Kind: msg.Group, ID: "1"}, msg.Peer{Kind: msg.Group, ID: "2"}
+		n := 0
+		logIn := func(peer msg.Peer) {
+			t.Helper()
+			n++
+			m := msg.Message{ID: msg.MessageID(strconv.Itoa(n)), Channel: "onebot", Account: "default", Peer: peer, Time: time.Now(), Text: "m" + strconv.Itoa(n)}
+			if _, err := db.LogInbound(ctx, m, store.ViewHistory); err != nil {
+				t.Fatal(err)
+			}
+		}
+		commit := func() {
+			t.Helper()
+			if err := db.w.do(func(*sql.Conn) error { return nil }, false, true); err != nil {
+				t.Fatal(err)
+			}
+		}
+		saved := func() string {
+			t.Helper()
+			var out []string
+			err := db.each(ctx, `SELECT chat, last FROM chats ORDER BY chat`, nil, func(rows *sql.Rows) error {
+				var chat string
+				var last int64
+				if err := rows.Scan(&chat, &last); err != nil {
+					return err
+				}
+				out = append(out, chat[strings.LastIndex(chat, sep)+1:]+"="+strconv.FormatInt(last, 10))
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return strings.Join(out, " ")
+		}
+
+		// The first batch after Open saves what the log held before: here,
+		// nothing. The clock starts at the bubble's epoch, long after zero.
+		logIn(g1)
+		logIn(g2)
+		commit()
+		if got := saved(); got != "group:1=1 group:2=2" {
+			t.Fatalf("chats after the first batch: %q", got)
+		}
+		logIn(g1)
+		logIn(g1)
+		logIn(g2)
+		commit()
+		if got := saved(); got != "group:1=1 group:2=2" {
+			t.Errorf("chats saved again before %v: %q", chainsSaveEvery, got)
+		}
+		crashed := copyDatabase(t, dir, t.TempDir())
+
+		time.Sleep(chainsSaveEvery)
+		logIn(g2)
+		commit()
+		if got := saved(); got != "group:1=4 group:2=6" {
+			t.Errorf("chats %v later: %q", chainsSaveEvery, got)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+
+		db, err = Open(ctx, crashed, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		for peer, want := range map[msg.Peer]string{g1: "m1 m3 m4", g2: "m2 m5"} {
+			lms, err := db.RecentInbound(ctx, "onebot", "default", peer, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, lm := range lms {
+				got = append(got, lm.Message.Text)
+			}
+			if strings.Join(got, " ") != want {
+				t.Errorf("%s after the crash: %q, want %q", peer, strings.Join(got, " "), want)
+			}
+		}
+		// What Open found is saved with its first batch.
+		logIn(g1)
+		commit()
+		if got := saved(); got != "group:1=6 group:2=5" {
+			t.Errorf("chats after the crash and one batch: %q", got)
+		}
+	})
+}
+
+// copyDatabase copies the database files of dir (the database, its
+// write-ahead log and its index) into to, as a crash would leave them,
+// and returns the copy's path.
+func copyDatabase(t *testing.T, dir, to string) string {
+	t.Helper()
+	for _, name := range []string{"pincer.db", "pincer.db-wal", "pincer.db-shm"} {
+		src, err := os.Open(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst, err := os.Create(filepath.Join(to, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.Copy(dst, src); err != nil {
+			t.Fatal(err)
+		}
+		src.Close()
+		if err := dst.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(to, "pincer.db")
+}
