@@ -196,14 +196,15 @@ func (d *DB) noteWritten(chat string, seq int64, views store.Views) {
 // chat's row changes with every message, and one row a message, each on a
 // page of its own in a table of thousands of chats, was the most of what a
 // steady trickle wrote. Instead the rows of the chats that changed are
-// written every chainsSaveEvery, chainsPerBatch a batch (a burst of them
-// does not hold up one batch for long), and the meta row chains_upto
+// written every chainsSaveEvery, chainsPerBatch a batch (half a
+// millisecond of the writer's, which a turn waiting for it may feel, not
+// the ten a whole save would take), and the meta row chains_upto
 // says up to which entry the table is complete: Open reads the entries
 // after it, a few seconds of them at most, to find the rest. A clean
 // close saves everything.
 const (
 	chainsSaveEvery = 2 * time.Second
-	chainsPerBatch  = 256
+	chainsPerBatch  = 128
 	qChainsUpto     = `INSERT INTO meta (key, value) VALUES ('chains_upto', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`
 )
 
