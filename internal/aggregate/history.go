@@ -1,6 +1,7 @@
 package aggregate
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -36,6 +37,9 @@ type histLine struct {
 	// reads it (merged forwards, deferred content); nil mostly, so a line
 	// pays one pointer for it.
 	pending *histPending
+	// waiting: the channel completes the message off the chat's order
+	// (see AddPending); until then no turn reads it or what came after.
+	waiting bool
 }
 
 // histPending is what a channel completes in a message before a turn
@@ -53,7 +57,18 @@ func NewHistory(maxMessages, maxChars int, maxAge time.Duration) *History {
 // Add appends m to key's buffer under the caller's reference ref and trims
 // the buffer; it returns the references of the messages trimmed away.
 func (h *History) Add(key string, m msg.Message, ref int64) (dropped []int64) {
-	l := histLine{ref: ref, id: m.ID, sender: m.Sender, at: m.Time.UnixNano(), text: m.Text, chars: chars(m)}
+	return h.add(key, m, ref, false)
+}
+
+// AddPending is Add for a message its channel completes off the chat's
+// order (Complete says when): it is the buffer's watermark until then —
+// Take hands out what came before it and keeps it and what came after.
+func (h *History) AddPending(key string, m msg.Message, ref int64) (dropped []int64) {
+	return h.add(key, m, ref, true)
+}
+
+func (h *History) add(key string, m msg.Message, ref int64, waiting bool) (dropped []int64) {
+	l := histLine{ref: ref, id: m.ID, sender: m.Sender, at: m.Time.UnixNano(), text: m.Text, chars: chars(m), waiting: waiting}
 	if len(m.ForwardIDs) > 0 || len(m.Deferred) > 0 {
 		l.pending = &histPending{forwards: m.ForwardIDs, deferred: m.Deferred}
 	}
@@ -80,22 +95,67 @@ func (h *History) Add(key string, m msg.Message, ref int64) (dropped []int64) {
 	return dropped
 }
 
-// Take drains key's buffer and returns it without the messages of the
-// batch at hand (exclude) and, with a maximum age, without messages sent
-// before now minus that age. The messages carry id, sender, time, text,
-// the merged forwards they hold and what their channel defers.
-// refs holds the references of everything drained, returned or not.
-func (h *History) Take(key string, exclude []msg.Message, now time.Time) (taken []msg.Message, refs []int64) {
+// Complete replaces the message under ref in key's buffer, one added
+// pending, with m as its channel completed it (or as it came, when that
+// failed), and lifts the watermark it was. It reports whether the buffer
+// still held it.
+func (h *History) Complete(key string, ref int64, m msg.Message) bool {
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	b := h.buffers[key]
-	delete(h.buffers, key)
-	h.mu.Unlock()
 	if b == nil {
-		return nil, nil
+		return false
 	}
+	for i := len(b.lines) - 1; i >= 0; i-- {
+		l := &b.lines[i]
+		if l.ref != ref || !l.waiting {
+			continue
+		}
+		n := chars(m)
+		b.chars += n - l.chars
+		l.text, l.chars, l.waiting, l.pending = m.Text, n, false, nil
+		if len(m.ForwardIDs) > 0 || len(m.Deferred) > 0 {
+			l.pending = &histPending{forwards: m.ForwardIDs, deferred: m.Deferred}
+		}
+		return true
+	}
+	return false
+}
+
+// Take drains key's buffer up to its watermark (the first message still
+// pending, see AddPending) and returns what it drained without the
+// messages of the batch at hand (exclude) and, with a maximum age, without
+// messages sent before now minus that age. The messages carry id, sender,
+// time, text, the merged forwards they hold and what their channel defers.
+// refs holds the references of everything drained, returned or not. From
+// the watermark on the buffer keeps its messages for a later turn, but
+// for the batch's own.
+func (h *History) Take(key string, exclude []msg.Message, now time.Time) (taken []msg.Message, refs []int64) {
 	skip := make(map[msg.MessageID]bool, len(exclude))
 	for _, m := range exclude {
 		skip[m.ID] = true
+	}
+	h.mu.Lock()
+	b := h.buffers[key]
+	delete(h.buffers, key)
+	if b != nil {
+		if w := slices.IndexFunc(b.lines, func(l histLine) bool { return l.waiting }); w >= 0 {
+			rest := &histBuffer{}
+			for _, l := range b.lines[w:] {
+				if !skip[l.id] {
+					rest.lines = append(rest.lines, l)
+					rest.chars += l.chars
+				}
+			}
+			if len(rest.lines) > 0 {
+				h.buffers[key] = rest
+			}
+			b.lines = b.lines[:w]
+		}
+	}
+	h.mu.Unlock()
+	if b == nil {
+		return nil, nil
 	}
 	out := make([]msg.Message, 0, len(b.lines))
 	for _, l := range b.lines {

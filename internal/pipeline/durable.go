@@ -8,6 +8,7 @@ import (
 	"github.com/pincerbot/pincer/internal/aggregate"
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/store"
+	"github.com/pincerbot/pincer/internal/trace"
 	"github.com/pincerbot/pincer/internal/trigger"
 )
 
@@ -18,6 +19,8 @@ import (
 type BufferStore interface {
 	LogInbound(ctx context.Context, m msg.Message, views store.Views) (int64, error)
 	LogInboundBuffered(ctx context.Context, m msg.Message, views store.Views, b store.Buffered) (int64, int64, error)
+	LogInboundPending(ctx context.Context, m msg.Message, views store.Views) (int64, error)
+	CompleteInbound(ctx context.Context, seq int64, m msg.Message) error
 	HeldInbound(ctx context.Context, ch msg.ChannelID, acct msg.AccountID, view store.Views, limit int) ([]store.LoggedMessage, error)
 	Advance(ctx context.Context, marks ...store.Mark) error
 	Buffer(ctx context.Context, entries []store.Buffered) ([]int64, error)
@@ -45,6 +48,61 @@ func (p *Pipeline) logMessage(ctx context.Context, m msg.Message, views store.Vi
 		return 0
 	}
 	return seq
+}
+
+// logPending is logMessage for a message completed later (see
+// enrichLater): its entry is marked pending.
+func (p *Pipeline) logPending(ctx context.Context, m msg.Message, views store.Views) int64 {
+	if p.opts.Store == nil {
+		return 0
+	}
+	seq, err := p.opts.Store.LogInboundPending(context.WithoutCancel(ctx), m, views)
+	if err != nil {
+		p.log.Error("message not logged; a restart would lose it", "msg_id", string(m.ID), "err", err)
+		return 0
+	}
+	return seq
+}
+
+// completesLater reports whether m's channel completes it (a merged
+// forward to expand, content to fetch) and it is a group's, whose
+// history later turns read.
+func (p *Pipeline) completesLater(m msg.Message) bool {
+	return p.opts.Enrich != nil && m.Peer.Kind == msg.Group && (len(m.ForwardIDs) > 0 || len(m.Deferred) > 0)
+}
+
+// enrichLater completes m, logged pending as entry seq, off the chat's
+// order, and rewrites its entry and its history line with the outcome —
+// completed, or as it came when that failed (the enricher logs why) —
+// lifting the watermark it was. Cut by Close, it leaves the entry pending
+// for the next start (see Restore).
+func (p *Pipeline) enrichLater(m msg.Message, seq int64) {
+	p.enriching.Add(1)
+	go func() {
+		defer p.enriching.Done()
+		out := p.enrich(p.enrichCtx, []msg.Message{m})
+		if p.enrichCtx.Err() != nil {
+			return
+		}
+		done := m
+		if len(out) == 1 {
+			done = out[0]
+		}
+		done.ForwardIDs, done.Deferred = nil, nil
+		if err := p.opts.Store.CompleteInbound(context.Background(), seq, done); err != nil {
+			p.log.Warn("completed message not written back to the log; the next start completes it again", "msg_id", string(m.ID), "err", err)
+		}
+		p.history.Complete(m.Peer.String(), seq, done)
+		p.opts.Trace.Step(trace.KeyOf(m), trace.StageForward, "", enrichedText(m, done))
+	}()
+}
+
+// enrichedText says in the trace what completing m made of it.
+func enrichedText(m, done msg.Message) string {
+	if done.Text == m.Text {
+		return "completed off the chat's order: kept as it came (see the log for why)"
+	}
+	return fmt.Sprintf("completed off the chat's order: %d characters, written back to the log", len([]rune(done.Text)))
 }
 
 // logBuffered is logMessage that also stores m's entry in its realtime
@@ -126,6 +184,12 @@ func (p *Pipeline) Restore(ctx context.Context) error {
 			return fmt.Errorf("pipeline %s: restore history: %w", p.scope(), err)
 		}
 		for _, lm := range logged {
+			if lm.Pending && p.opts.Enrich != nil {
+				// Left pending by the run before: completed now.
+				p.history.AddPending(lm.Message.Peer.String(), lm.Message, lm.Seq)
+				p.enrichLater(lm.Message, lm.Seq)
+				continue
+			}
 			p.history.Add(lm.Message.Peer.String(), lm.Message, lm.Seq)
 		}
 		counts["history"] = len(logged)

@@ -158,6 +158,11 @@ type Pipeline struct {
 
 	turns sync.WaitGroup
 	acks  sync.WaitGroup
+	// enriching are the completions of logged messages in flight (see
+	// enrichLater); stopEnriching ends them at Close.
+	enriching     sync.WaitGroup
+	enrichCtx     context.Context
+	stopEnriching context.CancelFunc
 	// asks are the questions to the platform in flight (whose message a
 	// reply quotes); Close waits for them before it answers the windows.
 	asks   sync.WaitGroup
@@ -195,6 +200,7 @@ func New(o Options) (*Pipeline, []string) {
 		digestScope:  newScope(r.Digest.Scope, r.Digest.Peers),
 		summaryScope: newScope(r.Summary.Scope, r.Summary.Peers),
 	}
+	p.enrichCtx, p.stopEnriching = context.WithCancel(context.Background())
 	p.history = aggregate.NewHistory(r.History.MaxMessages, r.History.MaxChars, r.History.MaxAge)
 	p.realtime = aggregate.NewRealtime(aggregate.RealtimeOptions[held]{
 		Disabled: !r.Realtime.Enabled, Window: r.Realtime.Window, MaxWindow: r.Realtime.MaxWindow,
@@ -297,19 +303,35 @@ func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier, d
 		views |= store.ViewDigest
 	}
 	var seq, rtRef int64
-	if want.realtime {
+	// A message its channel completes (a merged forward) that no turn
+	// takes now is logged as it came, pending, and completed off the
+	// chat's order: the history later turns read stops before it until
+	// then (the watermark).
+	later := want.history && !want.realtime && p.completesLater(m)
+	switch {
+	case want.realtime:
 		seq, rtRef = p.logBuffered(ctx, m, views, rtKey, d)
-	} else {
+	case later:
+		if seq = p.logPending(ctx, m, views); seq == 0 {
+			later = false // not logged: completed when a turn reads it
+		}
+	default:
 		seq = p.logMessage(ctx, m, views)
 	}
 	// History first: a batch that flushes at once must find its own
 	// messages in the buffer to leave them out of its history. What the
 	// buffer drops from its old end leaves its view with no write.
 	p.isolate("history", func() {
-		if want.history {
+		switch {
+		case later:
+			p.history.AddPending(peer, m, seq)
+		case want.history:
 			p.history.Add(peer, m, seq)
 		}
 	})
+	if later {
+		p.enrichLater(m, seq)
+	}
 	waiting := false // for its batch to be answered
 	if want.realtime {
 		p.isolate("realtime", func() {
@@ -521,10 +543,14 @@ func (p *Pipeline) Close(ctx context.Context) error {
 	p.mu.Unlock()
 	p.realtime.FlushAll(msg.FlushShutdown)
 	p.digest.Stop()
+	// Completions still running are cut: their entries stay pending in
+	// the log, and the next start completes them.
+	p.stopEnriching()
 	done := make(chan struct{})
 	go func() {
 		p.turns.Wait()
 		p.acks.Wait()
+		p.enriching.Wait()
 		close(done)
 	}()
 	select {

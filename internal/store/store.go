@@ -156,6 +156,9 @@ type LoggedMessage struct {
 	// Views are the views of the log that took the message.
 	Views    Views
 	LoggedAt time.Time
+	// Pending: the message's content is still to be completed (see
+	// InboundLog.LogInboundPending).
+	Pending bool
 }
 
 // Views is a set of views of the inbound log. A view holds the messages
@@ -205,6 +208,16 @@ type InboundLog interface {
 	// so a message in the log is never missing from its window. It
 	// returns the log number and the entry's id.
 	LogInboundBuffered(ctx context.Context, m msg.Message, views Views, b Buffered) (seq, id int64, err error)
+	// LogInboundPending is LogInbound for a message whose content its
+	// channel completes later, off the chat's order (a merged forward to
+	// expand): the entry is pending (LoggedMessage.Pending) until
+	// CompleteInbound rewrites it.
+	LogInboundPending(ctx context.Context, m msg.Message, views Views) (seq int64, err error)
+	// CompleteInbound rewrites the entry seq of m's chat with m (its
+	// content completed, or as it came when completing it failed) and
+	// clears its pending mark. Like LogInbound it may return before the
+	// write; one a crash loses leaves the entry pending.
+	CompleteInbound(ctx context.Context, seq int64, m msg.Message) error
 	// RecentInbound returns up to limit most recent messages of a peer,
 	// oldest first, each message id once.
 	RecentInbound(ctx context.Context, ch msg.ChannelID, acct msg.AccountID, peer msg.Peer, limit int) ([]LoggedMessage, error)

@@ -15,8 +15,9 @@ import (
 )
 
 const (
-	qLogInbound = `INSERT INTO messages (seq, chat, message_id, views, logged_at, body, prev) VALUES (?, ?, ?, ?, ?, ?, ?)`
-	qLogEntry   = `SELECT prev, views, logged_at, body FROM messages WHERE seq = ?`
+	qLogInbound = `INSERT INTO messages (seq, chat, message_id, views, logged_at, body, prev, enrich_pending) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+	qLogEntry   = `SELECT prev, views, logged_at, body, enrich_pending FROM messages WHERE seq = ?`
+	qComplete   = `UPDATE messages SET body = ?, enrich_pending = 0 WHERE seq = ? AND chat = ?`
 	qSaveChain  = `INSERT INTO chats (chat, last, views) VALUES (?, ?, ?)
 		ON CONFLICT (chat) DO UPDATE SET last = max(last, excluded.last), views = views | excluded.views`
 	qViewMark = `SELECT upto FROM view_marks WHERE chat = ? AND view = ?`
@@ -104,7 +105,35 @@ func (d *DB) LogInbound(ctx context.Context, m msg.Message, views store.Views) (
 	if err != nil {
 		return 0, fmt.Errorf("log inbound %s: %w", m.ID, err)
 	}
-	return d.logRow(m, views, body, nil)
+	return d.logRow(m, views, body, false, nil)
+}
+
+// LogInboundPending implements store.InboundLog: LogInbound with the
+// entry marked pending.
+func (d *DB) LogInboundPending(ctx context.Context, m msg.Message, views store.Views) (int64, error) {
+	body, err := json.Marshal(m)
+	if err != nil {
+		return 0, fmt.Errorf("log inbound %s: %w", m.ID, err)
+	}
+	return d.logRow(m, views, body, true, nil)
+}
+
+// CompleteInbound implements store.InboundLog. The rewrite is not waited
+// for: one a crash loses leaves the entry pending, which the next start
+// completes again.
+func (d *DB) CompleteInbound(ctx context.Context, seq int64, m msg.Message) error {
+	body, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("complete inbound %s: %w", m.ID, err)
+	}
+	chat := chatKey(m.Channel, m.Account, m.Peer)
+	if err := d.w.post(func(tx *sql.Conn) error {
+		_, err := d.exec(ctx, tx, qComplete, body, seq, chat)
+		return err
+	}, false); err != nil {
+		return fmt.Errorf("complete inbound %s: %w", m.ID, err)
+	}
+	return nil
 }
 
 // LogInboundBuffered implements store.InboundLog: the log entry and the
@@ -115,7 +144,7 @@ func (d *DB) LogInboundBuffered(ctx context.Context, m msg.Message, views store.
 		return 0, 0, fmt.Errorf("log inbound %s: %w", m.ID, err)
 	}
 	id, at := d.bufferID.Add(1), millis(now())
-	seq, err := d.logRow(m, views, body, func(tx *sql.Conn) error {
+	seq, err := d.logRow(m, views, body, false, func(tx *sql.Conn) error {
 		_, err := d.exec(ctx, tx, qBuffer, id, b.Scope, b.Kind, b.Key, string(b.Trigger), at, string(body))
 		return err
 	})
@@ -127,8 +156,8 @@ func (d *DB) LogInboundBuffered(ctx context.Context, m msg.Message, views store.
 
 // logRow numbers and links m's log entry and hands it to the writer, with
 // also, when set, to run in the same transaction right after it.
-func (d *DB) logRow(m msg.Message, views store.Views, body []byte, also func(tx *sql.Conn) error) (int64, error) {
-	r := &logRow{chat: chatKey(m.Channel, m.Account, m.Peer), id: string(m.ID), views: views, at: millis(now()), body: body}
+func (d *DB) logRow(m msg.Message, views store.Views, body []byte, pending bool, also func(tx *sql.Conn) error) (int64, error) {
+	r := &logRow{chat: chatKey(m.Channel, m.Account, m.Peer), id: string(m.ID), views: views, at: millis(now()), body: body, pending: pending}
 	d.chainsMu.Lock()
 	defer d.chainsMu.Unlock()
 	h := d.chains[r.chat]
@@ -160,6 +189,7 @@ type logRow struct {
 	views     store.Views
 	at        int64
 	body      []byte // the message's JSON
+	pending   bool   // its content is still to be completed
 }
 
 // insertRows inserts log entries inside tx, one statement each (a
@@ -169,7 +199,7 @@ type logRow struct {
 func (d *DB) insertRows(tx *sql.Conn, rows []*logRow) error {
 	ctx := context.Background()
 	for _, r := range rows {
-		if _, err := d.exec(ctx, tx, qLogInbound, r.seq, r.chat, r.id, int64(r.views), r.at, r.body, r.prev); err != nil {
+		if _, err := d.exec(ctx, tx, qLogInbound, r.seq, r.chat, r.id, int64(r.views), r.at, r.body, r.prev, r.pending); err != nil {
 			return fmt.Errorf("log inbound %s: %w", r.id, err)
 		}
 		d.noteWritten(r.chat, r.seq, r.views)
@@ -330,14 +360,15 @@ func (d *DB) walk(ctx context.Context, tx *sql.Conn, last int64, visit func(stor
 	for seq := last; seq > 0; {
 		var prev, views, logged int64
 		var body []byte
-		err := d.queryRow(ctx, tx, qLogEntry, seq).Scan(&prev, &views, &logged, &body)
+		var pending bool
+		err := d.queryRow(ctx, tx, qLogEntry, seq).Scan(&prev, &views, &logged, &body, &pending)
 		if err == sql.ErrNoRows {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		lm := store.LoggedMessage{Seq: seq, Views: store.Views(views), LoggedAt: fromMillis(logged)}
+		lm := store.LoggedMessage{Seq: seq, Views: store.Views(views), LoggedAt: fromMillis(logged), Pending: pending}
 		if err := json.Unmarshal(body, &lm.Message); err != nil {
 			return fmt.Errorf("entry %d: %w", seq, err)
 		}

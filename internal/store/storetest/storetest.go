@@ -40,6 +40,7 @@ func Run(t *testing.T, open Open) {
 		{"InboundViews", testInboundViews},
 		{"InboundPrune", testInboundPrune},
 		{"InboundBuffered", testInboundBuffered},
+		{"InboundPending", testInboundPending},
 		{"InboundLogBurst", testInboundLogBurst},
 		{"DedupClaim", testDedupClaim},
 		{"Admit", testAdmit},
@@ -931,5 +932,63 @@ func testInboundBuffered(t *testing.T, s store.Store) {
 	entries, err := s.BufferedEntries(ctx, "onebot/default")
 	if err != nil || len(entries) != 1 || entries[0].ID != id || entries[0].Key != "group:b::10001" || entries[0].Trigger != msg.TriggerMention || entries[0].Message.Text != "@bot 在吗" {
 		t.Errorf("buffered: %+v %v", entries, err)
+	}
+}
+
+// testInboundPending: an entry logged pending reads as pending, as it
+// came, in its chat's place, until CompleteInbound rewrites it; another
+// chat's entry of the same number is not rewritten.
+func testInboundPending(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	g, other := msg.Peer{Kind: msg.Group, ID: "123"}, msg.Peer{Kind: msg.Group, ID: "456"}
+	base := time.Date(2026, 3, 25, 14, 30, 0, 0, time.UTC)
+	if _, err := s.LogInbound(ctx, inbound("1", g, base, "before"), store.ViewHistory); err != nil {
+		t.Fatal(err)
+	}
+	fwd := inbound("2", g, base.Add(time.Second), "Merged and Forwarded Message")
+	seq, err := s.LogInboundPending(ctx, fwd, store.ViewHistory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.LogInbound(ctx, inbound("3", g, base.Add(2*time.Second), "after"), store.ViewHistory); err != nil {
+		t.Fatal(err)
+	}
+	read := func() []string {
+		t.Helper()
+		got, err := s.HeldInbound(ctx, "onebot", msg.DefaultAccount, store.ViewHistory, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, lm := range got {
+			out = append(out, fmt.Sprintf("%s pending=%v", lm.Message.Text, lm.Pending))
+		}
+		return out
+	}
+	if diff := cmp.Diff([]string{"before pending=false", "Merged and Forwarded Message pending=true", "after pending=false"}, read()); diff != "" {
+		t.Fatalf("held before the entry is completed (-want +got):\n%s", diff)
+	}
+	done := fwd
+	done.Text, done.Segments, done.ForwardIDs = "【合并转发,共 1 条】", []msg.Segment{msg.Text("【合并转发,共 1 条】")}, nil
+	wrong := done
+	wrong.Peer = other
+	if err := s.CompleteInbound(ctx, seq, wrong); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(); got[1] != "Merged and Forwarded Message pending=true" {
+		t.Errorf("another chat's completion rewrote the entry: %q", got)
+	}
+	if err := s.CompleteInbound(ctx, seq, done); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"before pending=false", "【合并转发,共 1 条】 pending=false", "after pending=false"}, read()); diff != "" {
+		t.Errorf("held once it is completed (-want +got):\n%s", diff)
+	}
+	recent, err := s.RecentInbound(ctx, "onebot", msg.DefaultAccount, g, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recent) != 2 || len(recent[0].Message.ForwardIDs) != 0 || recent[0].Message.Text != done.Text {
+		t.Errorf("the completed entry read back: %+v", recent)
 	}
 }
