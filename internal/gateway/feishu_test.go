@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -192,6 +193,11 @@ func TestFeishuUntriggeredForwardReachesHistoryAsExcerpt(t *testing.T) {
 		ID: "om_denied_fwd", ChatID: larkGroup, MsgType: "merge_forward", SenderID: larkUserB,
 		Children: []feishusim.Message{{ID: "om_d1", SenderID: larkUserB, Content: `{"text":"看不到我"}`, CreateTime: at}},
 	}, feishusim.EventOptions{})
+	// Expanded off the chat's order; an @ before that would see the
+	// history up to the first forward (see the watermark test).
+	db := filepath.Join(r.gw.dataDir, "pincer.db")
+	waitLogged(t, ctx, db, "om_quiet_fwd", false)
+	waitLogged(t, ctx, db, "om_denied_fwd", false)
 	r.post(t, ctx, feishusim.Message{
 		ID: "om_ask", ChatID: larkGroup, SenderID: larkUserB, Content: `{"text":"@_user_1 上面说了什么"}`,
 		Mentions: []feishusim.Mention{{Key: "@_user_1", ID: feishusim.DefaultBotOpenID, Name: feishusim.DefaultBotName}},
@@ -219,6 +225,7 @@ func TestFeishuCardIsReadAsItsSenderWroteIt(t *testing.T) {
 		Content:     `{"title":"","elements":[[{"tag":"text","text":"[图片]请升级至最新版本客户端，以查看内容"}]]}`,
 		CardContent: `{"schema":"2.0","header":{"title":{"tag":"plain_text","content":"构建结果"}},"body":{"elements":[{"tag":"markdown","content":"**失败**：单元测试 3 个未通过"}]}}`,
 	}, feishusim.EventOptions{})
+	waitLogged(t, ctx, filepath.Join(r.gw.dataDir, "pincer.db"), "om_card", false)
 	r.post(t, ctx, feishusim.Message{
 		ID: "om_card_ask", ChatID: larkGroup, SenderID: larkUserB, Content: `{"text":"@_user_1 构建怎么了"}`,
 		Mentions: []feishusim.Mention{{Key: "@_user_1", ID: feishusim.DefaultBotOpenID, Name: feishusim.DefaultBotName}},

@@ -90,6 +90,7 @@ func (s *Sim) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.recordLocked(r, body, "", a, s.now())
 		s.mu.Unlock()
 	} else {
+		s.holds.wait(r)
 		a = s.handle(r, body)
 	}
 	writeAnswer(w, a)

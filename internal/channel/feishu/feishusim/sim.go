@@ -220,21 +220,23 @@ type Sim struct {
 	opts Options
 	now  func() time.Time
 
-	mu         sync.Mutex
-	users      map[string]string // open_id -> name
-	chats      map[string]*chat
-	msgs       map[string]*record
-	msgSeq     uint64
-	tokens     map[string]*tokenState
-	tokenSeq   uint64
-	sent       []SentMessage
-	uploads    []Upload
-	uploadSeq  uint64
-	uuids      map[string]uuidEntry
-	reactions  []*Reaction
-	reactSeq   uint64
-	calls      []Call
-	faults     map[string][]Fault
+	mu        sync.Mutex
+	users     map[string]string // open_id -> name
+	chats     map[string]*chat
+	msgs      map[string]*record
+	msgSeq    uint64
+	tokens    map[string]*tokenState
+	tokenSeq  uint64
+	sent      []SentMessage
+	uploads   []Upload
+	uploadSeq uint64
+	uuids     map[string]uuidEntry
+	reactions []*Reaction
+	reactSeq  uint64
+	calls     []Call
+	faults    map[string][]Fault
+	// holds keep requests waiting (see Hold); they have a lock of their own.
+	holds      holds
 	oneLevel   map[string]bool
 	rateLimit  bool
 	sendTimes  map[string][]time.Time

@@ -1,0 +1,104 @@
+package gateway
+
+import (
+	"context"
+	"database/sql"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pincerbot/pincer/internal/channel/feishu/feishusim"
+)
+
+// logPending reports whether the log holds message id and whether its
+// entry is still pending, read from the database file as another process
+// would.
+func logPending(t *testing.T, path, id string) (found, pending bool) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.QueryRow(`SELECT enrich_pending FROM messages WHERE message_id = ? ORDER BY seq DESC LIMIT 1`, id).Scan(&pending)
+	if err == sql.ErrNoRows {
+		return false, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return true, pending
+}
+
+// waitLogged waits until the log holds id with pending as wanted.
+func waitLogged(t *testing.T, ctx context.Context, path, id string, pending bool) {
+	t.Helper()
+	for {
+		if found, p := logPending(t, path, id); found && p == pending {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the log never held %s with enrich_pending=%v", id, pending)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// TestFeishuPendingForwardIsTheWatermarkEndToEnd: a merged forward nobody
+// @s, whose expansion the platform is slow to answer, is logged pending;
+// an @ meanwhile is answered at once with the history before it (neither
+// its fixed text nor what came after it); once expanded, the excerpt is
+// in the log and the next @ reads it and what came after.
+func TestFeishuPendingForwardIsTheWatermarkEndToEnd(t *testing.T) {
+	r := newLarkRig(t, nil)
+	db := filepath.Join(r.gw.dataDir, "pincer.db")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	at := time.Date(2026, 10, 8, 1, 12, 0, 0, time.UTC)
+	release := r.sim.Hold("/open-apis/im/v1/messages/om_slow_fwd")
+	defer release()
+	r.post(t, ctx, feishusim.Message{ID: "om_before", ChatID: larkGroup, SenderID: larkUserA, Content: `{"text":"告警又来了"}`}, feishusim.EventOptions{})
+	r.post(t, ctx, feishusim.Message{
+		ID: "om_slow_fwd", ChatID: larkGroup, MsgType: "merge_forward", SenderID: larkUserA,
+		Children: []feishusim.Message{{ID: "om_c1", SenderID: larkUserB, Content: `{"text":"数据库连接数满了"}`, CreateTime: at}},
+	}, feishusim.EventOptions{})
+	r.post(t, ctx, feishusim.Message{ID: "om_after", ChatID: larkGroup, SenderID: larkUserB, Content: `{"text":"我去看看"}`}, feishusim.EventOptions{})
+	waitLogged(t, ctx, db, "om_slow_fwd", true)
+	r.post(t, ctx, feishusim.Message{
+		ID: "om_ask1", ChatID: larkGroup, SenderID: larkUserB, Content: `{"text":"@_user_1 怎么回事"}`,
+		Mentions: []feishusim.Mention{{Key: "@_user_1", ID: feishusim.DefaultBotOpenID, Name: feishusim.DefaultBotName}},
+	}, feishusim.EventOptions{})
+	first := larkText(t, r.waitSent(t, ctx, 1)[0])
+	if !strings.Contains(first, "告警又来了") || !strings.Contains(first, "怎么回事") {
+		t.Errorf("the first @'s input lacks the history before the forward or its own text:\n%s", first)
+	}
+	for _, not := range []string{"Merged and Forwarded Message", "我去看看", "数据库连接数满了"} {
+		if strings.Contains(first, not) {
+			t.Errorf("the first @'s input holds %q, past the watermark:\n%s", not, first)
+		}
+	}
+	if found, pending := logPending(t, db, "om_slow_fwd"); !found || !pending {
+		t.Errorf("the forward is not pending in the log while its expansion waits (found %v)", found)
+	}
+
+	release()
+	waitLogged(t, ctx, db, "om_slow_fwd", false)
+	r.post(t, ctx, feishusim.Message{
+		ID: "om_ask2", ChatID: larkGroup, SenderID: larkUserB, Content: `{"text":"@_user_1 现在呢"}`,
+		Mentions: []feishusim.Mention{{Key: "@_user_1", ID: feishusim.DefaultBotOpenID, Name: feishusim.DefaultBotName}},
+	}, feishusim.EventOptions{})
+	second := larkText(t, r.waitSent(t, ctx, 2)[1])
+	// The turn's own user message: the session's earlier turns come before.
+	second = second[strings.LastIndex(second, "=== User message ==="):]
+	for _, want := range []string{"【合并转发,共 1 条】", "李四:数据库连接数满了", "我去看看", "现在呢"} {
+		if !strings.Contains(second, want) {
+			t.Errorf("the second @'s input lacks %q:\n%s", want, second)
+		}
+	}
+	if strings.Contains(second, "Merged and Forwarded Message") || strings.Contains(second, "告警又来了") {
+		t.Errorf("the second @'s input holds the fixed text or history the first took:\n%s", second)
+	}
+}
