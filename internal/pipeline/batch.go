@@ -29,6 +29,7 @@ func (p *Pipeline) runRealtime(ctx context.Context, f aggregate.Flushed[held]) {
 		return
 	}
 	msgs = p.enrich(ctx, msgs)
+	p.writeBack(f.Entries, msgs)
 	if !slices.ContainsFunc(msgs, func(m msg.Message) bool { return !m.Recalled }) {
 		// Every message of the batch was taken back by its sender before
 		// the reply: there is nothing to answer.

@@ -97,6 +97,26 @@ func (p *Pipeline) enrichLater(m msg.Message, seq int64) {
 	}()
 }
 
+// writeBack rewrites the log entries of a batch's messages the enricher
+// completed (a merged forward that @s the bot, expanded for its turn), so
+// what reads the log later (a restart's buffers, digests, summaries)
+// reads them completed too.
+func (p *Pipeline) writeBack(entries []aggregate.Entry[held], enriched []msg.Message) {
+	if p.opts.Store == nil || p.opts.Enrich == nil || len(entries) != len(enriched) {
+		return
+	}
+	for i, e := range entries {
+		m := enriched[i]
+		if e.Tag.seq == 0 || e.Message.Recalled || m.Text == e.Message.Text || m.Recalled {
+			continue
+		}
+		m.ForwardIDs, m.Deferred = nil, nil
+		if err := p.opts.Store.CompleteInbound(context.Background(), e.Tag.seq, m); err != nil {
+			p.log.Warn("completed message not written back to the log", "msg_id", string(m.ID), "err", err)
+		}
+	}
+}
+
 // enrichedText says in the trace what completing m made of it.
 func enrichedText(m, done msg.Message) string {
 	if done.Text == m.Text {

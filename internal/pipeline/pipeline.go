@@ -140,6 +140,8 @@ type Options struct {
 type held struct {
 	r   channel.Replier
 	ref int64
+	// seq is a realtime entry's log entry, 0 when unknown.
+	seq int64
 	// done, when set, learns the outcome of the entry's batch.
 	done func(error)
 }
@@ -335,7 +337,7 @@ func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier, d
 	waiting := false // for its batch to be answered
 	if want.realtime {
 		p.isolate("realtime", func() {
-			e := aggregate.Entry[held]{Message: m, Tag: held{r: r, ref: rtRef, done: done}}
+			e := aggregate.Entry[held]{Message: m, Tag: held{r: r, ref: rtRef, seq: seq, done: done}}
 			if command {
 				// A command acts on its own, now: the burst before it is
 				// answered without it, or dropped when the user says stop.

@@ -147,3 +147,38 @@ func TestAPendingForwardIsTheWatermark(t *testing.T) {
 		}
 	})
 }
+
+// TestATriggeringForwardIsWrittenBackToTheLog: a forward that @s the bot
+// is expanded for its own turn, and its log entry then holds the excerpt,
+// not pending, for whatever reads the log later.
+func TestATriggeringForwardIsWrittenBackToTheLog(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "pincer.db"), sqlite.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		eng := &admitEngine{st: st}
+		p := durable(t, st, eng)
+		p.opts.Enrich = (&expandingEnricher{}).enrich
+		fwd := mention(gm("f", "1002", "用户B", "", 0), "Merged and Forwarded Message")
+		fwd.ForwardIDs = []msg.ForwardID{"f"}
+		p.Take(ctx, fwd, &replier{trigger: fwd, s: &sent{}}, nil)
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		if turns := eng.turns(); len(turns) != 1 || !strings.Contains(turns[0].BodyForAgent, "【合并转发,共 1 条】") {
+			t.Fatalf("turns: %+v", turns)
+		}
+		logged, err := st.RecentInbound(ctx, "onebot", "default", fwd.Peer, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(logged) != 1 || logged[0].Pending || !strings.HasPrefix(logged[0].Message.Text, "【合并转发") || len(logged[0].Message.ForwardIDs) != 0 {
+			t.Errorf("the forward's log entry after its turn: %+v", logged)
+		}
+		if err := p.Close(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+}
