@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"unicode/utf8"
 
 	"github.com/pincerbot/pincer/internal/aggregate"
 	"github.com/pincerbot/pincer/internal/msg"
@@ -93,16 +94,25 @@ func (p *Pipeline) enrichLater(m msg.Message, seq int64) {
 			p.log.Warn("completed message not written back to the log; the next start completes it again", "msg_id", string(m.ID), "err", err)
 		}
 		p.history.Complete(m.Peer.String(), seq, done)
-		p.opts.Trace.Step(trace.KeyOf(m), trace.StageForward, "", enrichedText(m, done))
+		p.opts.Trace.Step(trace.KeyOf(m), trace.StageForward, "", enrichedText("off the chat's order", m, done))
 	}()
 }
 
-// writeBack rewrites the log entries of a batch's messages the enricher
-// completed (a merged forward that @s the bot, expanded for its turn), so
-// what reads the log later (a restart's buffers, digests, summaries)
-// reads them completed too.
+// writeBack traces what the enricher made of a batch's messages it was
+// to complete, and rewrites the log entries of those it completed (a
+// merged forward that @s the bot, expanded for its turn), so what reads
+// the log later (a restart's buffers, digests, summaries) reads them
+// completed too.
 func (p *Pipeline) writeBack(entries []aggregate.Entry[held], enriched []msg.Message) {
-	if p.opts.Store == nil || p.opts.Enrich == nil || len(entries) != len(enriched) {
+	if p.opts.Enrich == nil || len(entries) != len(enriched) {
+		return
+	}
+	for i, e := range entries {
+		if len(e.Message.ForwardIDs) > 0 || len(e.Message.Deferred) > 0 {
+			p.opts.Trace.Step(trace.KeyOf(e.Message), trace.StageForward, "", enrichedText("for its turn", e.Message, enriched[i]))
+		}
+	}
+	if p.opts.Store == nil {
 		return
 	}
 	for i, e := range entries {
@@ -117,12 +127,12 @@ func (p *Pipeline) writeBack(entries []aggregate.Entry[held], enriched []msg.Mes
 	}
 }
 
-// enrichedText says in the trace what completing m made of it.
-func enrichedText(m, done msg.Message) string {
+// enrichedText says in the trace what completing m (when) made of it.
+func enrichedText(when string, m, done msg.Message) string {
 	if done.Text == m.Text {
-		return "completed off the chat's order: kept as it came (see the log for why)"
+		return "completed " + when + ": kept as it came (see the log for why)"
 	}
-	return fmt.Sprintf("completed off the chat's order: %d characters, written back to the log", len([]rune(done.Text)))
+	return fmt.Sprintf("completed %s: %d characters, written back to the log", when, utf8.RuneCountInString(done.Text))
 }
 
 // logBuffered is logMessage that also stores m's entry in its realtime

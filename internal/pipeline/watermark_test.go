@@ -12,6 +12,7 @@ import (
 	"github.com/pincerbot/pincer/internal/prompt"
 	"github.com/pincerbot/pincer/internal/store"
 	"github.com/pincerbot/pincer/internal/store/sqlite"
+	"github.com/pincerbot/pincer/internal/trace"
 )
 
 // expandingEnricher completes merged forwards as Feishu's enricher does,
@@ -107,7 +108,9 @@ func TestAPendingForwardIsTheWatermark(t *testing.T) {
 		fast := &expandingEnricher{asked: make(chan msg.MessageID, 4)}
 		eng2 := &admitEngine{st: st}
 		p2 := durable(t, st, eng2)
-		p2.opts.Enrich = fast.enrich
+		tr := trace.New(trace.Options{})
+		p2.opts.Enrich, p2.opts.Trace = fast.enrich, tr
+		tr.Begin(fwd)
 		if err := p2.Restore(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -115,6 +118,9 @@ func TestAPendingForwardIsTheWatermark(t *testing.T) {
 			t.Fatalf("expanded %s after the restart", id)
 		}
 		synctest.Wait()
+		if got := steps(tr, fwd); !strings.Contains(got, "forward : completed off the chat's order: ") {
+			t.Errorf("the trace has no step of the expansion:\n%s", got)
+		}
 		take(p2, mention(gm("q2", "1004", "用户D", "", 10*time.Second), "现在呢"))
 		time.Sleep(5 * time.Second)
 		synctest.Wait()
@@ -161,7 +167,8 @@ func TestATriggeringForwardIsWrittenBackToTheLog(t *testing.T) {
 		defer st.Close()
 		eng := &admitEngine{st: st}
 		p := durable(t, st, eng)
-		p.opts.Enrich = (&expandingEnricher{}).enrich
+		tr := trace.New(trace.Options{})
+		p.opts.Enrich, p.opts.Trace = (&expandingEnricher{}).enrich, tr
 		fwd := mention(gm("f", "1002", "用户B", "", 0), "Merged and Forwarded Message")
 		fwd.ForwardIDs = []msg.ForwardID{"f"}
 		p.Take(ctx, fwd, &replier{trigger: fwd, s: &sent{}}, nil)
@@ -176,6 +183,9 @@ func TestATriggeringForwardIsWrittenBackToTheLog(t *testing.T) {
 		}
 		if len(logged) != 1 || logged[0].Pending || !strings.HasPrefix(logged[0].Message.Text, "【合并转发") || len(logged[0].Message.ForwardIDs) != 0 {
 			t.Errorf("the forward's log entry after its turn: %+v", logged)
+		}
+		if got := steps(tr, fwd); !strings.Contains(got, "forward : completed for its turn: ") {
+			t.Errorf("the trace has no step of the expansion:\n%s", got)
 		}
 		if err := p.Close(ctx); err != nil {
 			t.Error(err)
