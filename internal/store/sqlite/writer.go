@@ -245,17 +245,25 @@ func (w *writer) wait(due <-chan time.Time) (*job, bool) {
 		}
 		return nil, false
 	}
-	select {
-	case j, ok := <-w.rjobs:
-		if ok {
-			return w.after(j), true
+	for {
+		select {
+		case j, ok := <-w.rjobs:
+			if ok {
+				return w.after(j), true
+			}
+			w.rjobs = nil // closed: take what is queued, then commit
+		case <-w.kick:
+			if j := w.take(); j != nil {
+				return j, true
+			}
+			// A kick of a full queue the writer has drained since: the
+			// batch is not due yet.
+			continue
+		case <-due:
 		}
-		w.rjobs = nil // closed: take what is queued, then commit
-	case <-w.kick:
-	case <-due:
+		j := w.take()
+		return j, j != nil
 	}
-	j := w.take()
-	return j, j != nil
 }
 
 // batch runs first and whatever else is queued in one transaction.
