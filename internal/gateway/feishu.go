@@ -91,6 +91,10 @@ func buildFeishu(cfg config.Feishu, workspace string, kit *mediaKit, st store.St
 	return l, nil
 }
 
+// quoteLogWithin is how far back in a chat's log a quoted message is
+// looked for before Feishu is asked.
+const quoteLogWithin = 500
+
 // pipelines builds the receive pipeline of every app, routed by account.
 func (l *lark) pipelines(ctx context.Context, eng *engine.Engine, st store.Store, loc *time.Location, log *slog.Logger) (accountRouter, []*pipeline.Pipeline, error) {
 	router := accountRouter{}
@@ -101,7 +105,14 @@ func (l *lark) pipelines(ctx context.Context, eng *engine.Engine, st store.Store
 		resolver := quote.New(a, quote.Settings{
 			Enabled: qc.Enabled, MaxNodes: 1, MaxChars: 8000,
 			Timeout: time.Duration(qc.TimeoutMs) * time.Millisecond,
-		}, loc)
+		}, loc).LogFirst(func(ctx context.Context, src msg.Message, id msg.MessageID) (msg.Message, bool) {
+			// A quoted forward the log holds expanded is read from it.
+			lm, ok, err := st.FindInbound(ctx, src.Channel, src.Account, src.Peer, id, quoteLogWithin)
+			if err != nil || !ok || lm.Pending || !a.QuotesFromLog(lm.Message) {
+				return msg.Message{}, false
+			}
+			return lm.Message, true
+		})
 		settings := ReceiveSettings(l.receive[id])
 		settings.MaxBotReplyChain = l.botChain[id]
 		p, err := accountPipeline(ctx, eng, st, loc, log, feishu.ChannelID, id, "channels.feishu", pipeline.Options{

@@ -26,6 +26,19 @@ type larkRig struct {
 	sim  *feishusim.Sim
 	gw   *started
 	hook string
+	cfg  config.Config
+}
+
+// restart stops the gateway and starts another on its data directory.
+func (r *larkRig) restart(t *testing.T) {
+	t.Helper()
+	r.gw.stop()
+	if err := <-r.gw.result; err != nil {
+		t.Fatalf("gateway: %v", err)
+	}
+	r.gw.result <- nil // for the first gateway's cleanup
+	r.gw = startGatewayIn(t, r.cfg, r.gw.dataDir)
+	r.hook = r.gw.url + "/feishu/events"
 }
 
 func newLarkRig(t *testing.T, edit func(*config.Config)) *larkRig {
@@ -51,7 +64,7 @@ func newLarkRig(t *testing.T, edit func(*config.Config)) *larkRig {
 		edit(&cfg)
 	}
 	gw := startGateway(t, cfg)
-	return &larkRig{sim: sim, gw: gw, hook: gw.url + "/feishu/events"}
+	return &larkRig{sim: sim, gw: gw, hook: gw.url + "/feishu/events", cfg: cfg}
 }
 
 // post delivers an event and checks the webhook took it.

@@ -102,3 +102,34 @@ func TestFeishuPendingForwardIsTheWatermarkEndToEnd(t *testing.T) {
 		t.Errorf("the second @'s input holds the fixed text or history the first took:\n%s", second)
 	}
 }
+
+// TestFeishuQuoteOfAnExpandedForwardReadsTheLog: a quote of a merged
+// forward the log holds expanded is answered from the log, with no second
+// request for the forward, even after a restart.
+func TestFeishuQuoteOfAnExpandedForwardReadsTheLog(t *testing.T) {
+	r := newLarkRig(t, nil)
+	db := filepath.Join(r.gw.dataDir, "pincer.db")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	at := time.Date(2026, 10, 8, 1, 12, 0, 0, time.UTC)
+	r.post(t, ctx, feishusim.Message{
+		ID: "om_q_fwd", ChatID: larkGroup, MsgType: "merge_forward", SenderID: larkUserA,
+		Children: []feishusim.Message{{ID: "om_q_c1", SenderID: larkUserB, Content: `{"text":"磁盘快满了"}`, CreateTime: at}},
+	}, feishusim.EventOptions{})
+	waitLogged(t, ctx, db, "om_q_fwd", false)
+	// What this process remembers of the expansion goes with it.
+	r.restart(t)
+	fetched := len(r.sim.Calls("/open-apis/im/v1/messages/om_q_fwd"))
+	r.post(t, ctx, feishusim.Message{
+		ID: "om_q_ask", ChatID: larkGroup, SenderID: larkUserB, ParentID: "om_q_fwd", RootID: "om_q_fwd",
+		Content:  `{"text":"@_user_1 这个怎么处理"}`,
+		Mentions: []feishusim.Mention{{Key: "@_user_1", ID: feishusim.DefaultBotOpenID, Name: feishusim.DefaultBotName}},
+	}, feishusim.EventOptions{})
+	got := larkText(t, r.waitSent(t, ctx, 1)[0])
+	if !strings.Contains(got, "李四:磁盘快满了") || !strings.Contains(got, "这个怎么处理") {
+		t.Errorf("the agent's input lacks the quoted forward's excerpt or its own text:\n%s", got)
+	}
+	if n := len(r.sim.Calls("/open-apis/im/v1/messages/om_q_fwd")); n != fetched {
+		t.Errorf("the quoted forward was fetched %d more time(s); the log held it expanded", n-fetched)
+	}
+}

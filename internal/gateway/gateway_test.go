@@ -27,7 +27,13 @@ type started struct {
 
 func startGateway(t *testing.T, cfg config.Config) *started {
 	t.Helper()
-	dataDir := filepath.Join(t.TempDir(), "data")
+	return startGatewayIn(t, cfg, filepath.Join(t.TempDir(), "data"))
+}
+
+// startGatewayIn is startGateway on the data directory dataDir, one a
+// gateway stopped before may have used.
+func startGatewayIn(t *testing.T, cfg config.Config, dataDir string) *started {
+	t.Helper()
 	cfg.Store.Path = filepath.Join(dataDir, "pincer.db")
 	cfg.Agents.Defaults.Workspace = t.TempDir()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

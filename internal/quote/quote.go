@@ -63,6 +63,9 @@ type Resolver struct {
 	fetch    Fetcher
 	settings Settings
 	loc      *time.Location
+	// logged, when set, looks a quoted message up before it is fetched
+	// (see LogFirst).
+	logged LogLookup
 	// parallel bounds concurrent sibling forward fetches.
 	parallel int
 }
@@ -73,6 +76,18 @@ func New(f Fetcher, s Settings, loc *time.Location) *Resolver {
 		loc = time.Local
 	}
 	return &Resolver{fetch: f, settings: s, loc: loc, parallel: 4}
+}
+
+// LogLookup finds the message id that src quotes in what pincer logged of
+// src's chat, as it may answer the quote without asking the platform; false
+// when it may not (not logged, or logged as the platform's placeholder).
+type LogLookup func(ctx context.Context, src msg.Message, id msg.MessageID) (msg.Message, bool)
+
+// LogFirst makes r read a quoted message from the log with f before it
+// asks the platform, and returns r.
+func (r *Resolver) LogFirst(f LogLookup) *Resolver {
+	r.logged = f
+	return r
 }
 
 // Source returns the message of a batch whose quote and forwards are
@@ -199,8 +214,15 @@ func (r *Resolver) Resolve(ctx context.Context, src msg.Message) Result {
 	inline := inlineForwards(src)
 	if src.ReplyTo != "" {
 		res.Present = true
-		q, err := r.fetchMessage(ctx, src.ReplyTo)
-		res.Calls++
+		q, logged := msg.Message{}, false
+		if r.logged != nil {
+			q, logged = r.logged(ctx, src, src.ReplyTo)
+		}
+		var err error
+		if !logged {
+			q, err = r.fetchMessage(ctx, src.ReplyTo)
+			res.Calls++
+		}
 		if err != nil {
 			res.Quoted = msg.Message{Text: textFailed}
 			res.QuoteFailed = true

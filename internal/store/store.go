@@ -221,6 +221,9 @@ type InboundLog interface {
 	// RecentInbound returns up to limit most recent messages of a peer,
 	// oldest first, each message id once.
 	RecentInbound(ctx context.Context, ch msg.ChannelID, acct msg.AccountID, peer msg.Peer, limit int) ([]LoggedMessage, error)
+	// FindInbound returns the newest entry of message id among the last
+	// within entries of a peer's chat, and whether there is one.
+	FindInbound(ctx context.Context, ch msg.ChannelID, acct msg.AccountID, peer msg.Peer, id msg.MessageID, within int) (LoggedMessage, bool, error)
 	// HeldInbound returns what view holds in each chat of channel ch and
 	// account acct: the last limit messages logged into it after the
 	// chat's mark, by chat and then in log order.

@@ -282,6 +282,15 @@ func (a *Account) Enrich(ctx context.Context, msgs []msg.Message) []msg.Message 
 	return msgs
 }
 
+// QuotesFromLog reports whether m, as pincer logged it, may answer a
+// quote of it without asking Feishu: a merged forward the log holds
+// expanded (its excerpt, with its file note when it spilled) that its
+// sender has not recalled. Anything else is fetched, as the platform
+// says what became of it.
+func (a *Account) QuotesFromLog(m msg.Message) bool {
+	return strings.HasPrefix(m.Text, larkmsg.ExcerptPrefix) && !a.wasRecalled(m.ID)
+}
+
 // cardOf reports whether m is a card whose content is to be fetched, and
 // its message id.
 func cardOf(m msg.Message) (string, bool) {

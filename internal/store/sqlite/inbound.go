@@ -406,6 +406,32 @@ func (d *DB) RecentInbound(ctx context.Context, ch msg.ChannelID, acct msg.Accou
 	return out, nil
 }
 
+// FindInbound implements store.InboundLog: a walk back along the chat's
+// entries, which stops at the first (newest) entry of id.
+func (d *DB) FindInbound(ctx context.Context, ch msg.ChannelID, acct msg.AccountID, peer msg.Peer, id msg.MessageID, within int) (store.LoggedMessage, bool, error) {
+	var found store.LoggedMessage
+	ok := false
+	err := d.w.do(func(tx *sql.Conn) error {
+		h := d.written[chatKey(ch, acct, peer)]
+		if h == nil || within <= 0 {
+			return nil
+		}
+		steps := 0
+		return d.walk(quick(ctx), tx, h.last, func(lm store.LoggedMessage) bool {
+			if lm.Message.ID == id {
+				found, ok = lm, true
+				return false
+			}
+			steps++
+			return steps < within
+		})
+	}, false, false)
+	if err != nil {
+		return store.LoggedMessage{}, false, fmt.Errorf("find %s in the log of %s: %w", id, peer, err)
+	}
+	return found, ok, nil
+}
+
 // maxWalk bounds how far back HeldInbound looks for a view's entries in
 // one chat: entries of other views (commands, say) in between count too.
 func maxWalk(limit int) int { return 8*limit + 64 }

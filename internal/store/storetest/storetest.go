@@ -984,6 +984,16 @@ func testInboundPending(t *testing.T, s store.Store) {
 	if diff := cmp.Diff([]string{"before pending=false", "【合并转发,共 1 条】 pending=false", "after pending=false"}, read()); diff != "" {
 		t.Errorf("held once it is completed (-want +got):\n%s", diff)
 	}
+	lm, ok, err := s.FindInbound(ctx, "onebot", msg.DefaultAccount, g, "2", 5)
+	if err != nil || !ok || lm.Seq != seq || lm.Message.Text != done.Text || lm.Pending {
+		t.Errorf("FindInbound of the completed entry: %+v, %v, %v", lm, ok, err)
+	}
+	if _, ok, err := s.FindInbound(ctx, "onebot", msg.DefaultAccount, g, "1", 1); ok || err != nil {
+		t.Errorf("FindInbound looked further back than asked: %v, %v", ok, err)
+	}
+	if _, ok, _ := s.FindInbound(ctx, "onebot", msg.DefaultAccount, other, "2", 5); ok {
+		t.Error("FindInbound found another chat's entry")
+	}
 	recent, err := s.RecentInbound(ctx, "onebot", msg.DefaultAccount, g, 2)
 	if err != nil {
 		t.Fatal(err)

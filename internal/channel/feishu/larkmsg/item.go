@@ -12,6 +12,10 @@ import (
 // children are not in it.
 const MergeForwardText = "Merged and Forwarded Message"
 
+// ExcerptPrefix starts every excerpt of a merged forward (see Expander):
+// it tells a forward expanded from its placeholder.
+const ExcerptPrefix = "【合并转发"
+
 // Item is one message as the GET (/open-apis/im/v1/messages/:id) and list
 // (/open-apis/im/v1/messages) APIs return it.
 type Item struct {
