@@ -3,13 +3,16 @@ package gateway
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/pincerbot/pincer/internal/channel/feishu/feishusim"
+	"github.com/pincerbot/pincer/internal/config"
 )
 
 // logPending reports whether the log holds message id and whether its
@@ -131,5 +134,63 @@ func TestFeishuQuoteOfAnExpandedForwardReadsTheLog(t *testing.T) {
 	}
 	if n := len(r.sim.Calls("/open-apis/im/v1/messages/om_q_fwd")); n != fetched {
 		t.Errorf("the quoted forward was fetched %d more time(s); the log held it expanded", n-fetched)
+	}
+}
+
+// TestFeishuLongForwardSpillsToTheWorkspace: a merged forward whose
+// excerpt exceeds mergeForward.maxChars reaches the agent as its first
+// maxChars characters and a line naming the file that holds it whole, in
+// the chat's workspace under quoted/; the log keeps that inline text, not
+// the whole. When the file cannot be written the agent gets the first
+// characters and a note that the rest was cut.
+func TestFeishuLongForwardSpillsToTheWorkspace(t *testing.T) {
+	r := newLarkRig(t, func(c *config.Config) { c.Channels.Feishu.MergeForward.MaxChars = 200 })
+	db := filepath.Join(r.gw.dataDir, "pincer.db")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	at := time.Date(2026, 10, 8, 1, 12, 0, 0, time.UTC)
+	long := strings.Repeat("日志一行，", 30) // 150 characters a message
+	forward := func(id string) feishusim.Message {
+		var children []feishusim.Message
+		for i := range 3 {
+			children = append(children, feishusim.Message{ID: fmt.Sprintf("%s_c%d", id, i), SenderID: larkUserB, Content: `{"text":"` + long + `"}`, CreateTime: at.Add(time.Duration(i) * time.Minute)})
+		}
+		return feishusim.Message{ID: id, ChatID: larkGroup, MsgType: "merge_forward", SenderID: larkUserA, Children: children}
+	}
+	r.post(t, ctx, forward("om_long_fwd"), feishusim.EventOptions{})
+	waitLogged(t, ctx, db, "om_long_fwd", false)
+	file := filepath.Join(r.gw.workspace, "feishu", "default", larkGroup, "quoted", "merge-forward-om_long_fwd.txt")
+	whole, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("the whole excerpt is not in the workspace: %v", err)
+	}
+	if n := strings.Count(string(whole), long); n != 3 {
+		t.Errorf("the file holds %d of the 3 messages whole:\n%s", n, whole)
+	}
+	// A file where the directory would be: the next spill cannot be written.
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Dir(file)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Dir(file), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.post(t, ctx, forward("om_long_fwd2"), feishusim.EventOptions{})
+	waitLogged(t, ctx, db, "om_long_fwd2", false)
+	r.post(t, ctx, feishusim.Message{
+		ID: "om_long_ask", ChatID: larkGroup, SenderID: larkUserB, Content: `{"text":"@_user_1 总结一下"}`,
+		Mentions: []feishusim.Mention{{Key: "@_user_1", ID: feishusim.DefaultBotOpenID, Name: feishusim.DefaultBotName}},
+	}, feishusim.EventOptions{})
+	got := larkText(t, r.waitSent(t, ctx, 1)[0])
+	if !strings.Contains(got, "  全文见 @"+file+"@\n") {
+		t.Errorf("the agent's input does not name the file with the whole excerpt:\n%s", got)
+	}
+	if !strings.Contains(got, "  (其余已截断)\n") {
+		t.Errorf("the agent's input does not say the unwritten excerpt was cut:\n%s", got)
+	}
+	if strings.Count(got, long) > 2 {
+		t.Errorf("more than the inline part of a forward reached the agent:\n%s", got)
 	}
 }

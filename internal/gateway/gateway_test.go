@@ -21,8 +21,10 @@ import (
 type started struct {
 	url     string
 	dataDir string
-	stop    context.CancelFunc
-	result  chan error
+	// workspace is the agents' workspace (agents.defaults.workspace).
+	workspace string
+	stop      context.CancelFunc
+	result    chan error
 }
 
 func startGateway(t *testing.T, cfg config.Config) *started {
@@ -41,7 +43,7 @@ func startGatewayIn(t *testing.T, cfg config.Config, dataDir string) *started {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &started{url: "http://" + ln.Addr().String(), dataDir: dataDir, stop: cancel, result: make(chan error, 1)}
+	s := &started{url: "http://" + ln.Addr().String(), dataDir: dataDir, workspace: cfg.Agents.Defaults.Workspace, stop: cancel, result: make(chan error, 1)}
 	ready := make(chan struct{})
 	go func() {
 		s.result <- Run(ctx, cfg, Options{Listener: ln, Ready: readyWriter(ready), StoreProbeInterval: 200 * time.Millisecond})
