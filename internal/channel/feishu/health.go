@@ -41,6 +41,9 @@ type Health struct {
 	Since time.Time
 	// Hint says what to do about a refusal; empty otherwise.
 	Hint string
+	// LastPong is when the long connection last completed a ping: the
+	// client sent it and the platform answered; zero before the first.
+	LastPong time.Time
 }
 
 // Health reports how the account receives events.
@@ -80,6 +83,10 @@ type connState struct {
 	idErr error
 	// changed is closed and replaced on every change of state.
 	changed chan struct{}
+	// pinged and ponged: the SDK logged its ping sent, and the pong
+	// received, since the last completed ping at lastPong.
+	pinged, ponged bool
+	lastPong       time.Time
 }
 
 func (c *connState) health() Health {
@@ -89,7 +96,7 @@ func (c *connState) health() Health {
 	if s == "" {
 		s = StateStarting
 	}
-	return Health{State: s, Err: c.err, Since: c.since}
+	return Health{State: s, Err: c.err, Since: c.since, LastPong: c.lastPong}
 }
 
 func (c *connState) set(s State, err error) {
@@ -145,6 +152,8 @@ const (
 	sdkConnectFailed = "connect failed, err: "
 	sdkReceiveFailed = "receive message failed, err: "
 	sdkEndpointError = "get conn url failed, err: "
+	sdkPingSent      = "ping success"
+	sdkPongReceived  = "receive pong"
 )
 
 // sdkLine is a log call of the SDK: its first argument is the line
@@ -184,6 +193,17 @@ func (c *connState) observe(level string, args []any) (msg, keep string) {
 			c.setLocked(StateReconnecting, errors.New(cause))
 		}
 		return "Feishu long connection: connecting failed", "warn"
+	case level == "debug" && (line == sdkPingSent || line == sdkPongReceived):
+		if line == sdkPingSent {
+			c.pinged = true
+		} else {
+			c.ponged = true
+		}
+		if c.pinged && c.ponged {
+			c.pinged, c.ponged, c.lastPong = false, false, time.Now()
+			c.changedLocked()
+		}
+		return "", ""
 	case strings.HasPrefix(line, "handle message failed"):
 		// An event refused (answered 500, to be delivered again): the
 		// account logs why itself.

@@ -77,8 +77,8 @@ func (a *Account) runLongConnection(ctx context.Context) error {
 		case err = <-failed:
 		case err = <-l.gaveUp:
 		}
-		a.conn.set(StateRefused, err)
 		a.log.Error("Feishu long connection refused", "err", err, "hint", refusalHint(err, a.opts.AppID), "retry_in", wait.String())
+		a.conn.set(StateRefused, err)
 		select {
 		case <-ctx.Done():
 			return nil

@@ -31,14 +31,57 @@ var fastLongConn = LongConn{
 // as pincer's does, which orders the SDK's unsynchronized log reads of
 // its connection id before its writes.
 type lockedLogger struct {
-	mu    sync.Mutex
-	lines []string
+	mu      sync.Mutex
+	lines   []string
+	changed chan struct{}
 }
 
 func (l *lockedLogger) log(args ...any) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.lines = append(l.lines, fmt.Sprint(args...))
+	if l.changed != nil {
+		close(l.changed)
+	}
+	l.changed = make(chan struct{})
+}
+
+// has reports whether a line starts with each of prefixes.
+func (l *lockedLogger) has(prefixes ...string) (bool, <-chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.changed == nil {
+		l.changed = make(chan struct{})
+	}
+	for _, p := range prefixes {
+		found := false
+		for _, line := range l.lines {
+			found = found || strings.HasPrefix(line, p)
+		}
+		if !found {
+			return false, l.changed
+		}
+	}
+	return true, l.changed
+}
+
+// awaitPong waits until the client logged its first ping and pong: a
+// connection dropped before is a data race in the v3.7.5 SDK, which
+// reads its connection id for those lines without synchronization.
+func (l *lockedLogger) awaitPong(t *testing.T) {
+	t.Helper()
+	ctx := waitCtx(t)
+	for {
+		ok, more := l.has("ping success", "receive pong")
+		if ok {
+			return
+		}
+		select {
+		case <-more:
+		case <-ctx.Done():
+			t.Fatal("the client never pinged")
+		}
+	}
 }
 func (l *lockedLogger) Debug(_ context.Context, args ...any) { l.log(args...) }
 func (l *lockedLogger) Info(_ context.Context, args ...any)  { l.log(args...) }
@@ -63,12 +106,37 @@ func longConnServer(t *testing.T, s *Sim) *httptest.Server {
 
 // startSDK starts the SDK's long-connection client against srv; the
 // returned channel has Start's error, should it return.
-func startSDK(t *testing.T, srv *httptest.Server, appID, secret string, d *dispatcher.EventDispatcher) <-chan error {
+// At cleanup, before the app goes off the long connection, the client
+// was refused or has pinged (lockedLogger.awaitPong).
+func startSDK(t *testing.T, srv *httptest.Server, appID, secret string, d *dispatcher.EventDispatcher) (<-chan error, *lockedLogger) {
 	t.Helper()
-	cli := larkws.NewClient(appID, secret, larkws.WithEventHandler(d), larkws.WithDomain(srv.URL), larkws.WithLogger(&lockedLogger{}))
-	done := make(chan error, 1)
-	go func() { done <- cli.Start(context.Background()) }()
-	return done
+	l := &lockedLogger{}
+	cli := larkws.NewClient(appID, secret, larkws.WithEventHandler(d), larkws.WithDomain(srv.URL), larkws.WithLogger(l))
+	done, returned := make(chan error, 1), make(chan struct{})
+	go func() {
+		err := cli.Start(context.Background())
+		close(returned)
+		done <- err
+	}()
+	t.Cleanup(func() {
+		// Refused (Start returned), or connected and pinged.
+		ctx := waitCtx(t)
+		for {
+			ok, more := l.has("ping success", "receive pong")
+			if ok {
+				return
+			}
+			select {
+			case <-returned:
+				return
+			case <-more:
+			case <-ctx.Done():
+				t.Error("the client neither pinged nor was refused")
+				return
+			}
+		}
+	})
+	return done, l
 }
 
 func waitCtx(t *testing.T) context.Context {
@@ -112,7 +180,7 @@ func TestLongConnSDK(t *testing.T) {
 		}
 		return nil
 	})
-	done := startSDK(t, srv, DefaultAppID, DefaultAppSecret, d)
+	done, log := startSDK(t, srv, DefaultAppID, DefaultAppSecret, d)
 	ctx := waitCtx(t)
 	if err := s.WaitLongConn(ctx, func(conns, pings, _ int) bool { return conns == 1 && pings >= 1 }); err != nil {
 		t.Fatal(err)
@@ -141,6 +209,7 @@ func TestLongConnSDK(t *testing.T) {
 		t.Errorf("the acknowledgement's payload is %s, want the SDK's response with code 200", dl.Response)
 	}
 
+	log.awaitPong(t)
 	if n := s.DropConnections(); n != 1 {
 		t.Fatalf("dropped %d connections, want 1", n)
 	}
@@ -183,7 +252,7 @@ func TestLongConnRefusals(t *testing.T) {
 			s := New(Options{LongConn: fastLongConn})
 			s.SetRefusal(tc.refusal)
 			srv := longConnServer(t, s)
-			done := startSDK(t, srv, DefaultAppID, tc.secret, dispatcher.NewEventDispatcher("", ""))
+			done, _ := startSDK(t, srv, DefaultAppID, tc.secret, dispatcher.NewEventDispatcher("", ""))
 			select {
 			case err := <-done:
 				var ce *larkws.ClientError
@@ -211,8 +280,9 @@ func TestLongConnLimit(t *testing.T) {
 	if err := s.WaitLongConn(ctx, func(conns, _, _ int) bool { return conns == 1 }); err != nil {
 		t.Fatal(err)
 	}
+	second, _ := startSDK(t, srv, DefaultAppID, DefaultAppSecret, dispatcher.NewEventDispatcher("", ""))
 	select {
-	case err := <-startSDK(t, srv, DefaultAppID, DefaultAppSecret, dispatcher.NewEventDispatcher("", "")):
+	case err := <-second:
 		var ce *larkws.ClientError
 		if !errors.As(err, &ce) || ce.Code != CodeWSAuthFailed {
 			t.Errorf("second client: %v, want the connection limit's 514", err)
