@@ -258,5 +258,3 @@ func (r *larkWSRig) waitSentCtx(t *testing.T, n int) []feishusim.SentMessage {
 		}
 	}
 }
-
-
