@@ -138,6 +138,9 @@ func printStatus(w io.Writer, st dashboard.Status) {
 			line += "  last error: " + a.LastError
 		}
 		fmt.Fprintln(w, line)
+		if a.Hint != "" {
+			fmt.Fprintln(w, "    → "+a.Hint)
+		}
 	}
 	fmt.Fprintln(w, "\nqueues:")
 	for _, q := range st.Queues {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/pincerbot/pincer/internal/channel/webchat"
 	"github.com/pincerbot/pincer/internal/channel/webchat/webchattest"
+	"github.com/pincerbot/pincer/internal/dashboard"
 )
 
 // TestStatusAndTraceOfARunningGateway: `pincer status` and `pincer trace`
@@ -60,5 +61,19 @@ func TestStatusAndTraceOfARunningGateway(t *testing.T) {
 	}
 	if _, stderr, err := cli("trace", "not-a-chat"); err == nil || !strings.Contains(stderr, "pincer trace") {
 		t.Errorf("a bad chat name: %v %q", err, stderr)
+	}
+}
+
+// TestStatusPrintsTheFix: an account with a hint (a refused Feishu app)
+// has it printed under its line.
+func TestStatusPrintsTheFix(t *testing.T) {
+	var b strings.Builder
+	printStatus(&b, dashboard.Status{Accounts: []dashboard.Account{{
+		Channel: "feishu", ID: "default", State: dashboard.StateRefused, LastError: "514: exceed conn limit",
+		Hint: "app cli_x has as many long connections as it may (50)",
+	}}})
+	want := "  feishu/default  refused  last error: 514: exceed conn limit\n    → app cli_x has as many long connections as it may (50)\n"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("pincer status printed:\n%s\nwant it to contain:\n%s", b.String(), want)
 	}
 }

@@ -47,6 +47,9 @@ const (
 	StateWaiting    = "waiting" // for the platform to call in, or to retry
 	StateFailed     = "failed"
 	StateStopped    = "stopped"
+	// StateRefused: the platform refused the account (its credentials,
+	// or too many connections); Hint says what to do.
+	StateRefused = "refused"
 )
 
 // Account is one account of a channel, as its adapter reports it.
@@ -68,6 +71,12 @@ type Account struct {
 	// happened.
 	LastError   string    `json:"last_error,omitempty"`
 	LastErrorAt time.Time `json:"last_error_at,omitzero"`
+	// Hint says what the operator can do about the account's state (a
+	// refused app's fix); empty when nothing.
+	Hint string `json:"hint,omitempty"`
+	// LastPong is when the account's connection last answered a ping,
+	// where the adapter knows (Feishu's long connection).
+	LastPong time.Time `json:"last_pong,omitzero"`
 }
 
 // Queue is one of pincer's bounded queues.

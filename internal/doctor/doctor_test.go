@@ -91,10 +91,27 @@ func anthropicServer(t *testing.T) string {
 }
 
 func feishuServer(t *testing.T) string {
+	return feishuServerRefusing(t, feishusim.RefuseNone)
+}
+
+// feishuServerRefusing is the open platform refusing the app's long
+// connection as r says.
+func feishuServerRefusing(t *testing.T, r feishusim.Refusal) string {
 	sim := feishusim.New(feishusim.Options{AppID: feishuApp, AppSecret: appSecret})
+	sim.SetRefusal(r)
 	srv := httptest.NewServer(sim.Handler())
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// TestFeishuLongConnRefused: an app whose long connection the platform
+// refuses fails, with what to do; a busy endpoint warns.
+func TestFeishuLongConnRefused(t *testing.T) {
+	s := good(t)
+	s.feishuBase = feishuServerRefusing(t, feishusim.RefuseCredentials)
+	expect(t, result(t, run(t, s), "feishu default"), Fail, "the long connection was refused: code 10014", "self-built app")
+	s.feishuBase = feishuServerRefusing(t, feishusim.RefuseBusy)
+	expect(t, result(t, run(t, s), "feishu default"), Warn, "long connection endpoint busy", "")
 }
 
 // closedAddr is a loopback address nothing listens at.
@@ -212,6 +229,7 @@ func TestGoodSetupIsAllOK(t *testing.T) {
 	expect(t, result(t, rep, "qq default http"), OK, "QQ 3300000001", "")
 	expect(t, result(t, rep, "qq default reverse ws"), OK, "waiting for the implementation to connect to ws://127.0.0.1:18789/onebot/v11/ws", "same access token")
 	expect(t, result(t, rep, "feishu default"), OK, "bot \"Pincer Sim\"", "")
+	expect(t, result(t, rep, "feishu default"), OK, "the long connection's endpoint answers", "")
 	expect(t, result(t, rep, "model sim"), OK, "key accepted, 1 models listed", "")
 	expect(t, result(t, rep, "store"), OK, "does not exist yet", "")
 	expect(t, result(t, rep, "data directory"), OK, "no pincer serve runs on ", "")

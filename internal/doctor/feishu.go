@@ -99,7 +99,55 @@ func checkFeishu(ctx context.Context, name, key string, a config.FeishuAccount, 
 	case info.Bot.AppName != "":
 		res.Detail += fmt.Sprintf(", bot %q (%s)", info.Bot.AppName, info.Bot.OpenID)
 	}
+	if a.Mode != config.FeishuWebhookMode && res.Status != Fail {
+		checkLongConn(ctx, &res, key, a, o)
+	}
 	return res
+}
+
+// wsEndpointPath is where the long connection's client asks for its
+// WebSocket URL.
+const wsEndpointPath = "/callback/ws/endpoint"
+
+// checkLongConn asks for the long connection's endpoint as pincer serve
+// does when it connects, without opening the connection (an open one
+// would be handed events, in cluster mode, that the doctor cannot take).
+func checkLongConn(ctx context.Context, res *Result, key string, a config.FeishuAccount, o Options) {
+	body, _ := json.Marshal(map[string]string{"AppID": a.AppID, "AppSecret": a.AppSecret.Value()})
+	var ans struct {
+		Code int    `json:"code"`
+		Msg  string `json:"msg"`
+		Data struct {
+			URL string `json:"URL"`
+		} `json:"data"`
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.BaseURL()+wsEndpointPath, bytes.NewReader(body))
+	if err != nil {
+		res.Status, res.Detail = Warn, res.Detail+"; long connection: "+err.Error()
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := o.Client.Do(req)
+	if err != nil {
+		res.Status, res.Detail = Warn, res.Detail+"; long connection endpoint: "+rootCause(err)
+		return
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	switch {
+	case json.Unmarshal(raw, &ans) != nil:
+		res.Status = Warn
+		res.Detail += fmt.Sprintf("; long connection endpoint: HTTP %d, not the open platform's JSON", resp.StatusCode)
+	case ans.Code == 1:
+		res.Status, res.Detail = Warn, res.Detail+"; long connection endpoint busy: try again shortly"
+	case ans.Code != 0 || ans.Data.URL == "":
+		res.Status = Fail
+		res.Detail += fmt.Sprintf("; the long connection was refused: code %d %s", ans.Code, ans.Msg)
+		res.Hint = "only an enabled self-built app may use the long connection: check " + key + "appId and " + key +
+			"appSecret against the developer console, or set " + key + "mode to webhook"
+	default:
+		res.Detail += "; the long connection's endpoint answers (pincer status shows the connection of a running pincer serve)"
+	}
 }
 
 // platformCall makes one open platform request and decodes its JSON

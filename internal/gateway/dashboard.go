@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/pincerbot/pincer/internal/channel/feishu"
 	"github.com/pincerbot/pincer/internal/channel/onebot"
 	"github.com/pincerbot/pincer/internal/channel/webchat"
 	"github.com/pincerbot/pincer/internal/dashboard"
@@ -63,9 +64,13 @@ func (s *dashboardSource) Status(context.Context) dashboard.Status {
 	if s.lark != nil {
 		for _, id := range slices.Sorted(maps.Keys(s.lark.accounts)) {
 			a := s.lark.accounts[id]
-			acct := dashboard.Account{Channel: "feishu", ID: string(id), State: dashboard.StateConnected, Self: string(a.Self())}
-			if acct.Self == "" {
-				acct.State = dashboard.StateConnecting
+			h := a.Health()
+			acct := dashboard.Account{Channel: string(feishu.ChannelID), ID: string(id), State: string(h.State), Self: string(a.Self()), Hint: h.Hint, LastPong: h.LastPong}
+			if h.State == feishu.StateRefused {
+				acct.State = dashboard.StateRefused
+			}
+			if h.Err != nil {
+				acct.LastError, acct.LastErrorAt = h.Err.Error(), h.Since
 			}
 			st.Accounts = append(st.Accounts, acct)
 		}

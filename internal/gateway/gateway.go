@@ -390,7 +390,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		Handler: httpapi.New(httpapi.Options{
 			Token: cfg.Gateway.Token.Value(), Loopback: cfg.Gateway.Loopback(), AllowedHosts: cfg.Gateway.AllowedHosts,
 			Pprof: cfg.Gateway.Pprof, Gatherer: reg, App: app, Endpoints: endpoints, Started: started,
-			Health: healthReport(watch, qqs.accounts()),
+			Health: healthReport(watch, qqs.accounts(), larks),
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,

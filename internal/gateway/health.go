@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pincerbot/pincer/internal/channel/feishu"
 	"github.com/pincerbot/pincer/internal/channel/onebot"
 	"github.com/pincerbot/pincer/internal/httpapi"
 	"github.com/pincerbot/pincer/internal/msg"
@@ -72,9 +73,11 @@ func (w *storeWatch) last() error {
 }
 
 // healthReport builds /healthz's report: the store (down when it cannot
-// write) and each QQ account (ok when connected, degraded while it
-// connects or waits to reconnect, down when it gave up).
-func healthReport(w *storeWatch, accounts map[msg.AccountID]*onebot.Account) func(context.Context) httpapi.Health {
+// write), each QQ account (ok when connected, degraded while it
+// connects or waits to reconnect, down when it gave up) and each Feishu
+// app (ok when connected or listening, degraded while it starts,
+// connects or reconnects, down when the platform refused it).
+func healthReport(w *storeWatch, accounts map[msg.AccountID]*onebot.Account, larks *lark) func(context.Context) httpapi.Health {
 	return func(ctx context.Context) httpapi.Health {
 		err := w.last()
 		var h httpapi.Health
@@ -86,8 +89,30 @@ func healthReport(w *storeWatch, accounts map[msg.AccountID]*onebot.Account) fun
 		for _, id := range slices.Sorted(maps.Keys(accounts)) {
 			h.Components = append(h.Components, accountHealth(id, accounts[id]))
 		}
+		if larks != nil {
+			for _, id := range slices.Sorted(maps.Keys(larks.accounts)) {
+				h.Components = append(h.Components, larkHealth(id, larks.accounts[id].Health()))
+			}
+		}
 		return h
 	}
+}
+
+// larkHealth is the /healthz component of Feishu app id.
+func larkHealth(id msg.AccountID, fh feishu.Health) httpapi.Component {
+	c := httpapi.Component{Name: string(feishu.ChannelID) + "/" + string(id), Status: httpapi.StatusOK}
+	reason := string(fh.State)
+	if fh.Err != nil {
+		reason += ": " + fh.Err.Error()
+	}
+	switch fh.State {
+	case feishu.StateConnected, feishu.StateListening:
+	case feishu.StateRefused:
+		c.Status, c.Reason = httpapi.StatusDown, "account "+string(id)+" "+reason+"; "+fh.Hint
+	default:
+		c.Status, c.Reason = httpapi.StatusDegraded, reason
+	}
+	return c
 }
 
 func accountHealth(id msg.AccountID, a *onebot.Account) httpapi.Component {

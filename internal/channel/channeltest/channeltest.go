@@ -81,6 +81,15 @@ type Platform interface {
 	Unreachable() []msg.Peer
 }
 
+// Dropper is a Platform that can drop the adapter's connection, as a
+// platform that restarts its gateway does; the Reconnect subtest is
+// skipped for a platform that is not one.
+type Dropper interface {
+	// Drop closes the adapter's connection and returns once the adapter
+	// has connected again.
+	Drop(ctx context.Context) error
+}
+
 // Chat is a conversation on the platform and the user who speaks in it.
 type Chat struct {
 	// Peer is the chat as the adapter names it.
@@ -128,6 +137,7 @@ func Run(t *testing.T, h Harness) {
 		{"Deliver", testDeliver},
 		{"Chunk", testChunk},
 		{"CapabilityErrors", testCapabilities},
+		{"Reconnect", testReconnect},
 	}
 	for _, tt := range tests {
 		subtest(t, h, tt.name, func(t *testing.T) { tt.fn(t, h) })

@@ -24,13 +24,20 @@ import (
 // handler over HTTP, and serves the API the app sends through.
 func TestFeishu(t *testing.T) { channeltest.Run(t, feishuHarness{}) }
 
+// TestFeishuLongConnection runs the suite against a Feishu app on the
+// long connection: the official SDK's client connects to the simulated
+// open platform, which pushes events in the SDK's frames and waits for
+// its acknowledgements.
+func TestFeishuLongConnection(t *testing.T) { channeltest.Run(t, feishuHarness{longConn: true}) }
+
 const (
 	larkAccount    = msg.AccountID("lark")
 	larkEncryptKey = "conformance-encrypt-key"
 	larkChunk      = 60
 )
 
-type feishuHarness struct{}
+// feishuHarness runs the app in webhook mode, or on the long connection.
+type feishuHarness struct{ longConn bool }
 
 // larkAdapter is one app as a channel.Adapter; the account's other
 // methods (History, FetchMessage…) show through.
@@ -42,7 +49,7 @@ func (larkAdapter) Name() msg.ChannelID { return feishu.ChannelID }
 type larkPlatform struct {
 	sim  *feishusim.Sim
 	acct *feishu.Account
-	hook string
+	hook string // the webhook; empty on the long connection
 
 	mu sync.Mutex
 	n  int
@@ -52,9 +59,18 @@ type larkPlatform struct {
 	more chan struct{}
 }
 
-func (feishuHarness) Start(t *testing.T, sink channel.Taker) channeltest.Platform {
+// larkLongConn has the SDK reconnect at once and ping once, at connect;
+// the configuration is handed out once (feishusim.LongConn.ConfigOnce).
+var larkLongConn = feishusim.LongConn{
+	Config:     &feishusim.ClientConfig{ReconnectCount: -1, ReconnectInterval: 1, PingInterval: 3600},
+	ConfigOnce: true,
+	AckTimeout: 10 * time.Second,
+	Retry:      []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond},
+}
+
+func (h feishuHarness) Start(t *testing.T, sink channel.Taker) channeltest.Platform {
 	l := &larkPlatform{
-		sim:    feishusim.New(feishusim.Options{EncryptKey: larkEncryptKey}),
+		sim:    feishusim.New(feishusim.Options{EncryptKey: larkEncryptKey, LongConn: larkLongConn}),
 		chatOf: map[msg.Peer]string{},
 		more:   make(chan struct{}),
 	}
@@ -67,19 +83,34 @@ func (feishuHarness) Start(t *testing.T, sink channel.Taker) channeltest.Platfor
 		l.mu.Unlock()
 	}))
 	t.Cleanup(api.Close)
+	mode := feishu.ModeWebhook
+	if h.longConn {
+		mode = feishu.ModeWebSocket
+		// After the app stops and before the server closes, the app goes
+		// off the long connection, which ends the SDK's reconnecting.
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := l.sim.CloseLongConn(ctx); err != nil {
+				t.Errorf("CloseLongConn: %v", err)
+			}
+		})
+	}
 	l.acct = feishu.New(feishu.Options{
 		ID: larkAccount, AppID: feishusim.DefaultAppID, AppSecret: feishusim.DefaultAppSecret,
-		BaseURL: api.URL, Mode: feishu.ModeWebhook,
+		BaseURL: api.URL, Mode: mode,
 		VerificationToken: feishusim.DefaultVerificationToken, EncryptKey: larkEncryptKey,
 		ChunkLimit: larkChunk,
 	})
-	handler, err := l.acct.WebhookHandler()
-	if err != nil {
-		t.Fatal(err)
+	if !h.longConn {
+		handler, err := l.acct.WebhookHandler()
+		if err != nil {
+			t.Fatal(err)
+		}
+		hook := httptest.NewServer(handler)
+		t.Cleanup(hook.Close)
+		l.hook = hook.URL
 	}
-	hook := httptest.NewServer(handler)
-	t.Cleanup(hook.Close)
-	l.hook = hook.URL
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- l.acct.Run(ctx, sink) }()
@@ -108,6 +139,19 @@ func (feishuHarness) Start(t *testing.T, sink channel.Taker) channeltest.Platfor
 		case <-more:
 		case <-wctx.Done():
 		}
+	}
+	if h.longConn {
+		// Connected, and its first ping answered: the client is serving,
+		// and may be dropped (the v3.7.5 SDK reads its connection id for
+		// its ping's log lines without synchronization, so a drop before
+		// them is a data race).
+		for l.acct.Health().LastPong.IsZero() {
+			if wctx.Err() != nil {
+				t.Fatalf("the app's long connection never completed a ping: %+v", l.acct.Health())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		return larkDropper{l}
 	}
 	return l
 }
@@ -158,7 +202,8 @@ func (l *larkPlatform) Chats(_ context.Context, kind msg.PeerKind, n int) ([]cha
 }
 
 // Inject has the platform store the message and post its receive event
-// to the webhook; the app takes it in before it answers.
+// to the webhook, or push it over the long connection; the app takes it
+// in before it answers (acknowledges).
 func (l *larkPlatform) Inject(ctx context.Context, in channeltest.Inbound) (channeltest.Posted, error) {
 	l.mu.Lock()
 	l.n++
@@ -196,7 +241,19 @@ func (l *larkPlatform) Redeliver(ctx context.Context, p channeltest.Posted) erro
 	return err
 }
 
+// post delivers an event to the webhook, or pushes it over the long
+// connection and waits for the app's acknowledgement.
 func (l *larkPlatform) post(ctx context.Context, ev any, opts feishusim.EventOptions) (*feishusim.Delivery, error) {
+	if l.hook == "" {
+		d, err := l.sim.PushEvent(ctx, ev, opts)
+		if err != nil {
+			return nil, err
+		}
+		if d.Status != http.StatusOK {
+			return nil, fmt.Errorf("the long connection acknowledged %d after %d deliveries: %s", d.Status, d.Attempts, d.Response)
+		}
+		return d, nil
+	}
 	d, err := l.sim.PostEvent(ctx, l.hook, ev, opts)
 	if err != nil {
 		return nil, err
@@ -262,4 +319,17 @@ func (l *larkPlatform) Unreachable() []msg.Peer {
 		{Kind: msg.Group, ID: ""},
 		{Kind: msg.Direct, ID: ""},
 	}
+}
+
+// larkDropper is the long connection's platform: it can drop the app's
+// connection.
+type larkDropper struct{ *larkPlatform }
+
+// Drop closes the app's long connection and waits until the SDK's client
+// has connected again.
+func (l larkDropper) Drop(ctx context.Context) error {
+	if n := l.sim.DropConnections(); n != 1 {
+		return fmt.Errorf("dropped %d connections, want 1", n)
+	}
+	return l.sim.WaitLongConn(ctx, func(conns, _, _ int) bool { return conns == 1 })
 }

@@ -457,3 +457,31 @@ func testCapabilities(t *testing.T, h Harness) {
 		}
 	})
 }
+
+// testReconnect: after the platform drops the adapter's connection and
+// the adapter connects again, a message reaches the sink, once, and the
+// reply to it reaches the chat.
+func testReconnect(t *testing.T, h Harness) {
+	e := start(t, h, false)
+	d, ok := e.p.(Dropper)
+	if !ok {
+		t.Skip("the platform cannot drop the adapter's connection")
+	}
+	chat := e.some(t, 1)[0]
+	before := e.arrived(t, e.inject(t, Inbound{Chat: chat, Text: "before the drop"}))[0]
+	before.finish()
+	if err := d.Drop(e.ctx); err != nil {
+		t.Fatalf("drop: %v", err)
+	}
+	after := e.arrived(t, e.inject(t, Inbound{Chat: chat, Text: "after the drop"}))[0]
+	const reply = "answered after the drop"
+	e.deliver(t, after, reply)
+	after.finish()
+	if texts := e.sentUntil(t, chat, reply); !slices.Equal(texts, []string{reply}) {
+		t.Errorf("%s received %q, want the reply once", chat.Peer, texts)
+	}
+	all, _ := e.s.arrivals()
+	if n := len(inChat(all, chat.Peer)); n != 2 {
+		t.Errorf("the sink took %d messages in %s, want 2", n, chat.Peer)
+	}
+}

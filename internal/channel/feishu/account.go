@@ -114,6 +114,10 @@ type Account struct {
 	sendLimits
 
 	sink atomic.Pointer[sinkHolder]
+	// conn is how the account receives events (Health); refusedRetry,
+	// when set, replaces the first wait after a refusal.
+	conn         connState
+	refusedRetry time.Duration
 }
 
 type identity struct{ openID, name string }
@@ -180,9 +184,11 @@ func (a *Account) learnSelf(ctx context.Context) error {
 			if a.self.Swap(&identity{openID: openID, name: name}) == nil {
 				close(a.known)
 			}
+			a.conn.identity(nil)
 			a.log.Info("Feishu bot identity", "open_id", openID, "name", name)
 			return nil
 		}
+		a.conn.identity(err)
 		a.log.Warn("Feishu bot info (retrying)", "err", err, "in", wait.String())
 		select {
 		case <-ctx.Done():
@@ -196,16 +202,21 @@ func (a *Account) learnSelf(ctx context.Context) error {
 // Run receives events until ctx ends: over the long connection, or from
 // the webhook handler (WebhookHandler) in webhook mode. Events that
 // arrive before the bot's identity is known are refused, to be pushed
-// again.
+// again. The long connection opens while the identity is asked for, so
+// a refusal of the app shows at once.
 func (a *Account) Run(ctx context.Context, sink channel.Sink) error {
 	a.sink.Store(&sinkHolder{sink})
-	if err := a.learnSelf(ctx); err != nil {
-		return nil
-	}
 	if a.opts.Mode == ModeWebhook {
+		a.conn.set(StateListening, nil)
+		if err := a.learnSelf(ctx); err != nil {
+			return nil
+		}
 		<-ctx.Done()
 		return nil
 	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { _ = a.learnSelf(ctx) })
 	return a.runLongConnection(ctx)
 }
 

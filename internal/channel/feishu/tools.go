@@ -29,7 +29,8 @@ type Lookup func(id msg.AccountID) (*Account, bool)
 // DownloadTool is feishu_download_file(message_id, file_key?): it saves
 // the image or file of a message (a child of a merged forward included,
 // by the child's id as the excerpt shows it) into the chat's workspace
-// and answers with the path.
+// and answers with the path. Run for a chat, it takes that chat's
+// account and only that chat's messages, as download_attachment does.
 func DownloadTool(lookup Lookup) agent.Tool {
 	return agent.Tool{
 		Spec: llm.Tool{
@@ -52,14 +53,26 @@ func DownloadTool(lookup Lookup) agent.Tool {
 				return agent.Failed(fmt.Errorf("arguments: %w", err))
 			}
 			id := msg.AccountID(strings.TrimSpace(in.AccountID))
+			chat, inChat := agent.ChatOf(ctx)
+			if id == "" && inChat {
+				id = chat.Account
+			}
 			if id == "" {
 				id = msg.DefaultAccount
+			}
+			var only *msg.Peer
+			if inChat {
+				// Run for a chat, the tool fetches only that chat's files.
+				if chat.Channel != ChannelID || chat.Account != id {
+					return agent.Failed(fmt.Errorf("only this chat's files can be downloaded here (%s, account %s)", chat.Channel, chat.Account))
+				}
+				only = &chat.Peer
 			}
 			a, ok := lookup(id)
 			if !ok {
 				return agent.Failed(fmt.Errorf("no Feishu account %q", id))
 			}
-			path, size, err := a.download(ctx, strings.TrimSpace(in.MessageID), strings.TrimSpace(in.FileKey))
+			path, size, err := a.download(ctx, strings.TrimSpace(in.MessageID), strings.TrimSpace(in.FileKey), only)
 			if err != nil {
 				return agent.Failed(err)
 			}
@@ -72,8 +85,9 @@ func DownloadTool(lookup Lookup) agent.Tool {
 // download saves the attachment of message id (key picks one) and returns
 // where. A child of a merged forward is downloaded by its own id, then,
 // when the platform says the file is not in it (234003), through the
-// forward holding it.
-func (a *Account) download(ctx context.Context, id, key string) (string, int, error) {
+// forward holding it. only, when set, is the chat the message (or the
+// forward holding it) must be in.
+func (a *Account) download(ctx context.Context, id, key string, only *msg.Peer) (string, int, error) {
 	it, ref, err := a.lookupResource(ctx, id)
 	if err != nil {
 		return "", 0, err
@@ -87,13 +101,6 @@ func (a *Account) download(ctx context.Context, id, key string) (string, int, er
 	if a.opts.Workspace == nil {
 		return "", 0, errors.New("no workspace to save into")
 	}
-	body, _, err := a.fetchResource(ctx, id, &it, key, ref.kind, MaxDownload)
-	if errors.Is(err, channel.ErrTooLarge) {
-		return "", 0, fmt.Errorf("the attachment of %s is over the %d-byte limit", id, MaxDownload)
-	}
-	if err != nil {
-		return "", 0, fmt.Errorf("download %s: %w", id, err)
-	}
 	chat := it.ChatID
 	for up, hops := it.UpperMessageID, 0; chat == "" && up != "" && hops < maxForwardHops; hops++ {
 		parents, err := a.api.getMessage(ctx, up)
@@ -105,6 +112,17 @@ func (a *Account) download(ctx context.Context, id, key string) (string, int, er
 	peer := msg.Peer{Kind: msg.Group, ID: "unknown-chat"}
 	if chat != "" {
 		peer = a.peerOf(chat)
+	}
+	if only != nil && (chat == "" || peer != *only) {
+		// One chat's files are not fetched into another.
+		return "", 0, fmt.Errorf("message %s is not from this chat", id)
+	}
+	body, _, err := a.fetchResource(ctx, id, &it, key, ref.kind, MaxDownload)
+	if errors.Is(err, channel.ErrTooLarge) {
+		return "", 0, fmt.Errorf("the attachment of %s is over the %d-byte limit", id, MaxDownload)
+	}
+	if err != nil {
+		return "", 0, fmt.Errorf("download %s: %w", id, err)
 	}
 	dir := filepath.Join(a.opts.Workspace(peer), "downloads")
 	if err := os.MkdirAll(dir, 0o750); err != nil {

@@ -10,9 +10,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pincerbot/pincer/internal/agent"
 	"github.com/pincerbot/pincer/internal/channel/feishu/feishusim"
 	"github.com/pincerbot/pincer/internal/msg"
 )
+
+// otherChat is a group chat the tests' messages are not in.
+const otherChat = "oc_other0000000000000000000000001"
 
 // download calls feishu_download_file with args and returns its answer.
 func (r *rig) download(t *testing.T, args string) (status, path, errText string) {
@@ -115,5 +119,54 @@ func TestDownloadSafeName(t *testing.T) {
 	}
 	if got := fileSafe(strings.Repeat("长", 100) + ".pdf"); !strings.HasSuffix(got, ".pdf") {
 		t.Errorf("a long name lost its extension: %q", got)
+	}
+}
+
+// TestDownloadOnlyThisChat: run for a chat, the tool downloads only that
+// chat's files (a merged forward's child by the chat the forward is in),
+// with that chat's account, and fetches nothing for another chat's.
+func TestDownloadOnlyThisChat(t *testing.T) {
+	r := newRig(t, nil)
+	must(t, r.sim.AddChat(otherChat, feishusim.ChatGroup))
+	file, err := r.sim.AddMessage(feishusim.Message{ChatID: groupChat, SenderID: userA, MsgType: "file",
+		Content: `{"file_key":"file_1","file_name":"a.txt"}`, Resources: map[string][]byte{"file_1": []byte("group file")}})
+	must(t, err)
+	fwd := forwardOf("om_dl_only", groupChat)
+	fwd.Children[0].Resources = map[string][]byte{"img_1": []byte("\x89PNG")}
+	_, err = r.sim.AddMessage(fwd)
+	must(t, err)
+	tool := DownloadTool(func(id msg.AccountID) (*Account, bool) { return r.a, id == msg.DefaultAccount })
+	call := func(chat agent.Chat, args string) (status, errText string) {
+		t.Helper()
+		out, err := tool.Call(agent.WithChat(context.Background(), chat), json.RawMessage(args))
+		must(t, err)
+		var v struct{ Status, Error string }
+		must(t, json.Unmarshal([]byte(out), &v))
+		return v.Status, v.Error
+	}
+	here := agent.Chat{Channel: ChannelID, Account: msg.DefaultAccount, Peer: msg.Peer{Kind: msg.Group, ID: groupChat}}
+	elsewhere := agent.Chat{Channel: ChannelID, Account: msg.DefaultAccount, Peer: msg.Peer{Kind: msg.Group, ID: otherChat}}
+	for _, c := range []struct {
+		name string
+		chat agent.Chat
+		args string
+		want string
+	}{
+		{"another chat's file", elsewhere, `{"message_id":"` + file + `"}`, "not from this chat"},
+		{"another chat's forward child", elsewhere, `{"message_id":"om_dl_only_img"}`, "not from this chat"},
+		{"another account", here, `{"message_id":"` + file + `","accountId":"other"}`, "only this chat's files"},
+		{"another channel", agent.Chat{Channel: "onebot", Account: msg.DefaultAccount, Peer: here.Peer}, `{"message_id":"` + file + `"}`, "only this chat's files"},
+	} {
+		if status, errText := call(c.chat, c.args); status != "failed" || !strings.Contains(errText, c.want) {
+			t.Errorf("%s: %s %q, want failed with %q", c.name, status, errText, c.want)
+		}
+	}
+	if n := len(r.sim.Calls(feishusim.PathMessages+"/"+file+"/resources/file_1")) + len(r.sim.Calls(feishusim.PathMessages+"/om_dl_only_img/resources/img_1")); n != 0 {
+		t.Errorf("%d downloads for another chat's messages", n)
+	}
+	for _, args := range []string{`{"message_id":"` + file + `"}`, `{"message_id":"om_dl_only_img"}`} {
+		if status, errText := call(here, args); status != "ok" {
+			t.Errorf("this chat's %s: %s", args, errText)
+		}
 	}
 }

@@ -227,7 +227,7 @@ function renderQueues(qs) {
 
 function stateClass(s) {
   if (s === "connected") return "good";
-  if (s === "failed") return "bad";
+  if (s === "failed" || s === "refused") return "bad";
   return "skip";
 }
 
@@ -246,6 +246,8 @@ function renderAccounts(accts) {
     fact(dl, "Bot", self);
     fact(dl, "Implementation", [a.implementation, a.version].filter(Boolean).join(" "));
     if (a.last_error) fact(dl, "Last error", a.last_error + (isZero(a.last_error_at) ? "" : " (" + fmtTime(a.last_error_at) + ")"));
+    if (a.hint) fact(dl, "What to do", a.hint);
+    if (!isZero(a.last_pong)) fact(dl, "Last pong", fmtTime(a.last_pong));
     card.append(dl);
     box.append(card);
   }

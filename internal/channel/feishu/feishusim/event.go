@@ -61,6 +61,10 @@ type EventOptions struct {
 	Nonce string
 	// Client posts the request; nil means http.DefaultClient.
 	Client *http.Client
+	// Chunks splits a long-connection delivery (PushEvent) into that
+	// many frames, as the platform splits large payloads; 0 or 1 sends
+	// one frame.
+	Chunks int
 }
 
 // Delivery is what happened to one posted event.
@@ -71,9 +75,13 @@ type Delivery struct {
 	// {"encrypt":…}).
 	Payload []byte
 	Body    []byte
-	// Status and Response are the receiver's answer.
+	// Status and Response are the receiver's answer: over the long
+	// connection, the acknowledgement's code and payload.
 	Status   int
 	Response []byte
+	// Attempts is how many times the event was delivered (PushEvent
+	// delivers again what was not acknowledged); 1 for PostEvent.
+	Attempts int
 }
 
 type eventHeader struct {
@@ -155,7 +163,7 @@ func (s *Sim) PostEvent(ctx context.Context, url string, event any, opts EventOp
 	if err != nil {
 		return nil, err
 	}
-	d := &Delivery{EventID: eventID, Payload: payload, Body: payload}
+	d := &Delivery{EventID: eventID, Payload: payload, Body: payload, Attempts: 1}
 	key := s.opts.EncryptKey
 	if key != "" && !opts.Plaintext {
 		enc, err := Encrypt(key, payload)

@@ -74,6 +74,10 @@ type endpoint func(s *Sim, q *request) *answer
 func (s *Sim) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
 
 func (s *Sim) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == PathWSConnect {
+		s.serveLongConn(w, r)
+		return
+	}
 	if r.Body == nil { // a client-side request handed to the handler directly
 		r.Body = http.NoBody
 	}
@@ -167,6 +171,8 @@ func match(method, path string) (ep endpoint, params []string, needsToken, found
 	switch {
 	case path == PathTenantToken:
 		routes = []route{{http.MethodPost, (*Sim).tenantToken}}
+	case path == PathWSEndpoint:
+		routes = []route{{http.MethodPost, (*Sim).wsEndpoint}}
 	case path == PathBotInfo:
 		routes = []route{{http.MethodGet, (*Sim).botInfo}}
 	case path == PathBasicBatch:
@@ -201,7 +207,7 @@ func match(method, path string) (ep endpoint, params []string, needsToken, found
 	}
 	for _, rt := range routes {
 		if rt.method == method {
-			return rt.ep, params, path != PathTenantToken, true
+			return rt.ep, params, path != PathTenantToken && path != PathWSEndpoint, true
 		}
 	}
 	if params == nil {

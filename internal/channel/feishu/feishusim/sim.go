@@ -4,8 +4,13 @@
 // uuid idempotency, size limits, merge_forward expansion and paging. A
 // test points the official SDK at it (lark.WithOpenBaseUrl), and a
 // developer can serve it to try pincer without a Feishu tenant. The
-// simulator also plays the platform's side of webhook delivery: it posts
-// schema 2.0 events, encrypted and signed as the platform does.
+// simulator also plays the platform's side of event delivery: by webhook
+// it posts schema 2.0 events, encrypted and signed as the platform does;
+// over the long connection it hands out the WebSocket URL and client
+// configuration at endpoint discovery, speaks the SDK's protobuf frames
+// (ping and pong, event frames, the client's acknowledgements), delivers
+// again what was not acknowledged, and drops or refuses connections on
+// request.
 //
 // State is set up and inspected through a goroutine-safe Go API (AddUser,
 // AddChat, AddMessage, Sent, Uploads, Reactions, Calls), and faults are scripted
@@ -67,6 +72,9 @@ type Options struct {
 	// MaxCalls bounds the request log Calls reads (the oldest entries are
 	// dropped). Zero means DefaultMaxCalls; negative keeps none.
 	MaxCalls int
+	// LongConn configures the long connection (endpoint discovery at
+	// PathWSEndpoint, the WebSocket at PathWSConnect, PushEvent).
+	LongConn LongConn
 }
 
 // ChatKind is a chat's type as events report it in chat_type.
@@ -244,6 +252,8 @@ type Sim struct {
 	eventSeq   uint64
 	threadSeq  uint64
 	logSeq     uint64
+
+	lc *longConns
 }
 
 // New returns a simulator with no users, chats or messages.
@@ -280,6 +290,7 @@ func New(opts Options) *Sim {
 		faults:    map[string][]Fault{},
 		oneLevel:  map[string]bool{},
 		sendTimes: map[string][]time.Time{},
+		lc:        newLongConns(),
 	}
 }
 
