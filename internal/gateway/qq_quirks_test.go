@@ -166,15 +166,19 @@ func runGatewayAt(t *testing.T, cfg config.Config, path string) (stop func() err
 // default QQ account.
 func waitRecorded(t *testing.T, ctx context.Context, path string, id msg.MessageID) {
 	t.Helper()
-	db, err := sqlite.Open(ctx, path, sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for {
+		// Opened anew each time: a store reads the sent ids once, at
+		// its opening, and the gateway's write may come after.
+		db, err := sqlite.Open(ctx, path, sqlite.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
 		ok, err := db.WasSent(ctx, onebot.ChannelID, msg.DefaultAccount, id)
+		if cerr := db.Close(); err == nil {
+			err = cerr
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
