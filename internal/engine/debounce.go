@@ -84,6 +84,27 @@ func debounceKey(m msg.Message) string {
 // the merged turn it joined has been dispatched: channel.ErrMerged for all
 // but the last message of the batch, whose replier got the reply.
 func (d *Debouncer) Dispatch(ctx context.Context, m msg.Message, r channel.Replier) error {
+	return d.admit(ctx, m, r)()
+}
+
+// Take implements channel.Taker: m is held, or what was held for its
+// sender is let go and m handed on, before Take returns, so messages taken
+// one after the other keep their order; done learns what Dispatch would
+// have returned.
+func (d *Debouncer) Take(ctx context.Context, m msg.Message, r channel.Replier, done func(error)) {
+	wait := d.admit(ctx, m, r)
+	go func() {
+		err := wait()
+		if done != nil {
+			done(err)
+		}
+	}()
+}
+
+// admit holds m, or lets go what was held for its sender, and returns
+// what remains of its Dispatch: waiting for its batch's outcome, or
+// handing it on.
+func (d *Debouncer) admit(ctx context.Context, m msg.Message, r channel.Replier) func() error {
 	window := time.Duration(0)
 	if d.opts.Window != nil {
 		window = d.opts.Window(m.Channel)
@@ -92,7 +113,7 @@ func (d *Debouncer) Dispatch(ctx context.Context, m msg.Message, r channel.Repli
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
-		return channel.ErrClosed
+		return func() error { return channel.ErrClosed }
 	}
 	b := d.batches[key]
 	hold := window > 0 && !d.opts.Bypass(m) && !hasMedia(m) && (b != nil || len(d.batches) < d.opts.MaxKeys)
@@ -106,17 +127,19 @@ func (d *Debouncer) Dispatch(ctx context.Context, m msg.Message, r channel.Repli
 			for _, e := range b.entries {
 				e.done <- channel.ErrStopped
 			}
-			return d.next.Dispatch(ctx, m, r)
+			return func() error { return d.next.Dispatch(ctx, m, r) }
 		}
 		// Anything held for this sender goes first, so order is kept.
 		if b != nil {
 			d.detach(key, b)
 		}
 		d.mu.Unlock()
-		if b != nil {
-			d.flush(b)
+		return func() error {
+			if b != nil {
+				d.flush(b)
+			}
+			return d.next.Dispatch(ctx, m, r)
 		}
-		return d.next.Dispatch(ctx, m, r)
 	}
 	e := entry{m: m, r: r, done: make(chan error, 1)}
 	now := time.Now()
@@ -134,7 +157,7 @@ func (d *Debouncer) Dispatch(ctx context.Context, m msg.Message, r channel.Repli
 	}
 	b.entries = append(b.entries, e)
 	d.mu.Unlock()
-	return <-e.done
+	return func() error { return <-e.done }
 }
 
 func hasMedia(m msg.Message) bool {

@@ -33,8 +33,8 @@ func TestWebchatDebounceMergesABurstAndCommandsNeverWait(t *testing.T) {
 	burst := []string{"明天几点开会？", "在哪个会议室？"}
 	held := make([]chan result, len(burst))
 	for i, text := range burst {
-		// The reply stream opens before the message is handed in, so
-		// each of the burst is held before the next is sent.
+		// The reply stream opens once the message is handed in, so each
+		// of the burst is held before the next is sent.
 		res, _, err := c.Post(text, "")
 		if err != nil {
 			t.Fatal(err)

@@ -106,6 +106,21 @@ type webchatBackend struct {
 	engine *engine.Engine
 }
 
+// Take implements channel.Taker when the sink does, as the web chat
+// hands a message in before its reply stream opens.
+func (b webchatBackend) Take(ctx context.Context, m msg.Message, r channel.Replier, done func(error)) {
+	if t, ok := b.Sink.(channel.Taker); ok {
+		t.Take(ctx, m, r, done)
+		return
+	}
+	go func() {
+		err := b.Sink.Dispatch(ctx, m, r)
+		if done != nil {
+			done(err)
+		}
+	}()
+}
+
 func (b webchatBackend) History(ctx context.Context, ch msg.ChannelID, peer msg.Peer) ([]store.Turn, error) {
 	return b.engine.History(ctx, ch, peer)
 }

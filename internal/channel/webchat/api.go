@@ -127,8 +127,29 @@ func (c *Channel) servePost(w http.ResponseWriter, r *http.Request) {
 		Sender: msg.Sender{ID: msg.UserID(browser), Name: "user"}, Time: time.Now(),
 		Segments: []msg.Segment{msg.Text(req.Text)}, Text: req.Text,
 	}
-	sse := newSSE(w)
-	err := b.Dispatch(r.Context(), m, sse)
+	// The message is handed in before the reply stream opens, so a page
+	// that posts its next message once the stream opened posts it after
+	// this one is held.
+	sse := preparedSSE(w)
+	var err error
+	if t, ok := b.(channel.Taker); ok {
+		answered := make(chan error, 1)
+		t.Take(r.Context(), m, sse, func(err error) {
+			select {
+			case answered <- err:
+			default: // told once already
+			}
+		})
+		sse.open()
+		select {
+		case err = <-answered:
+		case <-r.Context().Done():
+			err = r.Context().Err()
+		}
+	} else {
+		sse.open()
+		err = b.Dispatch(r.Context(), m, sse)
+	}
 	switch {
 	case err == nil:
 		sse.send(EventDone, struct{}{})
@@ -205,20 +226,43 @@ func replyView(out msg.Outbound) map[string]any {
 // Write errors (a browser that went away) are ignored: the turn goes on and
 // its reply is kept in the transcript.
 type sse struct {
-	mu sync.Mutex
-	w  http.ResponseWriter
-	rc *http.ResponseController
+	mu     sync.Mutex
+	w      http.ResponseWriter
+	rc     *http.ResponseController
+	opened bool
 }
 
+// newSSE opens an event stream on w.
 func newSSE(w http.ResponseWriter) *sse {
+	s := preparedSSE(w)
+	s.open()
+	return s
+}
+
+// preparedSSE is an event stream on w that opens (sends its headers) on
+// open or its first event, whichever comes first.
+func preparedSSE(w http.ResponseWriter) *sse {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	s := &sse{w: w, rc: http.NewResponseController(w)}
+	return &sse{w: w, rc: http.NewResponseController(w)}
+}
+
+// open sends the stream's headers, once.
+func (s *sse) open() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.openLocked()
+}
+
+func (s *sse) openLocked() {
+	if s.opened {
+		return
+	}
+	s.opened = true
+	s.w.WriteHeader(http.StatusOK)
 	_ = s.rc.Flush()
-	return s
 }
 
 func (s *sse) send(event string, data any) {
@@ -228,6 +272,7 @@ func (s *sse) send(event string, data any) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.openLocked()
 	_, _ = io.WriteString(s.w, "event: "+event+"\ndata: ")
 	_, _ = s.w.Write(b)
 	_, _ = io.WriteString(s.w, "\n\n")
@@ -237,6 +282,7 @@ func (s *sse) send(event string, data any) {
 func (s *sse) comment(text string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.openLocked()
 	_, _ = io.WriteString(s.w, ": "+text+"\n\n")
 	_ = s.rc.Flush()
 }
