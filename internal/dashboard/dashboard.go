@@ -13,12 +13,13 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"html/template"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
 	"sync"
 
+	"github.com/pincerbot/pincer/internal/htmlpage"
 	"github.com/pincerbot/pincer/internal/trace"
 )
 
@@ -44,7 +45,7 @@ type Options struct {
 type Dashboard struct {
 	opts   Options
 	log    *slog.Logger
-	page   *template.Template
+	page   htmlpage.Page
 	static http.Handler
 
 	// stopped is closed when Run returns, ending open event streams so a
@@ -66,7 +67,7 @@ func New(o Options) (*Dashboard, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	page, err := template.ParseFS(assets, "assets/index.html")
+	page, err := htmlpage.ParseFS(assets, "assets/index.html")
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: parse page: %w", err)
 	}
@@ -131,7 +132,7 @@ func (d *Dashboard) servePage(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cache-Control", "no-store")
-	if err := d.page.Execute(w, map[string]string{"Title": d.opts.Title}); err != nil {
+	if _, err := io.WriteString(w, d.page.Render(d.opts.Title)); err != nil {
 		d.log.Error("render page", "err", err)
 	}
 }

@@ -19,8 +19,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	lark "github.com/larksuite/oapi-sdk-go/v3"
-
 	"github.com/pincerbot/pincer/internal/channel"
 	"github.com/pincerbot/pincer/internal/channel/feishu/larkevent"
 	"github.com/pincerbot/pincer/internal/lanes"
@@ -139,7 +137,7 @@ func New(o Options) *Account {
 		o.Location = shanghai()
 	}
 	if o.BaseURL == "" {
-		o.BaseURL = lark.FeishuBaseUrl
+		o.BaseURL = feishuBaseURL
 	}
 	a := &Account{
 		opts: o, api: newClient(o.AppID, o.AppSecret, o.BaseURL, o.HTTPClient, 30*time.Second),

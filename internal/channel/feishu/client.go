@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	lark "github.com/larksuite/oapi-sdk-go/v3"
 	larkcore "github.com/larksuite/oapi-sdk-go/v3/core"
 
 	"github.com/pincerbot/pincer/internal/channel"
@@ -40,12 +39,17 @@ const (
 	codeAccessToken      = 99991671
 )
 
+// feishuBaseURL is the open platform's root (the SDK's FeishuBaseUrl).
+const feishuBaseURL = "https://open.feishu.cn"
+
 // client calls the open platform as the app's bot, through the official
-// SDK. It keeps the tenant token itself: the SDK's cache retries an
+// SDK's core (larkcore.Request), configured as lark.NewClient would
+// configure it; the SDK's root package is not used, since it links a
+// client for every service of the platform. It keeps the tenant token itself: the SDK's cache retries an
 // invalid token with the same stale token, so pincer fetches a fresh one
 // on an invalid-token code and retries once.
 type client struct {
-	sdk       *lark.Client
+	sdk       *larkcore.Config
 	http      *http.Client
 	base      string
 	appID     string
@@ -58,22 +62,27 @@ type client struct {
 
 // newClient builds the client for an app on the platform at base.
 func newClient(appID, appSecret, base string, hc *http.Client, timeout time.Duration) *client {
-	opts := []lark.ClientOptionFunc{
-		lark.WithOpenBaseUrl(base), lark.WithEnableTokenCache(false),
-		lark.WithLogLevel(larkcore.LogLevelError), lark.WithLogger(quietLogger{}),
+	// As lark.NewClient with WithOpenBaseUrl, WithEnableTokenCache(false),
+	// WithLogLevel, WithLogger and, when given, WithHttpClient and
+	// WithReqTimeout.
+	cfg := &larkcore.Config{
+		BaseUrl: base, AppId: appID, AppSecret: appSecret, AppType: larkcore.AppTypeSelfBuilt,
+		EnableTokenCache: false, LogLevel: larkcore.LogLevelError, Logger: quietLogger{},
+		ReqTimeout: max(timeout, 0),
 	}
 	if hc != nil {
-		opts = append(opts, lark.WithHttpClient(hc))
+		cfg.HttpClient = hc
 	}
-	if timeout > 0 {
-		opts = append(opts, lark.WithReqTimeout(timeout))
-	}
+	larkcore.NewLogger(cfg)
+	larkcore.NewCache(cfg)
+	larkcore.NewSerialization(cfg)
+	larkcore.NewHttpClient(cfg)
 	raw := hc
 	if raw == nil {
 		raw = &http.Client{Timeout: 2 * timeout}
 	}
 	return &client{
-		sdk: lark.NewClient(appID, appSecret, opts...), http: raw, base: strings.TrimRight(base, "/"),
+		sdk: cfg, http: raw, base: strings.TrimRight(base, "/"),
 		appID: appID, appSecret: appSecret,
 	}
 }
@@ -86,7 +95,7 @@ func (c *client) tenantToken(ctx context.Context, stale string) (string, error) 
 	if c.token != "" && c.token != stale && time.Now().Before(c.expires) {
 		return c.token, nil
 	}
-	resp, err := c.sdk.GetTenantAccessTokenBySelfBuiltApp(ctx, &larkcore.SelfBuiltTenantAccessTokenReq{AppID: c.appID, AppSecret: c.appSecret})
+	resp, err := c.selfBuiltTenantToken(ctx)
 	if err != nil {
 		return "", fmt.Errorf("tenant token: %w", err)
 	}
@@ -99,6 +108,26 @@ func (c *client) tenantToken(ctx context.Context, stale string) (string, error) 
 	life := time.Duration(resp.Expire) * time.Second
 	c.expires = time.Now().Add(max(life-3*time.Minute, life/2))
 	return c.token, nil
+}
+
+// selfBuiltTenantToken asks for the app's tenant token, as the SDK's
+// Client.GetTenantAccessTokenBySelfBuiltApp does.
+func (c *client) selfBuiltTenantToken(ctx context.Context) (*larkcore.TenantAccessTokenResp, error) {
+	raw, err := larkcore.Request(ctx, &larkcore.ApiReq{
+		HttpMethod:                http.MethodPost,
+		ApiPath:                   larkcore.TenantAccessTokenInternalUrlPath,
+		Body:                      &larkcore.SelfBuiltTenantAccessTokenReq{AppID: c.appID, AppSecret: c.appSecret},
+		SupportedAccessTokenTypes: []larkcore.AccessTokenType{larkcore.AccessTokenTypeNone},
+	}, c.sdk)
+	if err != nil {
+		return nil, err
+	}
+	resp := &larkcore.TenantAccessTokenResp{}
+	if err := json.Unmarshal(raw.RawBody, resp); err != nil {
+		return nil, err
+	}
+	resp.ApiResp = raw
+	return resp, nil
 }
 
 // invalidToken reports the codes of a refused access token.
@@ -137,7 +166,7 @@ func (c *client) exchange(ctx context.Context, method, path string, query url.Va
 		for k, vs := range query {
 			req.QueryParams[k] = vs
 		}
-		resp, err := c.sdk.Do(ctx, req, larkcore.WithTenantAccessToken(tok))
+		resp, err := larkcore.Request(ctx, req, c.sdk, larkcore.WithTenantAccessToken(tok))
 		if err != nil {
 			return nil, envelope{}, fmt.Errorf("%s %s: %w", method, path, err)
 		}

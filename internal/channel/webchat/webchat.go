@@ -10,7 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"html/template"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/pincerbot/pincer/internal/channel"
+	"github.com/pincerbot/pincer/internal/htmlpage"
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/store"
 )
@@ -63,7 +64,7 @@ type Options struct {
 type Channel struct {
 	opts    Options
 	log     *slog.Logger
-	page    *template.Template
+	page    htmlpage.Page
 	static  http.Handler
 	backend Backend
 
@@ -85,7 +86,7 @@ func New(o Options) (*Channel, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	page, err := template.ParseFS(assets, "assets/index.html")
+	page, err := htmlpage.ParseFS(assets, "assets/index.html")
 	if err != nil {
 		return nil, fmt.Errorf("webchat: %w", err)
 	}
@@ -188,7 +189,7 @@ func (c *Channel) servePage(w http.ResponseWriter, r *http.Request) {
 	c.browser(w, r)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; connect-src 'self'")
-	if err := c.page.Execute(w, map[string]string{"Title": c.opts.Title}); err != nil {
+	if _, err := io.WriteString(w, c.page.Render(c.opts.Title)); err != nil {
 		c.log.Error("render page", "err", err)
 	}
 }

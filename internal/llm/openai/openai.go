@@ -1,6 +1,7 @@
 // Package openai is an llm.Provider for the OpenAI chat-completions API and
 // every server compatible with it (DeepSeek, Qwen, Ollama, vLLM, llama.cpp),
-// built on the official openai-go SDK.
+// sending its requests as the official openai-go SDK did (see api) and
+// reading its streams with the SDK's ssestream.
 package openai
 
 import (
@@ -11,8 +12,6 @@ import (
 	"net/http"
 	"net/url"
 
-	sdk "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/pincerbot/pincer/internal/llm"
@@ -21,7 +20,7 @@ import (
 // Provider is an OpenAI-compatible llm.Provider.
 type Provider struct {
 	id       string
-	client   sdk.Client
+	client   *api
 	endpoint llm.Endpoint
 	// legacyMaxTokens sends max_tokens instead of max_completion_tokens:
 	// compatible servers know the older field, OpenAI's newest models only
@@ -34,25 +33,16 @@ type Provider struct {
 var _ llm.Provider = (*Provider)(nil)
 
 // New returns a provider with id (the ref prefix) for the given endpoint.
-// The SDK's own retries are off: failures are classified and retried by
-// the caller, which honours Retry-After across models.
+// Nothing is retried here: failures are classified and retried by the
+// caller, which honours Retry-After across models.
 func New(id string, o llm.Endpoint) *Provider {
-	opts := []option.RequestOption{option.WithMaxRetries(0)}
-	if o.APIKey != "" {
-		opts = append(opts, option.WithAPIKey(o.APIKey))
-	} else {
-		// Local servers need no key; the SDK would otherwise read
-		// $OPENAI_API_KEY, which belongs to another provider entry.
-		opts = append(opts, option.WithAPIKey("none"))
+	key := o.APIKey
+	if key == "" {
+		// Local servers need no key; $OPENAI_API_KEY belongs to another
+		// provider entry.
+		key = "none"
 	}
-	if o.BaseURL != "" {
-		opts = append(opts, option.WithBaseURL(o.BaseURL))
-	}
-	for k, v := range o.Headers {
-		opts = append(opts, option.WithHeader(k, v))
-	}
-	opts = append(opts, option.WithHTTPClient(o.Client()), option.WithMiddleware(keepAlive))
-	return &Provider{id: id, client: sdk.NewClient(opts...), endpoint: o, legacyMaxTokens: !isOpenAI(o.BaseURL)}
+	return &Provider{id: id, client: newAPI(o.BaseURL, key, o.Headers, o.Client()), endpoint: o, legacyMaxTokens: !isOpenAI(o.BaseURL)}
 }
 
 func isOpenAI(base string) bool {
@@ -61,12 +51,6 @@ func isOpenAI(base string) bool {
 	}
 	u, err := url.Parse(base)
 	return err == nil && u.Hostname() == "api.openai.com"
-}
-
-// keepAlive lets a streamed answer's connection serve the next call (see
-// llm.KeepAlive).
-func keepAlive(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-	return llm.KeepAlive(next(req))
 }
 
 // ID implements llm.Provider.
@@ -147,7 +131,7 @@ func (p *Provider) classify(parent context.Context, model string, err error) *ll
 // an HTTP error answer by its status and error type, an error event
 // inside a stream as a server failure, anything else by llm.Transport.
 func classify(parent context.Context, id, model string, err error) *llm.Error {
-	var apiErr *sdk.Error
+	var apiErr *apiError
 	if errors.As(err, &apiErr) {
 		var h http.Header
 		if apiErr.Response != nil {

@@ -5,12 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"mime"
+	"mime/multipart"
 	"net/http"
+	"net/textproto"
 	"strings"
 	"time"
-
-	sdk "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
+	"unicode"
 
 	"github.com/pincerbot/pincer/internal/llm"
 )
@@ -49,12 +50,12 @@ type Transcriber struct {
 	id       string
 	model    string
 	language string
-	client   sdk.Client
+	client   *api
 	endpoint llm.Endpoint
 }
 
 // NewTranscriber returns a transcriber for o. As with the chat provider,
-// the SDK's own retries are off and failures are classified as
+// nothing is retried here and failures are classified as
 // *llm.Error for the caller to act on.
 func NewTranscriber(o TranscriberOptions) *Transcriber {
 	e := llm.Endpoint{BaseURL: o.BaseURL, APIKey: o.APIKey, Timeout: o.Timeout, Headers: o.Headers, HTTPClient: o.HTTPClient}
@@ -70,15 +71,7 @@ func NewTranscriber(o TranscriberOptions) *Transcriber {
 		// As for New: never fall back to $OPENAI_API_KEY.
 		key = "none"
 	}
-	opts := []option.RequestOption{option.WithMaxRetries(0), option.WithAPIKey(key)}
-	if o.BaseURL != "" {
-		opts = append(opts, option.WithBaseURL(o.BaseURL))
-	}
-	for k, v := range o.Headers {
-		opts = append(opts, option.WithHeader(k, v))
-	}
-	opts = append(opts, option.WithHTTPClient(e.Client()))
-	t.client = sdk.NewClient(opts...)
+	t.client = newAPI(o.BaseURL, key, o.Headers, e.Client())
 	return t
 }
 
@@ -97,20 +90,70 @@ func (t *Transcriber) Transcribe(ctx context.Context, audio []byte, name, mime s
 	}
 	callCtx, cancel := t.endpoint.CallContext(ctx)
 	defer cancel()
-	params := sdk.AudioTranscriptionNewParams{
-		File:           sdk.File(bytes.NewReader(audio), name, mime),
-		Model:          sdk.AudioModel(t.model),
-		ResponseFormat: sdk.AudioResponseFormatJSON,
+	var answer struct {
+		Text string `json:"text"`
 	}
-	if t.language != "" {
-		params.Language = sdk.String(t.language)
+	body, contentType, err := transcriptionForm(audio, name, mime, t.model, t.language)
+	var res *http.Response
+	if err == nil {
+		res, err = t.client.post(callCtx, "audio/transcriptions", contentType, body)
 	}
-	res, err := t.client.Audio.Transcriptions.New(callCtx, params)
+	if err == nil {
+		err = decodeJSON(res, &answer)
+	}
 	if err != nil {
 		return "", classify(ctx, t.id, t.model, fmt.Errorf("transcribe %s (%d bytes): %w", name, len(audio), err))
 	}
-	if res == nil {
-		return "", llm.HTTPError(t.id, t.model, 0, nil, "api_error", errors.New("transcribe: empty answer"))
+	return strings.TrimSpace(answer.Text), nil
+}
+
+// dispositionEscaper escapes a file name in a Content-Disposition header
+// as the SDK does.
+var dispositionEscaper = strings.NewReplacer("\\", "\\\\", `"`, `\"`, "\r", "%0D", "\n", "%0A")
+
+// transcriptionForm is the multipart form of POST /audio/transcriptions,
+// as the SDK wrote AudioTranscriptionNewParams: the file under its name and
+// type, then in the order of their names the language when there is one,
+// the model and a JSON response format. A name or type with a control
+// character is refused, as the SDK refused it.
+func transcriptionForm(audio []byte, name, contentType, model, language string) ([]byte, string, error) {
+	if strings.IndexFunc(name, func(r rune) bool { return unicode.IsControl(r) && r != '\t' && r != '\r' && r != '\n' }) >= 0 {
+		return nil, "", errors.New("apiform: invalid multipart filename: contains control character")
 	}
-	return strings.TrimSpace(res.Text), nil
+	if strings.IndexFunc(contentType, func(r rune) bool { return unicode.IsControl(r) && r != '\t' }) >= 0 {
+		return nil, "", errors.New("apiform: invalid content type: contains control character")
+	}
+	mediaType, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return nil, "", fmt.Errorf("apiform: invalid content type: %w", err)
+	}
+	if !strings.Contains(mediaType, "/") {
+		return nil, "", errors.New("apiform: invalid content type: expected type/subtype")
+	}
+	var buf bytes.Buffer
+	w := multipart.NewWriter(&buf)
+	h := textproto.MIMEHeader{}
+	h.Set("Content-Disposition", `form-data; name="file"; filename="`+dispositionEscaper.Replace(name)+`"`)
+	h.Set("Content-Type", contentType)
+	part, err := w.CreatePart(h)
+	if err == nil {
+		_, err = part.Write(audio)
+	}
+	var fields [][2]string
+	if language != "" {
+		fields = append(fields, [2]string{"language", language})
+	}
+	fields = append(fields, [2]string{"model", model}, [2]string{"response_format", "json"})
+	for _, f := range fields {
+		if err == nil {
+			err = w.WriteField(f[0], f[1])
+		}
+	}
+	if err == nil {
+		err = w.Close()
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	return buf.Bytes(), w.FormDataContentType(), nil
 }

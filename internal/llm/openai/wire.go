@@ -285,8 +285,8 @@ func (c *chunk) UnmarshalJSON(data []byte) error {
 	return err
 }
 
-// newStreaming sends req through the SDK's client and returns its chunk
-// stream, as Chat.Completions.NewStreaming would.
+// newStreaming sends req and returns its chunk stream, as the SDK's
+// Chat.Completions.NewStreaming would.
 func (p *Provider) newStreaming(ctx context.Context, req llm.Request) *ssestream.Stream[chunk] {
 	// Not recycled: the transport may still be writing a body after the
 	// response arrived. Sized once, from the texts it carries.
@@ -302,7 +302,7 @@ func (p *Provider) newStreaming(ctx context.Context, req llm.Request) *ssestream
 	if err != nil {
 		err = fmt.Errorf("encode request: %w", err)
 	} else {
-		err = p.client.Execute(ctx, http.MethodPost, "chat/completions", buf.Bytes(), &raw)
+		raw, err = p.client.post(ctx, "chat/completions", "application/json", buf.Bytes())
 	}
 	return ssestream.NewStream[chunk](newSSEDecoder(raw), err)
 }
