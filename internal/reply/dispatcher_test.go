@@ -172,3 +172,51 @@ func TestDispatcherNormalizes(t *testing.T) {
 		t.Errorf("delivered %v, skipped %v", s.got, skipped)
 	}
 }
+
+// TestFinishDeliversLastAndWaits: Finish's reply goes after what is still
+// being delivered, one at a time, and Finish returns once all is out;
+// nothing is taken after it.
+func TestFinishDeliversLastAndWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &sink{start: time.Now(), slow: 100 * time.Millisecond}
+		idleCalls := 0
+		d := NewDispatcher(context.Background(), DispatcherOptions{Deliver: s.deliver, OnIdle: func() { idleCalls++ }})
+		d.SendBlock(msg.Outbound{Text: "b1"})
+		d.SendBlock(msg.Outbound{Text: "b2"})
+		if !d.Finish(msg.Outbound{Text: "final"}) {
+			t.Fatal("final refused")
+		}
+		want := []delivery{{KindBlock, "b1", 100 * time.Millisecond}, {KindBlock, "b2", 200 * time.Millisecond}, {KindFinal, "final", 300 * time.Millisecond}}
+		if diff := cmp.Diff(want, s.got, cmp.AllowUnexported(delivery{})); diff != "" {
+			t.Errorf("deliveries (-want +got):\n%s", diff)
+		}
+		if s.maxAct != 1 || idleCalls != 1 {
+			t.Errorf("%d deliveries at once, idle called %d times", s.maxAct, idleCalls)
+		}
+		select {
+		case <-d.Idle():
+		default:
+			t.Error("not idle after Finish")
+		}
+		if d.SendBlock(msg.Outbound{Text: "after"}) || d.Finish(msg.Outbound{Text: "after"}) {
+			t.Error("payloads after Finish must be refused")
+		}
+	})
+}
+
+// TestFinishAlone: with nothing else queued, Finish delivers its reply
+// before it returns; one normalization drops is not queued, and the
+// dispatcher still goes idle.
+func TestFinishAlone(t *testing.T) {
+	s := &sink{}
+	d := NewDispatcher(context.Background(), DispatcherOptions{Deliver: s.deliver})
+	if !d.Finish(msg.Outbound{Text: "only"}) || len(s.got) != 1 || s.got[0].text != "only" {
+		t.Errorf("delivered %v", s.got)
+	}
+	var skipped []SkipReason
+	d = NewDispatcher(context.Background(), DispatcherOptions{Deliver: s.deliver, Normalizer: &Normalizer{OnSkip: func(r SkipReason, _ msg.Outbound) { skipped = append(skipped, r) }}})
+	if d.Finish(msg.Outbound{Text: "NO_REPLY"}) || len(s.got) != 1 || len(skipped) != 1 {
+		t.Errorf("a silent reply was queued: delivered %v, skipped %v", s.got, skipped)
+	}
+	<-d.Idle()
+}
