@@ -403,7 +403,8 @@ func (e *Engine) run(ctx context.Context, log *slog.Logger, mc MsgContext, r cha
 			p.Text = strings.TrimSpace(text + "\n\n" + reply.HeartbeatToken)
 		}
 		e.attach(deliverCtx, log, m, &p)
-		disp.SendFinal(p)
+		// Delivered on this goroutine when nothing else is on its way.
+		disp.Finish(p)
 	case stream.silent:
 		log.Info("reply not delivered", "reason", string(reply.SkipSilent))
 		outcome = "silent"
