@@ -403,8 +403,7 @@ func (e *Engine) run(ctx context.Context, log *slog.Logger, mc MsgContext, r cha
 			p.Text = strings.TrimSpace(text + "\n\n" + reply.HeartbeatToken)
 		}
 		e.attach(deliverCtx, log, m, &p)
-		// Delivered on this goroutine when nothing else is on its way.
-		disp.Finish(p)
+		disp.SendFinal(p)
 	case stream.silent:
 		log.Info("reply not delivered", "reason", string(reply.SkipSilent))
 		outcome = "silent"
