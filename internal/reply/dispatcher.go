@@ -163,38 +163,6 @@ func (d *Dispatcher) MarkComplete() {
 	d.release()
 }
 
-// Finish sends p as the final reply, says no more payloads will come,
-// and returns once the dispatcher is idle: as SendFinal, MarkComplete and
-// a wait for Idle, except that when no goroutine is delivering, the
-// queue is delivered on the caller's, which waits anyway, rather than on
-// one started for it. It returns false when p is dropped by normalization
-// or the dispatcher had completed.
-func (d *Dispatcher) Finish(p msg.Outbound) bool {
-	d.mu.Lock()
-	queued, reserved := !d.completed, !d.completed
-	if queued && d.opts.Normalizer != nil {
-		p, queued = d.opts.Normalizer.Normalize(KindFinal, p)
-	}
-	if queued {
-		d.pending++
-		d.queue = append(d.queue, job{KindFinal, p})
-	}
-	d.completed = true
-	inline := !d.running && len(d.queue) > 0
-	if inline {
-		d.running = true
-	}
-	d.mu.Unlock()
-	if inline {
-		d.drain()
-	}
-	if reserved {
-		d.release()
-	}
-	<-d.idle
-	return queued
-}
-
 // WaitForIdle blocks until the dispatcher is idle (after MarkComplete) or
 // ctx ends.
 func (d *Dispatcher) WaitForIdle(ctx context.Context) error {
