@@ -234,6 +234,17 @@ func (o *Outbox) Deliver(ctx context.Context, ch msg.ChannelID, id string, out m
 		return "", nil
 	}
 	it := &item{e: e, done: make(chan struct{})}
+	if ctx.Done() == nil {
+		// Nothing can end the wait but the first attempt: when the chat
+		// has no worker, this goroutine makes the attempt itself rather
+		// than start one and wait for it.
+		if key, q, start := o.queueUp(r, it); start {
+			o.wg.Add(1)
+			o.work(key, q, it, o.opts.MinBackoff)
+		}
+		<-it.done
+		return it.first, it.err
+	}
 	o.enqueue(r, it)
 	select {
 	case <-it.done:
@@ -246,11 +257,20 @@ func (o *Outbox) Deliver(ctx context.Context, ch msg.ChannelID, id string, out m
 // enqueue puts it last in its chat's queue, starting the queue's worker if
 // it is idle; a queue that is backing off settles it at once.
 func (o *Outbox) enqueue(r route, it *item) {
-	key := queueKey{r, it.e.Out.Peer}
+	if key, q, start := o.queueUp(r, it); start {
+		o.wg.Add(1)
+		go o.work(key, q, nil, o.opts.MinBackoff)
+	}
+}
+
+// queueUp puts it last in its chat's queue; start says the queue is new
+// and needs a worker.
+func (o *Outbox) queueUp(r route, it *item) (key queueKey, q *queue, start bool) {
+	key = queueKey{r, it.e.Out.Peer}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	q := o.queues[key]
-	start := q == nil
+	q = o.queues[key]
+	start = q == nil
 	if start {
 		q = &queue{wake: make(chan struct{}, 1)}
 		o.queues[key] = q
@@ -262,19 +282,27 @@ func (o *Outbox) enqueue(r route, it *item) {
 	if q.backingOff {
 		settle(it, nil)
 	}
-	if start {
-		o.wg.Go(func() { o.work(key, q) })
-	}
+	return key, q, start
 }
 
-// work sends a chat's replies in order until its queue is empty.
-func (o *Outbox) work(key queueKey, q *queue) {
-	backoff := o.opts.MinBackoff
+// work sends a chat's replies in order until its queue is empty, waiting
+// backoff before it retries a failed one. It is counted in o.wg, and
+// says so when it returns. Run by a caller of Deliver whose reply is
+// caller, it hands the rest of the queue, and any wait, to a goroutine
+// of its own once that reply's first attempt is over.
+func (o *Outbox) work(key queueKey, q *queue, caller *item, backoff time.Duration) {
+	defer o.wg.Done()
 	for {
 		o.mu.Lock()
 		if len(q.items) == 0 {
 			delete(o.queues, key)
 			o.mu.Unlock()
+			return
+		}
+		if caller != nil && caller.settled {
+			o.mu.Unlock()
+			o.wg.Add(1)
+			go o.work(key, q, nil, backoff)
 			return
 		}
 		it := q.items[0]
@@ -351,19 +379,31 @@ func (o *Outbox) work(key queueKey, q *queue) {
 		q.backingOff = true
 		o.mu.Unlock()
 		o.releaseAll(q, nil)
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-q.wake:
-			t.Stop()
-			backoff = o.opts.MinBackoff
-		case <-o.ctx.Done():
-			t.Stop()
+		if caller != nil {
+			o.wg.Add(1)
+			go func() { o.work(key, q, nil, o.wait(q, wait, backoff)) }()
+			return
 		}
-		o.mu.Lock()
-		q.backingOff = false
-		o.mu.Unlock()
+		backoff = o.wait(q, wait, backoff)
 	}
+}
+
+// wait waits out a chat's backoff, or until it is woken (then backoff is
+// back to the least) or the outbox stops, and returns the next backoff.
+func (o *Outbox) wait(q *queue, wait, backoff time.Duration) time.Duration {
+	t := time.NewTimer(wait)
+	select {
+	case <-t.C:
+	case <-q.wake:
+		t.Stop()
+		backoff = o.opts.MinBackoff
+	case <-o.ctx.Done():
+		t.Stop()
+	}
+	o.mu.Lock()
+	q.backingOff = false
+	o.mu.Unlock()
+	return backoff
 }
 
 // finish records it's final state and removes it from q.

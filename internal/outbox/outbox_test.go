@@ -287,3 +287,59 @@ func TestProgressIsStoredBeforeTheNextPart(t *testing.T) {
 		}
 	})
 }
+
+// TestDeliverReturnsAfterItsOwnAttempt: a Deliver that makes its reply's
+// attempt itself returns once that reply is out, not after the replies
+// queued behind it in the chat meanwhile, which still go out, in order.
+func TestDeliverReturnsAfterItsOwnAttempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := openStore(t, filepath.Join(t.TempDir(), "p.db"))
+		gates := map[string]chan struct{}{"first": make(chan struct{}), "second": make(chan struct{})}
+		sending := make(chan string, 2)
+		c := &chat{}
+		c.beforeSend = func(int) {
+			text := "first"
+			if c.n > 0 {
+				text = "second"
+			}
+			sending <- text
+			c.mu.Unlock() // the fake holds its lock around beforeSend
+			<-gates[text]
+			c.mu.Lock()
+		}
+		o := newOutbox(t, st, c)
+		firstDone := make(chan error, 1)
+		go func() {
+			_, err := o.Deliver(context.Background(), "onebot", "in:1#1", reply("first"))
+			firstDone <- err
+		}()
+		if got := <-sending; got != "first" {
+			t.Fatalf("sending %q", got)
+		}
+		secondDone := make(chan error, 1)
+		go func() {
+			_, err := o.Deliver(context.Background(), "onebot", "in:2#1", reply("second"))
+			secondDone <- err
+		}()
+		synctest.Wait() // the second is queued behind the first
+		close(gates["first"])
+		if err := <-firstDone; err != nil {
+			t.Fatal(err)
+		}
+		if got := <-sending; got != "second" {
+			t.Fatalf("sending %q", got)
+		}
+		select {
+		case <-secondDone:
+			t.Fatal("the second reply's Deliver returned before its attempt")
+		default:
+		}
+		close(gates["second"])
+		if err := <-secondDone; err != nil {
+			t.Fatal(err)
+		}
+		if got := c.sent(); !slices.Equal(got, []string{"first", "second"}) {
+			t.Errorf("sent %q", got)
+		}
+	})
+}

@@ -263,6 +263,11 @@ func (c *Conn) writeQueued() {
 // request encodes an action with an echo of its own.
 func (c *Conn) request(action string, params any) (echo string, frame []byte, err error) {
 	echo = c.prefix + strconv.FormatUint(c.seq.Add(1), 10)
+	if p, ok := params.(messageParams); ok {
+		if frame, ok := appendRequest(make([]byte, 0, 128+p.size()), action, echo, p); ok {
+			return echo, frame, nil
+		}
+	}
 	if params == nil {
 		params = struct{}{}
 	}

@@ -217,7 +217,7 @@ func carriesReply(segType string) bool { return segType == "image" }
 // sendMedia sends one media item as part i of out: a message with its
 // segment (and the reply segment when reply is set), or an upload. It
 // returns the message id the implementation gave, if any.
-func (s *chunkSender) sendMedia(ctx context.Context, out msg.Outbound, m msg.Media, action string, target map[string]any, reply bool) (msg.MessageID, error) {
+func (s *chunkSender) sendMedia(ctx context.Context, out msg.Outbound, m msg.Media, action string, target chatTarget, reply bool) (msg.MessageID, error) {
 	loc, err := locate(m.URL)
 	if err != nil {
 		return "", err
@@ -228,10 +228,7 @@ func (s *chunkSender) sendMedia(ctx context.Context, out msg.Outbound, m msg.Med
 		if err != nil {
 			return "", err
 		}
-		params := map[string]any{"file": file, "name": uploadName(m, loc)}
-		for k, v := range target {
-			params[k] = v
-		}
+		params := map[string]any{"file": file, "name": uploadName(m, loc), target.key: target.id}
 		if _, err := s.Caller.Call(ctx, uploadAction(out.Peer), params, mediaTimeout); err != nil {
 			return "", err
 		}

@@ -34,7 +34,12 @@ type outboundOptions struct {
 // is never converted.
 func outboundSegments(text string, opts outboundOptions) []wire.Segment {
 	var b wire.SegmentBuilder
-	names := mentionIndex(opts.Participants)
+	// Names are rewritten only after an '@': text without one needs no
+	// index of them.
+	var names mentionKeys
+	if opts.Mentions && strings.IndexByte(text, '@') >= 0 {
+		names = mentionIndex(opts.Participants)
+	}
 	for text != "" {
 		i := strings.Index(text, "[CQ:")
 		end := -1

@@ -139,15 +139,11 @@ func replyPart(out msg.Outbound, chunks int) int {
 // sendMessage sends one message of segs, after a reply segment quoting
 // replyTo when reply is set, and returns the id the implementation gave.
 // timeout 0 is the connection's own.
-func (s *chunkSender) sendMessage(ctx context.Context, action string, target map[string]any, replyTo msg.MessageID, reply bool, segs []wire.Segment, timeout time.Duration) (msg.MessageID, error) {
+func (s *chunkSender) sendMessage(ctx context.Context, action string, target chatTarget, replyTo msg.MessageID, reply bool, segs []wire.Segment, timeout time.Duration) (msg.MessageID, error) {
 	if reply && replyTo != "" {
 		segs = append([]wire.Segment{wire.NewSegment("reply", "id", string(replyTo))}, segs...)
 	}
-	params := map[string]any{"message": segs}
-	for k, v := range target {
-		params[k] = v
-	}
-	data, err := s.Caller.Call(ctx, action, params, timeout)
+	data, err := s.Caller.Call(ctx, action, messageParams{target: target, message: segs}, timeout)
 	if err != nil {
 		return "", err
 	}
@@ -172,19 +168,26 @@ func mediaSegment(typ, file string) []wire.Segment {
 // errNoTarget: a payload's chat cannot be sent to at all.
 var errNoTarget = errors.New("onebot: no such chat to send to")
 
-func sendAction(p msg.Peer) (string, map[string]any, error) {
+// chatTarget is the param that names the chat of a send: group_id or
+// user_id.
+type chatTarget struct {
+	key string
+	id  int64
+}
+
+func sendAction(p msg.Peer) (string, chatTarget, error) {
 	n, err := strconv.ParseInt(p.ID, 10, 64)
 	if err != nil || n <= 0 {
-		return "", nil, fmt.Errorf("%w: peer %s has no QQ number", errNoTarget, p)
+		return "", chatTarget{}, fmt.Errorf("%w: peer %s has no QQ number", errNoTarget, p)
 	}
 	switch p.Kind {
 	case msg.Group:
 		if wire.ID(n) == wire.PlaceholderGroup {
-			return "", nil, fmt.Errorf("%w: %d is a placeholder, not a group", errNoTarget, n)
+			return "", chatTarget{}, fmt.Errorf("%w: %d is a placeholder, not a group", errNoTarget, n)
 		}
-		return "send_group_msg", map[string]any{"group_id": n}, nil
+		return "send_group_msg", chatTarget{"group_id", n}, nil
 	case msg.Direct:
-		return "send_private_msg", map[string]any{"user_id": n}, nil
+		return "send_private_msg", chatTarget{"user_id", n}, nil
 	}
-	return "", nil, fmt.Errorf("%w: peer kind %q", errNoTarget, p.Kind)
+	return "", chatTarget{}, fmt.Errorf("%w: peer kind %q", errNoTarget, p.Kind)
 }

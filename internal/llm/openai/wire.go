@@ -12,8 +12,6 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/openai/openai-go/v3/packages/ssestream"
-
 	"github.com/pincerbot/pincer/internal/llm"
 )
 
@@ -252,25 +250,33 @@ func bodySize(req llm.Request) int {
 // chunk is the part of a streamed chat.completion.chunk the provider
 // reads.
 type chunk struct {
-	Choices []struct {
-		Delta struct {
-			Content string `json:"content"`
-			// ReasoningContent is DeepSeek's and Qwen's thinking.
-			ReasoningContent string `json:"reasoning_content"`
-			ToolCalls        []struct {
-				Index    int          `json:"index"`
-				ID       string       `json:"id"`
-				Function chatFunction `json:"function"`
-			} `json:"tool_calls"`
-		} `json:"delta"`
-		FinishReason string `json:"finish_reason"`
-	} `json:"choices"`
+	Choices []chunkChoice `json:"choices"`
 	// Usage comes in a last chunk from servers that send it (OpenAI only
 	// when asked; DeepSeek, Qwen and others always).
-	Usage *struct {
-		PromptTokens     int64 `json:"prompt_tokens"`
-		CompletionTokens int64 `json:"completion_tokens"`
-	} `json:"usage"`
+	Usage *chunkUsage `json:"usage"`
+}
+
+type chunkChoice struct {
+	Delta        chunkDelta `json:"delta"`
+	FinishReason string     `json:"finish_reason"`
+}
+
+type chunkDelta struct {
+	Content string `json:"content"`
+	// ReasoningContent is DeepSeek's and Qwen's thinking.
+	ReasoningContent string          `json:"reasoning_content"`
+	ToolCalls        []chunkToolCall `json:"tool_calls"`
+}
+
+type chunkToolCall struct {
+	Index    int          `json:"index"`
+	ID       string       `json:"id"`
+	Function chatFunction `json:"function"`
+}
+
+type chunkUsage struct {
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
 }
 
 // UnmarshalJSON decodes a chunk leniently, as the SDK does: a field of an
@@ -287,7 +293,7 @@ func (c *chunk) UnmarshalJSON(data []byte) error {
 
 // newStreaming sends req and returns its chunk stream, as the SDK's
 // Chat.Completions.NewStreaming would.
-func (p *Provider) newStreaming(ctx context.Context, req llm.Request) *ssestream.Stream[chunk] {
+func (p *Provider) newStreaming(ctx context.Context, req llm.Request) *chunkStream {
 	// Not recycled: the transport may still be writing a body after the
 	// response arrived. Sized once, from the texts it carries.
 	var buf bytes.Buffer
@@ -304,5 +310,5 @@ func (p *Provider) newStreaming(ctx context.Context, req llm.Request) *ssestream
 	} else {
 		raw, err = p.client.post(ctx, "chat/completions", "application/json", buf.Bytes())
 	}
-	return ssestream.NewStream[chunk](newSSEDecoder(raw), err)
+	return newChunkStream(newSSEDecoder(raw), err)
 }
