@@ -121,7 +121,7 @@ func (e *Engine) call(ctx context.Context, batch []*waiting, l *lane) (ok bool, 
 		}
 		ut := e.userTurn(w.mc, body, transcript)
 		ut.Images = reads[j].Images
-		userTurn, err := e.appendUserTurn(ctx, key, ut)
+		userTurn, err := e.appendTurn(ctx, key, ut)
 		if err != nil {
 			return false, fmt.Errorf("turn %s: %w", key, err)
 		}
@@ -151,7 +151,7 @@ func (e *Engine) call(ctx context.Context, batch []*waiting, l *lane) (ok bool, 
 					continue
 				}
 			}
-			if _, err := st.AppendTurn(pctx, key, t); err != nil {
+			if _, err := e.appendTurn(pctx, key, t); err != nil {
 				log.Error("persist reply", "err", err)
 				return
 			}
@@ -593,11 +593,12 @@ func (s *replyStream) shownAny() bool {
 
 // userTurn is the transcript turn of a user message: body headed by its
 // envelope, with the time since the session's previous user turn.
-// appendUserTurn adds the user's turn to the transcript: posted when the
-// store can take it without a round trip (what the model is sent does not
-// depend on the stored copy, and a later read of the transcript finds
-// it), appended and waited for otherwise.
-func (e *Engine) appendUserTurn(ctx context.Context, key string, t store.Turn) (store.Turn, error) {
+// appendTurn adds a turn to the transcript: posted when the store can
+// take it without a round trip (what the model is sent does not depend on
+// the stored copy, a later read of the transcript finds it, and the
+// outbox's commit before a reply goes out commits it too), appended and
+// waited for otherwise.
+func (e *Engine) appendTurn(ctx context.Context, key string, t store.Turn) (store.Turn, error) {
 	if p, ok := e.opts.Store.(store.TurnPoster); ok {
 		return t, p.PostTurn(ctx, key, t)
 	}
