@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pincerbot/pincer/internal/msg"
@@ -127,7 +128,18 @@ type item struct {
 	done    chan struct{}
 	settled bool
 	err     error
-	first   msg.MessageID
+	// first is the id of its first part once the platform took it: set
+	// by the attempt that sent it, which may run after the item was
+	// settled (a retry), while its Deliver reads it.
+	first atomic.Pointer[msg.MessageID]
+}
+
+// firstID is the id of its first part, "" while none was sent.
+func (it *item) firstID() msg.MessageID {
+	if p := it.first.Load(); p != nil {
+		return *p
+	}
+	return ""
 }
 
 // New returns an Outbox; Start brings back what an earlier run left.
@@ -243,12 +255,12 @@ func (o *Outbox) Deliver(ctx context.Context, ch msg.ChannelID, id string, out m
 			o.work(key, q, it, o.opts.MinBackoff)
 		}
 		<-it.done
-		return it.first, it.err
+		return it.firstID(), it.err
 	}
 	o.enqueue(r, it)
 	select {
 	case <-it.done:
-		return it.first, it.err
+		return it.firstID(), it.err
 	case <-ctx.Done():
 		return "", ctx.Err()
 	}
@@ -322,8 +334,8 @@ func (o *Outbox) work(key queueKey, q *queue, caller *item, backoff time.Duratio
 		}
 		unsaved := false // the last part's progress, stored with the outcome
 		err := s.SendParts(o.ctx, it.e.Out, it.e.Sent, func(part int, mid msg.MessageID, more bool) {
-			if part == 0 && it.first == "" {
-				it.first = mid
+			if part == 0 {
+				it.first.CompareAndSwap(nil, &mid)
 			}
 			it.e.Sent = part + 1
 			// Before the next part goes out, the store must know this one

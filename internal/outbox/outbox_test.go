@@ -28,9 +28,11 @@ type chat struct {
 	mu        sync.Mutex
 	down      bool
 	failAfter int
-	refuse    bool
-	got       []string
-	n         int
+	// failNext fails that many attempts, each before its first part.
+	failNext int
+	refuse   bool
+	got      []string
+	n        int
 	// beforeSend, when set, is called as each part goes out.
 	beforeSend func(part int)
 }
@@ -44,6 +46,10 @@ func (c *chat) SendParts(ctx context.Context, out msg.Outbound, from int, confir
 			c.mu.Unlock()
 			return Permanent(errors.New("no such group"))
 		case c.down:
+			c.mu.Unlock()
+			return errDown
+		case c.failNext > 0:
+			c.failNext--
 			c.mu.Unlock()
 			return errDown
 		case c.failAfter > 0 && i-from == c.failAfter:
@@ -340,6 +346,28 @@ func TestDeliverReturnsAfterItsOwnAttempt(t *testing.T) {
 		}
 		if got := c.sent(); !slices.Equal(got, []string{"first", "second"}) {
 			t.Errorf("sent %q", got)
+		}
+	})
+}
+
+// TestARetryDoesNotRaceItsDeliver: a reply whose first attempt fails
+// before any part went out is settled for its Deliver, which returns, and
+// sent by a retry later; the retry's record of the first part's id does
+// not race the Deliver that returned (run with -race).
+func TestARetryDoesNotRaceItsDeliver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := openStore(t, filepath.Join(t.TempDir(), "p.db"))
+		// Nothing but the outbox passes between the Deliver and the retry.
+		c := &chat{failNext: 1}
+		o := newOutbox(t, st, c)
+		id, err := o.Deliver(context.Background(), "onebot", "in:1#1", reply("one"))
+		if err != nil || id != "" {
+			t.Fatalf("deliver during an outage: %q %v", id, err)
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if diff := cmp.Diff([]string{"one"}, c.sent()); diff != "" {
+			t.Errorf("the retry (-want +got):\n%s", diff)
 		}
 	})
 }
