@@ -36,28 +36,19 @@ const kindRealtime = "realtime"
 func (p *Pipeline) scope() string { return string(p.opts.Channel) + "/" + string(p.opts.Account) }
 
 // logMessage logs m into views before any buffer holds it and returns its
-// number in the log, 0 when it is not logged. The write is not waited for
-// (see store.InboundLog); a failure to hand it in is logged and the
-// message held in memory only.
-func (p *Pipeline) logMessage(ctx context.Context, m msg.Message, views store.Views) int64 {
+// number in the log, 0 when it is not logged; pending marks the entry as
+// one completed later (see enrichLater). The write is not waited for (see
+// store.InboundLog); a failure to hand it in is logged and the message
+// held in memory only.
+func (p *Pipeline) logMessage(ctx context.Context, m msg.Message, views store.Views, pending bool) int64 {
 	if p.opts.Store == nil {
 		return 0
 	}
-	seq, err := p.opts.Store.LogInbound(context.WithoutCancel(ctx), m, views)
-	if err != nil {
-		p.log.Error("message not logged; a restart would lose it", "msg_id", string(m.ID), "err", err)
-		return 0
+	log := p.opts.Store.LogInbound
+	if pending {
+		log = p.opts.Store.LogInboundPending
 	}
-	return seq
-}
-
-// logPending is logMessage for a message completed later (see
-// enrichLater): its entry is marked pending.
-func (p *Pipeline) logPending(ctx context.Context, m msg.Message, views store.Views) int64 {
-	if p.opts.Store == nil {
-		return 0
-	}
-	seq, err := p.opts.Store.LogInboundPending(context.WithoutCancel(ctx), m, views)
+	seq, err := log(context.WithoutCancel(ctx), m, views)
 	if err != nil {
 		p.log.Error("message not logged; a restart would lose it", "msg_id", string(m.ID), "err", err)
 		return 0

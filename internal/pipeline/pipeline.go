@@ -314,11 +314,11 @@ func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier, d
 	case want.realtime:
 		seq, rtRef = p.logBuffered(ctx, m, views, rtKey, d)
 	case later:
-		if seq = p.logPending(ctx, m, views); seq == 0 {
+		if seq = p.logMessage(ctx, m, views, true); seq == 0 {
 			later = false // not logged: completed when a turn reads it
 		}
 	default:
-		seq = p.logMessage(ctx, m, views)
+		seq = p.logMessage(ctx, m, views, false)
 	}
 	// History first: a batch that flushes at once must find its own
 	// messages in the buffer to leave them out of its history. What the
@@ -443,7 +443,7 @@ func wordBuffers(history, realtime, digest, command, waiting bool) string {
 // takeSummary starts the summary a /summary command asks for. The
 // command enters no buffer; its summary runs on its own.
 func (p *Pipeline) takeSummary(ctx context.Context, m msg.Message, count int, r channel.Replier, done func(error)) {
-	p.logMessage(ctx, m, 0)
+	p.logMessage(ctx, m, 0, false)
 	if m.Peer.Kind == msg.Group {
 		p.ack(m)
 	}

@@ -101,21 +101,22 @@ func (d *DB) Advance(ctx context.Context, marks ...store.Mark) error {
 // linked to its chat's previous entry now, and written by the writer's
 // next batch, without waiting for it.
 func (d *DB) LogInbound(ctx context.Context, m msg.Message, views store.Views) (int64, error) {
-	body, err := json.Marshal(m)
-	if err != nil {
-		return 0, fmt.Errorf("log inbound %s: %w", m.ID, err)
-	}
-	return d.logRow(m, views, body, false, nil)
+	return d.logMessage(m, views, false)
 }
 
 // LogInboundPending implements store.InboundLog: LogInbound with the
 // entry marked pending.
 func (d *DB) LogInboundPending(ctx context.Context, m msg.Message, views store.Views) (int64, error) {
+	return d.logMessage(m, views, true)
+}
+
+// logMessage encodes m and hands its entry in (see logRow).
+func (d *DB) logMessage(m msg.Message, views store.Views, pending bool) (int64, error) {
 	body, err := json.Marshal(m)
 	if err != nil {
 		return 0, fmt.Errorf("log inbound %s: %w", m.ID, err)
 	}
-	return d.logRow(m, views, body, true, nil)
+	return d.logRow(m, views, body, pending, nil)
 }
 
 // CompleteInbound implements store.InboundLog. The rewrite is not waited
