@@ -49,6 +49,15 @@ type histPending struct {
 	deferred []string
 }
 
+// pendingOf is what m's channel is still to complete in it, nil for
+// nothing.
+func pendingOf(m msg.Message) *histPending {
+	if !m.Incomplete() {
+		return nil
+	}
+	return &histPending{forwards: m.ForwardIDs, deferred: m.Deferred}
+}
+
 // NewHistory returns empty buffers. maxAge 0 keeps messages of any age.
 func NewHistory(maxMessages, maxChars int, maxAge time.Duration) *History {
 	return &History{maxMessages: maxMessages, maxChars: maxChars, maxAge: maxAge, buffers: map[string]*histBuffer{}}
@@ -68,10 +77,7 @@ func (h *History) AddPending(key string, m msg.Message, ref int64) (dropped []in
 }
 
 func (h *History) add(key string, m msg.Message, ref int64, waiting bool) (dropped []int64) {
-	l := histLine{ref: ref, id: m.ID, sender: m.Sender, at: m.Time.UnixNano(), text: m.Text, chars: chars(m), waiting: waiting}
-	if len(m.ForwardIDs) > 0 || len(m.Deferred) > 0 {
-		l.pending = &histPending{forwards: m.ForwardIDs, deferred: m.Deferred}
-	}
+	l := histLine{ref: ref, id: m.ID, sender: m.Sender, at: m.Time.UnixNano(), text: m.Text, chars: chars(m), pending: pendingOf(m), waiting: waiting}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	b := h.buffers[key]
@@ -113,10 +119,7 @@ func (h *History) Complete(key string, ref int64, m msg.Message) bool {
 		}
 		n := chars(m)
 		b.chars += n - l.chars
-		l.text, l.chars, l.waiting, l.pending = m.Text, n, false, nil
-		if len(m.ForwardIDs) > 0 || len(m.Deferred) > 0 {
-			l.pending = &histPending{forwards: m.ForwardIDs, deferred: m.Deferred}
-		}
+		l.text, l.chars, l.waiting, l.pending = m.Text, n, false, pendingOf(m)
 		return true
 	}
 	return false

@@ -110,6 +110,10 @@ type Message struct {
 	Recalled bool `json:",omitzero"`
 }
 
+// Incomplete reports whether m carries what its channel completes before a
+// turn reads it: merged forwards to expand, deferred content.
+func (m Message) Incomplete() bool { return len(m.ForwardIDs) > 0 || len(m.Deferred) > 0 }
+
 // Mentioned reports whether user is among the real mentions of m.
 func (m *Message) Mentioned(user UserID) bool {
 	if user == "" {

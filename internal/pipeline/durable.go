@@ -60,7 +60,7 @@ func (p *Pipeline) logMessage(ctx context.Context, m msg.Message, views store.Vi
 // forward to expand, content to fetch) and it is a group's, whose
 // history later turns read.
 func (p *Pipeline) completesLater(m msg.Message) bool {
-	return p.opts.Enrich != nil && m.Peer.Kind == msg.Group && (len(m.ForwardIDs) > 0 || len(m.Deferred) > 0)
+	return p.opts.Enrich != nil && m.Peer.Kind == msg.Group && m.Incomplete()
 }
 
 // enrichLater completes m, logged pending as entry seq, off the chat's
@@ -99,7 +99,7 @@ func (p *Pipeline) writeBack(entries []aggregate.Entry[held], enriched []msg.Mes
 		return
 	}
 	for i, e := range entries {
-		if len(e.Message.ForwardIDs) > 0 || len(e.Message.Deferred) > 0 {
+		if e.Message.Incomplete() {
 			p.opts.Trace.Step(trace.KeyOf(e.Message), trace.StageForward, "", enrichedText("for its turn", e.Message, enriched[i]))
 		}
 	}
@@ -123,7 +123,7 @@ func enrichedText(when string, m, done msg.Message) string {
 	if done.Text == m.Text {
 		return "completed " + when + ": kept as it came (see the log for why)"
 	}
-	return fmt.Sprintf("completed %s: %d characters, written back to the log", when, utf8.RuneCountInString(done.Text))
+	return fmt.Sprintf("completed %s: %d characters", when, utf8.RuneCountInString(done.Text))
 }
 
 // logBuffered is logMessage that also stores m's entry in its realtime
