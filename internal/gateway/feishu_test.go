@@ -67,6 +67,14 @@ func newLarkRig(t *testing.T, edit func(*config.Config)) *larkRig {
 	return &larkRig{sim: sim, gw: gw, hook: gw.url + "/feishu/events", cfg: cfg}
 }
 
+// askBot is 李四's message in the group that @s the bot with text.
+func askBot(id, text string) feishusim.Message {
+	return feishusim.Message{
+		ID: id, ChatID: larkGroup, SenderID: larkUserB, Content: `{"text":"@_user_1 ` + text + `"}`,
+		Mentions: []feishusim.Mention{{Key: "@_user_1", ID: feishusim.DefaultBotOpenID, Name: feishusim.DefaultBotName}},
+	}
+}
+
 // post delivers an event and checks the webhook took it.
 func (r *larkRig) post(t *testing.T, ctx context.Context, ev any, opts feishusim.EventOptions) *feishusim.Delivery {
 	t.Helper()
@@ -211,10 +219,7 @@ func TestFeishuUntriggeredForwardReachesHistoryAsExcerpt(t *testing.T) {
 	db := filepath.Join(r.gw.dataDir, "pincer.db")
 	waitLogged(t, ctx, db, "om_quiet_fwd", false)
 	waitLogged(t, ctx, db, "om_denied_fwd", false)
-	r.post(t, ctx, feishusim.Message{
-		ID: "om_ask", ChatID: larkGroup, SenderID: larkUserB, Content: `{"text":"@_user_1 上面说了什么"}`,
-		Mentions: []feishusim.Mention{{Key: "@_user_1", ID: feishusim.DefaultBotOpenID, Name: feishusim.DefaultBotName}},
-	}, feishusim.EventOptions{})
+	r.post(t, ctx, askBot("om_ask", "上面说了什么"), feishusim.EventOptions{})
 	got := larkText(t, r.waitSent(t, ctx, 1)[0])
 	for _, want := range []string{"张三", "【合并转发,共 1 条】", "[2026-10-08 09:30] 李四:会议改到三点", "Merged and Forwarded Message", "上面说了什么"} {
 		if !strings.Contains(got, want) {
@@ -239,10 +244,7 @@ func TestFeishuCardIsReadAsItsSenderWroteIt(t *testing.T) {
 		CardContent: `{"schema":"2.0","header":{"title":{"tag":"plain_text","content":"构建结果"}},"body":{"elements":[{"tag":"markdown","content":"**失败**：单元测试 3 个未通过"}]}}`,
 	}, feishusim.EventOptions{})
 	waitLogged(t, ctx, filepath.Join(r.gw.dataDir, "pincer.db"), "om_card", false)
-	r.post(t, ctx, feishusim.Message{
-		ID: "om_card_ask", ChatID: larkGroup, SenderID: larkUserB, Content: `{"text":"@_user_1 构建怎么了"}`,
-		Mentions: []feishusim.Mention{{Key: "@_user_1", ID: feishusim.DefaultBotOpenID, Name: feishusim.DefaultBotName}},
-	}, feishusim.EventOptions{})
+	r.post(t, ctx, askBot("om_card_ask", "构建怎么了"), feishusim.EventOptions{})
 	got := larkText(t, r.waitSent(t, ctx, 1)[0])
 	for _, want := range []string{"构建结果", "单元测试 3 个未通过", "构建怎么了"} {
 		if !strings.Contains(got, want) {
@@ -268,10 +270,7 @@ func TestFeishuRecalledMessageIsNotShown(t *testing.T) {
 	r.post(t, ctx, feishusim.CustomEvent{Type: "im.message.recalled_v1", Event: map[string]any{
 		"message_id": "om_oops", "chat_id": larkGroup, "recall_time": fmt.Sprint(time.Now().UnixMilli()), "recall_type": "message_owner",
 	}}, feishusim.EventOptions{})
-	r.post(t, ctx, feishusim.Message{
-		ID: "om_after", ChatID: larkGroup, SenderID: larkUserB, Content: `{"text":"@_user_1 他刚才说了什么"}`,
-		Mentions: []feishusim.Mention{{Key: "@_user_1", ID: feishusim.DefaultBotOpenID, Name: feishusim.DefaultBotName}},
-	}, feishusim.EventOptions{})
+	r.post(t, ctx, askBot("om_after", "他刚才说了什么"), feishusim.EventOptions{})
 	got := larkText(t, r.waitSent(t, ctx, 1)[0])
 	if strings.Contains(got, "hunter2") {
 		t.Errorf("a recalled message reached the agent:\n%s", got)

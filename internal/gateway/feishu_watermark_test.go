@@ -70,10 +70,7 @@ func TestFeishuPendingForwardIsTheWatermarkEndToEnd(t *testing.T) {
 	}, feishusim.EventOptions{})
 	r.post(t, ctx, feishusim.Message{ID: "om_after", ChatID: larkGroup, SenderID: larkUserB, Content: `{"text":"我去看看"}`}, feishusim.EventOptions{})
 	waitLogged(t, ctx, db, "om_slow_fwd", true)
-	r.post(t, ctx, feishusim.Message{
-		ID: "om_ask1", ChatID: larkGroup, SenderID: larkUserB, Content: `{"text":"@_user_1 怎么回事"}`,
-		Mentions: []feishusim.Mention{{Key: "@_user_1", ID: feishusim.DefaultBotOpenID, Name: feishusim.DefaultBotName}},
-	}, feishusim.EventOptions{})
+	r.post(t, ctx, askBot("om_ask1", "怎么回事"), feishusim.EventOptions{})
 	first := larkText(t, r.waitSent(t, ctx, 1)[0])
 	if !strings.Contains(first, "告警又来了") || !strings.Contains(first, "怎么回事") {
 		t.Errorf("the first @'s input lacks the history before the forward or its own text:\n%s", first)
@@ -89,10 +86,7 @@ func TestFeishuPendingForwardIsTheWatermarkEndToEnd(t *testing.T) {
 
 	release()
 	waitLogged(t, ctx, db, "om_slow_fwd", false)
-	r.post(t, ctx, feishusim.Message{
-		ID: "om_ask2", ChatID: larkGroup, SenderID: larkUserB, Content: `{"text":"@_user_1 现在呢"}`,
-		Mentions: []feishusim.Mention{{Key: "@_user_1", ID: feishusim.DefaultBotOpenID, Name: feishusim.DefaultBotName}},
-	}, feishusim.EventOptions{})
+	r.post(t, ctx, askBot("om_ask2", "现在呢"), feishusim.EventOptions{})
 	second := larkText(t, r.waitSent(t, ctx, 2)[1])
 	// The turn's own user message: the session's earlier turns come before.
 	second = second[strings.LastIndex(second, "=== User message ==="):]
@@ -179,10 +173,7 @@ func TestFeishuLongForwardSpillsToTheWorkspace(t *testing.T) {
 	}
 	r.post(t, ctx, forward("om_long_fwd2"), feishusim.EventOptions{})
 	waitLogged(t, ctx, db, "om_long_fwd2", false)
-	r.post(t, ctx, feishusim.Message{
-		ID: "om_long_ask", ChatID: larkGroup, SenderID: larkUserB, Content: `{"text":"@_user_1 总结一下"}`,
-		Mentions: []feishusim.Mention{{Key: "@_user_1", ID: feishusim.DefaultBotOpenID, Name: feishusim.DefaultBotName}},
-	}, feishusim.EventOptions{})
+	r.post(t, ctx, askBot("om_long_ask", "总结一下"), feishusim.EventOptions{})
 	got := larkText(t, r.waitSent(t, ctx, 1)[0])
 	if !strings.Contains(got, "  全文见 @"+file+"@\n") {
 		t.Errorf("the agent's input does not name the file with the whole excerpt:\n%s", got)
