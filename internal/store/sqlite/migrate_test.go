@@ -17,6 +17,28 @@ import (
 	"github.com/pincerbot/pincer/internal/store"
 )
 
+// migratedTo is a database at path migrated up to version v, for a test
+// to fill as that version would have, close and open with Open.
+func migratedTo(t *testing.T, path string, v int64) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := goose.NewProvider(goose.DialectSQLite3, db, sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(context.Background(), v); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
 // TestMigrationMovesTheLogAndBuffersIntoViews: a database of the version
 // before the message log (an inbound table; history and digest entries
 // buffered with their bodies) opens with its log readable in order, what
@@ -25,21 +47,7 @@ import (
 func TestMigrationMovesTheLogAndBuffersIntoViews(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "old.db")
-	old, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := goose.NewProvider(goose.DialectSQLite3, old, sub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.UpTo(ctx, 5); err != nil {
-		t.Fatal(err)
-	}
+	old := migratedTo(t, path, 5)
 	g := msg.Peer{Kind: msg.Group, ID: "7"}
 	at := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	m := func(id, text string, sec int) msg.Message {
@@ -117,21 +125,7 @@ func TestMigrationMovesTheLogAndBuffersIntoViews(t *testing.T) {
 func TestMigrationToFewerTrees(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "v9.db")
-	old, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := goose.NewProvider(goose.DialectSQLite3, old, sub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.UpTo(ctx, 9); err != nil {
-		t.Fatal(err)
-	}
+	old := migratedTo(t, path, 9)
 	exec := func(q string, args ...any) {
 		t.Helper()
 		if _, err := old.ExecContext(ctx, q, args...); err != nil {
