@@ -60,6 +60,7 @@ Flags:
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	binary := fs.String("pincer", "", "the pincer binary to measure (default: this one)")
 	keep := fs.Bool("keep", false, "keep the runs' files (configuration, logs, databases)")
+	profile := fs.String("profile", "", "a directory for pincer's CPU profile of each run's window (go tool pprof reads them), taken through gateway.pprof")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -90,7 +91,7 @@ Flags:
 		Reader: func(url string, self int64) *exec.Cmd {
 			return exec.Command(bin, "bench", "baseline-reader", "--url", url, "--self", strconv.FormatInt(self, 10))
 		},
-		Version: describe(bin, self), Keep: *keep, Progress: stderr,
+		Version: describe(bin, self), Keep: *keep, Profile: *profile, Progress: stderr,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "pincer bench: %v\n", err)

@@ -109,6 +109,12 @@ type Config struct {
 	// afterwards unless Keep.
 	Dir  string
 	Keep bool
+	// Profile, when set, is a directory that receives pincer's CPU
+	// profile of each run's window (burst-pincer.pprof,
+	// burst-pincer-quotes.pprof, steady-chatter.pprof,
+	// steady-pincer.pprof), taken through gateway.pprof behind a gateway
+	// token the runs are given.
+	Profile string
 	// Progress, when set, receives a line as each phase starts.
 	Progress io.Writer
 }
@@ -265,7 +271,7 @@ type rig struct {
 	llm    *llmsim.Server
 	model  *model
 	pincer *child
-	base   string // pincer's HTTP root
+	at     endpoint // pincer's HTTP root
 }
 
 var readyURL = regexp.MustCompile(`open (http://[^\s/]+)`)
@@ -290,7 +296,11 @@ func startPincer(ctx context.Context, cfg *Config, dir string) (_ *rig, err erro
 		return nil, fmt.Errorf("bench: fake model: %w", err)
 	}
 	r.llm = llmsim.Serve(ln, r.model.options(cfg.Latency))
-	text, err := pincerConfig(cfg, dir, r.qq.url, r.llm.URL+"/v1", r.db)
+	var token string
+	if cfg.Profile != "" {
+		token = "bench-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	}
+	text, err := pincerConfig(cfg, dir, r.qq.url, r.llm.URL+"/v1", r.db, token)
 	if err != nil {
 		return nil, err
 	}
@@ -311,14 +321,14 @@ func startPincer(ctx context.Context, cfg *Config, dir string) (_ *rig, err erro
 	if m == nil {
 		return nil, fmt.Errorf("bench: no URL in pincer's ready line %q", line)
 	}
-	r.base = m[1]
+	r.at = endpoint{base: m[1], token: token}
 	if err := r.qq.connected(wait); err != nil {
 		return nil, fmt.Errorf("bench: pincer did not connect to the simulator: %w%s", err, r.pincer.logTail())
 	}
 	if err := r.qq.pushRaw(wait, r.qq.lifecycle()); err != nil {
 		return nil, err
 	}
-	if err := healthy(wait, r.base); err != nil {
+	if err := healthy(wait, r.at.base); err != nil {
 		return nil, fmt.Errorf("%w%s", err, r.pincer.logTail())
 	}
 	return r, nil
@@ -327,7 +337,8 @@ func startPincer(ctx context.Context, cfg *Config, dir string) (_ *rig, err erro
 // pincerConfig is the configuration file of a pincer under test: the
 // simulator at wsURL, the fake model at modelURL, its store at db and its
 // workspace in dir.
-func pincerConfig(cfg *Config, dir, wsURL, modelURL, db string) ([]byte, error) {
+// With a token (-profile), the gateway serves Go's profiles behind it.
+func pincerConfig(cfg *Config, dir, wsURL, modelURL, db, token string) ([]byte, error) {
 	onebot := map[string]any{
 		"wsUrl": wsURL, "selfId": strconv.FormatInt(SelfID, 10), "accessToken": "",
 		"receive": map[string]any{
@@ -338,8 +349,12 @@ func pincerConfig(cfg *Config, dir, wsURL, modelURL, db string) ([]byte, error) 
 	if cfg.SendGapMs >= 0 {
 		onebot["sendGapMs"] = cfg.SendGapMs
 	}
+	gateway := map[string]any{"listen": "127.0.0.1:0", "shutdownTimeoutMs": 10000}
+	if token != "" {
+		gateway["token"], gateway["pprof"] = token, true
+	}
 	conf := map[string]any{
-		"gateway": map[string]any{"listen": "127.0.0.1:0", "shutdownTimeoutMs": 10000},
+		"gateway": gateway,
 		"log":     map[string]any{"level": "warn"},
 		"store":   map[string]any{"path": db},
 		"models": map[string]any{
@@ -360,6 +375,59 @@ func pincerConfig(cfg *Config, dir, wsURL, modelURL, db string) ([]byte, error) 
 		return nil, fmt.Errorf("bench: config: %w", err)
 	}
 	return text, nil
+}
+
+// endpoint is pincer's HTTP root, with the gateway token its requests
+// carry when it has one.
+type endpoint struct{ base, token string }
+
+// get requests path of pincer.
+func (e endpoint) get(ctx context.Context, path string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.base+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	if e.token != "" {
+		req.Header.Set("Authorization", "Bearer "+e.token)
+	}
+	return http.DefaultClient.Do(req)
+}
+
+// profile records pincer's CPU profile for d into name under
+// cfg.Profile, when that is set; the returned function waits for it and
+// gives what went wrong. The profile covers the run's window, so its
+// samples are the CPU the report counts.
+func (r *rig) profile(ctx context.Context, cfg *Config, name string, d time.Duration) func() error {
+	if cfg.Profile == "" {
+		return func() error { return nil }
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- func() error {
+			secs := max(1, int((d+time.Second/2)/time.Second))
+			res, err := r.at.get(ctx, "/debug/pprof/profile?seconds="+strconv.Itoa(secs))
+			if err != nil {
+				return fmt.Errorf("bench: profile %s: %w", name, err)
+			}
+			defer res.Body.Close()
+			if res.StatusCode != http.StatusOK {
+				return fmt.Errorf("bench: profile %s: HTTP %d", name, res.StatusCode)
+			}
+			if err := os.MkdirAll(cfg.Profile, 0o755); err != nil {
+				return fmt.Errorf("bench: profile %s: %w", name, err)
+			}
+			f, err := os.Create(filepath.Join(cfg.Profile, name+".pprof"))
+			if err != nil {
+				return fmt.Errorf("bench: profile %s: %w", name, err)
+			}
+			if _, err := io.Copy(f, res.Body); err != nil {
+				f.Close()
+				return fmt.Errorf("bench: profile %s: %w", name, err)
+			}
+			return f.Close()
+		}()
+	}()
+	return func() error { return <-done }
 }
 
 // healthy waits for pincer's /healthz to answer ok.

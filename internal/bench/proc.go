@@ -135,14 +135,10 @@ type usage struct {
 type metrics map[string]float64
 
 // scrape reads pincer's Prometheus metrics.
-func scrape(ctx context.Context, base string) (metrics, error) {
+func scrape(ctx context.Context, at endpoint) (metrics, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
-	if err != nil {
-		return nil, fmt.Errorf("bench: metrics: %w", err)
-	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := at.get(ctx, "/metrics")
 	if err != nil {
 		return nil, fmt.Errorf("bench: metrics: %w", err)
 	}
@@ -199,7 +195,7 @@ func (m metrics) sum(name string, labels ...string) float64 {
 // /metrics).
 type sampler struct {
 	pid  int
-	base string // pincer's HTTP root; "" for no metrics
+	at   endpoint // pincer's HTTP root; zero for no metrics
 	stop chan struct{}
 	wg   sync.WaitGroup
 
@@ -209,8 +205,8 @@ type sampler struct {
 	lastMetrics metrics
 }
 
-func startSampler(ctx context.Context, pid int, base string) *sampler {
-	s := &sampler{pid: pid, base: base, stop: make(chan struct{})}
+func startSampler(ctx context.Context, pid int, at endpoint) *sampler {
+	s := &sampler{pid: pid, at: at, stop: make(chan struct{})}
 	s.memory()
 	s.scrape(ctx)
 	s.wg.Go(func() {
@@ -244,10 +240,10 @@ func (s *sampler) memory() {
 }
 
 func (s *sampler) scrape(ctx context.Context) {
-	if s.base == "" {
+	if s.at.base == "" {
 		return
 	}
-	m, err := scrape(ctx, s.base)
+	m, err := scrape(ctx, s.at)
 	if err != nil {
 		return
 	}

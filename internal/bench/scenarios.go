@@ -35,7 +35,7 @@ func runBurst(ctx context.Context, cfg *Config, dir string, unix int64) (*BurstR
 		return nil, err
 	}
 	cfg.progress("burst: pincer…")
-	run, err := burstPincer(ctx, cfg, filepath.Join(dir, "pincer"), load, "burst")
+	run, err := burstPincer(ctx, cfg, filepath.Join(dir, "pincer"), load, "burst", b.Baseline.Seconds)
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +50,7 @@ func runBurst(ctx context.Context, cfg *Config, dir string, unix int64) (*BurstR
 		sh.quotes = cfg.Quotes
 		quoted := generate(sh)
 		cfg.progress("burst: pincer, %.0f%% of the messages quoting another (%d)…", 100*cfg.Quotes, quoted.Quoting)
-		q, err := burstPincer(ctx, cfg, filepath.Join(dir, "pincer-quotes"), quoted, "burst with quotes")
+		q, err := burstPincer(ctx, cfg, filepath.Join(dir, "pincer-quotes"), quoted, "burst with quotes", b.Baseline.Seconds)
 		if err != nil {
 			return nil, err
 		}
@@ -76,7 +76,7 @@ func burstBaseline(ctx context.Context, cfg *Config, dir string, load Load, b *B
 	last := load.Frames[len(load.Frames)-1]
 	replied := q.expect(last.ID)
 	pid := reader.cmd.Process.Pid
-	samples := startSampler(ctx, pid, "")
+	samples := startSampler(ctx, pid, endpoint{})
 	u0, err := procUsage(pid)
 	if err != nil {
 		return err
@@ -150,7 +150,9 @@ func decoded(reader *child) int {
 
 // burstPincer runs a fresh pincer on the burst load; what names the run
 // in its problems.
-func burstPincer(ctx context.Context, cfg *Config, dir string, load Load, what string) (*BurstRun, error) {
+// A profile (-profile) of it lasts the baseline's window (window
+// seconds), rounded to whole seconds: pincer's own is not known before.
+func burstPincer(ctx context.Context, cfg *Config, dir string, load Load, what string, window float64) (*BurstRun, error) {
 	b := &BurstRun{}
 	r, err := startPincer(ctx, cfg, dir)
 	if err != nil {
@@ -170,13 +172,14 @@ func burstPincer(ctx context.Context, cfg *Config, dir string, load Load, what s
 	pid := r.pincer.cmd.Process.Pid
 	last := load.Frames[len(load.Frames)-1]
 	replied := r.qq.expect(last.ID)
-	samples := startSampler(ctx, pid, r.base)
+	samples := startSampler(ctx, pid, r.at)
 	u0, err := procUsage(pid)
 	if err != nil {
 		return nil, err
 	}
 	self0 := selfCPU()
 	writes0 := r.qq.writes()
+	profiled := r.profile(ctx, cfg, profileName(dir), time.Duration(window*float64(time.Second)))
 	run, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	start := time.Now()
@@ -250,7 +253,10 @@ wait:
 		b.LoggedSeconds = loggedAt.Sub(start).Seconds()
 	}
 	b.ModelRequests = r.model.count()
-	b.TurnsReplied = turnsReplied(ctx, r.base, seen.metrics, 1)
+	b.TurnsReplied = turnsReplied(ctx, r.at, seen.metrics, 1)
+	if err := profiled(); err != nil {
+		b.Problems = append(b.Problems, err.Error())
+	}
 	db.Close()
 	if err := r.stop(); err != nil {
 		b.Problems = append(b.Problems, fmt.Sprintf("%s: pincer did not stop cleanly: %v", what, err))
@@ -398,7 +404,7 @@ func steadyBaseline(ctx context.Context, cfg *Config, dir string, load Load, s *
 	defer func() { _ = reader.stop(5 * time.Second) }() // stopped below unless a step fails
 	mentions := mentionIDs(load)
 	pid := reader.cmd.Process.Pid
-	samples := startSampler(ctx, pid, "")
+	samples := startSampler(ctx, pid, endpoint{})
 	u0, err := procUsage(pid)
 	if err != nil {
 		return err
@@ -441,12 +447,13 @@ func steadyPincer(ctx context.Context, cfg *Config, dir string, load Load, what 
 	s := &SteadyRun{Mentions: load.Mentions, Quoting: load.Quoting}
 	pid := r.pincer.cmd.Process.Pid
 	mentions := mentionIDs(load)
-	samples := startSampler(ctx, pid, r.base)
+	samples := startSampler(ctx, pid, r.at)
 	u0, err := procUsage(pid)
 	if err != nil {
 		return nil, err
 	}
 	self0 := selfCPU()
+	profiled := r.profile(ctx, cfg, profileName(dir), cfg.Duration)
 	d, err := drive(ctx, r.qq, load, cfg.Rate, cfg.WriteBatch)
 	if err != nil {
 		return nil, fmt.Errorf("bench: %s: %w%s", what, err, r.pincer.logTail())
@@ -470,7 +477,10 @@ func steadyPincer(ctx context.Context, cfg *Config, dir string, load Load, what 
 	s.DriverCPUSeconds = (self1 - self0).Seconds()
 	s.ModelRequests = r.model.count()
 	s.GetMsg = r.qq.calls("get_msg")
-	s.TurnsReplied = turnsReplied(ctx, r.base, seen.metrics, len(mentions))
+	s.TurnsReplied = turnsReplied(ctx, r.at, seen.metrics, len(mentions))
+	if err := profiled(); err != nil {
+		s.Problems = append(s.Problems, err.Error())
+	}
 	if err := r.stop(); err != nil {
 		s.Problems = append(s.Problems, fmt.Sprintf("%s: pincer did not stop cleanly: %v", what, err))
 	}
@@ -493,16 +503,22 @@ func steadyPincer(ctx context.Context, cfg *Config, dir string, load Load, what 
 	return s, nil
 }
 
+// profileName names the profile of the run in dir: its scenario and run,
+// as burst-pincer or steady-chatter.
+func profileName(dir string) string {
+	return filepath.Base(filepath.Dir(dir)) + "-" + filepath.Base(dir)
+}
+
 // turnsReplied is pincer's count of turns that replied
 // (pincer_turns_total{outcome="replied"}). A turn is counted once its
 // reply is confirmed, a moment after the simulator saw the send, so it
 // is read again for up to 2 s until it reaches want.
-func turnsReplied(ctx context.Context, base string, last metrics, want int) int {
+func turnsReplied(ctx context.Context, at endpoint, last metrics, want int) int {
 	n := int(last.sum("pincer_turns_total", `outcome="replied"`))
 	deadline := time.Now().Add(2 * time.Second)
 	for n < want && time.Now().Before(deadline) && ctx.Err() == nil {
 		time.Sleep(50 * time.Millisecond)
-		if m, err := scrape(ctx, base); err == nil {
+		if m, err := scrape(ctx, at); err == nil {
 			n = int(m.sum("pincer_turns_total", `outcome="replied"`))
 		}
 	}

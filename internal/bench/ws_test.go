@@ -205,7 +205,7 @@ func TestPincerConfigSetsTheSendGap(t *testing.T) {
 	noEnv := func(string) (string, bool) { return "", false }
 	for _, tc := range []struct{ flag, want int }{{-1, config.DefaultSendGapMs}, {0, 0}, {250, 250}} {
 		cfg := &Config{SendGapMs: tc.flag, History: true}
-		text, err := pincerConfig(cfg, t.TempDir(), "ws://127.0.0.1:1", "http://127.0.0.1:2/v1", "/tmp/x.db")
+		text, err := pincerConfig(cfg, t.TempDir(), "ws://127.0.0.1:1", "http://127.0.0.1:2/v1", "/tmp/x.db", "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -221,6 +221,25 @@ func TestPincerConfigSetsTheSendGap(t *testing.T) {
 		}
 		if got := (&Config{SendGapMs: tc.flag}).sendGap(); got != tc.want {
 			t.Errorf("-send-gap %d: reported as %d, want %d", tc.flag, got, tc.want)
+		}
+	}
+}
+
+// TestPincerConfigServesProfilesBehindAToken: with -profile, pincer gets
+// a gateway token and gateway.pprof, which config accepts; without, neither.
+func TestPincerConfigServesProfilesBehindAToken(t *testing.T) {
+	noEnv := func(string) (string, bool) { return "", false }
+	for _, token := range []string{"", "bench-x"} {
+		text, err := pincerConfig(&Config{SendGapMs: -1}, t.TempDir(), "ws://127.0.0.1:1", "http://127.0.0.1:2/v1", "/tmp/x.db", token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := config.Parse(text, noEnv)
+		if err != nil {
+			t.Fatalf("token %q: %v\n%s", token, err, text)
+		}
+		if c.Gateway.Token.Value() != token || c.Gateway.Pprof != (token != "") {
+			t.Errorf("token %q: gateway token %q, pprof %v", token, c.Gateway.Token.Value(), c.Gateway.Pprof)
 		}
 	}
 }
