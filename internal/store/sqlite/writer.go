@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -84,6 +85,10 @@ type writer struct {
 	// pool recycles jobs; it is the writer's own, as a job's channel
 	// belongs to the goroutines (and test bubbles) of this store.
 	pool sync.Pool
+	// control holds the transaction statements (BEGIN, COMMIT, the
+	// savepoints) prepared once: run unprepared, each was parsed anew,
+	// several times a turn (only the writer touches it).
+	control map[string]*sql.Stmt
 }
 
 func newWriter(conn *sql.Conn, note, fail func(error), insertRows func(*sql.Conn, []*logRow) error, beforeCommit func(*sql.Conn) error) *writer {
@@ -92,6 +97,7 @@ func newWriter(conn *sql.Conn, note, fail func(error), insertRows func(*sql.Conn
 		jobs: make(chan *job, 1024), async: make(chan *job, 1024), kick: make(chan struct{}, 1), stopped: make(chan struct{}),
 	}
 	w.rjobs, w.rasync = w.jobs, w.async
+	w.control = map[string]*sql.Stmt{}
 	w.pool.New = func() any { return &job{done: make(chan error, 1)} }
 	go w.run()
 	return w
@@ -156,6 +162,7 @@ func (w *writer) queue(j *job) error {
 
 func (w *writer) run() {
 	defer close(w.stopped)
+	defer w.closeControl()
 	for {
 		j, ok := w.wait(nil)
 		if !ok {
@@ -270,8 +277,8 @@ func (w *writer) wait(due <-chan time.Time) (*job, bool) {
 func (w *writer) batch(first *job) {
 	// The transaction is the connection's own: BEGIN and COMMIT are
 	// statements, so the prepared ones need no binding to a *sql.Tx.
-	tx, ctx := w.conn, context.Background()
-	if _, err := tx.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+	tx := w.conn
+	if err := w.ctl("BEGIN IMMEDIATE"); err != nil {
 		w.note(err)
 		w.finish(first, err)
 		return
@@ -355,12 +362,12 @@ func (w *writer) batch(first *job) {
 		w.fail(err)
 		failed(err)
 	}
-	_, err := tx.ExecContext(ctx, "COMMIT")
+	err := w.ctl("COMMIT")
 	w.commits.Add(1)
 	if err != nil {
 		// A failed COMMIT may leave the transaction open: end it, so the
 		// next batch can begin.
-		if _, rerr := tx.ExecContext(ctx, "ROLLBACK"); rerr != nil {
+		if rerr := w.ctl("ROLLBACK"); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
 	}
@@ -370,6 +377,35 @@ func (w *writer) batch(first *job) {
 	}
 	for i, d := range waiting {
 		d.done <- errors.Join(waitErrs[i], err)
+	}
+}
+
+// ctl runs a transaction statement (BEGIN IMMEDIATE, COMMIT, ROLLBACK,
+// a savepoint's) on the writer's connection, prepared the first time; a
+// statement that cannot be prepared runs unprepared and reports why.
+func (w *writer) ctl(query string) error {
+	ctx := context.Background()
+	s := w.control[query]
+	if s == nil {
+		var err error
+		if s, err = w.conn.PrepareContext(ctx, query); err != nil {
+			_, err = w.conn.ExecContext(ctx, query)
+			return err
+		}
+		w.control[query] = s
+	}
+	_, err := s.ExecContext(ctx)
+	return err
+}
+
+// closeControl closes the prepared transaction statements, before the
+// connection they belong to is closed.
+func (w *writer) closeControl() {
+	for q, s := range w.control {
+		if err := s.Close(); err != nil {
+			w.note(fmt.Errorf("close %q: %w", q, err))
+		}
+		delete(w.control, q)
 	}
 }
 
@@ -409,17 +445,15 @@ func (w *writer) exec(tx *sql.Conn, j *job) error {
 	if !j.atomic {
 		return j.fn(tx)
 	}
-	ctx := context.Background()
-	if _, err := tx.ExecContext(ctx, "SAVEPOINT job"); err != nil {
+	if err := w.ctl("SAVEPOINT job"); err != nil {
 		return err
 	}
 	if err := j.fn(tx); err != nil {
-		_, rerr := tx.ExecContext(ctx, "ROLLBACK TO job")
-		_, relErr := tx.ExecContext(ctx, "RELEASE job")
+		rerr := w.ctl("ROLLBACK TO job")
+		relErr := w.ctl("RELEASE job")
 		return errors.Join(err, rerr, relErr)
 	}
-	_, err := tx.ExecContext(ctx, "RELEASE job")
-	return err
+	return w.ctl("RELEASE job")
 }
 
 // isSQLiteError reports an error SQLite raised (a full disk, a read-only
