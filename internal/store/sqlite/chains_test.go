@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -141,3 +142,86 @@ func copyDatabase(t *testing.T, dir, to string) string {
 	}
 	return filepath.Join(to, "pincer.db")
 }
+
+// TestChatsAreSavedInKeyOrder: a save of many chats writes them
+// chainsPerBatch at a time in the order of their keys, so the rows of a
+// batch are neighbours on a few pages of the chats table rather than
+// spread over all of them; chats that change while the save is under way
+// wait for the next one, and every chat is saved in the end.
+func TestChatsAreSavedInKeyOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		db, err := Open(ctx, filepath.Join(t.TempDir(), "pincer.db"), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		const chats = 3*chainsPerBatch + 7
+		n := 0
+		logIn := func(group int) {
+			t.Helper()
+			n++
+			m := msg.Message{ID: msg.MessageID(strconv.Itoa(n)), Channel: "onebot", Account: "default",
+				Peer: msg.Peer{Kind: msg.Group, ID: strconv.Itoa(group)}, Time: time.Now(), Text: "m"}
+			if _, err := db.LogInbound(ctx, m, store.ViewHistory); err != nil {
+				t.Fatal(err)
+			}
+		}
+		commit := func() {
+			t.Helper()
+			if err := db.w.do(func(*sql.Conn) error { return nil }, false, true); err != nil {
+				t.Fatal(err)
+			}
+		}
+		savedChats := func() []string {
+			t.Helper()
+			var out []string
+			err := db.each(ctx, `SELECT chat FROM chats ORDER BY chat`, nil, func(rows *sql.Rows) error {
+				var chat string
+				if err := rows.Scan(&chat); err != nil {
+					return err
+				}
+				out = append(out, chat)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}
+		// Logged in an order unlike the keys' (which sort as strings).
+		var keys []string
+		for i := range chats {
+			g := 100000 + (i*7919)%chats
+			logIn(g)
+			keys = append(keys, chatKey("onebot", "default", msg.Peer{Kind: msg.Group, ID: strconv.Itoa(g)}))
+		}
+		slices.Sort(keys)
+		// Each batch saves the next chats in key order.
+		var got []string
+		for commits := 1; len(got) < chats; commits++ {
+			prev := len(got)
+			commit()
+			got = savedChats()
+			if !slices.Equal(got, keys[:len(got)]) {
+				t.Fatalf("after %d commits: saved %v…, not the first %d keys in order %v…", commits, head(got), len(got), head(keys))
+			}
+			if grew := len(got) - prev; grew > chainsPerBatch || grew == 0 && len(got) < chats {
+				t.Fatalf("commit %d saved %d chats, want 1 to %d", commits, grew, chainsPerBatch)
+			}
+			// A chat that changes now, saved or not, is in the next save.
+			logIn(100000)
+		}
+		if len(db.unsaved) != 1 {
+			t.Fatalf("after the save, %d chats wait for the next one, want 1 (the chat that changed during it)", len(db.unsaved))
+		}
+		time.Sleep(chainsSaveEvery)
+		commit()
+		if len(db.unsaved) != 0 {
+			t.Errorf("after the next save, %d chats still unsaved", len(db.unsaved))
+		}
+	})
+}
+
+// head is the start of a long list, for a failure's message.
+func head(s []string) []string { return s[:min(len(s), 3)] }

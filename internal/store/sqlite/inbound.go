@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -233,6 +234,11 @@ func (d *DB) noteWritten(chat string, seq int64, views store.Views) {
 // says up to which entry the table is complete: Open reads the entries
 // after it, a few seconds of them at most, to find the rest. A clean
 // close saves everything.
+//
+// A save writes the chats in key order, so each batch's rows are
+// neighbours on a few pages of the table: taken as they come, each
+// batch of 128 out of thousands of chats touched nearly every page of
+// it, and the pages a commit writes are most of what it costs.
 const (
 	chainsSaveEvery = 2 * time.Second
 	chainsPerBatch  = 128
@@ -246,31 +252,51 @@ func (d *DB) saveChains(tx *sql.Conn) error {
 	if len(d.unsaved) == 0 {
 		return nil
 	}
-	if !d.saving {
+	if d.saveOrder == nil {
 		if time.Since(d.chainsSaved) < chainsSaveEvery {
 			return nil
 		}
-		d.saving = true
+		d.startSave()
 	}
 	return d.writeChains(tx, chainsPerBatch)
 }
 
-// writeChains writes up to limit (all, for limit 0) of the chats whose
-// last entry changed since they were last written, and where the table
-// is now complete up to. The writer calls it.
+// startSave begins a save of the chats unsaved now, in key order; those
+// that change while it is under way are left for the next.
+func (d *DB) startSave() {
+	d.saveOrder = slices.Sorted(maps.Keys(d.unsaved))
+}
+
+// writeChains writes up to limit of the chats of the save under way, in
+// key order (for limit 0, every unsaved chat), and where the table is now
+// complete up to. The writer calls it.
 func (d *DB) writeChains(tx *sql.Conn, limit int) error {
 	ctx := context.Background()
-	n := 0
-	for chat := range d.unsaved {
-		if limit > 0 && n == limit {
-			break
-		}
+	write := func(chat string) error {
 		h := d.written[chat]
 		if _, err := d.exec(ctx, tx, qSaveChain, chat, h.last, int64(h.views)); err != nil {
 			return fmt.Errorf("chat %q: %w", chat, err)
 		}
 		delete(d.unsaved, chat)
-		n++
+		return nil
+	}
+	if limit == 0 {
+		for chat := range d.unsaved {
+			if err := write(chat); err != nil {
+				return err
+			}
+		}
+		d.saveOrder = d.saveOrder[:0]
+	}
+	for n := 0; n < limit && len(d.saveOrder) > 0; {
+		chat := d.saveOrder[0]
+		if _, ok := d.unsaved[chat]; ok {
+			if err := write(chat); err != nil {
+				return err
+			}
+			n++
+		}
+		d.saveOrder = d.saveOrder[1:]
 	}
 	upto := d.maxWritten
 	for _, first := range d.unsaved {
@@ -279,8 +305,8 @@ func (d *DB) writeChains(tx *sql.Conn, limit int) error {
 	if _, err := d.exec(ctx, tx, qChainsUpto, strconv.FormatInt(upto, 10)); err != nil {
 		return fmt.Errorf("chats: %w", err)
 	}
-	if len(d.unsaved) == 0 {
-		d.saving, d.chainsSaved = false, time.Now()
+	if len(d.saveOrder) == 0 {
+		d.saveOrder, d.chainsSaved = nil, time.Now()
 	}
 	return nil
 }
@@ -349,8 +375,10 @@ func (d *DB) loadChains(ctx context.Context) error {
 	for chat, h := range d.written {
 		d.chains[chat] = &chain{last: h.last, views: h.views}
 	}
-	// What the log held before is saved with the first batch.
-	d.saving = len(d.unsaved) > 0
+	// What the log held before is saved with the first batches.
+	if len(d.unsaved) > 0 {
+		d.startSave()
+	}
 	return nil
 }
 

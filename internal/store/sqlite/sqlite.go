@@ -60,15 +60,16 @@ type DB struct {
 	// (under chainsMu); written is where they end in the database as the
 	// writer has it, maxWritten the last entry in it, and unsaved the
 	// chats whose end the chats table does not know yet, each with its
-	// first entry since; saving is set while a save of them is under way,
-	// and chainsSaved is when the last one ended (only the writer touches
-	// these, see saveChains).
+	// first entry since; saveOrder holds, while a save of them is under
+	// way, the chats it has still to write, in key order, and chainsSaved
+	// is when the last one ended (only the writer touches these, see
+	// saveChains).
 	chainsMu    sync.Mutex
 	chains      map[string]*chain
 	written     map[string]*chain
 	maxWritten  int64
 	unsaved     map[string]int64
-	saving      bool
+	saveOrder   []string
 	chainsSaved time.Time
 	// sent mirrors the sent table (see sent.go).
 	sent sentMirror
