@@ -80,9 +80,19 @@ func (d *DB) TraceRecords(ctx context.Context, chat string, id msg.MessageID, li
 	return out, nil
 }
 
+// qPruneTraces deletes the records begun before ?1 from the start of the
+// table up to the first one begun since, which the table's order (the
+// order records began in) makes a walk over the rows it deletes, not over
+// the whole table. A record that began before ?1 but was stored after a
+// newer one (its message's time was behind pincer's) stays until the
+// records before it go.
+const qPruneTraces = `DELETE FROM traces WHERE at < ?1 AND id < coalesce(
+	(SELECT id FROM traces WHERE at >= ?1 ORDER BY id LIMIT 1),
+	(SELECT coalesce(max(id), 0) + 1 FROM traces))`
+
 // PruneTraces implements trace.Store.
 func (d *DB) PruneTraces(ctx context.Context, before time.Time) error {
-	if _, err := d.exec(ctx, nil, `DELETE FROM traces WHERE at < ?`, millis(before)); err != nil {
+	if _, err := d.exec(ctx, nil, qPruneTraces, millis(before)); err != nil {
 		return fmt.Errorf("prune traces: %w", err)
 	}
 	return nil
