@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/valyala/fastjson"
+
+	"github.com/pincerbot/pincer/internal/jsonstr"
 )
 
 // Segment is one OneBot message segment. Data values are kept raw: the
@@ -57,65 +59,11 @@ func NewSegment(typ string, kv ...string) Segment {
 }
 
 // quote encodes s as a JSON string, byte for byte as an encoding/json
-// Encoder with HTML escaping off writes it (FuzzQuote holds the two
-// together): control characters, quotes and backslashes escaped, invalid
-// UTF-8 as \ufffd, U+2028 and U+2029 escaped for JavaScript, and <, >
-// and & as they are. Every text a reply sends is quoted, and the
-// Encoder's reflection was most of what building a send cost.
+// Encoder with HTML escaping off writes it (<, > and & as they are).
+// Every text a reply sends is quoted, and the Encoder's reflection was
+// most of what building a send cost.
 func quote(s string) json.RawMessage {
-	return appendQuoted(make([]byte, 0, len(s)+2), s)
-}
-
-// appendQuoted appends s to dst as quote encodes it.
-func appendQuoted(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		b := s[i]
-		if b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '"', '\\':
-				dst = append(dst, '\\', b)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xf])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	return jsonstr.Append(make([]byte, 0, len(s)+2), s, false)
 }
 
 // errBadMessage reports a message field that is neither a segment array,
