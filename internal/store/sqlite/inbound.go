@@ -113,7 +113,7 @@ func (d *DB) LogInboundPending(ctx context.Context, m msg.Message, views store.V
 
 // logMessage encodes m and hands its entry in (see logRow).
 func (d *DB) logMessage(m msg.Message, views store.Views, pending bool) (int64, error) {
-	body, err := json.Marshal(m)
+	body, err := m.AppendJSON(nil)
 	if err != nil {
 		return 0, fmt.Errorf("log inbound %s: %w", m.ID, err)
 	}
@@ -124,7 +124,7 @@ func (d *DB) logMessage(m msg.Message, views store.Views, pending bool) (int64, 
 // for: one a crash loses leaves the entry pending, which the next start
 // completes again.
 func (d *DB) CompleteInbound(ctx context.Context, seq int64, m msg.Message) error {
-	body, err := json.Marshal(m)
+	body, err := m.AppendJSON(nil)
 	if err != nil {
 		return fmt.Errorf("complete inbound %s: %w", m.ID, err)
 	}
@@ -141,7 +141,7 @@ func (d *DB) CompleteInbound(ctx context.Context, seq int64, m msg.Message) erro
 // LogInboundBuffered implements store.InboundLog: the log entry and the
 // buffer entry go to the writer as one job, written in one transaction.
 func (d *DB) LogInboundBuffered(ctx context.Context, m msg.Message, views store.Views, b store.Buffered) (int64, int64, error) {
-	body, err := json.Marshal(m)
+	body, err := m.AppendJSON(nil)
 	if err != nil {
 		return 0, 0, fmt.Errorf("log inbound %s: %w", m.ID, err)
 	}
