@@ -13,7 +13,6 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/titanous/json5"
 )
@@ -71,8 +70,8 @@ func LoadFile(path string, env Env) (Config, error) {
 // An empty document, or one holding only white space and comments, is an
 // empty configuration: the built-in defaults, validated. White space and
 // comments may also follow the top-level object; anything else there is a
-// syntax error. Syntax errors give a 1-based line and column, the column
-// counted in characters.
+// syntax error. Syntax errors are *SyntaxError, at a 1-based line and
+// column, the column counted in characters.
 //
 // A value that cannot be decoded (an unknown key, a mistyped value, an
 // unset variable) is reported at its key path and leaves that setting at
@@ -82,6 +81,9 @@ func LoadFile(path string, env Env) (Config, error) {
 // reported again.
 func Parse(data []byte, env Env) (Config, error) {
 	cfg := Default()
+	// Editors on Windows may start a UTF-8 file with a byte order mark,
+	// which they do not show: it is not part of the first line.
+	data = bytes.TrimPrefix(data, []byte("\ufeff"))
 	switch start, err := skipBlank(data, 0); {
 	case err != nil:
 		return cfg, err
@@ -105,7 +107,7 @@ func Parse(data []byte, env Env) (Config, error) {
 	case err != nil:
 		return cfg, err
 	case rest < len(data):
-		return cfg, syntaxAt(data, rest, errors.New("content after the top-level object"))
+		return cfg, syntaxAt(data, rest, "content after the top-level object", nil)
 	}
 	if tree == nil {
 		return cfg, cfg.Validate()
@@ -151,7 +153,7 @@ func skipBlank(data []byte, off int) (int, error) {
 		case bytes.HasPrefix(rest, []byte("/*")):
 			end := bytes.Index(rest[2:], []byte("*/"))
 			if end < 0 {
-				return off, syntaxAt(data, off, errors.New("unterminated comment"))
+				return off, syntaxAt(data, off, "unterminated comment", nil)
 			}
 			off += 2 + end + 2
 		default:
@@ -159,33 +161,6 @@ func skipBlank(data []byte, off int) (int, error) {
 		}
 	}
 	return off, nil
-}
-
-// syntaxError places a decoder error in data.
-func syntaxError(data []byte, err error) error {
-	var se *json5.SyntaxError
-	switch {
-	case errors.As(err, &se):
-		// Offset counts the bytes read, the offending one included.
-		return syntaxAt(data, int(se.Offset)-1, err)
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return syntaxAt(data, len(data), err)
-	}
-	return fmt.Errorf("syntax: %w", err)
-}
-
-// syntaxAt reports err at byte offset off of data.
-func syntaxAt(data []byte, off int, err error) error {
-	line, col := position(data, off)
-	return fmt.Errorf("syntax error at line %d, column %d: %w", line, col, err)
-}
-
-// position returns the 1-based line and column of the byte at offset off
-// (len(data) for the end), counting columns in characters as editors do.
-func position(data []byte, off int) (line, col int) {
-	before := data[:max(0, min(off, len(data)))]
-	lineStart := bytes.LastIndexByte(before, '\n') + 1
-	return 1 + bytes.Count(before, []byte("\n")), 1 + utf8.RuneCount(before[lineStart:])
 }
 
 // walker prepares a decoded JSON5 tree for encoding/json: it substitutes

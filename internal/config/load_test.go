@@ -114,7 +114,8 @@ func TestSyntaxErrorPositions(t *testing.T) {
 	tests := []struct {
 		name, doc, want string
 	}{
-		{"bad value", "{\n  gateway: {\n    listen: [1 2],\n  },\n}", "syntax error at line 3, column 16: "},
+		{"missing comma in an array", "{\n  gateway: {\n    listen: [1 2],\n  },\n}", `syntax error at line 3, column 15: missing ","`},
+		{"bad value", "{\n  gateway: {\n    listen: [1 =],\n  },\n}", "syntax error at line 3, column 16: invalid character '=' after array element"},
 		{"first byte", "x", "syntax error at line 1, column 1: "},
 		{"after wide characters", "{\n  a: '标题', b: x\n}", "syntax error at line 2, column 15: "},
 		{"newline in a string", "{a: 'x\n'}", "syntax error at line 1, column 7: "},
