@@ -77,9 +77,15 @@ func inspectFlags(name string, args []string, stderr io.Writer, extra func(*flag
 	if err := fs.Parse(args); err != nil {
 		return nil, nil, false, false
 	}
-	cfg, _, err := load(*path)
+	// The gateway's address and token are all these commands need: a
+	// secret of another section may be unset in this shell.
+	need := []string{"gateway.token"}
+	if *addr == "" {
+		need = append(need, "gateway.listen")
+	}
+	cfg, p, err := loadOnly(*path, need...)
 	if err != nil {
-		fmt.Fprintf(stderr, "pincer %s: config: %v\n", name, err)
+		fmt.Fprintf(stderr, "pincer %s: config %s: %v\n", name, p, err)
 		return nil, nil, false, false
 	}
 	c, err := newGatewayClient(cfg, *addr)

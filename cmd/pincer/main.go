@@ -193,6 +193,29 @@ func load(path string) (config.Config, string, error) {
 	return cfg, p, err
 }
 
+// loadOnly loads the configuration for a command that uses only the
+// settings at paths: a ${VAR} that is unset elsewhere does not stop it,
+// one of those settings naming an unset variable does. The returned path
+// is the file's, "built-in defaults" when there is none.
+func loadOnly(path string, paths ...string) (config.Config, string, error) {
+	p, err := config.Locate(path, os.LookupEnv)
+	if err != nil {
+		return config.Config{}, p, err
+	}
+	name := p
+	if name == "" {
+		name = "built-in defaults"
+	}
+	cfg, unset, err := config.LoadFileLenient(p, os.LookupEnv)
+	if err != nil {
+		return cfg, name, err
+	}
+	if err := unset.Need(paths...); err != nil {
+		return cfg, name, fmt.Errorf("%w: export it in this shell as for pincer serve", err)
+	}
+	return cfg, name, nil
+}
+
 func check(args []string, stdout, stderr io.Writer) int {
 	path, ok := configFlag("config check", args, stderr)
 	if !ok {

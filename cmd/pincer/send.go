@@ -45,7 +45,13 @@ func send(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pincer send: channel %q cannot be sent to from the command line (want onebot)\n", *ch)
 		return 2
 	}
-	cfg, p, err := load(*path)
+	// Only the account's connection is needed: a secret of another section
+	// may be unset in this shell.
+	section := "channels.onebot."
+	if *account != string(msg.DefaultAccount) {
+		section += "accounts." + *account + "."
+	}
+	cfg, p, err := loadOnly(*path, section+"wsUrl", section+"httpUrl", section+"accessToken", section+"selfId")
 	if err != nil {
 		fmt.Fprintf(stderr, "pincer send: config %s:\n", p)
 		for _, e := range config.Problems(err) {

@@ -80,48 +80,93 @@ func LoadFile(path string, env Env) (Config, error) {
 // (a limit compared with it, a provider it should have configured) are not
 // reported again.
 func Parse(data []byte, env Env) (Config, error) {
+	cfg, _, err := parse(data, env, false)
+	return cfg, err
+}
+
+// Unset lists the settings a lenient load left at their defaults because
+// they name an environment variable that is not set, each with that
+// problem.
+type Unset []*FieldError
+
+// Need returns the problem of the first setting in u at or inside one of
+// paths, nil when the settings at paths were all resolved.
+func (u Unset) Need(paths ...string) error {
+	for _, e := range u {
+		for _, p := range paths {
+			if within(e.Path, p) {
+				return e
+			}
+		}
+	}
+	return nil
+}
+
+// ParseLenient is Parse for a command that needs only some settings, such
+// as the gateway's address and token: a value naming an unset ${VAR} is
+// left at its default and listed in the returned Unset instead of failing
+// the load, and problems that follow only from it are not reported. The
+// caller asks Unset.Need for the settings it uses.
+func ParseLenient(data []byte, env Env) (Config, Unset, error) {
+	return parse(data, env, true)
+}
+
+// LoadFileLenient is LoadFile with ParseLenient.
+func LoadFileLenient(path string, env Env) (Config, Unset, error) {
+	if path == "" {
+		cfg := Default()
+		return cfg, nil, cfg.Validate()
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, nil, fmt.Errorf("config: %w", err)
+	}
+	return ParseLenient(data, env)
+}
+
+func parse(data []byte, env Env, lenient bool) (Config, Unset, error) {
 	cfg := Default()
 	// Editors on Windows may start a UTF-8 file with a byte order mark,
 	// which they do not show: it is not part of the first line.
 	data = bytes.TrimPrefix(data, []byte("\ufeff"))
 	switch start, err := skipBlank(data, 0); {
 	case err != nil:
-		return cfg, err
+		return cfg, nil, err
 	case start == len(data):
-		return cfg, cfg.Validate()
+		return cfg, nil, cfg.Validate()
 	}
 	r := bytes.NewReader(data)
 	dec := json5.NewDecoder(r)
 	dec.UseNumber()
 	var tree any
 	if err := dec.Decode(&tree); err != nil {
-		return cfg, syntaxError(data, err)
+		return cfg, nil, syntaxError(data, err)
 	}
 	if _, ok := tree.(map[string]any); !ok && tree != nil {
-		return cfg, errors.New("the document must be an object")
+		return cfg, nil, errors.New("the document must be an object")
 	}
 	// The decoder stops right after the value and keeps what it read
 	// beyond it buffered.
 	buffered, _ := io.Copy(io.Discard, dec.Buffered())
 	switch rest, err := skipBlank(data, len(data)-r.Len()-int(buffered)); {
 	case err != nil:
-		return cfg, err
+		return cfg, nil, err
 	case rest < len(data):
-		return cfg, syntaxAt(data, rest, "content after the top-level object", nil)
+		return cfg, nil, syntaxAt(data, rest, "content after the top-level object", nil)
 	}
 	if tree == nil {
-		return cfg, cfg.Validate()
+		return cfg, nil, cfg.Validate()
 	}
-	w := walker{env: env}
+	w := walker{env: env, lenient: lenient}
 	tree = w.value(tree, reflect.TypeFor[Config](), false, "")
 	raw, err := json.Marshal(tree)
 	if err != nil {
-		return cfg, fmt.Errorf("re-encode: %w", err)
+		return cfg, w.unset, fmt.Errorf("re-encode: %w", err)
 	}
 	// The walk left out every value the decoder would refuse, so this
 	// fails only on a setting type the walk does not know.
 	if err := json.Unmarshal(raw, &cfg); err != nil {
-		return cfg, errors.Join(append(w.errs, fmt.Errorf("decode: %w", err))...)
+		return cfg, w.unset, errors.Join(append(w.errs, fmt.Errorf("decode: %w", err))...)
 	}
 	errs := w.errs
 	for _, e := range Problems(cfg.Validate()) {
@@ -131,9 +176,9 @@ func Parse(data []byte, env Env) (Config, error) {
 		errs = append(errs, e)
 	}
 	if len(errs) > 0 {
-		return cfg, errors.Join(sortProblems(errs)...)
+		return cfg, w.unset, errors.Join(sortProblems(errs)...)
 	}
-	return cfg, nil
+	return cfg, w.unset, nil
 }
 
 // skipBlank returns the offset of the first byte from off on that is
@@ -171,6 +216,10 @@ func skipBlank(data []byte, off int) (int, error) {
 type walker struct {
 	env  Env
 	errs []error
+	// lenient leaves a value naming an unset variable at its default,
+	// listed in unset rather than in errs.
+	lenient bool
+	unset   Unset
 	// skipped lists the key paths whose values were left out, so their
 	// settings keep the default.
 	skipped []string
@@ -199,6 +248,11 @@ func (w *walker) value(v any, t reflect.Type, intString bool, path string) any {
 		v = n
 	case string:
 		s, err := expand(x, w.env)
+		if _, unset := errors.AsType[*unsetVarError](err); unset && w.lenient {
+			w.unset = append(w.unset, &FieldError{Path: path, Msg: err.Error()})
+			w.skipped = append(w.skipped, path)
+			return nil
+		}
 		if err != nil {
 			return w.skip(path, "%v", err)
 		}
@@ -293,6 +347,16 @@ func (w *walker) unknown(path, k string, fields map[string]reflect.StructField) 
 	}
 }
 
+// unsetVarError is expand's error for a ${VAR} without a fallback whose
+// variable is not set.
+type unsetVarError struct{ name string }
+
+func (e *unsetVarError) Error() string {
+	return "environment variable " + e.name + " is not set"
+}
+
+// expand substitutes the ${VAR} and ${VAR:-fallback} references in s; $${
+// is a literal ${.
 func expand(s string, env Env) (string, error) {
 	if !strings.Contains(s, "${") {
 		return s, nil
@@ -320,7 +384,7 @@ func expand(s string, env Env) (string, error) {
 		val, ok := env(name)
 		if !ok {
 			if !hasFallback {
-				return "", fmt.Errorf("environment variable %s is not set", name)
+				return "", &unsetVarError{name: name}
 			}
 			val = fallback
 		}
