@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -39,8 +38,10 @@ type initAnswers struct {
 // connection and the model, or reads an OpenClaw file with --from, writes
 // a commented pincer.json5 and runs doctor on it.
 func initCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("pincer init", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("init", "init [--non-interactive] [--from openclaw.json] [--force] [flags]", `Writes a commented pincer.json5: asks for the QQ connection and the model
+(or takes them from the flags with --non-interactive), or carries an
+OpenClaw configuration over with --from, then runs pincer doctor on it.
+`, stderr)
 	var a initAnswers
 	nonInteractive := fs.Bool("non-interactive", false, "take every answer from the flags, ask nothing")
 	force := fs.Bool("force", false, "overwrite the output file")
@@ -58,8 +59,8 @@ func initCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.StringVar(&a.keyEnv, "api-key-env", "", "environment variable holding the API key")
 	fs.StringVar(&a.key, "api-key", "", "the API key itself (prefer --api-key-env)")
 	fs.StringVar(&a.model, "model", "", "the model id, e.g. gpt-4o-mini")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, args, stdout); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "pincer init: unexpected arguments %q\n", fs.Args())
