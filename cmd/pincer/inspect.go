@@ -136,8 +136,11 @@ func printStatus(w io.Writer, st dashboard.Status) {
 	}
 	for _, a := range st.Accounts {
 		line := fmt.Sprintf("  %s/%s  %s", a.Channel, a.ID, a.State)
-		if a.Self != "" {
-			line += "  self " + a.Self
+		switch {
+		case a.Self != "" && a.Name != "":
+			line += "  bot " + a.Name + " (" + a.Self + ")"
+		case a.Self != "":
+			line += "  bot " + a.Self
 		}
 		if a.Implementation != "" {
 			line += "  " + strings.TrimSpace(a.Implementation+" "+a.Version)

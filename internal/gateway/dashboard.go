@@ -33,12 +33,13 @@ type dashboardSource struct {
 	eng      *engine.Engine
 	warnings []string
 	pipes    []*pipeline.Pipeline
+	names    botNames
 }
 
 var _ dashboard.Source = (*dashboardSource)(nil)
 
 // Status implements dashboard.Source.
-func (s *dashboardSource) Status(context.Context) dashboard.Status {
+func (s *dashboardSource) Status(ctx context.Context) dashboard.Status {
 	// The configuration passed its check to start at all; what the check
 	// warned of stays true while pincer runs.
 	st := dashboard.Status{Version: s.version, Started: s.started,
@@ -53,6 +54,9 @@ func (s *dashboardSource) Status(context.Context) dashboard.Status {
 			}
 			if self := a.Self(); self != 0 {
 				acct.Self = self.String()
+				if state == onebot.StateConnected && live {
+					acct.Name = s.names.of(ctx, id, a, self)
+				}
 			}
 			acct.Implementation, acct.Version = a.Implementation()
 			if err != nil {
