@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"strconv"
 	"testing"
@@ -69,5 +70,45 @@ func TestDashboardNamesTheBot(t *testing.T) {
 	}
 	if n := asked() - before; n > 1 {
 		t.Errorf("get_login_info asked %d times for two looks, want at most once", n)
+	}
+}
+
+// TestDashboardExplainsAnUnreachableImplementation: a QQ account whose
+// forward WebSocket nothing listens at shows what pincer doctor says of
+// it, the address and what to check, not the whole nested dial error.
+func TestDashboardExplainsAnUnreachableImplementation(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	cfg := config.Default()
+	cfg.Channels.OneBot.WSURL = "ws://" + addr
+	g := startGateway(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		res, err := http.Get(g.url + "/api/dashboard/status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st dashboard.Status
+		err = json.NewDecoder(res.Body).Decode(&st)
+		res.Body.Close()
+		if err != nil || len(st.Accounts) != 1 {
+			t.Fatalf("status: %v, accounts %+v", err, st.Accounts)
+		}
+		if a := st.Accounts[0]; a.LastError != "" {
+			if a.LastError != "nothing listens at "+addr || a.Hint != `is its forward WebSocket server ("WebSocket server" in NapCat) on? (channels.onebot.wsUrl)` {
+				t.Errorf("last error %q, hint %q", a.LastError, a.Hint)
+			}
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no error shown: %+v", st.Accounts[0])
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 }

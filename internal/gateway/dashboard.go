@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/pincerbot/pincer/internal/channel/feishu"
 	"github.com/pincerbot/pincer/internal/channel/onebot"
 	"github.com/pincerbot/pincer/internal/channel/webchat"
 	"github.com/pincerbot/pincer/internal/dashboard"
+	"github.com/pincerbot/pincer/internal/doctor"
 	"github.com/pincerbot/pincer/internal/engine"
 	"github.com/pincerbot/pincer/internal/lanes"
 	"github.com/pincerbot/pincer/internal/msg"
@@ -60,7 +62,7 @@ func (s *dashboardSource) Status(ctx context.Context) dashboard.Status {
 			}
 			acct.Implementation, acct.Version = a.Implementation()
 			if err != nil {
-				acct.LastError = err.Error()
+				acct.LastError, acct.Hint = s.qq.explain(id, err)
 			}
 			st.Accounts = append(st.Accounts, acct)
 		}
@@ -140,4 +142,19 @@ func senderName(s msg.Sender) string {
 		return string(s.ID)
 	}
 	return s.Name + " (" + string(s.ID) + ")"
+}
+
+// explain says what an account's connection error means and what to do,
+// as pincer doctor says it of the account's forward WebSocket: "nothing
+// listens at 127.0.0.1:3001" rather than the whole nested dial error.
+// Other errors are given as they are, with no hint.
+func (q *qq) explain(id msg.AccountID, err error) (detail, hint string) {
+	// The adapter names the URL it dialed in the error; a failure of
+	// another endpoint (the HTTP API) is not this one's to explain.
+	if f, ok := q.forward[id]; ok && strings.Contains(err.Error(), f.url) {
+		if d, h, ok := doctor.ForwardUnreachable(err, f.key, f.url); ok {
+			return d, h
+		}
+	}
+	return err.Error(), ""
 }

@@ -62,7 +62,13 @@ type qq struct {
 	tools     map[msg.AccountID]*onebot.Account
 	receive   map[msg.AccountID]config.Receive
 	quote     map[msg.AccountID]config.Quote
+	// forward is the forward WebSocket of each account that dials one.
+	forward map[msg.AccountID]forwardWS
 }
+
+// forwardWS is an account's forward WebSocket: its URL and the key path
+// of the settings it is in ("channels.onebot.").
+type forwardWS struct{ url, key string }
 
 // buildOneBot builds the active QQ accounts; nil when there are none.
 // in bounds inbound messages; sent keeps the ids of the bot's messages
@@ -70,7 +76,7 @@ type qq struct {
 func buildOneBot(cfg config.OneBot, in config.Inbound, gw config.Gateway, kit *mediaKit, sent store.SentLog, out *outbox.Outbox, tr *trace.Recorder, log *slog.Logger) (*qq, error) {
 	all := cfg.All()
 	var accounts []*onebot.Account
-	q := &qq{endpoints: map[string]http.Handler{}, tools: map[msg.AccountID]*onebot.Account{}, receive: map[msg.AccountID]config.Receive{}, quote: map[msg.AccountID]config.Quote{}}
+	q := &qq{endpoints: map[string]http.Handler{}, tools: map[msg.AccountID]*onebot.Account{}, receive: map[msg.AccountID]config.Receive{}, quote: map[msg.AccountID]config.Quote{}, forward: map[msg.AccountID]forwardWS{}}
 	for _, id := range slices.Sorted(maps.Keys(all)) {
 		c := all[id]
 		if !c.Active() {
@@ -92,6 +98,13 @@ func buildOneBot(cfg config.OneBot, in config.Inbound, gw config.Gateway, kit *m
 		accounts = append(accounts, a)
 		q.receive[a.ID()] = c.Receive
 		q.quote[a.ID()] = c.Quote
+		if c.WSURL != "" {
+			key := "channels.onebot."
+			if id != string(msg.DefaultAccount) {
+				key += "accounts." + id + "."
+			}
+			q.forward[a.ID()] = forwardWS{url: c.WSURL, key: key}
+		}
 		if c.ReverseWS.Enabled {
 			q.endpoints[c.ReverseWS.Path] = http.HandlerFunc(a.ServeReverse)
 		}
