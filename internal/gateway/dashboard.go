@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/pincerbot/pincer/internal/channel/feishu"
 	"github.com/pincerbot/pincer/internal/channel/onebot"
 	"github.com/pincerbot/pincer/internal/channel/webchat"
 	"github.com/pincerbot/pincer/internal/dashboard"
-	"github.com/pincerbot/pincer/internal/doctor"
 	"github.com/pincerbot/pincer/internal/engine"
 	"github.com/pincerbot/pincer/internal/lanes"
 	"github.com/pincerbot/pincer/internal/msg"
@@ -149,12 +147,8 @@ func senderName(s msg.Sender) string {
 // listens at 127.0.0.1:3001" rather than the whole nested dial error.
 // Other errors are given as they are, with no hint.
 func (q *qq) explain(id msg.AccountID, err error) (detail, hint string) {
-	// The adapter names the URL it dialed in the error; a failure of
-	// another endpoint (the HTTP API) is not this one's to explain.
-	if f, ok := q.forward[id]; ok && strings.Contains(err.Error(), f.url) {
-		if d, h, ok := doctor.ForwardUnreachable(err, f.key, f.url); ok {
-			return d, h
-		}
+	if d, h, ok := q.forward[id].explain(err); ok {
+		return d, h
 	}
 	return err.Error(), ""
 }

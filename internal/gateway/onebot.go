@@ -30,6 +30,9 @@ func OneBotOptions(id string, a config.OneBotAccount, in config.Inbound, log *sl
 	if err != nil {
 		return onebot.AccountOptions{}, fmt.Errorf("config: channels.onebot account %s: %w", id, err)
 	}
+	if a.WSURL != "" && log != nil {
+		log = slog.New(dialHints{log.Handler(), forwardOf(id, a)})
+	}
 	r := a.Reconnect
 	// One gap spaces every message to a chat: separate replies (Pace) and
 	// the parts of one long reply (ChunkGap) alike.
@@ -62,13 +65,22 @@ type qq struct {
 	tools     map[msg.AccountID]*onebot.Account
 	receive   map[msg.AccountID]config.Receive
 	quote     map[msg.AccountID]config.Quote
-	// forward is the forward WebSocket of each account that dials one.
+	// forward is the forward WebSocket of each account.
 	forward map[msg.AccountID]forwardWS
 }
 
-// forwardWS is an account's forward WebSocket: its URL and the key path
-// of the settings it is in ("channels.onebot.").
+// forwardWS is an account's forward WebSocket: its URL ("" for none) and
+// the key path of the settings it is in ("channels.onebot.").
 type forwardWS struct{ url, key string }
+
+// forwardOf is the forward WebSocket of account id.
+func forwardOf(id string, a config.OneBotAccount) forwardWS {
+	key := "channels.onebot."
+	if id != string(msg.DefaultAccount) {
+		key += "accounts." + id + "."
+	}
+	return forwardWS{url: a.WSURL, key: key}
+}
 
 // buildOneBot builds the active QQ accounts; nil when there are none.
 // in bounds inbound messages; sent keeps the ids of the bot's messages
@@ -98,13 +110,7 @@ func buildOneBot(cfg config.OneBot, in config.Inbound, gw config.Gateway, kit *m
 		accounts = append(accounts, a)
 		q.receive[a.ID()] = c.Receive
 		q.quote[a.ID()] = c.Quote
-		if c.WSURL != "" {
-			key := "channels.onebot."
-			if id != string(msg.DefaultAccount) {
-				key += "accounts." + id + "."
-			}
-			q.forward[a.ID()] = forwardWS{url: c.WSURL, key: key}
-		}
+		q.forward[a.ID()] = forwardOf(id, c)
 		if c.ReverseWS.Enabled {
 			q.endpoints[c.ReverseWS.Path] = http.HandlerFunc(a.ServeReverse)
 		}
