@@ -52,7 +52,7 @@ func send(args []string, stdout, stderr io.Writer) int {
 		}
 		return 1
 	}
-	id, acct, err := qqAccount(cfg.Channels.OneBot, *account)
+	id, acct, err := qqAccount(cfg.Channels.OneBot, *account, "choose one with --account")
 	if err != nil {
 		fmt.Fprintf(stderr, "pincer send: %v\n", err)
 		return 1
@@ -88,8 +88,9 @@ func send(args []string, stdout, stderr io.Writer) int {
 
 // qqAccount returns the QQ account a command means: the one named, else
 // the one account configured (active), else the default account when it
-// is configured or none is.
-func qqAccount(o config.OneBot, named string) (string, config.OneBotAccount, error) {
+// is configured or none is. choose says how to name one, for the error
+// when several are configured.
+func qqAccount(o config.OneBot, named, choose string) (string, config.OneBotAccount, error) {
 	all := o.All()
 	if named != "" {
 		a, ok := all[named]
@@ -112,7 +113,7 @@ func qqAccount(o config.OneBot, named string) (string, config.OneBotAccount, err
 		return def, all[def], nil
 	}
 	slices.Sort(active)
-	return "", config.OneBotAccount{}, fmt.Errorf("%d QQ accounts are configured (%s): say which", len(active), strings.Join(active, ", "))
+	return "", config.OneBotAccount{}, fmt.Errorf("%d QQ accounts are configured (%s): %s", len(active), strings.Join(active, ", "), choose)
 }
 
 // qqConnection lists the key paths of the QQ account id's connection.
@@ -136,9 +137,9 @@ func chatName(o config.OneBot, s string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("chat %q: want channel:account:kind:id (onebot:default:group:123456) or a QQ chat (group:123456, private:10001)", s)
 	}
-	id, _, err := qqAccount(o, "")
+	id, _, err := qqAccount(o, "", "write onebot:<account>:"+peer.String())
 	if err != nil {
-		return "", fmt.Errorf("chat %q: %w: write onebot:<account>:%s", s, err, peer)
+		return "", fmt.Errorf("chat %q: %w", s, err)
 	}
 	return string(onebot.ChannelID) + ":" + id + ":" + peer.String(), nil
 }
