@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -19,13 +18,18 @@ import (
 // doctorCmd runs pincer doctor: every check of the configuration pincer
 // would use, one line each; exit status 1 when any failed.
 func doctorCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("pincer doctor", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("doctor", "doctor [--config FILE | FILE] [--json] [--timeout D]", `Checks the configuration and everything it points at: the store, the data
+directory, every QQ and Feishu account and every model provider, one line
+each with what to do. Exits 1 when a check failed.
+
+Without FILE, pincer reads $PINCER_CONFIG, else ./pincer.json5, else the
+built-in defaults.
+`, stderr)
 	path := fs.String("config", "", "configuration file (JSON5); default $PINCER_CONFIG, else ./pincer.json5")
 	asJSON := fs.Bool("json", false, "print the results as JSON")
 	timeout := fs.Duration("timeout", 5*time.Second, "bound of each check")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, args, stdout); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
 		if *path != "" || fs.NArg() > 1 {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -29,13 +28,15 @@ const (
 // with domain, it posts the lines typed on in to pincer's webhook as
 // users' messages, and prints what the bot sends to out.
 func feishuSim(args []string, in io.Reader, out, stderr io.Writer) int {
-	fs := flag.NewFlagSet("pincer dev feishu-sim", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("dev feishu-sim", "dev feishu-sim [flags]", `A simulated Feishu open platform: point channels.feishu.domain at it (webhook
+mode), run pincer serve, and type lines to post them to pincer's webhook as
+users' messages; what the bot sends is printed.
+`, stderr)
 	listen := fs.String("listen", "127.0.0.1:3002", "address of the simulated open platform")
 	webhook := fs.String("webhook", "http://127.0.0.1:18789/feishu/events", "pincer's webhook, where events are posted")
 	name := fs.String("name", "测试用户", "the name lines are sent as")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, args, out); !ok {
+		return code
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {

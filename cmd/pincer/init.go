@@ -4,13 +4,13 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
 	"net/url"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,8 +38,10 @@ type initAnswers struct {
 // connection and the model, or reads an OpenClaw file with --from, writes
 // a commented pincer.json5 and runs doctor on it.
 func initCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("pincer init", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("init", "init [--non-interactive] [--from openclaw.json] [--force] [flags]", `Writes a commented pincer.json5: asks for the QQ connection and the model
+(or takes them from the flags with --non-interactive), or carries an
+OpenClaw configuration over with --from, then runs pincer doctor on it.
+`, stderr)
 	var a initAnswers
 	nonInteractive := fs.Bool("non-interactive", false, "take every answer from the flags, ask nothing")
 	force := fs.Bool("force", false, "overwrite the output file")
@@ -57,8 +59,8 @@ func initCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.StringVar(&a.keyEnv, "api-key-env", "", "environment variable holding the API key")
 	fs.StringVar(&a.key, "api-key", "", "the API key itself (prefer --api-key-env)")
 	fs.StringVar(&a.model, "model", "", "the model id, e.g. gpt-4o-mini")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, args, stdout); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "pincer init: unexpected arguments %q\n", fs.Args())
@@ -92,11 +94,12 @@ func initCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		d = a.draft()
 	default:
-		if err := a.ask(bufio.NewReader(stdin), stdout); err != nil {
+		// Refused before the questions rather than after them.
+		if err := refuseOverwrite(a.output, *force); err != nil {
 			fmt.Fprintf(stderr, "pincer init: %v\n", err)
 			return 1
 		}
-		if err := refuseOverwrite(a.output, *force); err != nil {
+		if err := a.ask(bufio.NewReader(stdin), stdout, *force); err != nil {
 			fmt.Fprintf(stderr, "pincer init: %v\n", err)
 			return 1
 		}
@@ -250,8 +253,9 @@ func (a *initAnswers) check() error {
 }
 
 // ask fills the answers from a terminal conversation; flags already
-// given are taken as defaults.
-func (a *initAnswers) ask(in *bufio.Reader, out io.Writer) error {
+// given are taken as defaults. An output file that exists is refused
+// unless force.
+func (a *initAnswers) ask(in *bufio.Reader, out io.Writer, force bool) error {
 	q := asker{in: in, out: out}
 	fmt.Fprintln(out, "pincer init: a few questions, then pincer.json5 is written and checked.")
 	fmt.Fprintln(out, "Press Enter to take the [default].")
@@ -284,12 +288,27 @@ func (a *initAnswers) ask(in *bufio.Reader, out io.Writer) error {
 		}
 	}
 	fmt.Fprintln(out)
-	fmt.Fprintln(out, "The model:")
-	a.api = q.ask("  API: openai (any OpenAI-compatible server: OpenAI, DeepSeek, Qwen, Ollama, vLLM) or anthropic", firstNonEmpty(a.api, config.APIOpenAI), checkAPI)
-	defBase, defKey, defModel := "https://api.openai.com/v1", "OPENAI_API_KEY", "gpt-4o-mini"
-	if a.api == config.APIAnthropic {
-		defBase, defKey, defModel = "https://api.anthropic.com", "ANTHROPIC_API_KEY", "claude-sonnet-4-5"
+	fmt.Fprintln(out, "The model provider:")
+	for i, p := range presets {
+		fmt.Fprintf(out, "  %d. %s\n", i+1, p.name)
 	}
+	var preset provider
+	q.ask("  number or name", defaultPreset(a.api).name, func(s string) string {
+		p, ok := findPreset(s)
+		if !ok {
+			return fmt.Sprintf("want a number from 1 to %d or a name above, got %q", len(presets), s)
+		}
+		preset = p
+		return ""
+	})
+	if preset.id == "" {
+		preset = defaultPreset(a.api) // no usable answer: q.err says why
+	}
+	a.api = preset.api
+	if a.providerID == "" && preset.id != preset.api {
+		a.providerID = preset.id
+	}
+	defBase, defKey, defModel := preset.baseURL, preset.keyEnv, preset.model
 	a.baseURL = q.ask("  base URL", firstNonEmpty(a.baseURL, defBase), checkHTTP)
 	key := q.ask("  environment variable holding the API key (\"none\" for no key)", firstNonEmpty(a.keyEnv, defKey), func(s string) string {
 		if s == "none" {
@@ -312,9 +331,64 @@ func (a *initAnswers) ask(in *bufio.Reader, out io.Writer) error {
 		if strings.TrimSpace(s) == "" {
 			return "a file name is needed"
 		}
+		if err := refuseOverwrite(s, force); err != nil {
+			return err.Error() + ", or give another name"
+		}
 		return ""
 	})
 	return q.err
+}
+
+// provider is a model provider the interactive init offers, with the
+// defaults of its questions.
+type provider struct {
+	// name is shown; id is the provider's id in model refs, and an answer
+	// that picks it as the name does.
+	name, id string
+	// aliases are other answers that pick it.
+	aliases                     []string
+	api, baseURL, keyEnv, model string
+}
+
+// presets are the providers the interactive init lists, by number.
+var presets = []provider{
+	{name: "OpenAI", id: "openai", api: config.APIOpenAI, baseURL: "https://api.openai.com/v1", keyEnv: "OPENAI_API_KEY", model: "gpt-4o-mini"},
+	{name: "DeepSeek", id: "deepseek", aliases: []string{"深度求索"}, api: config.APIOpenAI, baseURL: "https://api.deepseek.com/v1", keyEnv: "DEEPSEEK_API_KEY", model: "deepseek-chat"},
+	{name: "Qwen (通义千问, DashScope)", id: "qwen", aliases: []string{"通义千问", "dashscope", "tongyi"}, api: config.APIOpenAI, baseURL: "https://dashscope.aliyuncs.com/compatible-mode/v1", keyEnv: "DASHSCOPE_API_KEY", model: "qwen-plus"},
+	{name: "Anthropic (Claude)", id: "anthropic", aliases: []string{"claude"}, api: config.APIAnthropic, baseURL: "https://api.anthropic.com", keyEnv: "ANTHROPIC_API_KEY", model: "claude-sonnet-4-5"},
+	{name: "Ollama (local)", id: "ollama", api: config.APIOpenAI, baseURL: "http://127.0.0.1:11434/v1", keyEnv: "none", model: "qwen2.5"},
+	{name: "another OpenAI-compatible server (vLLM, LM Studio, …)", id: "openai", aliases: []string{"other", "openai-compatible", "vllm"}, api: config.APIOpenAI, baseURL: "http://127.0.0.1:8000/v1", keyEnv: "OPENAI_API_KEY", model: "gpt-4o-mini"},
+}
+
+// findPreset returns the provider an answer picks: its number in the list,
+// its id, its name (whole, or before the parenthesis) or an alias, in any
+// case.
+func findPreset(answer string) (provider, bool) {
+	answer = strings.TrimSpace(answer)
+	if n, err := strconv.Atoi(answer); err == nil {
+		if n >= 1 && n <= len(presets) {
+			return presets[n-1], true
+		}
+		return provider{}, false
+	}
+	for _, p := range presets {
+		short, _, _ := strings.Cut(p.name, " (")
+		for _, name := range append([]string{p.id, p.name, short}, p.aliases...) {
+			if strings.EqualFold(answer, name) {
+				return p, true
+			}
+		}
+	}
+	return provider{}, false
+}
+
+// defaultPreset is the provider offered by default: Anthropic for
+// --provider anthropic, else OpenAI.
+func defaultPreset(api string) provider {
+	if api == config.APIAnthropic {
+		return presets[3]
+	}
+	return presets[0]
 }
 
 func firstNonEmpty(a, b string) string {

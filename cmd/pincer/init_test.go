@@ -284,3 +284,93 @@ func TestConfigCheckRecognizesOpenClaw(t *testing.T) {
 		t.Errorf("report lists unknown keys:\n%s", stderr)
 	}
 }
+
+// TestInitRefusesAnExistingFileFirst: without --force, an existing output
+// file is refused before any question is asked.
+func TestInitRefusesAnExistingFileFirst(t *testing.T) {
+	t.Chdir(t.TempDir())
+	if err := os.WriteFile(config.DefaultFile, []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := initCmd([]string{"--no-doctor"}, strings.NewReader("ws://127.0.0.1:3001\n"), &stdout, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), "pincer.json5 exists; pass --force") {
+		t.Errorf("exit %d, stderr %q", code, stderr.String())
+	}
+	if stdout.Len() > 0 {
+		t.Errorf("asked before refusing:\n%s", stdout.String())
+	}
+	if data, _ := os.ReadFile(config.DefaultFile); string(data) != "{}" {
+		t.Errorf("the file was changed: %q", data)
+	}
+}
+
+// TestInitAsksAgainForAnExistingOutput: an output named in the last answer
+// that exists is refused and asked again.
+func TestInitAsksAgainForAnExistingOutput(t *testing.T) {
+	t.Chdir(t.TempDir())
+	if err := os.WriteFile("taken.json5", []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	script := "none\n\n\n\n\ntaken.json5\nfree.json5\n"
+	if code := initCmd([]string{"--no-doctor"}, strings.NewReader(script), &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "taken.json5 exists") {
+		t.Errorf("the existing file was not refused:\n%s", stdout.String())
+	}
+	if _, err := os.Stat("free.json5"); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestInitProviderAnswers: the provider prompt takes the numbers and names
+// it lists, in any case, and fills the provider's defaults.
+func TestInitProviderAnswers(t *testing.T) {
+	tests := []struct {
+		answer, provider, baseURL, primary string
+	}{
+		{"deepseek", "deepseek", "https://api.deepseek.com/v1", "deepseek/deepseek-chat"},
+		{"DeepSeek", "deepseek", "https://api.deepseek.com/v1", "deepseek/deepseek-chat"},
+		{" DEEPSEEK ", "deepseek", "https://api.deepseek.com/v1", "deepseek/deepseek-chat"},
+		{"2", "deepseek", "https://api.deepseek.com/v1", "deepseek/deepseek-chat"},
+		{"qwen", "qwen", "https://dashscope.aliyuncs.com/compatible-mode/v1", "qwen/qwen-plus"},
+		{"通义千问", "qwen", "https://dashscope.aliyuncs.com/compatible-mode/v1", "qwen/qwen-plus"},
+		{"Anthropic", "anthropic", "https://api.anthropic.com", "anthropic/claude-sonnet-4-5"},
+		{"claude", "anthropic", "https://api.anthropic.com", "anthropic/claude-sonnet-4-5"},
+		{"", "openai", "https://api.openai.com/v1", "openai/gpt-4o-mini"},
+		{"1", "openai", "https://api.openai.com/v1", "openai/gpt-4o-mini"},
+		{"ollama", "ollama", "http://127.0.0.1:11434/v1", "ollama/qwen2.5"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.answer, func(t *testing.T) {
+			t.Chdir(t.TempDir())
+			// QQ: none; the provider; then every default.
+			script := "none\n" + tt.answer + "\n\n\n\n\n"
+			var stdout, stderr bytes.Buffer
+			if code := initCmd([]string{"--no-doctor"}, strings.NewReader(script), &stdout, &stderr); code != 0 {
+				t.Fatalf("exit %d\n%s\n%s", code, stdout.String(), stderr.String())
+			}
+			if strings.Contains(stdout.String(), "want a number") {
+				t.Errorf("%q was refused:\n%s", tt.answer, stdout.String())
+			}
+			cfg, err := config.LoadFile(config.DefaultFile, func(string) (string, bool) { return "k", true })
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, ok := cfg.Models.Providers[tt.provider]
+			if !ok || p.BaseURL != tt.baseURL || cfg.Agents.Defaults.Model.Primary != tt.primary {
+				t.Errorf("providers %+v, primary %q", cfg.Models.Providers, cfg.Agents.Defaults.Model.Primary)
+			}
+		})
+	}
+	t.Run("refused", func(t *testing.T) {
+		t.Chdir(t.TempDir())
+		var stdout, stderr bytes.Buffer
+		initCmd([]string{"--no-doctor"}, strings.NewReader("none\n7\ngemini\ndeepseek\n\n\n\n\n"), &stdout, &stderr)
+		if n := strings.Count(stdout.String(), "want a number from 1 to 6"); n != 2 {
+			t.Errorf("%d refusals, want 2:\n%s", n, stdout.String())
+		}
+	})
+}

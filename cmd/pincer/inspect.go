@@ -64,37 +64,45 @@ func (c *gatewayClient) get(ctx context.Context, path string, v any) error {
 	return json.Unmarshal(body, v)
 }
 
-// inspectFlags parses the flags `pincer status` and `pincer trace` share.
-func inspectFlags(name string, args []string, stderr io.Writer, extra func(*flag.FlagSet)) (*gatewayClient, *flag.FlagSet, bool, bool) {
-	fs := flag.NewFlagSet("pincer "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// inspectFlags parses the flags `pincer status` and `pincer trace` share
+// and loads what they need of the configuration. ok is false when the
+// command is done, with exit code code (0 after -h).
+func inspectFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (c *gatewayClient, cfg config.Config, asJSON bool, code int, ok bool) {
 	path := fs.String("config", "", "configuration file of the running gateway (JSON5)")
 	addr := fs.String("url", "", "the gateway's address (default: from gateway.listen)")
-	asJSON := fs.Bool("json", false, "print the answer as JSON")
-	if extra != nil {
-		extra(fs)
+	fs.BoolVar(&asJSON, "json", false, "print the answer as JSON")
+	if code, ok := parseFlags(fs, args, stdout); !ok {
+		return nil, cfg, false, code, false
 	}
-	if err := fs.Parse(args); err != nil {
-		return nil, nil, false, false
-	}
-	cfg, _, err := load(*path)
+	name := strings.TrimPrefix(fs.Name(), "pincer ")
+	cfg, unset, p, err := loadLenient(*path)
 	if err != nil {
-		fmt.Fprintf(stderr, "pincer %s: config: %v\n", name, err)
-		return nil, nil, false, false
+		fmt.Fprintf(stderr, "pincer %s: config %s: %v\n", name, p, err)
+		return nil, cfg, false, 2, false
 	}
-	c, err := newGatewayClient(cfg, *addr)
-	if err != nil {
+	// The gateway's address and token are all these commands need: a
+	// secret of another section may be unset in this shell.
+	needed := []string{"gateway.token"}
+	if *addr == "" {
+		needed = append(needed, "gateway.listen")
+	}
+	if err := need(unset, needed...); err != nil {
+		fmt.Fprintf(stderr, "pincer %s: config %s: %v\n", name, p, err)
+		return nil, cfg, false, 2, false
+	}
+	if c, err = newGatewayClient(cfg, *addr); err != nil {
 		fmt.Fprintf(stderr, "pincer %s: %v\n", name, err)
-		return nil, nil, false, false
+		return nil, cfg, false, 2, false
 	}
-	return c, fs, *asJSON, true
+	return c, cfg, asJSON, 0, true
 }
 
 // status prints a running gateway's accounts, queues and recent errors.
 func status(args []string, stdout, stderr io.Writer) int {
-	c, fs, asJSON, ok := inspectFlags("status", args, stderr, nil)
+	fs := newFlags("status", "status [--config FILE] [--url URL] [--json]", "Prints a running pincer serve's accounts, queues and recent errors, asked of\nits HTTP API at gateway.listen (or --url) with gateway.token.\n", stderr)
+	c, _, asJSON, code, ok := inspectFlags(fs, args, stdout, stderr)
 	if !ok {
-		return 2
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "pincer status: unexpected arguments %q\n", fs.Args())
@@ -128,8 +136,11 @@ func printStatus(w io.Writer, st dashboard.Status) {
 	}
 	for _, a := range st.Accounts {
 		line := fmt.Sprintf("  %s/%s  %s", a.Channel, a.ID, a.State)
-		if a.Self != "" {
-			line += "  self " + a.Self
+		switch {
+		case a.Self != "" && a.Name != "":
+			line += "  bot " + a.Name + " (" + a.Self + ")"
+		case a.Self != "":
+			line += "  bot " + a.Self
 		}
 		if a.Implementation != "" {
 			line += "  " + strings.TrimSpace(a.Implementation+" "+a.Version)
@@ -173,25 +184,42 @@ func printStatus(w io.Writer, st dashboard.Status) {
 	}
 }
 
+// traceAbout follows trace's usage line.
+const traceAbout = `Shows why the newest messages of a chat were or were not answered, step by
+step, asked of a running pincer serve at gateway.listen (or --url) with
+gateway.token.
+
+CHAT is the chat, as the dashboard names it, channel:account:kind:id:
+  onebot:default:group:123456     a QQ group of the account "default"
+  onebot:work:direct:10001        a QQ private chat of the account "work"
+  feishu:default:group:oc_…       a Feishu group chat
+  webchat:default:direct:…        a web chat (its browser id)
+or a QQ chat as pincer send takes it, on the one QQ account configured:
+group:123456, private:10001, onebot:group:123456, or a QQ number.
+
+MESSAGE-ID shows that message alone: its id on the platform (QQ's
+message_id, Feishu's om_…), as pincer trace CHAT prints it after
+"message". Without it, the newest -n messages of the chat are shown.
+`
+
 // traceCmd prints why the messages of a chat were (not) answered.
 func traceCmd(args []string, stdout, stderr io.Writer) int {
-	var limit int
-	c, fs, asJSON, ok := inspectFlags("trace", args, stderr, func(fs *flag.FlagSet) {
-		fs.IntVar(&limit, "n", 10, "how many of the chat's newest messages")
-	})
+	fs := newFlags("trace", "trace [flags] CHAT [MESSAGE-ID]", traceAbout, stderr)
+	limit := fs.Int("n", 10, "how many of the chat's newest messages")
+	c, cfg, asJSON, code, ok := inspectFlags(fs, args, stdout, stderr)
 	if !ok {
-		return 2
+		return code
 	}
 	if fs.NArg() < 1 || fs.NArg() > 2 {
-		fmt.Fprintln(stderr, "usage: pincer trace [flags] CHAT [MESSAGE-ID]   (CHAT: channel:account:peer, e.g. onebot:default:group:123456)")
+		fs.Usage()
 		return 2
 	}
-	chat := fs.Arg(0)
-	if _, _, _, err := dashboard.ParseChat(chat); err != nil {
+	chat, err := chatName(cfg.Channels.OneBot, fs.Arg(0))
+	if err != nil {
 		fmt.Fprintf(stderr, "pincer trace: %v\n", err)
 		return 2
 	}
-	q := url.Values{"chat": {chat}, "limit": {fmt.Sprint(limit)}}
+	q := url.Values{"chat": {chat}, "limit": {fmt.Sprint(*limit)}}
 	if fs.NArg() == 2 {
 		q.Set("id", fs.Arg(1))
 	}

@@ -77,3 +77,20 @@ func TestStatusPrintsTheFix(t *testing.T) {
 		t.Errorf("pincer status printed:\n%s\nwant it to contain:\n%s", b.String(), want)
 	}
 }
+
+// TestStatusNamesTheBot: an account's bot is shown by name and number.
+func TestStatusNamesTheBot(t *testing.T) {
+	var b strings.Builder
+	printStatus(&b, dashboard.Status{Accounts: []dashboard.Account{
+		{Channel: "onebot", ID: "default", State: "connected", Self: "3300000001", Name: "小助手", Implementation: "NapCat.Onebot", Version: "4.8"},
+		{Channel: "onebot", ID: "work", State: "connected", Self: "3300000002"},
+	}})
+	for _, want := range []string{
+		"  onebot/default  connected  bot 小助手 (3300000001)  NapCat.Onebot 4.8\n",
+		"  onebot/work  connected  bot 3300000002\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("pincer status printed:\n%s\nwant it to contain:\n%s", b.String(), want)
+		}
+	}
+}

@@ -18,7 +18,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -64,12 +63,14 @@ Usage:
                                         load of QQ messages (pincer bench -h for the flags)
   pincer status [--config FILE]         a running gateway's accounts, queues and recent errors
   pincer trace [--config FILE] CHAT [MESSAGE-ID]
-                                        why the newest messages of a chat (channel:account:peer,
-                                        e.g. onebot:default:group:123456) were or were not answered
+                                        why the newest messages of a chat (onebot:default:group:123456,
+                                        or group:123456 as pincer send takes it) were or were not
+                                        answered (pincer trace -h)
   pincer version                        print the version
 
 Without --config, pincer reads $PINCER_CONFIG, else ./pincer.json5, else
 runs on its built-in defaults (web chat on 127.0.0.1:18789, preview agent).
+pincer <command> -h prints the command's usage.
 `
 
 func main() {
@@ -86,19 +87,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "serve":
 		return serve(rest, stdout, stderr)
 	case "config":
-		if len(rest) == 0 {
-			fmt.Fprint(stderr, "pincer config: want check or example\n")
-			return 2
-		}
-		switch rest[0] {
-		case "check":
-			return check(rest[1:], stdout, stderr)
-		case "example":
-			_, _ = stdout.Write(config.Example)
-			return 0
-		}
-		fmt.Fprintf(stderr, "pincer config: unknown command %q (want check or example)\n", rest[0])
-		return 2
+		return configCmd(rest, stdout, stderr)
 	case "send":
 		return send(rest, stdout, stderr)
 	case "init":
@@ -106,28 +95,78 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "doctor":
 		return doctorCmd(rest, stdout, stderr)
 	case "dev":
-		switch {
-		case len(rest) > 0 && rest[0] == "onebot-sim":
-			return onebotSim(rest[1:], os.Stdin, stdout, stderr)
-		case len(rest) > 0 && rest[0] == "feishu-sim":
-			return feishuSim(rest[1:], os.Stdin, stdout, stderr)
-		}
-		fmt.Fprintln(stderr, errNoSim)
-		return 2
+		return devCmd(rest, stdout, stderr)
 	case "bench":
+		if asksHelp(rest) {
+			// bench prints its usage where it prints its errors.
+			benchCmd(rest, stdout, stdout)
+			return 0
+		}
 		return benchCmd(rest, stdout, stderr)
 	case "status":
 		return status(rest, stdout, stderr)
 	case "trace":
 		return traceCmd(rest, stdout, stderr)
 	case "version", "--version", "-v":
+		fs := newFlags("version", "version", "Prints pincer's version, the Go release it was built with and the platform.\n", stderr)
+		if code, ok := parseFlags(fs, rest, stdout); !ok {
+			return code
+		}
 		fmt.Fprintf(stdout, "pincer %s (%s %s/%s)\n", versionString(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		return 0
-	case "help", "--help", "-h":
+	case "help", "--help", "-h", "-help":
 		fmt.Fprint(stdout, usage)
 		return 0
 	}
 	fmt.Fprintf(stderr, "pincer: unknown command %q\n\n%s", args[0], usage)
+	return 2
+}
+
+// configCmd runs pincer config check and pincer config example.
+func configCmd(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("config", "config check [--config FILE | FILE]\n       pincer config example", `check    validates a configuration and lists every problem (pincer config check -h)
+example  prints a fully commented example configuration
+`, stderr)
+	if code, ok := parseFlags(fs, args, stdout); !ok {
+		return code
+	}
+	if fs.NArg() == 0 {
+		fmt.Fprint(stderr, "pincer config: want check or example\n")
+		return 2
+	}
+	switch sub, rest := fs.Arg(0), fs.Args()[1:]; sub {
+	case "check":
+		return check(rest, stdout, stderr)
+	case "example":
+		ex := newFlags("config example", "config example", "Prints a fully commented example configuration: every key with its default.\n", stderr)
+		if code, ok := parseFlags(ex, rest, stdout); !ok {
+			return code
+		}
+		_, _ = stdout.Write(config.Example)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "pincer config: unknown command %q (want check or example)\n", sub)
+		return 2
+	}
+}
+
+// devCmd runs the simulators of pincer dev.
+func devCmd(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("dev", "dev onebot-sim [flags]\n       pincer dev feishu-sim [flags]", `onebot-sim  a simulated QQ (OneBot v11) implementation to chat with pincer
+             from the terminal, no account needed (pincer dev onebot-sim -h)
+feishu-sim  a simulated Feishu open platform to chat with pincer's Feishu
+             channel from the terminal (pincer dev feishu-sim -h)
+`, stderr)
+	if code, ok := parseFlags(fs, args, stdout); !ok {
+		return code
+	}
+	switch fs.Arg(0) {
+	case "onebot-sim":
+		return onebotSim(fs.Args()[1:], os.Stdin, stdout, stderr)
+	case "feishu-sim":
+		return feishuSim(fs.Args()[1:], os.Stdin, stdout, stderr)
+	}
+	fmt.Fprintln(stderr, errNoSim)
 	return 2
 }
 
@@ -166,22 +205,26 @@ func buildVersion(bi *debug.BuildInfo) string {
 	return "dev-" + rev[:min(12, len(rev))] + dirty
 }
 
-// configFlag parses --config for a subcommand.
-func configFlag(name string, args []string, stderr io.Writer) (string, bool) {
-	fs := flag.NewFlagSet("pincer "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	path := fs.String("config", "", "configuration file (JSON5)")
-	if err := fs.Parse(args); err != nil {
-		return "", false
+// configFlag parses the arguments of a subcommand that takes only the
+// configuration file, as --config FILE or FILE. ok is false when the
+// command is done, with exit code code (0 after -h).
+func configFlag(name, about string, args []string, stdout, stderr io.Writer) (path string, code int, ok bool) {
+	fs := newFlags(name, name+" [--config FILE | FILE]", about+`
+Without FILE, pincer reads $PINCER_CONFIG, else ./pincer.json5, else runs
+on its built-in defaults.
+`, stderr)
+	fs.StringVar(&path, "config", "", "configuration file (JSON5)")
+	if code, ok := parseFlags(fs, args, stdout); !ok {
+		return "", code, false
 	}
 	if fs.NArg() > 0 {
-		if *path != "" || fs.NArg() > 1 {
+		if path != "" || fs.NArg() > 1 {
 			fmt.Fprintf(stderr, "pincer %s: unexpected arguments %q\n", name, fs.Args())
-			return "", false
+			return "", 2, false
 		}
-		*path = fs.Arg(0)
+		path = fs.Arg(0)
 	}
-	return *path, true
+	return path, 0, true
 }
 
 func load(path string) (config.Config, string, error) {
@@ -193,10 +236,36 @@ func load(path string) (config.Config, string, error) {
 	return cfg, p, err
 }
 
+// loadLenient loads the configuration for a command that uses only some
+// settings: a ${VAR} unset in this shell leaves its setting at the
+// default, listed in the Unset returned, for need. The returned name is
+// the file's, "built-in defaults" when there is none.
+func loadLenient(path string) (config.Config, config.Unset, string, error) {
+	p, err := config.Locate(path, os.LookupEnv)
+	if err != nil {
+		return config.Config{}, nil, p, err
+	}
+	name := p
+	if name == "" {
+		name = "built-in defaults"
+	}
+	cfg, unset, err := config.LoadFileLenient(p, os.LookupEnv)
+	return cfg, unset, name, err
+}
+
+// need fails when one of the settings at paths names a variable that is
+// not set, saying what to do.
+func need(unset config.Unset, paths ...string) error {
+	if err := unset.Need(paths...); err != nil {
+		return fmt.Errorf("%w: export it in this shell as for pincer serve", err)
+	}
+	return nil
+}
+
 func check(args []string, stdout, stderr io.Writer) int {
-	path, ok := configFlag("config check", args, stderr)
+	path, code, ok := configFlag("config check", "Validates a configuration and lists every problem, each at its key path or\nline and column.\n", args, stdout, stderr)
 	if !ok {
-		return 2
+		return code
 	}
 	cfg, p, err := load(path)
 	name := p
@@ -229,9 +298,9 @@ func plural(n int, one, many string) string {
 }
 
 func serve(args []string, stdout, stderr io.Writer) int {
-	path, ok := configFlag("serve", args, stderr)
+	path, code, ok := configFlag("serve", "Runs the gateway: every configured channel, the web chat, the dashboard and\nthe HTTP API, until interrupted.\n", args, stdout, stderr)
 	if !ok {
-		return 2
+		return code
 	}
 	cfg, p, err := load(path)
 	if err != nil {

@@ -171,3 +171,20 @@ func TestOneBotSimulator(t *testing.T) {
 		t.Errorf("exit %d", c)
 	}
 }
+
+// TestSendPicksTheOneAccount: without --account, send goes through the
+// one QQ account configured, and asks which when several are.
+func TestSendPicksTheOneAccount(t *testing.T) {
+	p := onebottest.New(t, func(string, json.RawMessage) (any, int, string) {
+		return map[string]any{"message_id": 79}, 0, ""
+	})
+	one := writeConfig(t, `{ channels: { onebot: { accounts: { work: { httpUrl: '`+p.HTTPURL+`' } } } } }`)
+	if code, stdout, stderr := runCmd(t, "send", "--config", one, "--target", "group:1", "hi"); code != 0 || !strings.Contains(stdout, "message id 79") {
+		t.Errorf("one account: exit %d\n%s%s", code, stdout, stderr)
+	}
+	two := writeConfig(t, `{ channels: { onebot: { accounts: { home: { httpUrl: '`+p.HTTPURL+`' }, work: { httpUrl: '`+p.HTTPURL+`' } } } } }`)
+	code, _, stderr := runCmd(t, "send", "--config", two, "--target", "group:1", "hi")
+	if code != 1 || !strings.Contains(stderr, "2 QQ accounts are configured (home, work): choose one with --account") {
+		t.Errorf("two accounts: exit %d: %s", code, stderr)
+	}
+}

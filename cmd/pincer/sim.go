@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -21,15 +20,17 @@ import (
 // it as to NapCat, lines typed on in become QQ messages, and what the bot
 // sends is printed to out.
 func onebotSim(args []string, in io.Reader, out, stderr io.Writer) int {
-	fs := flag.NewFlagSet("pincer dev onebot-sim", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("dev onebot-sim", "dev onebot-sim [flags]", `A simulated QQ (OneBot v11) implementation: point channels.onebot.wsUrl at
+it, run pincer serve, and type lines to say them in a group (@… mentions the
+bot, /dm … is private, /reply #<id> … quotes message <id>).
+`, stderr)
 	listen := fs.String("listen", "127.0.0.1:3001", "address of the simulated forward WebSocket and HTTP API")
 	self := fs.Int64("self", 3300000001, "the bot's QQ number")
 	group := fs.Int64("group", 700000001, "the group lines are sent to")
 	user := fs.Int64("user", 10001, "the QQ number lines are sent as")
 	name := fs.String("name", "测试用户", "the sender's nickname")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, args, out); !ok {
+		return code
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {

@@ -244,8 +244,11 @@ func (r *Runner) call(ctx context.Context, models []llm.Ref, req llm.Request, se
 		return described
 	}
 	var lastErr error = ErrNoModel
+	// failed is the Output of a chain that ran out: the model tried last.
+	var failed Output
 	chain := r.cool.order(models, time.Now())
 	for i, ref := range chain {
+		failed.Model = ref
 		p, ok := r.opts.Providers[ref.Provider]
 		if !ok {
 			lastErr = fmt.Errorf("%w: provider %q is not configured", ErrNoModel, ref.Provider)
@@ -309,7 +312,7 @@ func (r *Runner) call(ctx context.Context, models []llm.Ref, req llm.Request, se
 			r.log.Info("falling back", "from", ref.String(), "to", chain[i+1].String())
 		}
 	}
-	return Output{}, nil, lastErr
+	return failed, nil, lastErr
 }
 
 // once makes one model call. A call that yields nothing within the

@@ -226,9 +226,26 @@ func TestFallbackChain(t *testing.T) {
 
 func TestAllModelsFailReturnsLastError(t *testing.T) {
 	a := &fakeProvider{id: "a", steps: []step{{err: &llm.Error{Class: llm.Fallback, Reason: llm.ReasonQuota}}}}
-	_, err := runner(a).Run(context.Background(), Input{Models: chain("a/m", "missing/x"), Transcript: userTurn("hi")})
+	out, err := runner(a).Run(context.Background(), Input{Models: chain("a/m", "missing/x"), Transcript: userTurn("hi")})
 	if !errors.Is(err, ErrNoModel) {
 		t.Errorf("want ErrNoModel for the unconfigured last model, got %v", err)
+	}
+	if got := out.Model.String(); got != "missing/x" {
+		t.Errorf("Output.Model = %q, want the model tried last, missing/x", got)
+	}
+}
+
+// TestFailedChainNamesItsLastModel: a turn whose every model failed says
+// which model failed last, for the turn's log and trace.
+func TestFailedChainNamesItsLastModel(t *testing.T) {
+	a := &fakeProvider{id: "a", steps: []step{{err: &llm.Error{Class: llm.Fallback, Reason: llm.ReasonQuota}}}}
+	b := &fakeProvider{id: "b", steps: []step{{err: &llm.Error{Class: llm.Fatal, Reason: llm.ReasonAuth}}}}
+	out, err := runner(a, b).Run(context.Background(), Input{Models: chain("a/m", "b/n"), Transcript: userTurn("hi")})
+	if err == nil {
+		t.Fatal("the turn did not fail")
+	}
+	if got := out.Model.String(); got != "b/n" {
+		t.Errorf("Output.Model = %q, want b/n", got)
 	}
 }
 

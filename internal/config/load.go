@@ -13,7 +13,6 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/titanous/json5"
 )
@@ -71,8 +70,8 @@ func LoadFile(path string, env Env) (Config, error) {
 // An empty document, or one holding only white space and comments, is an
 // empty configuration: the built-in defaults, validated. White space and
 // comments may also follow the top-level object; anything else there is a
-// syntax error. Syntax errors give a 1-based line and column, the column
-// counted in characters.
+// syntax error. Syntax errors are *SyntaxError, at a 1-based line and
+// column, the column counted in characters.
 //
 // A value that cannot be decoded (an unknown key, a mistyped value, an
 // unset variable) is reported at its key path and leaves that setting at
@@ -81,45 +80,93 @@ func LoadFile(path string, env Env) (Config, error) {
 // (a limit compared with it, a provider it should have configured) are not
 // reported again.
 func Parse(data []byte, env Env) (Config, error) {
+	cfg, _, err := parse(data, env, false)
+	return cfg, err
+}
+
+// Unset lists the settings a lenient load left at their defaults because
+// they name an environment variable that is not set, each with that
+// problem.
+type Unset []*FieldError
+
+// Need returns the problem of the first setting in u at or inside one of
+// paths, nil when the settings at paths were all resolved.
+func (u Unset) Need(paths ...string) error {
+	for _, e := range u {
+		for _, p := range paths {
+			if within(e.Path, p) {
+				return e
+			}
+		}
+	}
+	return nil
+}
+
+// ParseLenient is Parse for a command that needs only some settings, such
+// as the gateway's address and token: a value naming an unset ${VAR} is
+// left at its default and listed in the returned Unset instead of failing
+// the load, and problems that follow only from it are not reported. The
+// caller asks Unset.Need for the settings it uses.
+func ParseLenient(data []byte, env Env) (Config, Unset, error) {
+	return parse(data, env, true)
+}
+
+// LoadFileLenient is LoadFile with ParseLenient.
+func LoadFileLenient(path string, env Env) (Config, Unset, error) {
+	if path == "" {
+		cfg := Default()
+		return cfg, nil, cfg.Validate()
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, nil, fmt.Errorf("config: %w", err)
+	}
+	return ParseLenient(data, env)
+}
+
+func parse(data []byte, env Env, lenient bool) (Config, Unset, error) {
 	cfg := Default()
+	// Editors on Windows may start a UTF-8 file with a byte order mark,
+	// which they do not show: it is not part of the first line.
+	data = bytes.TrimPrefix(data, []byte("\ufeff"))
 	switch start, err := skipBlank(data, 0); {
 	case err != nil:
-		return cfg, err
+		return cfg, nil, err
 	case start == len(data):
-		return cfg, cfg.Validate()
+		return cfg, nil, cfg.Validate()
 	}
 	r := bytes.NewReader(data)
 	dec := json5.NewDecoder(r)
 	dec.UseNumber()
 	var tree any
 	if err := dec.Decode(&tree); err != nil {
-		return cfg, syntaxError(data, err)
+		return cfg, nil, syntaxError(data, err)
 	}
 	if _, ok := tree.(map[string]any); !ok && tree != nil {
-		return cfg, errors.New("the document must be an object")
+		return cfg, nil, errors.New("the document must be an object")
 	}
 	// The decoder stops right after the value and keeps what it read
 	// beyond it buffered.
 	buffered, _ := io.Copy(io.Discard, dec.Buffered())
 	switch rest, err := skipBlank(data, len(data)-r.Len()-int(buffered)); {
 	case err != nil:
-		return cfg, err
+		return cfg, nil, err
 	case rest < len(data):
-		return cfg, syntaxAt(data, rest, errors.New("content after the top-level object"))
+		return cfg, nil, syntaxAt(data, rest, "content after the top-level object", nil)
 	}
 	if tree == nil {
-		return cfg, cfg.Validate()
+		return cfg, nil, cfg.Validate()
 	}
-	w := walker{env: env}
+	w := walker{env: env, lenient: lenient}
 	tree = w.value(tree, reflect.TypeFor[Config](), false, "")
 	raw, err := json.Marshal(tree)
 	if err != nil {
-		return cfg, fmt.Errorf("re-encode: %w", err)
+		return cfg, w.unset, fmt.Errorf("re-encode: %w", err)
 	}
 	// The walk left out every value the decoder would refuse, so this
 	// fails only on a setting type the walk does not know.
 	if err := json.Unmarshal(raw, &cfg); err != nil {
-		return cfg, errors.Join(append(w.errs, fmt.Errorf("decode: %w", err))...)
+		return cfg, w.unset, errors.Join(append(w.errs, fmt.Errorf("decode: %w", err))...)
 	}
 	errs := w.errs
 	for _, e := range Problems(cfg.Validate()) {
@@ -129,9 +176,9 @@ func Parse(data []byte, env Env) (Config, error) {
 		errs = append(errs, e)
 	}
 	if len(errs) > 0 {
-		return cfg, errors.Join(sortProblems(errs)...)
+		return cfg, w.unset, errors.Join(sortProblems(errs)...)
 	}
-	return cfg, nil
+	return cfg, w.unset, nil
 }
 
 // skipBlank returns the offset of the first byte from off on that is
@@ -151,7 +198,7 @@ func skipBlank(data []byte, off int) (int, error) {
 		case bytes.HasPrefix(rest, []byte("/*")):
 			end := bytes.Index(rest[2:], []byte("*/"))
 			if end < 0 {
-				return off, syntaxAt(data, off, errors.New("unterminated comment"))
+				return off, syntaxAt(data, off, "unterminated comment", nil)
 			}
 			off += 2 + end + 2
 		default:
@@ -159,33 +206,6 @@ func skipBlank(data []byte, off int) (int, error) {
 		}
 	}
 	return off, nil
-}
-
-// syntaxError places a decoder error in data.
-func syntaxError(data []byte, err error) error {
-	var se *json5.SyntaxError
-	switch {
-	case errors.As(err, &se):
-		// Offset counts the bytes read, the offending one included.
-		return syntaxAt(data, int(se.Offset)-1, err)
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return syntaxAt(data, len(data), err)
-	}
-	return fmt.Errorf("syntax: %w", err)
-}
-
-// syntaxAt reports err at byte offset off of data.
-func syntaxAt(data []byte, off int, err error) error {
-	line, col := position(data, off)
-	return fmt.Errorf("syntax error at line %d, column %d: %w", line, col, err)
-}
-
-// position returns the 1-based line and column of the byte at offset off
-// (len(data) for the end), counting columns in characters as editors do.
-func position(data []byte, off int) (line, col int) {
-	before := data[:max(0, min(off, len(data)))]
-	lineStart := bytes.LastIndexByte(before, '\n') + 1
-	return 1 + bytes.Count(before, []byte("\n")), 1 + utf8.RuneCount(before[lineStart:])
 }
 
 // walker prepares a decoded JSON5 tree for encoding/json: it substitutes
@@ -196,6 +216,10 @@ func position(data []byte, off int) (line, col int) {
 type walker struct {
 	env  Env
 	errs []error
+	// lenient leaves a value naming an unset variable at its default,
+	// listed in unset rather than in errs.
+	lenient bool
+	unset   Unset
 	// skipped lists the key paths whose values were left out, so their
 	// settings keep the default.
 	skipped []string
@@ -224,6 +248,11 @@ func (w *walker) value(v any, t reflect.Type, intString bool, path string) any {
 		v = n
 	case string:
 		s, err := expand(x, w.env)
+		if _, unset := errors.AsType[*unsetVarError](err); unset && w.lenient {
+			w.unset = append(w.unset, &FieldError{Path: path, Msg: err.Error()})
+			w.skipped = append(w.skipped, path)
+			return nil
+		}
 		if err != nil {
 			return w.skip(path, "%v", err)
 		}
@@ -318,6 +347,16 @@ func (w *walker) unknown(path, k string, fields map[string]reflect.StructField) 
 	}
 }
 
+// unsetVarError is expand's error for a ${VAR} without a fallback whose
+// variable is not set.
+type unsetVarError struct{ name string }
+
+func (e *unsetVarError) Error() string {
+	return "environment variable " + e.name + " is not set"
+}
+
+// expand substitutes the ${VAR} and ${VAR:-fallback} references in s; $${
+// is a literal ${.
 func expand(s string, env Env) (string, error) {
 	if !strings.Contains(s, "${") {
 		return s, nil
@@ -345,7 +384,7 @@ func expand(s string, env Env) (string, error) {
 		val, ok := env(name)
 		if !ok {
 			if !hasFallback {
-				return "", fmt.Errorf("environment variable %s is not set", name)
+				return "", &unsetVarError{name: name}
 			}
 			val = fallback
 		}

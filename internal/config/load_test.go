@@ -1,6 +1,7 @@
 package config
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -114,7 +115,8 @@ func TestSyntaxErrorPositions(t *testing.T) {
 	tests := []struct {
 		name, doc, want string
 	}{
-		{"bad value", "{\n  gateway: {\n    listen: [1 2],\n  },\n}", "syntax error at line 3, column 16: "},
+		{"missing comma in an array", "{\n  gateway: {\n    listen: [1 2],\n  },\n}", `syntax error at line 3, column 15: missing ","`},
+		{"bad value", "{\n  gateway: {\n    listen: [1 =],\n  },\n}", "syntax error at line 3, column 16: invalid character '=' after array element"},
 		{"first byte", "x", "syntax error at line 1, column 1: "},
 		{"after wide characters", "{\n  a: '标题', b: x\n}", "syntax error at line 2, column 15: "},
 		{"newline in a string", "{a: 'x\n'}", "syntax error at line 1, column 7: "},
@@ -133,5 +135,59 @@ func TestSyntaxErrorPositions(t *testing.T) {
 				t.Errorf("got %v, want %q...", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestParseLenientLeavesUnsetVariables pins that a lenient load resolves
+// what it can, keeps the defaults of settings whose variable is unset and
+// lists them, and reports every other problem as Parse does.
+func TestParseLenientLeavesUnsetVariables(t *testing.T) {
+	const doc = `{
+		gateway: { listen: '${LISTEN}', token: '${PINCER_TOKEN}' },
+		models: { providers: { deepseek: { baseUrl: 'https://api.deepseek.com', apiKey: '${DEEPSEEK_API_KEY}' } } },
+		agents: { defaults: { model: { primary: 'deepseek/deepseek-chat' } } },
+		channels: { feishu: { appId: 'cli_x', appSecret: '${FEISHU_APP_SECRET}' } },
+	}`
+	env := envOf(map[string]string{"LISTEN": "127.0.0.1:18790", "PINCER_TOKEN": "s3cret"})
+	if _, err := Parse([]byte(doc), env); err == nil {
+		t.Fatal("Parse accepted unset variables")
+	}
+	cfg, unset, err := ParseLenient([]byte(doc), env)
+	if err != nil {
+		t.Fatalf("ParseLenient: %v", err)
+	}
+	if cfg.Gateway.Listen != "127.0.0.1:18790" || cfg.Gateway.Token.Value() != "s3cret" {
+		t.Errorf("gateway %q %q", cfg.Gateway.Listen, cfg.Gateway.Token.Value())
+	}
+	var got []string
+	for _, e := range unset {
+		got = append(got, e.Error())
+	}
+	slices.Sort(got)
+	want := []string{
+		"channels.feishu.appSecret: environment variable FEISHU_APP_SECRET is not set",
+		"models.providers.deepseek.apiKey: environment variable DEEPSEEK_API_KEY is not set",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("unset (-want +got):\n%s", diff)
+	}
+	if err := unset.Need("gateway.listen", "gateway.token"); err != nil {
+		t.Errorf("Need(gateway): %v", err)
+	}
+	if err := unset.Need("models.providers"); err == nil || !strings.Contains(err.Error(), "DEEPSEEK_API_KEY") {
+		t.Errorf("Need(models.providers) = %v", err)
+	}
+
+	_, unset, err = ParseLenient([]byte(doc), envOf(map[string]string{"LISTEN": "127.0.0.1:18790"}))
+	if err != nil {
+		t.Fatalf("ParseLenient without the token: %v", err)
+	}
+	if err := unset.Need("gateway.token"); err == nil || err.Error() != "gateway.token: environment variable PINCER_TOKEN is not set" {
+		t.Errorf("Need(gateway.token) = %v", err)
+	}
+
+	// Other problems are still problems.
+	if _, _, err := ParseLenient([]byte(`{ gateway: { token: '${T}', listn: 'x' } }`), noEnv); err == nil || !strings.Contains(err.Error(), "gateway.listn") {
+		t.Errorf("a misspelt key: %v", err)
 	}
 }

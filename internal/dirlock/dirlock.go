@@ -105,9 +105,9 @@ func Acquire(dir, version string) (*Lock, error) {
 		return nil, fmt.Errorf("data directory %s: %w", abs, err)
 	}
 	path := filepath.Join(abs, FileName)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := openLockFile(path, true)
 	if err != nil {
-		return nil, fmt.Errorf("data directory %s: open the lock file: %w", abs, err)
+		return nil, fmt.Errorf("data directory %s: %w", abs, err)
 	}
 	deadline := time.Now().Add(settle)
 	for {
@@ -140,6 +140,35 @@ func Acquire(dir, version string) (*Lock, error) {
 		return nil, fmt.Errorf("data directory %s: write %s: %w", abs, path, err)
 	}
 	return &Lock{f: f, dir: abs, path: path}, nil
+}
+
+// openLockFile opens the lock file at path for reading and writing, as
+// Acquire holds it, creating it when create.
+func openLockFile(path string, create bool) (*os.File, error) {
+	flags := os.O_RDWR
+	if create {
+		flags |= os.O_CREATE
+	}
+	f, err := os.OpenFile(path, flags, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open the lock file: %w", err)
+	}
+	return f, nil
+}
+
+// Writable returns the error Acquire would meet opening the lock file of
+// dir, nil when it would meet none. It opens an existing lock file for
+// writing, as Acquire does, and closes it unchanged; it creates nothing,
+// so a directory without a lock file yet is not looked into.
+func Writable(dir string) error {
+	f, err := openLockFile(filepath.Join(dir, FileName), false)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // Release empties the lock file's record and lets the directory go. Call

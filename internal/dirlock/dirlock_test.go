@@ -201,3 +201,35 @@ func TestAcquireWaitsOutAProbe(t *testing.T) {
 		}
 	})
 }
+
+// TestWritable: Writable meets what Acquire meets opening the lock file,
+// and creates nothing.
+func TestWritable(t *testing.T) {
+	dir := t.TempDir()
+	if err := Writable(dir); err != nil {
+		t.Errorf("a directory without a lock file: %v", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("Writable left %v", entries)
+	}
+	l, err := Acquire(dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if err := Writable(dir); err != nil {
+		t.Errorf("a released lock file: %v", err)
+	}
+	// A lock file that cannot be opened for writing.
+	bad := t.TempDir()
+	if err := os.Mkdir(filepath.Join(bad, FileName), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	werr := Writable(bad)
+	_, aerr := Acquire(bad, "")
+	if werr == nil || aerr == nil || !strings.Contains(aerr.Error(), werr.Error()) {
+		t.Errorf("Writable: %v; Acquire: %v", werr, aerr)
+	}
+}

@@ -186,8 +186,8 @@ func plural(n int, word string) string {
 }
 
 // netProblem explains a failed connection to addr (a URL or host:port):
-// nothing listening, a name that does not resolve, a timeout, TLS. ok is
-// false when err is none of those.
+// nothing listening, a name that does not resolve, a timeout (within
+// timeout, when it is not 0), TLS. ok is false when err is none of those.
 func netProblem(err error, addr string, timeout time.Duration) (detail, hint string, ok bool) {
 	var dns *net.DNSError
 	var opErr *net.OpError
@@ -198,7 +198,11 @@ func netProblem(err error, addr string, timeout time.Duration) (detail, hint str
 	case errors.As(err, &dns):
 		return "cannot resolve " + dns.Name, "check the host name in the URL", true
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
-		return "no answer from " + hostOf(addr) + " within " + timeout.String(), "is the address right and reachable from here (firewall, proxy)?", true
+		detail = "no answer from " + hostOf(addr)
+		if timeout > 0 {
+			detail += " within " + timeout.String()
+		}
+		return detail, "is the address right and reachable from here (firewall, proxy)?", true
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
 		return "cannot reach " + hostOf(addr) + ": " + rootCause(err), "is the address right and reachable from here?", true
 	case strings.Contains(err.Error(), "tls:"), strings.Contains(err.Error(), "x509:"):

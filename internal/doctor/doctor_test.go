@@ -455,3 +455,16 @@ type roundTripper func(*http.Request) (*http.Response, error)
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func storeAt(path string) config.Store { return config.Store{Driver: "sqlite", Path: path} }
+
+// TestDataDirectoryServeCannotLock: a data directory whose lock file
+// pincer serve cannot open for writing fails, as pincer serve would.
+func TestDataDirectoryServeCannotLock(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, dirlock.FileName), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, checkDataDir(storeAt(filepath.Join(dir, "pincer.db"))), Fail, "pincer serve cannot take "+dir+": open the lock file", "fix the permissions: make "+dir)
+	if _, err := dirlock.Acquire(dir, ""); err == nil {
+		t.Error("pincer serve's lock was taken")
+	}
+}

@@ -151,7 +151,7 @@ func checkForward(ctx context.Context, name, key string, a config.OneBotAccount,
 		if resp != nil {
 			return refused(res, key, "wsUrl", a.WSURL, resp.StatusCode)
 		}
-		return unreachable(res, key+"wsUrl", a.WSURL, err, o.Timeout, "is its forward WebSocket server (\"WebSocket server\" in NapCat) on?")
+		return unreachable(res, key+"wsUrl", a.WSURL, err, o.Timeout, forwardHint)
 	}
 	defer ws.CloseNow()
 	ws.SetReadLimit(32 << 20)
@@ -253,6 +253,23 @@ func refused(res Result, key, field, url string, status int) Result {
 		res.Hint = "is " + key + field + " the implementation's endpoint (not its WebUI, or the other server)?"
 	}
 	return res
+}
+
+// forwardHint is what to check when a QQ implementation's forward
+// WebSocket cannot be reached.
+const forwardHint = "is its forward WebSocket server (\"WebSocket server\" in NapCat) on?"
+
+// ForwardUnreachable explains a failed connection to the forward WebSocket
+// url of the QQ account whose settings are at key ("channels.onebot." or
+// "channels.onebot.accounts.<id>.") as doctor's check of it does: what
+// went wrong ("nothing listens at 127.0.0.1:3001") and what to do, naming
+// the setting. ok is false when err is not a failure to connect.
+func ForwardUnreachable(err error, key, url string) (detail, hint string, ok bool) {
+	if _, _, ok := netProblem(err, url, 0); !ok {
+		return "", "", false
+	}
+	r := unreachable(Result{}, key+"wsUrl", url, err, 0, forwardHint)
+	return r.Detail, r.Hint, true
 }
 
 func unreachable(res Result, key, url string, err error, timeout time.Duration, hint string) Result {

@@ -57,19 +57,16 @@ func checkStore(ctx context.Context, s config.Store) Result {
 	q.Add("_pragma", "busy_timeout(2000)")
 	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: s.Path}).EscapedPath()+"?"+q.Encode())
 	if err != nil {
-		res.Status, res.Detail = Fail, fmt.Sprintf("%s: open: %v", s.Path, err)
-		return res
+		return unreadable(s.Path, fmt.Errorf("open: %w", err))
 	}
 	defer db.Close()
 	var verdict string
 	if err := db.QueryRowContext(ctx, "PRAGMA integrity_check").Scan(&verdict); err != nil {
-		res.Status, res.Detail = Fail, fmt.Sprintf("%s: integrity check: %v", s.Path, err)
-		res.Hint = "is it a pincer database? Move it aside and pincer serve starts a new one"
-		return res
+		return unreadable(s.Path, fmt.Errorf("integrity check: %w", err))
 	}
 	if verdict != "ok" {
 		res.Status, res.Detail = Fail, fmt.Sprintf("%s is damaged: %s", s.Path, verdict)
-		res.Hint = "stop pincer, keep a copy, and restore a backup (or recover it with sqlite3 .recover)"
+		res.Hint = damagedHint
 		return res
 	}
 	var version sql.NullInt64
@@ -82,6 +79,51 @@ func checkStore(ctx context.Context, s config.Store) Result {
 		res.Hint = "is store.path another program's database?"
 	case version.Valid:
 		res.Detail += fmt.Sprintf(", schema version %d", version.Int64)
+	}
+	return res
+}
+
+// damagedHint says what to do about a damaged database without risking
+// what it still holds.
+const damagedHint = "stop pincer, keep a copy, and restore a backup (or recover it with sqlite3 .recover)"
+
+// SQLite's primary result codes, which tell why a database could not be
+// read.
+const (
+	sqlitePerm     = 3
+	sqliteReadOnly = 8
+	sqliteCorrupt  = 11
+	sqliteCantOpen = 14
+	sqliteNotADB   = 26
+)
+
+// unreadable is the failed store check for a database that could not be
+// opened or read, err saying why. Its advice never risks the data: a
+// database that cannot be read for want of permission is left where it
+// is, and the permissions are what to fix.
+func unreadable(path string, err error) Result {
+	res := Result{Name: "store", Status: Fail, Detail: fmt.Sprintf("%s: %v", path, err)}
+	code := -1
+	if coded, ok := errors.AsType[interface {
+		error
+		Code() int
+	}](err); ok {
+		code = coded.Code() & 0xff
+	}
+	dir := filepath.Dir(path)
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	switch code {
+	case sqlitePerm, sqliteReadOnly, sqliteCantOpen:
+		res.Detail += fmt.Sprintf("; SQLite keeps the database's -wal and -shm files in %s, which this user may not write, and pincer serve would not start on it either", dir)
+		res.Hint = fmt.Sprintf("fix the permissions: make %s and the files in it writable for the user pincer runs as (chown, or chmod u+w); the database stays where it is", dir)
+	case sqliteNotADB:
+		res.Hint = "store.path names a file that is not a SQLite database: keep it, and set store.path to a new file, which pincer serve creates"
+	case sqliteCorrupt:
+		res.Hint = damagedHint
+	default:
+		res.Hint = fmt.Sprintf("check %s and the permissions of %s, keeping the file as it is", path, dir)
 	}
 	return res
 }
@@ -122,6 +164,13 @@ func checkDataDir(s config.Store) Result {
 		}
 		res.Hint = "another pincer serve on this directory refuses to start: stop this one first, or give the other a store.path in another directory"
 	default:
+		// pincer serve opens the lock file for writing, and stops there
+		// when it may not.
+		if err := dirlock.Writable(dir); err != nil {
+			res.Status, res.Detail = Fail, fmt.Sprintf("pincer serve cannot take %s: %v", dir, err)
+			res.Hint = fmt.Sprintf("fix the permissions: make %s and the files in it writable for the user pincer runs as (chown, or chmod u+w)", dir)
+			return res
+		}
 		res.Status, res.Detail = OK, "no pincer serve runs on "+dir
 		if holder != nil {
 			res.Detail += "; the last one (" + holder.String() + ") did not stop cleanly"

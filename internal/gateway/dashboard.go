@@ -33,12 +33,13 @@ type dashboardSource struct {
 	eng      *engine.Engine
 	warnings []string
 	pipes    []*pipeline.Pipeline
+	names    botNames
 }
 
 var _ dashboard.Source = (*dashboardSource)(nil)
 
 // Status implements dashboard.Source.
-func (s *dashboardSource) Status(context.Context) dashboard.Status {
+func (s *dashboardSource) Status(ctx context.Context) dashboard.Status {
 	// The configuration passed its check to start at all; what the check
 	// warned of stays true while pincer runs.
 	st := dashboard.Status{Version: s.version, Started: s.started,
@@ -53,10 +54,13 @@ func (s *dashboardSource) Status(context.Context) dashboard.Status {
 			}
 			if self := a.Self(); self != 0 {
 				acct.Self = self.String()
+				if state == onebot.StateConnected && live {
+					acct.Name = s.names.of(ctx, id, a, self)
+				}
 			}
 			acct.Implementation, acct.Version = a.Implementation()
 			if err != nil {
-				acct.LastError = err.Error()
+				acct.LastError, acct.Hint = s.qq.explain(id, err)
 			}
 			st.Accounts = append(st.Accounts, acct)
 		}
@@ -136,4 +140,15 @@ func senderName(s msg.Sender) string {
 		return string(s.ID)
 	}
 	return s.Name + " (" + string(s.ID) + ")"
+}
+
+// explain says what an account's connection error means and what to do,
+// as pincer doctor says it of the account's forward WebSocket: "nothing
+// listens at 127.0.0.1:3001" rather than the whole nested dial error.
+// Other errors are given as they are, with no hint.
+func (q *qq) explain(id msg.AccountID, err error) (detail, hint string) {
+	if d, h, ok := q.forward[id].explain(err); ok {
+		return d, h
+	}
+	return err.Error(), ""
 }

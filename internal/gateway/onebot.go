@@ -30,6 +30,9 @@ func OneBotOptions(id string, a config.OneBotAccount, in config.Inbound, log *sl
 	if err != nil {
 		return onebot.AccountOptions{}, fmt.Errorf("config: channels.onebot account %s: %w", id, err)
 	}
+	if a.WSURL != "" && log != nil {
+		log = slog.New(dialHints{log.Handler(), forwardOf(id, a)})
+	}
 	r := a.Reconnect
 	// One gap spaces every message to a chat: separate replies (Pace) and
 	// the parts of one long reply (ChunkGap) alike.
@@ -62,6 +65,21 @@ type qq struct {
 	tools     map[msg.AccountID]*onebot.Account
 	receive   map[msg.AccountID]config.Receive
 	quote     map[msg.AccountID]config.Quote
+	// forward is the forward WebSocket of each account.
+	forward map[msg.AccountID]forwardWS
+}
+
+// forwardWS is an account's forward WebSocket: its URL ("" for none) and
+// the key path of the settings it is in ("channels.onebot.").
+type forwardWS struct{ url, key string }
+
+// forwardOf is the forward WebSocket of account id.
+func forwardOf(id string, a config.OneBotAccount) forwardWS {
+	key := "channels.onebot."
+	if id != string(msg.DefaultAccount) {
+		key += "accounts." + id + "."
+	}
+	return forwardWS{url: a.WSURL, key: key}
 }
 
 // buildOneBot builds the active QQ accounts; nil when there are none.
@@ -70,7 +88,7 @@ type qq struct {
 func buildOneBot(cfg config.OneBot, in config.Inbound, gw config.Gateway, kit *mediaKit, sent store.SentLog, out *outbox.Outbox, tr *trace.Recorder, log *slog.Logger) (*qq, error) {
 	all := cfg.All()
 	var accounts []*onebot.Account
-	q := &qq{endpoints: map[string]http.Handler{}, tools: map[msg.AccountID]*onebot.Account{}, receive: map[msg.AccountID]config.Receive{}, quote: map[msg.AccountID]config.Quote{}}
+	q := &qq{endpoints: map[string]http.Handler{}, tools: map[msg.AccountID]*onebot.Account{}, receive: map[msg.AccountID]config.Receive{}, quote: map[msg.AccountID]config.Quote{}, forward: map[msg.AccountID]forwardWS{}}
 	for _, id := range slices.Sorted(maps.Keys(all)) {
 		c := all[id]
 		if !c.Active() {
@@ -92,6 +110,7 @@ func buildOneBot(cfg config.OneBot, in config.Inbound, gw config.Gateway, kit *m
 		accounts = append(accounts, a)
 		q.receive[a.ID()] = c.Receive
 		q.quote[a.ID()] = c.Quote
+		q.forward[a.ID()] = forwardOf(id, c)
 		if c.ReverseWS.Enabled {
 			q.endpoints[c.ReverseWS.Path] = http.HandlerFunc(a.ServeReverse)
 		}
