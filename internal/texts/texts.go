@@ -70,6 +70,24 @@ func (l Locale) Lookup(name string) (string, bool) {
 	return s, ok
 }
 
+// PageFields answers the fields of a page in l (see package htmlpage):
+// those in fields first, then Lang (l's tag), Texts (the texts of script,
+// as JSON) and any text by its key.
+func (l Locale) PageFields(fields map[string]string, script ...Key) func(name string) (string, bool) {
+	return func(name string) (string, bool) {
+		if v, ok := fields[name]; ok {
+			return v, true
+		}
+		switch name {
+		case "Lang":
+			return l.Tag(), true
+		case "Texts":
+			return l.JSON(script...), true
+		}
+		return l.Lookup(name)
+	}
+}
+
 // JSON returns the texts of keys in l as a JSON object keyed by their
 // names, for a page's script.
 func (l Locale) JSON(keys ...Key) string {
