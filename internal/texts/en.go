@@ -119,6 +119,7 @@ var en = map[Key]string{
 	WebchatWriting:        "writing…",
 	WebchatConnectionLost: "connection lost: %s",
 	WebchatOffline:        "offline, reconnecting…",
+	WebchatStoppedMark:    "stopped",
 
 	WebchatStartingUp:   "starting up",
 	WebchatLoadFailed:   "could not load the conversation",

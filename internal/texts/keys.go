@@ -129,6 +129,8 @@ const (
 	WebchatWriting        Key = "webchat.writing"
 	WebchatConnectionLost Key = "webchat.connectionLost"
 	WebchatOffline        Key = "webchat.offline"
+	// WebchatStoppedMark follows a reply cut short.
+	WebchatStoppedMark Key = "webchat.stoppedMark"
 
 	WebchatStartingUp   Key = "webchat.startingUp"
 	WebchatLoadFailed   Key = "webchat.loadFailed"

@@ -119,6 +119,7 @@ var zh = map[Key]string{
 	WebchatWriting:        "正在回复…",
 	WebchatConnectionLost: "连接中断：%s",
 	WebchatOffline:        "已断开，正在重新连接…",
+	WebchatStoppedMark:    "已停止",
 
 	WebchatStartingUp:   "正在启动",
 	WebchatLoadFailed:   "无法加载对话",

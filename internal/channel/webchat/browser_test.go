@@ -265,6 +265,9 @@ func TestBrowserStopCancelsStreamingReply(t *testing.T) {
 	if n := browsertest.Run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('.msg').length`)); n != 2 {
 		t.Errorf("%d bubbles after stopping, want the message and the cut reply", n)
 	}
+	if mark := browsertest.Run(t, ctx, chromedp.Evaluate[string](`getComputedStyle(document.querySelector('.msg.assistant.stopped'), '::after').content`)); !strings.Contains(mark, "已停止") {
+		t.Errorf("the cut reply is marked %s, want the default locale's 已停止", mark)
+	}
 	browsertest.Screenshot(t, ctx, "webchat-stopped.png")
 
 	// The chat goes on.

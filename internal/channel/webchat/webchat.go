@@ -191,7 +191,7 @@ func (c *Channel) getBackend() Backend {
 var scriptTexts = []texts.Key{
 	texts.WebchatCopy, texts.WebchatCopyCode, texts.WebchatCopied, texts.WebchatCopyFailed,
 	texts.WebchatLoadFailed, texts.WebchatNewFailed, texts.WebchatWriting,
-	texts.WebchatConnectionLost, texts.WebchatOffline,
+	texts.WebchatConnectionLost, texts.WebchatOffline, texts.WebchatStoppedMark,
 }
 
 // Handler serves the page, its assets and the chat API.

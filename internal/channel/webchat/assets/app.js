@@ -23,6 +23,9 @@ function tr(key, ...args) {
   return T[key].replace(/%s/g, () => String(args[i++]));
 }
 
+// The style sheet marks a reply cut short (.msg.stopped::after) with this.
+document.documentElement.style.setProperty("--stopped-mark", JSON.stringify(tr("webchat.stoppedMark")));
+
 // current is the bubble of the reply being streamed, null when idle.
 let current = null;
 
