@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -85,10 +86,9 @@ func args(format string) []string {
 		}
 		idx := next
 		if v[1] != "" {
-			idx = int(v[1][1] - '0')
+			idx, _ = strconv.Atoi(strings.Trim(v[1], "[]")) // the pattern holds digits only
 		}
-		verb := v[0][len(v[0])-1:]
-		out = append(out, string(rune('0'+idx))+verb)
+		out = append(out, strconv.Itoa(idx)+v[0][len(v[0])-1:])
 		next = idx + 1
 	}
 	slices.Sort(out)
