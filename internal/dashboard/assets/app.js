@@ -39,7 +39,8 @@ function fmtTime(iso) {
   if (isZero(iso)) return "";
   const d = new Date(iso);
   const today = new Date().toDateString() === d.toDateString();
-  return today ? d.toLocaleTimeString() : d.toLocaleString();
+  const lang = document.documentElement.lang; // the page's locale, not the browser's
+  return today ? d.toLocaleTimeString(lang) : d.toLocaleString(lang);
 }
 
 function fmtDuration(ms) {
