@@ -29,6 +29,7 @@ import (
 var scriptTexts = []texts.Key{
 	texts.DashTraceFailed, texts.DashLive, texts.DashReconnecting,
 	texts.DashVersion, texts.DashStarted, texts.DashUptime,
+	texts.DashDaysHours, texts.DashHoursMinutes, texts.DashMinutesSeconds, texts.DashSeconds,
 	texts.DashConfig, texts.DashConfigErrors, texts.DashConfigWarnings, texts.DashConfigOK, texts.DashConfigUnknown,
 	texts.DashQueues, texts.DashNoAccounts, texts.DashStateUnknown, texts.DashBot, texts.DashImplementation,
 	texts.DashLastError, texts.DashHint, texts.DashLastPong, texts.DashNone,

@@ -48,10 +48,10 @@ function fmtDuration(ms) {
   const d = Math.floor(s / 86400); s -= d * 86400;
   const h = Math.floor(s / 3600); s -= h * 3600;
   const m = Math.floor(s / 60); s -= m * 60;
-  if (d) return d + "d " + h + "h";
-  if (h) return h + "h " + m + "m";
-  if (m) return m + "m " + s + "s";
-  return s + "s";
+  if (d) return tr("dashboard.daysHours", d, h);
+  if (h) return tr("dashboard.hoursMinutes", h, m);
+  if (m) return tr("dashboard.minutesSeconds", m, s);
+  return tr("dashboard.seconds", s);
 }
 
 async function getJSON(url) {
