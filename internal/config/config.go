@@ -7,6 +7,8 @@ import (
 	"errors"
 	"runtime"
 	"time"
+
+	"github.com/pincerbot/pincer/internal/texts"
 )
 
 // Config is the whole configuration. The zero value is not useful; start
@@ -23,6 +25,7 @@ type Config struct {
 	Channels Channels `json:"channels"`
 	Trace    Trace    `json:"trace"`
 	Media    Media    `json:"media"`
+	UI       UI       `json:"ui"`
 }
 
 // Default returns the built-in configuration that pincer runs on when no
@@ -55,6 +58,7 @@ func Default() Config {
 		Channels: Channels{Webchat: DefaultWebchat(), OneBot: DefaultOneBot(), Feishu: DefaultFeishu()},
 		Trace:    Trace{PerAccount: 500, KeepHours: 72},
 		Media:    DefaultMedia(),
+		UI:       UI{Locale: string(texts.Default)},
 	}
 }
 
@@ -75,6 +79,7 @@ func (c *Config) Validate() error {
 		nest("channels.onebot", c.Channels.OneBot.validateExposed(c.Gateway)),
 		nest("trace", c.Trace.Validate()),
 		nest("media", c.Media.Validate(&c.Models)),
+		nest("ui", c.UI.Validate()),
 	)
 }
 

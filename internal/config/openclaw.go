@@ -426,7 +426,8 @@ func refersToEnv(v any) bool {
 // openClawOnly are keys of an OpenClaw openclaw.json that a pincer file
 // never has, as key paths; * is any one key.
 var openClawOnly = []string{
-	"meta", "wizard", "auth", "plugins", "skills", "hooks", "browser", "ui", "env", "bindings",
+	"meta", "wizard", "auth", "plugins", "skills", "hooks", "browser", "env", "bindings",
+	"ui.seamColor", "ui.assistant",
 	"tools", "cron", "talk", "broadcast", "discovery", "canvasHost", "update", "diagnostics",
 	"logging", "$include", "$schema", "approvals", "memory",
 	"gateway.port", "gateway.bind", "gateway.auth", "gateway.mode", "gateway.controlUi",

@@ -257,6 +257,9 @@ func TestLooksLikeOpenClaw(t *testing.T) {
 		{`{ models: { providers: { x: { models: [] } } } }`, false},
 		{string(Example), false},
 		{`{ gateway: { listen: '127.0.0.1:1' } }`, false},
+		{`{ ui: { locale: 'en' } }`, false},
+		{`{ ui: { seamColor: '#ff4500' } }`, true},
+		{`{ ui: { assistant: { name: 'Claw' } } }`, true},
 		{`not json`, false},
 		{``, false},
 	}

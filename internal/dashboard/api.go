@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pincerbot/pincer/internal/msg"
+	"github.com/pincerbot/pincer/internal/texts"
 	"github.com/pincerbot/pincer/internal/trace"
 )
 
@@ -79,7 +80,7 @@ func (d *Dashboard) serveChat(w http.ResponseWriter, r *http.Request) {
 			return
 		case err != nil:
 			d.log.Error("chat view", "chat", chat, "err", err)
-			httpError(w, http.StatusInternalServerError, "could not read the chat")
+			httpError(w, http.StatusInternalServerError, d.opts.Locale.Text(texts.DashChatFailed))
 			return
 		}
 		if view.Chat == "" {
@@ -118,7 +119,7 @@ func (d *Dashboard) serveTrace(w http.ResponseWriter, r *http.Request) {
 	recs, err := d.opts.Recorder.Chat(r.Context(), chat, id, limit)
 	if err != nil {
 		d.log.Error("read trace", "chat", chat, "err", err)
-		httpError(w, http.StatusInternalServerError, "could not read the trace")
+		httpError(w, http.StatusInternalServerError, d.opts.Locale.Text(texts.DashTraceReadError))
 		return
 	}
 	writeJSON(w, http.StatusOK, Records{Records: orEmpty(recs)})

@@ -3,6 +3,7 @@ package dashboard_test
 import (
 	"context"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/pincerbot/pincer/internal/browsertest"
 
 	"github.com/pincerbot/pincer/internal/dashboard"
+	"github.com/pincerbot/pincer/internal/texts"
 	"github.com/pincerbot/pincer/internal/trace"
 )
 
@@ -24,8 +26,21 @@ func do(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action
 
 // TestBrowserDashboard opens the dashboard in a real browser, then traces
 // a group message that did not trigger and watches its decision appear
-// live, with the rule that decided it once the row is opened.
+// live, with the rule that decided it once the row is opened; in Chinese
+// by default and in English with the English locale.
 func TestBrowserDashboard(t *testing.T) {
+	t.Run("zh-CN", func(t *testing.T) {
+		browseDashboard(t, "", shownTexts{lang: "zh-CN", live: "实时", turns: "轮数", noWindow: "没有打开的窗口。", status: "状态"})
+	})
+	t.Run("en", func(t *testing.T) {
+		browseDashboard(t, texts.EN, shownTexts{lang: "en", live: "live", turns: "Turns", noWindow: "No open window.", status: "Status"})
+	})
+}
+
+// shownTexts are texts of the dashboard in one locale.
+type shownTexts struct{ lang, live, turns, noWindow, status string }
+
+func browseDashboard(t *testing.T, locale texts.Locale, shown shownTexts) {
 	rec := trace.New(trace.Options{})
 	src := &fakeSource{
 		status: dashboard.Status{
@@ -44,7 +59,7 @@ func TestBrowserDashboard(t *testing.T) {
 			},
 		},
 	}
-	d, err := dashboard.New(dashboard.Options{Recorder: rec, Source: src, Title: "pincer ops"})
+	d, err := dashboard.New(dashboard.Options{Recorder: rec, Source: src, Title: "pincer ops", Locale: locale})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,13 +78,19 @@ func TestBrowserDashboard(t *testing.T) {
 	do(t, ctx, "open the page",
 		chromedp.EmulateViewport(1280, 900),
 		chromedp.Navigate(srv.URL+"/dashboard"),
-		chromedp.Poll[chromedp.Void](`document.getElementById('live').textContent === 'live'`),
+		chromedp.Poll[chromedp.Void](`document.getElementById('live').textContent === `+strconv.Quote(shown.live)),
 		chromedp.Poll[chromedp.Void](`document.querySelectorAll('#stream .decision').length === 1`),
 		chromedp.Poll[chromedp.Void](`document.querySelectorAll('.account').length === 2`),
 		chromedp.Poll[chromedp.Void](`document.querySelector('#rate-chart rect.bar-messages') !== null`),
 	)
 	if title := browsertest.Run(t, ctx, chromedp.Title()); title != "pincer ops" {
 		t.Errorf("title %q", title)
+	}
+	if lang := browsertest.Run(t, ctx, chromedp.Evaluate[string](`document.documentElement.lang`)); lang != shown.lang {
+		t.Errorf("lang %q, want %q", lang, shown.lang)
+	}
+	if h := browsertest.Run(t, ctx, chromedp.Text(chromedp.CSS("#overview h2"))); h != shown.status {
+		t.Errorf("status heading %q, want %q", h, shown.status)
 	}
 	main := browsertest.Run(t, ctx, chromedp.Text(chromedp.CSS(`.account[data-account="onebot:main"]`)))
 	for _, want := range []string{"connected", "NapCat 4.8.1", "pincer (10001)"} {
@@ -120,7 +141,7 @@ func TestBrowserDashboard(t *testing.T) {
 			t.Errorf("steps %q lack %q", steps, want)
 		}
 	}
-	browsertest.Screenshot(t, ctx, "dashboard.png")
+	browsertest.Screenshot(t, ctx, "dashboard-"+shown.lang+".png")
 
 	// The chat link opens the chat's view.
 	do(t, ctx, "open the chat",
@@ -128,8 +149,8 @@ func TestBrowserDashboard(t *testing.T) {
 		chromedp.Poll[chromedp.Void](`document.getElementById('chat-view').textContent.includes('claude-test')`),
 	)
 	view := browsertest.Run(t, ctx, chromedp.Text(chromedp.ID("chat-view")))
-	for _, want := range []string{"onebot:main:group:100", "Turns", "7", "anyone around?", "no open window", "has anyone seen the build?"} {
-		if !strings.Contains(strings.ToLower(view), strings.ToLower(want)) {
+	for _, want := range []string{"onebot:main:group:100", shown.turns, "7", "anyone around?", shown.noWindow, "has anyone seen the build?"} {
+		if !strings.Contains(view, want) {
 			t.Errorf("chat view %q lacks %q", view, want)
 		}
 	}
@@ -139,5 +160,5 @@ func TestBrowserDashboard(t *testing.T) {
 	if over := browsertest.Run(t, ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth`)); over {
 		t.Error("the page is wider than a phone's screen")
 	}
-	browsertest.Screenshot(t, ctx, "dashboard-phone.png")
+	browsertest.Screenshot(t, ctx, "dashboard-phone-"+shown.lang+".png")
 }

@@ -20,16 +20,36 @@ import (
 	"sync"
 
 	"github.com/pincerbot/pincer/internal/htmlpage"
+	"github.com/pincerbot/pincer/internal/texts"
 	"github.com/pincerbot/pincer/internal/trace"
 )
+
+// scriptTexts are the texts the page's script shows, handed to it in the
+// page (its body's data-texts).
+var scriptTexts = []texts.Key{
+	texts.DashTraceFailed, texts.DashLive, texts.DashReconnecting,
+	texts.DashVersion, texts.DashStarted, texts.DashUptime,
+	texts.DashDaysHours, texts.DashHoursMinutes, texts.DashMinutesSeconds, texts.DashSeconds,
+	texts.DashConfig, texts.DashConfigErrors, texts.DashConfigWarnings, texts.DashConfigOK, texts.DashConfigUnknown,
+	texts.DashQueues, texts.DashNoAccounts, texts.DashStateUnknown, texts.DashBot, texts.DashImplementation,
+	texts.DashLastError, texts.DashHint, texts.DashLastPong, texts.DashNone,
+	texts.DashRatesSummary, texts.DashNow, texts.DashMinutesAgo, texts.DashBar, texts.DashStatusFailed,
+	texts.DashSession, texts.DashSessionKey, texts.DashModel, texts.DashTurns, texts.DashUpdated, texts.DashNoSession,
+	texts.DashWindow, texts.DashWindowOpen, texts.DashWindowFlush, texts.DashNoWindow,
+	texts.DashHistory, texts.DashEmpty, texts.DashDigests, texts.DashRecent, texts.DashNoTraced,
+}
 
 //go:embed assets
 var assets embed.FS
 
 // Options configure the dashboard.
 type Options struct {
-	// Title is shown in the page header; "pincer dashboard" when empty.
+	// Title is shown in the page header; texts.DashTitle when empty.
 	Title string
+	// Locale is the language of the page; the zero Locale is
+	// texts.Default. The trace's steps, the accounts' errors and the
+	// configuration's problems show as pincer logs them.
+	Locale texts.Locale
 	// Recorder is the decision trace shown; a nil recorder shows none.
 	Recorder *trace.Recorder
 	// Source gives the accounts, queues, configuration check and chat
@@ -45,7 +65,7 @@ type Options struct {
 type Dashboard struct {
 	opts   Options
 	log    *slog.Logger
-	page   htmlpage.Page
+	page   string // rendered once: its title and locale are fixed
 	static http.Handler
 
 	// stopped is closed when Run returns, ending open event streams so a
@@ -61,7 +81,7 @@ var Paths = []string{"/dashboard", "/dashboard/", "/api/dashboard/", "/api/trace
 // New returns the dashboard.
 func New(o Options) (*Dashboard, error) {
 	if o.Title == "" {
-		o.Title = "pincer dashboard"
+		o.Title = o.Locale.Text(texts.DashTitle)
 	}
 	log := o.Logger
 	if log == nil {
@@ -71,6 +91,10 @@ func New(o Options) (*Dashboard, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: parse page: %w", err)
 	}
+	html, err := page.Render(o.Locale.PageFields(map[string]string{"Title": o.Title}, scriptTexts...))
+	if err != nil {
+		return nil, fmt.Errorf("dashboard: %w", err)
+	}
 	static, err := fs.Sub(assets, "assets")
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: assets: %w", err)
@@ -78,7 +102,7 @@ func New(o Options) (*Dashboard, error) {
 	return &Dashboard{
 		opts:    o,
 		log:     log.With("component", "dashboard"),
-		page:    page,
+		page:    html,
 		static:  http.StripPrefix("/dashboard/static/", http.FileServerFS(static)),
 		stopped: make(chan struct{}),
 	}, nil
@@ -132,7 +156,7 @@ func (d *Dashboard) servePage(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cache-Control", "no-store")
-	if _, err := io.WriteString(w, d.page.Render(d.opts.Title)); err != nil {
+	if _, err := io.WriteString(w, d.page); err != nil {
 		d.log.Error("render page", "err", err)
 	}
 }

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/pincerbot/pincer/internal/dashboard"
 	"github.com/pincerbot/pincer/internal/msg"
+	"github.com/pincerbot/pincer/internal/texts"
 	"github.com/pincerbot/pincer/internal/trace"
 )
 
@@ -106,6 +109,53 @@ func TestPageIsServedWithAStrictPolicy(t *testing.T) {
 	}
 	if w := get(t, h, "/dashboard/"); w.Code != http.StatusMovedPermanently || w.Header().Get("Location") != "/dashboard" {
 		t.Errorf("/dashboard/: %d to %q", w.Code, w.Header().Get("Location"))
+	}
+}
+
+// TestPageSpeaksTheLocale: the page is Chinese by default and English
+// with the English locale, its language named for the browser, and the
+// texts its script shows handed to it in its locale.
+func TestPageSpeaksTheLocale(t *testing.T) {
+	tests := []struct {
+		locale texts.Locale
+		want   []string
+		not    string
+	}{
+		{"", []string{`<html lang="zh-CN">`, "<title>pincer 控制台</title>", "<h2>决策记录 <span", `<p class="muted">没有账号信息。</p>`, "&#34;dashboard.live&#34;:&#34;实时&#34;"}, ">Accounts<"},
+		{texts.EN, []string{`<html lang="en">`, "<title>pincer dashboard</title>", "<h2>Decisions <span", `<p class="muted">No accounts reported.</p>`, "&#34;dashboard.live&#34;:&#34;live&#34;"}, "账号"},
+	}
+	for _, tt := range tests {
+		page := get(t, newDashboard(t, dashboard.Options{Locale: tt.locale}), "/dashboard").Body.String()
+		for _, want := range tt.want {
+			if !strings.Contains(page, want) {
+				t.Errorf("locale %q: the page lacks %s", tt.locale, want)
+			}
+		}
+		if strings.Contains(page, tt.not) || strings.Contains(page, "{{") {
+			t.Errorf("locale %q: the page holds %q or an unfilled field:\n%s", tt.locale, tt.not, page)
+		}
+	}
+}
+
+// TestScriptTextsCoverTheScript: every text the page's script names is
+// handed to it.
+func TestScriptTextsCoverTheScript(t *testing.T) {
+	js, err := fs.ReadFile(dashboard.Assets(), "app.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := regexp.MustCompile(`"(dashboard\.[A-Za-z]+)"`).FindAllStringSubmatch(string(js), -1)
+	if len(used) == 0 {
+		t.Fatal("the script names no texts")
+	}
+	handed := map[string]bool{}
+	for _, k := range dashboard.ScriptTexts() {
+		handed[string(k)] = true
+	}
+	for _, u := range used {
+		if !handed[u[1]] {
+			t.Errorf("the script shows %s, which the page does not hand it", u[1])
+		}
 	}
 }
 

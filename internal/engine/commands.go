@@ -16,6 +16,7 @@ import (
 	"github.com/pincerbot/pincer/internal/llm"
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/store"
+	"github.com/pincerbot/pincer/internal/texts"
 )
 
 // Session option names.
@@ -32,26 +33,33 @@ func (e *Engine) builtins() []struct {
 	spec *command.Spec
 	run  handler
 } {
+	t := e.opts.Locale
 	return []struct {
 		spec *command.Spec
 		run  handler
 	}{
-		{&command.Spec{Name: "help", Description: "how to talk to pincer and the main commands"}, e.cmdHelp},
-		{&command.Spec{Name: "commands", Description: "every command with its arguments"}, e.cmdCommands},
-		{&command.Spec{Name: "status", Description: "this session: model, thinking level, transcript size"}, e.cmdStatus},
-		{&command.Spec{Name: "whoami", Description: "who pincer thinks you are, and what you may run"}, e.cmdWhoami},
-		{&command.Spec{Name: "new", Aliases: []string{"reset"}, Description: "start a new session (the transcript so far is kept aside)"}, e.cmdNew},
-		{&command.Spec{Name: "stop", Description: "stop the reply being written (also: stop, cancel, 停止)"}, e.cmdStop},
-		{&command.Spec{Name: "model", Args: "[status|list|default|<provider/model>|<alias>]", AcceptsArgs: true, OwnerOnly: true, Description: "show or set this session's model"}, e.cmdModel},
-		{&command.Spec{Name: "models", Description: "the configured providers and model chain"}, e.cmdModels},
-		{&command.Spec{Name: "think", Args: "[off|minimal|low|medium|high|xhigh]", AcceptsArgs: true, OwnerOnly: true, Description: "show or set the reasoning level"}, e.cmdThink},
-		{&command.Spec{Name: "elevate", Args: "[on|off]", AcceptsArgs: true, Description: "show or switch elevated mode, which unlocks stronger tools (allow-listed senders only)"}, e.cmdElevate},
-		{&command.Spec{Name: "context", Description: "how much of the context budget the session uses"}, e.cmdContext},
-		{&command.Spec{Name: "compact", Description: "summarize older turns to free context"}, e.cmdCompact},
-		{&command.Spec{Name: "export", OwnerOnly: true, Description: "the session transcript as text"}, e.cmdExport},
-		{&command.Spec{Name: "queue", Args: "[steer|followup|collect|interrupt] [cap:N] [drop:old|new|summarize] [debounce:500ms] | reset", AcceptsArgs: true, OwnerOnly: true, Description: "show or set what happens to messages sent while a reply is being written"}, e.cmdQueue},
+		{&command.Spec{Name: "help", Description: t.Text(texts.DescHelp)}, e.cmdHelp},
+		{&command.Spec{Name: "commands", Description: t.Text(texts.DescCommands)}, e.cmdCommands},
+		{&command.Spec{Name: "status", Description: t.Text(texts.DescStatus)}, e.cmdStatus},
+		{&command.Spec{Name: "whoami", Description: t.Text(texts.DescWhoami)}, e.cmdWhoami},
+		{&command.Spec{Name: "new", Aliases: []string{"reset"}, Description: t.Text(texts.DescNew)}, e.cmdNew},
+		{&command.Spec{Name: "stop", Description: t.Text(texts.DescStop)}, e.cmdStop},
+		{&command.Spec{Name: "model", Args: "[status|list|default|<provider/model>|<alias>]", AcceptsArgs: true, OwnerOnly: true, Description: t.Text(texts.DescModel)}, e.cmdModel},
+		{&command.Spec{Name: "models", Description: t.Text(texts.DescModels)}, e.cmdModels},
+		{&command.Spec{Name: "think", Args: "[off|minimal|low|medium|high|xhigh]", AcceptsArgs: true, OwnerOnly: true, Description: t.Text(texts.DescThink)}, e.cmdThink},
+		{&command.Spec{Name: "elevate", Args: "[on|off]", AcceptsArgs: true, Description: t.Text(texts.DescElevate)}, e.cmdElevate},
+		{&command.Spec{Name: "context", Description: t.Text(texts.DescContext)}, e.cmdContext},
+		{&command.Spec{Name: "compact", Description: t.Text(texts.DescCompact)}, e.cmdCompact},
+		{&command.Spec{Name: "export", OwnerOnly: true, Description: t.Text(texts.DescExport)}, e.cmdExport},
+		{&command.Spec{Name: "queue", Args: queueUsage, AcceptsArgs: true, OwnerOnly: true, Description: t.Text(texts.DescQueue)}, e.cmdQueue},
 	}
 }
+
+// queueUsage is /queue's arguments.
+const queueUsage = "[steer|followup|collect|interrupt] [cap:N] [drop:old|new|summarize] [debounce:500ms] | reset"
+
+// helpCommands are the commands /help introduces, in its order.
+var helpCommands = []string{"status", "new", "stop", "model", "think", "context", "whoami"}
 
 // command runs mc as a command or abort word when it is one and the sender
 // may run it. handled is false for everything else, which goes to the agent
@@ -72,14 +80,23 @@ func (e *Engine) command(ctx context.Context, mc MsgContext) (reply string, hand
 }
 
 func (e *Engine) cmdHelp(context.Context, MsgContext, string) (string, error) {
-	return "Talk to me in plain words; I answer with the configured model.\n" +
-		"Commands: /status /new /stop /model /think /context /whoami — /commands lists them all.\n" +
-		"Send stop (or 停止) to interrupt a reply.", nil
+	t := e.opts.Locale
+	var b strings.Builder
+	b.WriteString(t.Text(texts.HelpIntro))
+	specs := e.registry.Specs()
+	for _, name := range helpCommands {
+		if i := slices.IndexFunc(specs, func(s *command.Spec) bool { return s.Name == name }); i >= 0 {
+			fmt.Fprintf(&b, "\n/%s — %s", name, specs[i].Description)
+		}
+	}
+	b.WriteString("\n" + t.Text(texts.HelpOutro))
+	return b.String(), nil
 }
 
 func (e *Engine) cmdCommands(_ context.Context, mc MsgContext, _ string) (string, error) {
+	t := e.opts.Locale
 	var b strings.Builder
-	b.WriteString("Commands:")
+	b.WriteString(t.Text(texts.CommandsHeader))
 	for _, s := range e.registry.Specs() {
 		fmt.Fprintf(&b, "\n/%s", s.Name)
 		if s.Args != "" {
@@ -87,10 +104,10 @@ func (e *Engine) cmdCommands(_ context.Context, mc MsgContext, _ string) (string
 		}
 		b.WriteString(" — " + s.Description)
 		if len(s.Aliases) > 0 {
-			b.WriteString(" (also /" + strings.Join(s.Aliases, ", /") + ")")
+			b.WriteString(t.Format(texts.CommandsAliases, "/"+strings.Join(s.Aliases, ", /")))
 		}
 		if s.OwnerOnly && !mc.Owner {
-			b.WriteString(" [owner only]")
+			b.WriteString(t.Text(texts.CommandsOwnerOnly))
 		}
 	}
 	return b.String(), nil
@@ -144,30 +161,32 @@ func (e *Engine) cmdStatus(ctx context.Context, mc MsgContext, _ string) (string
 	if err != nil {
 		return "", err
 	}
+	t := e.opts.Locale
 	chain := e.chain(sess)
-	source := "default"
+	source := t.Text(texts.StatusModelDefault)
 	if sess.ModelOverride != "" {
-		source = "set for this session"
+		source = t.Text(texts.StatusModelOverride)
 	}
 	think := sess.Options[optThink]
 	if think == "" {
 		think = "off"
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "Session: %s\n", mc.SessionKey)
-	fmt.Fprintf(&b, "Model: %s (%s)\n", chain[0], source)
+	lines := []string{
+		t.Format(texts.StatusSession, mc.SessionKey),
+		t.Format(texts.StatusModel, chain[0], source),
+	}
 	if len(chain) > 1 {
-		fmt.Fprintf(&b, "Fallbacks: %s\n", joinRefs(chain[1:]))
+		lines = append(lines, t.Format(texts.StatusFallbacks, joinRefs(chain[1:])))
 	}
-	fmt.Fprintf(&b, "Thinking: %s\n", think)
+	lines = append(lines, t.Format(texts.StatusThinking, think))
 	if sess.Options[optElevated] != "" {
-		b.WriteString("Elevated: on\n")
+		lines = append(lines, t.Text(texts.StatusElevated))
 	}
-	fmt.Fprintf(&b, "Transcript: %d turns, about %d of %d tokens", len(tr), transcriptTokens(tr), e.opts.ContextTokens)
+	lines = append(lines, t.Format(texts.StatusTranscript, len(tr), transcriptTokens(tr), e.opts.ContextTokens))
 	if e.isActive(mc.SessionKey) {
-		b.WriteString("\nA reply is being written now.")
+		lines = append(lines, t.Text(texts.StatusBusy))
 	}
-	return b.String(), nil
+	return strings.Join(lines, "\n"), nil
 }
 
 func joinRefs(refs []llm.Ref) string {
@@ -187,12 +206,13 @@ func transcriptTokens(tr []store.Turn) int {
 }
 
 func (e *Engine) cmdWhoami(_ context.Context, mc MsgContext, _ string) (string, error) {
+	t := e.opts.Locale
 	m := mc.Message
-	access := "commands allowed"
+	access := t.Text(texts.WhoamiAllowed)
 	if mc.Owner {
-		access = "owner: all commands allowed"
+		access = t.Text(texts.WhoamiOwner)
 	}
-	return fmt.Sprintf("Channel: %s\nYou: %s (%s)\nChat: %s\nAccess: %s", m.Channel, m.Sender.ID, m.Sender.Name, m.Peer, access), nil
+	return t.Format(texts.Whoami, m.Channel, m.Sender.ID, m.Sender.Name, m.Peer, access), nil
 }
 
 func (e *Engine) cmdNew(ctx context.Context, mc MsgContext, _ string) (string, error) {
@@ -205,7 +225,7 @@ func (e *Engine) cmdNew(ctx context.Context, mc MsgContext, _ string) (string, e
 	if _, err := e.opts.Store.ResetSession(ctx, mc.SessionKey, "/new"); err != nil {
 		return "", err
 	}
-	return "New session started. The earlier conversation is no longer sent to the model.", nil
+	return e.opts.Locale.Text(texts.NewSession), nil
 }
 
 func (e *Engine) cmdStop(_ context.Context, mc MsgContext, _ string) (string, error) {
@@ -213,6 +233,7 @@ func (e *Engine) cmdStop(_ context.Context, mc MsgContext, _ string) (string, er
 }
 
 func (e *Engine) cmdModel(ctx context.Context, mc MsgContext, args string) (string, error) {
+	t := e.opts.Locale
 	sess, err := e.session(ctx, mc.SessionKey)
 	if err != nil {
 		return "", err
@@ -221,54 +242,54 @@ func (e *Engine) cmdModel(ctx context.Context, mc MsgContext, args string) (stri
 	case "", "status":
 		current := e.chain(sess)[0]
 		if sess.ModelOverride == "" {
-			return fmt.Sprintf("Model: %s (default). Set one with /model <provider/model>.", current), nil
+			return t.Format(texts.ModelDefault, current), nil
 		}
-		return fmt.Sprintf("Model: %s (set for this session; /model default goes back to %s).", current, e.opts.Models[0]), nil
+		return t.Format(texts.ModelOverride, current, e.opts.Models[0]), nil
 	case "list":
 		return e.cmdModels(ctx, mc, "")
 	case "default", "reset", "clear":
 		if err := e.opts.Store.SetModelOverride(ctx, mc.SessionKey, ""); err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("Model back to the default, %s.", e.opts.Models[0]), nil
+		return t.Format(texts.ModelReset, e.opts.Models[0]), nil
 	}
-	ref, err := e.resolveModel(args)
-	if err != nil {
-		return err.Error(), nil
+	ref, problem := e.resolveModel(args)
+	if problem != "" {
+		return problem, nil
 	}
 	if err := e.opts.Store.SetModelOverride(ctx, mc.SessionKey, ref.String()); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("Model set to %s for this session.", ref), nil
+	return t.Format(texts.ModelSet, ref), nil
 }
 
-// errUnknownModel explains a model the session cannot use.
-var errUnknownModel = errors.New("unknown model")
-
-func (e *Engine) resolveModel(arg string) (llm.Ref, error) {
+// resolveModel finds the model arg names, a ref or an alias; problem
+// says why the session cannot use it, "" when it can.
+func (e *Engine) resolveModel(arg string) (ref llm.Ref, problem string) {
 	if target, ok := e.opts.Aliases[strings.ToLower(arg)]; ok {
 		arg = target
 	}
 	ref, err := llm.ParseRef(arg)
 	if err != nil {
-		return llm.Ref{}, fmt.Errorf("%w: %q is neither provider/model nor an alias; /models lists what is configured", errUnknownModel, arg)
+		return llm.Ref{}, e.opts.Locale.Format(texts.ModelNotRef, arg)
 	}
 	if !e.opts.Runner.HasProvider(ref.Provider) {
-		return llm.Ref{}, fmt.Errorf("%w: provider %q is not configured; /models lists what is", errUnknownModel, ref.Provider)
+		return llm.Ref{}, e.opts.Locale.Format(texts.ModelNoProvider, ref.Provider)
 	}
-	return ref, nil
+	return ref, ""
 }
 
 func (e *Engine) cmdModels(context.Context, MsgContext, string) (string, error) {
+	t := e.opts.Locale
 	var b strings.Builder
-	fmt.Fprintf(&b, "Default chain: %s", joinRefs(e.opts.Models))
+	b.WriteString(t.Format(texts.ModelsChain, joinRefs(e.opts.Models)))
 	if len(e.opts.Aliases) > 0 {
 		names := make([]string, 0, len(e.opts.Aliases))
 		for name := range e.opts.Aliases {
 			names = append(names, name)
 		}
 		sort.Strings(names)
-		b.WriteString("\nAliases:")
+		b.WriteString("\n" + t.Text(texts.ModelsAliases))
 		for _, n := range names {
 			fmt.Fprintf(&b, "\n  %s → %s", n, e.opts.Aliases[n])
 		}
@@ -277,6 +298,7 @@ func (e *Engine) cmdModels(context.Context, MsgContext, string) (string, error) 
 }
 
 func (e *Engine) cmdThink(ctx context.Context, mc MsgContext, args string) (string, error) {
+	t := e.opts.Locale
 	level := strings.ToLower(args)
 	if level == "" {
 		sess, err := e.session(ctx, mc.SessionKey)
@@ -287,10 +309,10 @@ func (e *Engine) cmdThink(ctx context.Context, mc MsgContext, args string) (stri
 		if current == "" {
 			current = "off"
 		}
-		return fmt.Sprintf("Thinking: %s. Levels: %s.", current, strings.Join(llm.ThinkingLevels, ", ")), nil
+		return t.Format(texts.ThinkShow, current, strings.Join(llm.ThinkingLevels, ", ")), nil
 	}
 	if !slices.Contains(llm.ThinkingLevels, level) {
-		return fmt.Sprintf("Unknown level %q. Levels: %s.", args, strings.Join(llm.ThinkingLevels, ", ")), nil
+		return t.Format(texts.ThinkUnknown, args, strings.Join(llm.ThinkingLevels, ", ")), nil
 	}
 	if _, err := e.session(ctx, mc.SessionKey); err != nil {
 		return "", err
@@ -302,7 +324,7 @@ func (e *Engine) cmdThink(ctx context.Context, mc MsgContext, args string) (stri
 	if err := e.opts.Store.SetSessionOption(ctx, mc.SessionKey, optThink, value); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("Thinking set to %s.", level), nil
+	return t.Format(texts.ThinkSet, level), nil
 }
 
 func (e *Engine) cmdContext(ctx context.Context, mc MsgContext, _ string) (string, error) {
@@ -313,8 +335,7 @@ func (e *Engine) cmdContext(ctx context.Context, mc MsgContext, _ string) (strin
 	system := agent.EstimateTokens(e.opts.System())
 	used := transcriptTokens(tr)
 	budget := e.opts.ContextTokens
-	return fmt.Sprintf("Context: system prompt about %d tokens, transcript %d turns about %d tokens; budget %d tokens (%d%% used). Older turns are dropped from what the model sees when the budget is reached.",
-		system, len(tr), used, budget, (system+used)*100/max(budget, 1)), nil
+	return e.opts.Locale.Format(texts.ContextReport, system, len(tr), used, budget, (system+used)*100/max(budget, 1)), nil
 }
 
 func (e *Engine) cmdExport(ctx context.Context, mc MsgContext, _ string) (string, error) {
@@ -323,10 +344,10 @@ func (e *Engine) cmdExport(ctx context.Context, mc MsgContext, _ string) (string
 		return "", err
 	}
 	if len(tr) == 0 {
-		return "The session is empty.", nil
+		return e.opts.Locale.Text(texts.ExportEmpty), nil
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Transcript of %s (%d turns)\n", mc.SessionKey, len(tr))
+	b.WriteString(e.opts.Locale.Format(texts.ExportHeader, mc.SessionKey, len(tr)) + "\n")
 	for _, t := range tr {
 		fmt.Fprintf(&b, "\n[%s %s]\n%s\n", t.At.Format("2006-01-02 15:04:05"), t.Role, t.Text)
 	}
@@ -334,6 +355,7 @@ func (e *Engine) cmdExport(ctx context.Context, mc MsgContext, _ string) (string
 }
 
 func (e *Engine) cmdQueue(ctx context.Context, mc MsgContext, args string) (string, error) {
+	t := e.opts.Locale
 	key := mc.SessionKey
 	if _, err := e.session(ctx, key); err != nil {
 		return "", err
@@ -351,7 +373,7 @@ func (e *Engine) cmdQueue(ctx context.Context, mc MsgContext, args string) (stri
 		case name == "cap" && hasValue:
 			n, err := strconv.Atoi(value)
 			if err != nil || n < 1 {
-				return fmt.Sprintf("cap must be a positive number, got %q.", value), nil
+				return t.Format(texts.QueueCapInvalid, value), nil
 			}
 			set[optQueueCap] = value
 		case name == "drop" && (value == string(DropOld) || value == string(DropNew) || value == string(DropSummarize)):
@@ -359,11 +381,11 @@ func (e *Engine) cmdQueue(ctx context.Context, mc MsgContext, args string) (stri
 		case name == "debounce" && hasValue:
 			d, err := time.ParseDuration(value)
 			if err != nil || d < 0 {
-				return fmt.Sprintf("debounce must be a duration such as 500ms or 1.5s, got %q.", value), nil
+				return t.Format(texts.QueueDebounceInvalid, value), nil
 			}
 			set[optQueueDebounce] = strconv.FormatInt(d.Milliseconds(), 10)
 		default:
-			return fmt.Sprintf("Unknown setting %q. Usage: /queue %s", f, "[steer|followup|collect|interrupt] [cap:N] [drop:old|new|summarize] [debounce:500ms] | reset"), nil
+			return t.Format(texts.QueueUnknown, f, queueUsage), nil
 		}
 	}
 	for name, value := range set {
@@ -372,11 +394,11 @@ func (e *Engine) cmdQueue(ctx context.Context, mc MsgContext, args string) (stri
 		}
 	}
 	qs := e.queueSettingsFor(ctx, key, mc.Message.Channel)
-	prefix := "Queue"
+	shown := texts.QueueShow
 	if len(set) > 0 {
-		prefix = "Queue set"
+		shown = texts.QueueSetShow
 	}
-	return fmt.Sprintf("%s: %s, cap %d, drop %s, debounce %s.", prefix, qs.Mode, qs.Cap, qs.Drop, qs.Debounce), nil
+	return t.Format(shown, qs.Mode, qs.Cap, qs.Drop, qs.Debounce), nil
 }
 
 func (e *Engine) cmdCompact(ctx context.Context, mc MsgContext, _ string) (string, error) {
@@ -393,12 +415,12 @@ func (e *Engine) cmdCompact(ctx context.Context, mc MsgContext, _ string) (strin
 	before := transcriptTokens(tr)
 	compacted, err := e.compact(ctx, e.log, sess, tr)
 	if errors.Is(err, agent.ErrNothingToCompact) {
-		return "Nothing to compact yet.", nil
+		return e.opts.Locale.Text(texts.CompactNothing), nil
 	}
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("Compacted %d turns into a summary: about %d tokens before, %d now.", len(tr)-len(compacted)+1, before, transcriptTokens(compacted)), nil
+	return e.opts.Locale.Format(texts.CompactDone, len(tr)-len(compacted)+1, before, transcriptTokens(compacted)), nil
 }
 
 // compact summarizes the older turns of a session with its model chain and
@@ -416,9 +438,10 @@ func (e *Engine) compact(ctx context.Context, log *slog.Logger, sess store.Sessi
 }
 
 func (e *Engine) cmdElevate(ctx context.Context, mc MsgContext, args string) (string, error) {
+	t := e.opts.Locale
 	allowed := command.Policy{OwnerAllowFrom: e.opts.ElevatedAllowFrom}.Owner(string(mc.Message.Channel), string(mc.Message.Sender.ID))
 	if !allowed {
-		return "Elevated mode is not available to you (commands.elevatedAllowFrom).", nil
+		return t.Text(texts.ElevateDenied), nil
 	}
 	sess, err := e.session(ctx, mc.SessionKey)
 	if err != nil {
@@ -427,13 +450,13 @@ func (e *Engine) cmdElevate(ctx context.Context, mc MsgContext, args string) (st
 	switch strings.ToLower(args) {
 	case "":
 		if sess.Options[optElevated] != "" {
-			return "Elevated mode is on. /elevate off turns it off.", nil
+			return t.Text(texts.ElevateIsOn), nil
 		}
-		return "Elevated mode is off. /elevate on turns it on.", nil
+		return t.Text(texts.ElevateIsOff), nil
 	case "on":
-		return "Elevated mode is on for this session.", e.opts.Store.SetSessionOption(ctx, mc.SessionKey, optElevated, "on")
+		return t.Text(texts.ElevateOn), e.opts.Store.SetSessionOption(ctx, mc.SessionKey, optElevated, "on")
 	case "off":
-		return "Elevated mode is off.", e.opts.Store.SetSessionOption(ctx, mc.SessionKey, optElevated, "")
+		return t.Text(texts.ElevateOff), e.opts.Store.SetSessionOption(ctx, mc.SessionKey, optElevated, "")
 	}
-	return "Usage: /elevate [on|off]", nil
+	return t.Text(texts.ElevateUsage), nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/pincerbot/pincer/internal/command"
 	"github.com/pincerbot/pincer/internal/llm"
 	"github.com/pincerbot/pincer/internal/msg"
+	"github.com/pincerbot/pincer/internal/texts"
 )
 
 // namedProvider answers with its own id and records requests.
@@ -37,14 +38,49 @@ func (p *namedProvider) Stream(_ context.Context, req llm.Request) iter.Seq2[llm
 
 var everyone = command.Policy{AllowFrom: []string{"*"}, OwnerAllowFrom: []string{"webchat:owner"}}
 
+// commandEngine is an engine answering in English, for the tests of what
+// the commands do; TestCommandsAnswerInChineseByDefault checks the
+// default locale.
 func commandEngine(t *testing.T, policy command.Policy) (*Engine, *namedProvider, *namedProvider) {
+	t.Helper()
+	return commandEngineIn(t, policy, texts.EN)
+}
+
+func commandEngineIn(t *testing.T, policy command.Policy, locale texts.Locale) (*Engine, *namedProvider, *namedProvider) {
 	t.Helper()
 	_, st := newEngine(t, &echoProvider{})
 	a, b := &namedProvider{id: "a"}, &namedProvider{id: "b"}
 	runner := agent.NewRunner(agent.Options{Providers: map[string]llm.Provider{"a": a, "b": b}, MaxTokens: 100, ContextTokens: 10000})
 	e := New(Options{Store: st, Runner: runner, Models: []llm.Ref{{Provider: "a", Model: "m"}}, Policy: policy,
-		Aliases: map[string]string{"fast": "b/quick"}, ContextTokens: 10000})
+		Aliases: map[string]string{"fast": "b/quick"}, ContextTokens: 10000, Locale: locale})
 	return e, a, b
+}
+
+// TestCommandsAnswerInChineseByDefault: with no locale set, command
+// answers are Chinese and keep the command names as they are.
+func TestCommandsAnswerInChineseByDefault(t *testing.T) {
+	e, _, _ := commandEngineIn(t, everyone, "")
+	help := say(t, e, "u", "/help")
+	if len(help) != 1 || !strings.HasPrefix(help[0], "直接用自然语言和我聊天") || !strings.Contains(help[0], "\n/new — 开始新会话") || !strings.Contains(help[0], "/commands") {
+		t.Errorf("/help: %q", help)
+	}
+	tests := []struct{ cmd, want string }{
+		{"/status", "模型：a/m（默认）"},
+		{"/new", "已开始新会话，之前的对话不会再发给模型。"},
+		{"/stop", "当前没有正在生成的回复。"},
+		{"/commands", "/model [status|list|default|<provider/model>|<alias>] — 查看或切换本会话使用的模型［仅管理员］"},
+	}
+	for _, tt := range tests {
+		if got := say(t, e, "u", tt.cmd); len(got) != 1 || !strings.Contains(got[0], tt.want) {
+			t.Errorf("%s: %q, want it to hold %q", tt.cmd, got, tt.want)
+		}
+	}
+	if got := say(t, e, "owner", "/model fast"); len(got) != 1 || got[0] != "本会话的模型已切换为 b/quick。" {
+		t.Errorf("/model fast: %q", got)
+	}
+	if got := say(t, e, "owner", "/queue"); len(got) != 1 || !strings.HasPrefix(got[0], "队列：steer，上限 20，") {
+		t.Errorf("/queue: %q", got)
+	}
 }
 
 var msgSeq int
@@ -60,7 +96,7 @@ func say(t *testing.T, e *Engine, sender, text string) []string {
 	if err := e.Dispatch(context.Background(), m, r); err != nil {
 		t.Fatal(err)
 	}
-	return texts(r.delivered)
+	return outTexts(r.delivered)
 }
 
 func TestUnauthorizedCommandIsPlainText(t *testing.T) {
@@ -165,7 +201,7 @@ func TestStopAbortsRunningTurn(t *testing.T) {
 		if err := e.Dispatch(context.Background(), message("s", "b1", "/status", t0), status); err != nil {
 			t.Fatal(err)
 		}
-		if got := texts(status.delivered); len(got) != 1 || !strings.Contains(got[0], "being written") {
+		if got := outTexts(status.delivered); len(got) != 1 || !strings.Contains(got[0], "being written") {
 			t.Errorf("status while running: %q", got)
 		}
 		stop := message("2", "b1", "停止", t0)
@@ -176,11 +212,11 @@ func TestStopAbortsRunningTurn(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
-		if got := texts(sr.delivered); len(got) != 1 || got[0] != "Stopped." {
+		if got := outTexts(sr.delivered); len(got) != 1 || got[0] != "Stopped." {
 			t.Errorf("stop reply %q", got)
 		}
 		if len(r.delivered) != 0 {
-			t.Errorf("a stopped turn must send nothing more, sent %q", texts(r.delivered))
+			t.Errorf("a stopped turn must send nothing more, sent %q", outTexts(r.delivered))
 		}
 		tr, _ := st.Transcript(context.Background(), "agent:main:webchat:direct:b1")
 		if len(tr) != 2 || !tr[1].Partial || tr[1].Text != "echo:" {
@@ -190,7 +226,7 @@ func TestStopAbortsRunningTurn(t *testing.T) {
 		if err := e.Dispatch(context.Background(), message("3", "b1", "stop", t0), again); err != nil {
 			t.Fatal(err)
 		}
-		if got := texts(again.delivered); len(got) != 1 || got[0] != "Nothing is running." {
+		if got := outTexts(again.delivered); len(got) != 1 || got[0] != "Nothing is running." {
 			t.Errorf("second stop: %q", got)
 		}
 	})
@@ -327,7 +363,7 @@ func TestIdentityPrefix(t *testing.T) {
 	if err := e.Dispatch(context.Background(), message("1", "b", "hi", t0), r); err != nil {
 		t.Fatal(err)
 	}
-	if got := texts(r.delivered); len(got) != 1 || got[0] != "Pincer: hello" {
+	if got := outTexts(r.delivered); len(got) != 1 || got[0] != "Pincer: hello" {
 		t.Errorf("%q", got)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/reply"
 	"github.com/pincerbot/pincer/internal/store"
+	"github.com/pincerbot/pincer/internal/texts"
 )
 
 // Options configure an Engine.
@@ -101,8 +102,11 @@ type Options struct {
 	// platform fetches them, so they must not point into pincer's own
 	// network); an error keeps the URL from being sent.
 	MediaURL func(ctx context.Context, rawURL string) error
-	Metrics  *Metrics
-	Logger   *slog.Logger
+	// Locale is the language of what the engine tells a person: command
+	// answers and failure notices. The zero Locale is texts.Default.
+	Locale  texts.Locale
+	Metrics *Metrics
+	Logger  *slog.Logger
 }
 
 // Engine dispatches inbound messages to agent turns. It is a channel.Sink.
@@ -325,7 +329,7 @@ func (e *Engine) storageFailed(ctx context.Context, log *slog.Logger, m msg.Mess
 		return
 	}
 	out := msg.Outbound{Account: m.Account, Peer: m.Peer, IsError: true,
-		Text: "⚠️ Your message could not be handled: pincer cannot write to its storage right now. The operator has been told; please try again later."}
+		Text: e.opts.Locale.Text(texts.StorageFailed)}
 	if _, derr := r.Deliver(context.WithoutCancel(ctx), out); derr != nil {
 		log.Warn("storage failure notice not delivered", "err", derr)
 	}
@@ -340,7 +344,7 @@ func (e *Engine) dispatch(ctx context.Context, log *slog.Logger, mc MsgContext, 
 	}
 	if err != nil {
 		log.Error("command failed", "err", err)
-		text = "⚠️ The command failed: " + err.Error()
+		text = e.opts.Locale.Format(texts.CommandFailed, err)
 	}
 	e.opts.Metrics.turns.WithLabelValues("command").Inc()
 	out := msg.Outbound{ID: mc.Key + "#cmd", Account: mc.Message.Account, Peer: mc.Message.Peer, Text: text, IsError: err != nil}
@@ -360,10 +364,10 @@ func (e *Engine) abort(key string) string {
 	cancel := sh.active[key]
 	sh.mu.Unlock()
 	if cancel == nil {
-		return "Nothing is running."
+		return e.opts.Locale.Text(texts.StopNothing)
 	}
 	cancel(errAborted)
-	return "Stopped."
+	return e.opts.Locale.Text(texts.Stopped)
 }
 
 func (e *Engine) isActive(key string) bool {
@@ -420,24 +424,24 @@ func (e *Engine) runAgent(ctx context.Context, log *slog.Logger, in agent.Input)
 	return e.opts.Runner.Run(ctx, in)
 }
 
-// ErrorNotice is what a direct chat is told when its turn failed: which
-// model failed and how (refused, timed out, rejected the key), and what the
-// user can do.
-func ErrorNotice(err error) string {
+// ErrorNotice is what a direct chat is told, in locale t, when its turn
+// failed: which model failed and how (refused, timed out, rejected the
+// key), and what the user can do.
+func ErrorNotice(t texts.Locale, err error) string {
 	var le *llm.Error
 	if errors.Is(err, errTurnTimeout) {
-		return "⚠️ No reply: the answer took longer than the time limit for one reply. Please try again, perhaps with a simpler question."
+		return t.Text(texts.NoticeTurnTimeout)
 	}
 	if !errors.As(err, &le) {
 		switch {
 		case errors.Is(err, context.Canceled):
-			return "⚠️ The reply was interrupted."
+			return t.Text(texts.NoticeInterrupted)
 		case errors.Is(err, agent.ErrNoModel):
-			return "⚠️ No reply: no usable model is configured. Ask the operator to check the model settings."
+			return t.Text(texts.NoticeNoModel)
 		}
-		return "⚠️ No reply: something went wrong inside pincer. The operator can find the details in its log."
+		return t.Text(texts.NoticeInternal)
 	}
-	model := "the model"
+	model := t.Text(texts.NoticeTheModel)
 	if le.Provider != "" {
 		model = le.Provider
 		if le.Model != "" {
@@ -446,33 +450,36 @@ func ErrorNotice(err error) string {
 	}
 	status := ""
 	if le.Status != 0 {
-		status = fmt.Sprintf(" (HTTP %d)", le.Status)
+		status = t.Format(texts.NoticeHTTPStatus, le.Status)
 	}
+	var notice texts.Key
 	switch le.Reason {
-	case llm.ReasonRateLimit:
-		return fmt.Sprintf("⚠️ No reply: %s refused the request because of its rate limit%s. Please try again in a moment.", model, status)
-	case llm.ReasonOverloaded:
-		return fmt.Sprintf("⚠️ No reply: %s is overloaded%s. Please try again in a moment.", model, status)
-	case llm.ReasonTimeout:
-		return fmt.Sprintf("⚠️ No reply: %s timed out without answering%s. Please try again in a moment.", model, status)
-	case llm.ReasonNetwork:
-		return fmt.Sprintf("⚠️ No reply: %s could not be reached. Please try again in a moment.", model)
-	case llm.ReasonTruncated:
-		return fmt.Sprintf("⚠️ No reply: %s broke off its answer. Please try again.", model)
-	case llm.ReasonServer:
-		return fmt.Sprintf("⚠️ No reply: %s failed with a server error%s. Please try again in a moment.", model, status)
-	case llm.ReasonAuth:
-		return fmt.Sprintf("⚠️ No reply: %s rejected pincer's API key%s. Ask the operator to check it.", model, status)
-	case llm.ReasonNotFound:
-		return fmt.Sprintf("⚠️ No reply: %s does not know this model%s. Ask the operator to check the model name.", model, status)
-	case llm.ReasonQuota:
-		return fmt.Sprintf("⚠️ No reply: %s says the account is out of quota%s. Ask the operator to check billing.", model, status)
-	case llm.ReasonInvalid:
-		return fmt.Sprintf("⚠️ No reply: %s refused the request as invalid%s.", model, status)
 	case llm.ReasonCanceled:
-		return "⚠️ The reply was interrupted."
+		return t.Text(texts.NoticeInterrupted)
+	case llm.ReasonNetwork:
+		return t.Format(texts.NoticeNetwork, model)
+	case llm.ReasonTruncated:
+		return t.Format(texts.NoticeTruncated, model)
+	case llm.ReasonRateLimit:
+		notice = texts.NoticeRateLimit
+	case llm.ReasonOverloaded:
+		notice = texts.NoticeOverloaded
+	case llm.ReasonTimeout:
+		notice = texts.NoticeTimeout
+	case llm.ReasonServer:
+		notice = texts.NoticeServer
+	case llm.ReasonAuth:
+		notice = texts.NoticeAuth
+	case llm.ReasonNotFound:
+		notice = texts.NoticeNotFound
+	case llm.ReasonQuota:
+		notice = texts.NoticeQuota
+	case llm.ReasonInvalid:
+		notice = texts.NoticeInvalid
+	default:
+		notice = texts.NoticeFailed
 	}
-	return fmt.Sprintf("⚠️ No reply: %s failed%s.", model, status)
+	return t.Format(notice, model, status)
 }
 
 // Close stops accepting messages and waits for in-flight turns. When ctx

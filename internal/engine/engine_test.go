@@ -20,6 +20,7 @@ import (
 	"github.com/pincerbot/pincer/internal/reply"
 	"github.com/pincerbot/pincer/internal/store"
 	"github.com/pincerbot/pincer/internal/store/sqlite"
+	"github.com/pincerbot/pincer/internal/texts"
 )
 
 // echoProvider replies "echo: <last user text>" in two deltas and records
@@ -90,7 +91,7 @@ func newEngine(t *testing.T, p llm.Provider) (*Engine, store.Store) {
 	t.Cleanup(func() { st.Close() })
 	runner := agent.NewRunner(agent.Options{Providers: map[string]llm.Provider{"fake": p}, MaxTokens: 100, ContextTokens: 10000})
 	e := New(Options{Store: st, Runner: runner, Models: []llm.Ref{{Provider: "fake", Model: "m"}},
-		System: func() string { return "sys" }, Location: time.UTC})
+		System: func() string { return "sys" }, Location: time.UTC, Locale: texts.EN})
 	return e, st
 }
 
@@ -268,8 +269,28 @@ func TestErrorNotice(t *testing.T) {
 		{errors.New("x"), "something went wrong inside pincer"},
 	}
 	for _, tt := range tests {
-		if got := ErrorNotice(tt.err); !strings.Contains(got, tt.want) {
+		if got := ErrorNotice(texts.EN, tt.err); !strings.Contains(got, tt.want) {
 			t.Errorf("ErrorNotice(%v) = %q, want it to mention %q", tt.err, got, tt.want)
+		}
+	}
+}
+
+// TestErrorNoticeIsChineseByDefault: the zero locale tells a direct chat
+// in Chinese which model failed and how.
+func TestErrorNoticeIsChineseByDefault(t *testing.T) {
+	tests := []struct {
+		err  error
+		want string
+	}{
+		{&llm.Error{Provider: "deepseek", Model: "deepseek-chat", Class: llm.Retryable, Reason: llm.ReasonRateLimit, Status: 429}, "⚠️ 没有回复：deepseek/deepseek-chat 触发了限流（HTTP 429），请稍后再试。"},
+		{&llm.Error{Provider: "qwen", Class: llm.Retryable, Reason: llm.ReasonNetwork}, "⚠️ 没有回复：无法连接 qwen，请稍后再试。"},
+		{&llm.Error{Provider: "openai", Model: "gpt-4o", Class: llm.Retryable, Reason: llm.ReasonServer, Status: 500}, "⚠️ 没有回复：openai/gpt-4o 服务端出错（HTTP 500），请稍后再试。"},
+		{context.Canceled, "⚠️ 回复被中断了。"},
+	}
+	for _, tt := range tests {
+		var zero texts.Locale
+		if got := ErrorNotice(zero, tt.err); got != tt.want {
+			t.Errorf("ErrorNotice(%v) = %q, want %q", tt.err, got, tt.want)
 		}
 	}
 }
@@ -317,7 +338,7 @@ func newScripted(t *testing.T, o Options, deltas ...string) *Engine {
 	return New(o)
 }
 
-func texts(outs []msg.Outbound) []string {
+func outTexts(outs []msg.Outbound) []string {
 	var s []string
 	for _, o := range outs {
 		s = append(s, o.Text)
@@ -335,7 +356,7 @@ func TestBlockStreamingToWholeMessageChannels(t *testing.T) {
 		if err := e.Dispatch(context.Background(), message("1", "b", "go", t0), r); err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff([]string{"First part.", "Second part.", "Third."}, texts(r.delivered)); diff != "" {
+		if diff := cmp.Diff([]string{"First part.", "Second part.", "Third."}, outTexts(r.delivered)); diff != "" {
 			t.Errorf("blocks (-want +got):\n%s", diff)
 		}
 		if took := time.Since(start); took != 2*time.Second {
@@ -346,7 +367,7 @@ func TestBlockStreamingToWholeMessageChannels(t *testing.T) {
 		if err := e.Dispatch(context.Background(), message("2", "b", "again", t0), live); err != nil {
 			t.Fatal(err)
 		}
-		if got := texts(live.delivered); len(got) != 1 || got[0] != "First part.\n\nSecond part.\n\nThird." {
+		if got := outTexts(live.delivered); len(got) != 1 || got[0] != "First part.\n\nSecond part.\n\nThird." {
 			t.Errorf("a live channel must get one whole reply: %q", got)
 		}
 	})
@@ -359,7 +380,7 @@ func TestSilentReplyIsNotDelivered(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(r.delivered) != 0 {
-		t.Errorf("delivered %q", texts(r.delivered))
+		t.Errorf("delivered %q", outTexts(r.delivered))
 	}
 	if diff := cmp.Diff([]bool{true, false}, r.typing); diff != "" {
 		t.Errorf("typing must start with the run and stop on a silent outcome (-want +got):\n%s", diff)
@@ -372,7 +393,7 @@ func TestSilentSuffixIsARealReply(t *testing.T) {
 	if err := e.Dispatch(context.Background(), message("1", "b", "hi", t0), r); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"[m1] Here is the answer."}, texts(r.delivered)); diff != "" {
+	if diff := cmp.Diff([]string{"[m1] Here is the answer."}, outTexts(r.delivered)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
@@ -400,7 +421,7 @@ func TestPanicInRunStillCompletesDispatch(t *testing.T) {
 	if diff := cmp.Diff([]bool{true, false}, r.typing); diff != "" {
 		t.Errorf("typing (-want +got):\n%s", diff)
 	}
-	if got := texts(r.delivered); len(got) != 1 || !strings.Contains(got[0], "went wrong") {
+	if got := outTexts(r.delivered); len(got) != 1 || !strings.Contains(got[0], "went wrong") {
 		t.Errorf("delivered %q", got)
 	}
 	tr, _ := st.Transcript(context.Background(), "agent:main:webchat:direct:b1")

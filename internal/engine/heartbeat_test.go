@@ -63,10 +63,10 @@ func (a *sendAdapter) Send(_ context.Context, out msg.Outbound) (msg.MessageID, 
 	return "s", nil
 }
 
-func (a *sendAdapter) texts() []string {
+func (a *sendAdapter) outTexts() []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return texts(a.sent)
+	return outTexts(a.sent)
 }
 
 func heartbeatEngine(t *testing.T, p *beatProvider, hb Heartbeat) *Engine {
@@ -109,7 +109,7 @@ func TestHeartbeatAckIsNotDelivered(t *testing.T) {
 		if len(p.models) != 2 || p.models[1] != "cheap" {
 			t.Errorf("models %v; the heartbeat runs on its own model", p.models)
 		}
-		if got := a.texts(); len(got) != 0 {
+		if got := a.outTexts(); len(got) != 0 {
 			t.Errorf("an acknowledgement was delivered: %q", got)
 		}
 	})
@@ -128,7 +128,7 @@ func TestHeartbeatReportIsDelivered(t *testing.T) {
 		defer stop()
 		time.Sleep(time.Hour)
 		synctest.Wait()
-		if got := a.texts(); len(got) != 1 || got[0] != report {
+		if got := a.outTexts(); len(got) != 1 || got[0] != report {
 			t.Errorf("delivered %q", got)
 		}
 		if out := a.sent[0]; out.Peer.ID != "b1" || out.Peer.Kind != msg.Direct {
@@ -153,8 +153,8 @@ func TestHeartbeatSkippedWhileBusy(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
-		if len(p.models) != 1 || len(a.texts()) != 0 {
-			t.Errorf("the skipped heartbeat ran: %v %q", p.models, a.texts())
+		if len(p.models) != 1 || len(a.outTexts()) != 0 {
+			t.Errorf("the skipped heartbeat ran: %v %q", p.models, a.outTexts())
 		}
 	})
 }
@@ -188,11 +188,11 @@ func TestHeartbeatOnSchedule(t *testing.T) {
 		defer stop()
 		time.Sleep(9 * time.Minute)
 		synctest.Wait()
-		if n := len(a.texts()); n != 0 {
+		if n := len(a.outTexts()); n != 0 {
 			t.Fatalf("%d beats before the schedule", n)
 		}
 		time.Sleep(2 * time.Hour)
-		if n := len(a.texts()); n != 2 {
+		if n := len(a.outTexts()); n != 2 {
 			t.Errorf("%d beats, want the 2 scheduled", n)
 		}
 	})

@@ -105,7 +105,7 @@ func (q *queueRig) release() {
 	synctest.Wait()
 }
 
-func (q *queueRig) reply(id string) []string { return texts(q.replies[id].delivered) }
+func (q *queueRig) reply(id string) []string { return outTexts(q.replies[id].delivered) }
 
 func TestQueueFollowup(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

@@ -83,7 +83,7 @@ func TestThinkingModelKeepsItsSlot(t *testing.T) {
 				if err := <-done; err != nil {
 					t.Fatal(err)
 				}
-				if got := texts(thinker.delivered); len(got) != 1 || got[0] != "the answer" {
+				if got := outTexts(thinker.delivered); len(got) != 1 || got[0] != "the answer" {
 					t.Errorf("the thinking model delivered %q", got)
 				}
 			})

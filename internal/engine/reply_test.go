@@ -16,6 +16,7 @@ import (
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/reply"
 	"github.com/pincerbot/pincer/internal/store"
+	"github.com/pincerbot/pincer/internal/texts"
 )
 
 // call scripts one model call: text deltas, then tool calls, or an error
@@ -114,7 +115,7 @@ func TestSilentReplyLeaksNowhere(t *testing.T) {
 				t.Errorf("the silent token leaked into a block: %q", out.Text)
 			}
 		}
-		if diff := cmp.Diff([]string{"Let me check"}, texts(r.delivered)); diff != "" {
+		if diff := cmp.Diff([]string{"Let me check"}, outTexts(r.delivered)); diff != "" {
 			t.Errorf("blocks (-want +got):\n%s", diff)
 		}
 
@@ -125,7 +126,7 @@ func TestSilentReplyLeaksNowhere(t *testing.T) {
 			t.Fatal(err)
 		}
 		if len(live.partials) != 0 || len(live.delivered) != 0 {
-			t.Errorf("a silent reply showed %q and delivered %q", live.partials, texts(live.delivered))
+			t.Errorf("a silent reply showed %q and delivered %q", live.partials, outTexts(live.delivered))
 		}
 		tr, _ := st.Transcript(context.Background(), "agent:main:webchat:direct:b")
 		if len(tr) != 2 || tr[1].Text != reply.SilentToken {
@@ -141,7 +142,7 @@ func TestSilentReplyLeaksNowhere(t *testing.T) {
 		if got := strings.Join(trailing.partials, ""); got != "Sure!" {
 			t.Errorf("shown live %q", got)
 		}
-		if diff := cmp.Diff([]string{"Sure!"}, texts(trailing.delivered)); diff != "" {
+		if diff := cmp.Diff([]string{"Sure!"}, outTexts(trailing.delivered)); diff != "" {
 			t.Errorf("delivered (-want +got):\n%s", diff)
 		}
 		tr3, _ := st3.Transcript(context.Background(), "agent:main:webchat:direct:c")
@@ -163,7 +164,7 @@ func TestToolRoundsAreSeparated(t *testing.T) {
 	if got := strings.Join(live.partials, ""); got != "Let me check.\n\nIt is 3." {
 		t.Errorf("live %q", got)
 	}
-	if diff := cmp.Diff([]string{"Let me check.\n\nIt is 3."}, texts(live.delivered)); diff != "" {
+	if diff := cmp.Diff([]string{"Let me check.\n\nIt is 3."}, outTexts(live.delivered)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
@@ -182,7 +183,7 @@ func TestMidStreamFailureIsNotTheAnswer(t *testing.T) {
 		if err := e.Dispatch(context.Background(), groupMessage("1", "question"), r); err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff([]string{"The answer is 42."}, texts(r.delivered)); diff != "" {
+		if diff := cmp.Diff([]string{"The answer is 42."}, outTexts(r.delivered)); diff != "" {
 			t.Errorf("(-want +got):\n%s", diff)
 		}
 		if a.count() != 2 || b.count() != 1 {
@@ -201,29 +202,29 @@ func TestFailureNotices(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		limited := &llm.Error{Class: llm.Retryable, Reason: llm.ReasonRateLimit, Status: 429}
 		a := &callsProvider{id: "a", calls: []call{{err: limited}}}
-		e, _ := callsEngine(t, Options{}, a)
+		e, _ := callsEngine(t, Options{Locale: texts.EN}, a)
 		group := &recorder{}
 		if err := e.Dispatch(context.Background(), groupMessage("1", "hi"), group); err != nil {
 			t.Fatal(err)
 		}
 		if len(group.delivered) != 0 {
-			t.Errorf("a group got %q", texts(group.delivered))
+			t.Errorf("a group got %q", outTexts(group.delivered))
 		}
 		direct := &recorder{}
 		if err := e.Dispatch(context.Background(), message("2", "b", "hi", t0), direct); err != nil {
 			t.Fatal(err)
 		}
-		if got := texts(direct.delivered); len(got) != 1 || !strings.Contains(got[0], "a/m refused the request because of its rate limit (HTTP 429)") || !direct.delivered[0].IsError {
+		if got := outTexts(direct.delivered); len(got) != 1 || !strings.Contains(got[0], "a/m refused the request because of its rate limit (HTTP 429)") || !direct.delivered[0].IsError {
 			t.Errorf("direct chat got %q", got)
 		}
 
 		cut := &callsProvider{id: "a", calls: []call{{text: []string{"Half of it"}, err: &llm.Error{Class: llm.Retryable, Reason: llm.ReasonNetwork}}}}
-		e2, _ := callsEngine(t, Options{}, cut)
+		e2, _ := callsEngine(t, Options{Locale: texts.EN}, cut)
 		live := &liveRecorder{}
 		if err := e2.Dispatch(context.Background(), message("3", "c", "hi", t0), live); err != nil {
 			t.Fatal(err)
 		}
-		if got := texts(live.delivered); len(got) != 1 || !strings.HasPrefix(got[0], "Half of it\n\n⚠️ No reply: a/m could not be reached") || !live.delivered[0].IsError {
+		if got := outTexts(live.delivered); len(got) != 1 || !strings.HasPrefix(got[0], "Half of it\n\n⚠️ No reply: a/m could not be reached") || !live.delivered[0].IsError {
 			t.Errorf("a live view keeps what it showed and learns of the failure: %q", got)
 		}
 	})
@@ -241,7 +242,7 @@ func TestRepeatedBlocksAreKept(t *testing.T) {
 		if err := e.Dispatch(context.Background(), message("1", "b", "sing", t0), r); err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff([]string{"La la la, sing along.", "Second verse here.", "La la la, sing along."}, texts(r.delivered)); diff != "" {
+		if diff := cmp.Diff([]string{"La la la, sing along.", "Second verse here.", "La la la, sing along."}, outTexts(r.delivered)); diff != "" {
 			t.Errorf("(-want +got):\n%s", diff)
 		}
 	})

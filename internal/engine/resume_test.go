@@ -18,6 +18,7 @@ import (
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/store"
 	"github.com/pincerbot/pincer/internal/store/sqlite"
+	"github.com/pincerbot/pincer/internal/texts"
 )
 
 // hangingProvider answers "re: <text>" but never answers messages whose
@@ -85,7 +86,7 @@ func TestHungTurnsDoNotStarveOtherChats(t *testing.T) {
 		if took := time.Since(start); took != SlotPatience {
 			t.Errorf("the other chat waited %v; want the slot lent after %v", took, SlotPatience)
 		}
-		if got := texts(r.delivered); len(got) != 1 || got[0] != "re: quick one" {
+		if got := outTexts(r.delivered); len(got) != 1 || got[0] != "re: quick one" {
 			t.Errorf("delivered %q", got)
 		}
 		e.cancel()
@@ -97,7 +98,7 @@ func TestHungTurnsDoNotStarveOtherChats(t *testing.T) {
 func TestTurnDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		slow := &callsProvider{id: "fake", calls: []call{{text: []string{"."}, tools: lookup}}} // tools forever
-		e, _ := callsEngine(t, Options{TurnTimeout: time.Minute}, slow)
+		e, _ := callsEngine(t, Options{TurnTimeout: time.Minute, Locale: texts.EN}, slow)
 		e.opts.Runner = agent.NewRunner(agent.Options{Providers: map[string]llm.Provider{"fake": &slowProvider{}}, MaxTokens: 100, ContextTokens: 10000})
 		e.opts.Models = []llm.Ref{{Provider: "fake", Model: "m"}}
 		r := &recorder{}
@@ -108,7 +109,7 @@ func TestTurnDeadline(t *testing.T) {
 		if took := time.Since(start); took != time.Minute {
 			t.Errorf("the turn took %v", took)
 		}
-		if got := texts(r.delivered); len(got) != 1 || !strings.Contains(got[0], "time limit") {
+		if got := outTexts(r.delivered); len(got) != 1 || !strings.Contains(got[0], "time limit") {
 			t.Errorf("delivered %q", got)
 		}
 	})
@@ -240,12 +241,12 @@ func (failingStore) AdmitTurn(context.Context, string, time.Duration, []byte, st
 // a direct chat is told; a group is not.
 func TestStorageFailureIsToldInDirectChats(t *testing.T) {
 	st := failingStore{openDB(t, filepath.Join(t.TempDir(), "p.db"))}
-	e := engineOn(t, st, &echoProvider{}, Options{})
+	e := engineOn(t, st, &echoProvider{}, Options{Locale: texts.EN})
 	direct := &recorder{}
 	if err := e.Dispatch(context.Background(), message("1", "b1", "hi", t0), direct); err == nil {
 		t.Error("no error")
 	}
-	if got := texts(direct.delivered); len(got) != 1 || !strings.Contains(got[0], "could not be handled") || !direct.delivered[0].IsError {
+	if got := outTexts(direct.delivered); len(got) != 1 || !strings.Contains(got[0], "could not be handled") || !direct.delivered[0].IsError {
 		t.Errorf("direct chat got %q", got)
 	}
 	group := &recorder{}
@@ -253,7 +254,7 @@ func TestStorageFailureIsToldInDirectChats(t *testing.T) {
 	g.Peer = msg.Peer{Kind: msg.Group, ID: "g1"}
 	_ = e.Dispatch(context.Background(), g, group)
 	if len(group.delivered) != 0 {
-		t.Errorf("a group got %q", texts(group.delivered))
+		t.Errorf("a group got %q", outTexts(group.delivered))
 	}
 }
 

@@ -36,7 +36,7 @@ func TestHeartbeatDecoratedAckIsNotDelivered(t *testing.T) {
 				defer stop()
 				time.Sleep(time.Hour)
 				synctest.Wait()
-				if got := strings.Join(a.texts(), "|"); got != tt.want {
+				if got := strings.Join(a.outTexts(), "|"); got != tt.want {
 					t.Errorf("delivered %q, want %q", got, tt.want)
 				}
 			})

@@ -448,7 +448,7 @@ func (e *Engine) failure(log *slog.Logger, m msg.Message, err error, stream *rep
 	}
 	log.Warn("agent turn failed", "err", err, "shown", stream.shownAny())
 	p := base
-	p.Text, p.IsError = ErrorNotice(err), true
+	p.Text, p.IsError = ErrorNotice(e.opts.Locale, err), true
 	if stream.live && stream.shownAny() {
 		// The live view shows the cut text: the notice follows it in the
 		// same bubble, marked as an error.

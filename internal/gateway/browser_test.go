@@ -40,7 +40,7 @@ func TestBrowserDashboardTracesLive(t *testing.T) {
 	if err := chromedp.Do(ctx,
 		chromedp.EmulateViewport(1280, 900),
 		chromedp.Navigate(g.url+"/dashboard"),
-		chromedp.Poll[chromedp.Void](`document.getElementById('live').textContent === 'live'`),
+		chromedp.Poll[chromedp.Void](`document.getElementById('live').textContent === '实时'`), // the default locale's
 		chromedp.Poll[chromedp.Void](`document.querySelector('.account[data-account="onebot:default"]') !== null &&
 			document.querySelector('.account[data-account="onebot:default"]').textContent.includes('connected')`),
 	); err != nil {

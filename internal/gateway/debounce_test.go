@@ -21,6 +21,7 @@ func TestWebchatDebounceMergesABurstAndCommandsNeverWait(t *testing.T) {
 	fake.Script(llmtest.Reply{Text: []string{"merged answer"}}, llmtest.Reply{Text: []string{"the summary"}})
 	cfg := withOpenAI(fake.URL)
 	cfg.Messages.Inbound.DebounceMs = 60000 // held until something lets it go
+	cfg.UI.Locale = "en"                    // the merged messages' notice is read below
 	g := startGateway(t, cfg)
 	c := webchattest.New(g.url)
 	if _, err := c.Session(); err != nil { // the browser cookie

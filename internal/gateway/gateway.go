@@ -320,6 +320,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		MediaRoots:        sendRoots(cfg.Media),
 		MediaURL:          kit.publicURL,
 		System:            systemPrompt(agent.NewPrompt(d.SystemPrompt, d.Workspace), log),
+		Locale:            cfg.UI.TextLocale(),
 	})
 
 	// Every channel feeds its receive pipeline; the web chat goes through
@@ -348,7 +349,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	var sink channel.Sink
 	var deb *engine.Debouncer
 	if cfg.Channels.Webchat.Enabled {
-		if wc, err = webchat.New(webchat.Options{Title: cfg.Channels.Webchat.Title, Logger: log}); err != nil {
+		if wc, err = webchat.New(webchat.Options{Title: cfg.Channels.Webchat.Title, Locale: cfg.UI.TextLocale(), Logger: log}); err != nil {
 			return err
 		}
 		app = wc.Handler()
@@ -373,7 +374,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	}
 	// The dashboard is served next to the web chat, behind the same token.
 	dash, err := dashboard.New(dashboard.Options{
-		Recorder: tracer, Errors: o.Errors, Logger: log,
+		Recorder: tracer, Errors: o.Errors, Logger: log, Locale: cfg.UI.TextLocale(),
 		Source: &dashboardSource{
 			version: o.Version, started: time.Now(), qq: qqs, lark: larks, ingest: ingest,
 			capacity: cfg.Messages.Inbound.QueueOrDefault(), out: out, st: st, eng: eng,

@@ -242,6 +242,7 @@ func TestCommandsAndDebounceFromConfig(t *testing.T) {
 	fake.Script(llmtest.Reply{Text: []string{"merged answer"}})
 	cfg := withOpenAI(fake.URL)
 	cfg.Messages.Inbound.DebounceMs = 50
+	english(&cfg) // the answers are read below
 	g := startGateway(t, cfg)
 	c := webchattest.New(g.url)
 	// /status bypasses the debounce and answers without the model.

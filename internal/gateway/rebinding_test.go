@@ -42,6 +42,7 @@ func asHost(t *testing.T, base, method, path, host, body string) (int, string) {
 func TestLoopbackGatewayRefusesReboundHosts(t *testing.T) {
 	cfg := config.Default()
 	cfg.Gateway.AllowedHosts = []string{"pincer.lan"}
+	english(&cfg) // /status's answer is read below
 	g := startGateway(t, cfg)
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(g.url, "http://"))
 	status := `{"text":"/status"}`

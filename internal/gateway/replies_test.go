@@ -294,7 +294,7 @@ func TestQQDigestIsNeverMergedIntoARealtimeTurn(t *testing.T) {
 // question is not sent to the model as text: the question is answered on
 // its own and the command acts.
 func TestQQCommandInsideAWindowActsAsCommand(t *testing.T) {
-	r := newQQRig(t, func(c *config.Config) { c.Commands.AllowFrom = []string{"*"} })
+	r := newQQRig(t, func(c *config.Config) { c.Commands.AllowFrom = []string{"*"}; english(c) })
 	r.model.Script(llmtest.Reply{Text: []string{"the answer"}})
 	r.push(t, groupFrom(1, 10001, "张三", atBot(), text(" 问个问题")))
 	r.push(t, groupFrom(2, 10001, "张三", text("/new")))
@@ -331,7 +331,7 @@ func TestQQMidStreamFailureIsRetried(t *testing.T) {
 // keeps failing leaves a group without a message (the failure is counted);
 // a direct chat learns which model failed and how.
 func TestQQFailuresAreSilentInGroupsAndExplainedInDirectChats(t *testing.T) {
-	r := newQQRig(t, nil)
+	r := newQQRig(t, english)
 	r.model.Script(llmtest.Reply{Status: http.StatusInternalServerError})
 	r.push(t, groupFrom(1, 10001, "张三", atBot(), text(" 在吗")))
 	r.metric(t, `pincer_turns_total{outcome="failed"}`, 1)
@@ -388,6 +388,7 @@ func TestQQStoppedTurnAnswersSteeredMessagesOnce(t *testing.T) {
 	r := newQQRig(t, func(c *config.Config) {
 		c.Commands.AllowFrom = []string{"*"}
 		c.Channels.OneBot.Receive.History.Enabled = false
+		english(c)
 	})
 	r.model.Script(llmtest.Reply{Text: []string{"a long ", "story"}, Hold: hold}, llmtest.Reply{Text: []string{"八点，老地方"}})
 	r.push(t, groupFrom(1, 10001, "张三", atBot(), text(" 讲个长故事")))

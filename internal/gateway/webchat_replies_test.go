@@ -57,6 +57,7 @@ func TestWebchatStopCancelsAHeldMessage(t *testing.T) {
 	fake := llmtest.NewOpenAI(t)
 	cfg := withOpenAI(fake.URL)
 	cfg.Messages.Inbound.DebounceMs = 60000
+	english(&cfg) // the answers are read below
 	g := startGateway(t, cfg)
 	c := webchattest.New(g.url)
 	if _, err := c.Session(); err != nil { // the browser cookie

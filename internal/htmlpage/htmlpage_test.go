@@ -3,35 +3,63 @@ package htmlpage
 import (
 	"bytes"
 	"html/template"
+	"slices"
 	"testing"
 	"testing/fstest"
 )
 
+// field answers the names of fields.
+func field(fields map[string]string) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		v, ok := fields[name]
+		return v, ok
+	}
+}
+
 // TestRenderAsHTMLTemplate: a page renders byte for byte as html/template
-// rendered it, for titles with every character it escapes.
+// rendered it, for values with every character it escapes, in elements
+// and in quoted attributes.
 func TestRenderAsHTMLTemplate(t *testing.T) {
-	const src = "<!doctype html>\n<title>{{.Title}}</title>\n<h1>{{.Title}}</h1><p>x</p>\n<h2>Hi, this is {{.Title}}.</h2>\n"
+	const src = "<!doctype html>\n<html lang=\"{{.Lang}}\"><title>{{.Title}}</title>\n<h1>{{.Title}}</h1><p>x</p>\n<h2>{{.Hello}}</h2>\n<body data-texts=\"{{.Texts}}\">\n"
 	ref := template.Must(template.New("p").Parse(src))
 	page, err := Parse(src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, title := range []string{"", "pincer", "小钳子", `a<b>&"c'+d` + "\x00e", "&amp; already"} {
+	for _, v := range []string{"", "pincer", "小钳子", `a<b>&"c'+d` + "\x00e", "&amp; already", `{"k":"v's"}`} {
+		fields := map[string]string{"Title": v, "Lang": "zh-CN", "Hello": "你好，" + v, "Texts": v}
 		var want bytes.Buffer
-		if err := ref.Execute(&want, map[string]string{"Title": title}); err != nil {
+		if err := ref.Execute(&want, fields); err != nil {
 			t.Fatal(err)
 		}
-		if got := page.Render(title); got != want.String() {
-			t.Errorf("title %q:\n got %q\nwant %q", title, got, want.String())
+		got, err := page.Render(field(fields))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want.String() {
+			t.Errorf("value %q:\n got %q\nwant %q", v, got, want.String())
 		}
 	}
 }
 
 func TestOtherActionsRefused(t *testing.T) {
-	for _, src := range []string{"<p>{{.Other}}</p>", "{{.Title}}{{if .X}}{{end}}", "{{ .Title }}"} {
+	for _, src := range []string{"{{.Title}}{{if .X}}{{end}}", "{{ .Title }}", "{{Title}}", "{{.1}}"} {
 		if _, err := Parse(src); err == nil {
 			t.Errorf("Parse(%q) accepted it", src)
 		}
+	}
+}
+
+func TestRenderRefusesAnUnknownName(t *testing.T) {
+	page, err := Parse("<p>{{.webchat.send}}</p><p>{{.nope}}</p>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := page.Names(); !slices.Equal(got, []string{"webchat.send", "nope"}) {
+		t.Errorf("Names() = %q", got)
+	}
+	if _, err := page.Render(field(map[string]string{"webchat.send": "发送"})); err == nil {
+		t.Error("a page naming an unknown field rendered")
 	}
 }
 
@@ -41,7 +69,7 @@ func TestParseFS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := page.Render("x&y"); got != "<title>x&amp;y</title>" {
+	if got, _ := page.Render(field(map[string]string{"Title": "x&y"})); got != "<title>x&amp;y</title>" {
 		t.Errorf("got %q", got)
 	}
 	if _, err := ParseFS(fsys, "missing.html"); err == nil {

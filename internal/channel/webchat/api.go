@@ -16,6 +16,7 @@ import (
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/reply"
 	"github.com/pincerbot/pincer/internal/store"
+	"github.com/pincerbot/pincer/internal/texts"
 )
 
 // TurnView is one transcript entry as the page shows it.
@@ -61,14 +62,14 @@ func (c *Channel) peer(id string) msg.Peer { return msg.Peer{Kind: msg.Direct, I
 func (c *Channel) serveSession(w http.ResponseWriter, r *http.Request) {
 	b := c.getBackend()
 	if b == nil {
-		httpError(w, http.StatusServiceUnavailable, "starting up")
+		httpError(w, http.StatusServiceUnavailable, c.opts.Locale.Text(texts.WebchatStartingUp))
 		return
 	}
 	browser := c.browser(w, r)
 	tr, err := b.History(r.Context(), ID, c.peer(browser))
 	if err != nil {
 		c.log.Error("load history", "err", err)
-		httpError(w, http.StatusInternalServerError, "could not load the conversation")
+		httpError(w, http.StatusInternalServerError, c.opts.Locale.Text(texts.WebchatLoadFailed))
 		return
 	}
 	view := SessionView{Title: c.opts.Title, Transcript: []TurnView{}}
@@ -99,7 +100,7 @@ func (c *Channel) serveSession(w http.ResponseWriter, r *http.Request) {
 func (c *Channel) servePost(w http.ResponseWriter, r *http.Request) {
 	b := c.getBackend()
 	if b == nil {
-		httpError(w, http.StatusServiceUnavailable, "starting up")
+		httpError(w, http.StatusServiceUnavailable, c.opts.Locale.Text(texts.WebchatStartingUp))
 		return
 	}
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
@@ -155,22 +156,24 @@ func (c *Channel) servePost(w http.ResponseWriter, r *http.Request) {
 		sse.send(EventDone, struct{}{})
 	default:
 		c.log.Warn("dispatch", "err", err)
-		sse.send(EventFail, map[string]string{"error": failText(err)})
+		sse.send(EventFail, map[string]string{"error": c.failText(err)})
 	}
 }
 
-func failText(err error) string {
+// failText says why a message got no answer.
+func (c *Channel) failText(err error) string {
+	t := c.opts.Locale
 	switch {
 	case errors.Is(err, channel.ErrDuplicate):
-		return "this message was already sent"
+		return t.Text(texts.WebchatAlreadySent)
 	case errors.Is(err, channel.ErrClosed):
-		return "pincer is shutting down"
+		return t.Text(texts.WebchatShuttingDown)
 	case errors.Is(err, channel.ErrMerged):
-		return "answered together with your other message"
+		return t.Text(texts.WebchatMerged)
 	case errors.Is(err, channel.ErrStopped):
-		return "stopped before it was answered"
+		return t.Text(texts.WebchatStoppedEarly)
 	}
-	return "the message could not be handled"
+	return t.Text(texts.WebchatNotHandled)
 }
 
 func (c *Channel) serveEvents(w http.ResponseWriter, r *http.Request) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/pincerbot/pincer/internal/browsertest"
 
 	"github.com/pincerbot/pincer/internal/msg"
+	"github.com/pincerbot/pincer/internal/texts"
 )
 
 // TestBrowserChat types a message into the page in a real browser and
@@ -144,12 +146,12 @@ navigator.clipboard === undefined`
 	}
 	err = chromedp.Do(ctx,
 		chromedp.Click(chromedp.CSS(".msg.assistant .code .copy")),
-		chromedp.Poll[chromedp.Void](`document.querySelector('.msg.assistant .code .copy').textContent !== 'Copy'`),
+		chromedp.Poll[chromedp.Void](`document.querySelector('.msg.assistant .code .copy').textContent !== '复制'`),
 	)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if label := browsertest.Run(t, ctx, chromedp.Text(chromedp.CSS(".msg.assistant .code .copy"))); label != "Copied" {
+	if label := browsertest.Run(t, ctx, chromedp.Text(chromedp.CSS(".msg.assistant .code .copy"))); label != "已复制" {
 		t.Errorf("copy button reads %q", label)
 	}
 	copied := browsertest.Run(t, ctx, chromedp.Evaluate[[][]string](`window.copied`))
@@ -263,6 +265,9 @@ func TestBrowserStopCancelsStreamingReply(t *testing.T) {
 	if n := browsertest.Run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('.msg').length`)); n != 2 {
 		t.Errorf("%d bubbles after stopping, want the message and the cut reply", n)
 	}
+	if mark := browsertest.Run(t, ctx, chromedp.Evaluate[string](`getComputedStyle(document.querySelector('.msg.assistant.stopped'), '::after').content`)); !strings.Contains(mark, "已停止") {
+		t.Errorf("the cut reply is marked %s, want the default locale's 已停止", mark)
+	}
 	browsertest.Screenshot(t, ctx, "webchat-stopped.png")
 
 	// The chat goes on.
@@ -276,11 +281,12 @@ func TestBrowserStopCancelsStreamingReply(t *testing.T) {
 	}
 }
 
-// TestBrowserNewChat starts over with the New chat button.
+// TestBrowserNewChat starts over with the New chat button; the engine's
+// answer shows in the page's (default) locale.
 func TestBrowserNewChat(t *testing.T) {
 	srv, _ := start(t)
 	ctx := browsertest.New(t)
-	const cleared = `document.querySelectorAll('.msg').length === 0 && !document.getElementById('welcome').hidden && document.querySelector('.note') !== null && document.querySelector('.note').textContent.startsWith('New session started')`
+	const cleared = `document.querySelectorAll('.msg').length === 0 && !document.getElementById('welcome').hidden && document.querySelector('.note') !== null && document.querySelector('.note').textContent.startsWith('已开始新会话')`
 	err := chromedp.Do(ctx,
 		chromedp.Navigate(srv.URL+"/"),
 		chromedp.WaitVisible(chromedp.ID("input")),
@@ -301,5 +307,78 @@ func TestBrowserNewChat(t *testing.T) {
 	}
 	if n := browsertest.Run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('.msg').length`)); n != 0 {
 		t.Errorf("%d bubbles after a reload of the new chat", n)
+	}
+}
+
+// TestBrowserSpeaksTheLocale reads the page in a real browser, Chinese by
+// default and English with the English locale: its static texts, the
+// texts its script shows (the status while a reply is written, a code
+// block's copy button) and a command's answer.
+func TestBrowserSpeaksTheLocale(t *testing.T) {
+	type shown struct {
+		Lang    string `json:"lang"`
+		Hello   string `json:"hello"`
+		Send    string `json:"send"`
+		NewChat string `json:"newChat"`
+		Input   string `json:"input"`
+		Copy    string `json:"copy"`
+		Status  string `json:"status"`
+	}
+	const read = `(() => ({
+  lang: document.documentElement.lang,
+  hello: document.querySelector('#welcome h2').textContent,
+  send: document.getElementById('send').textContent,
+  newChat: document.getElementById('new').textContent,
+  input: document.getElementById('input').placeholder,
+  copy: document.querySelector('.msg.assistant .code .copy').textContent,
+  status: window.seenStatus || '',
+}))()`
+	// seenStatus keeps the first status the page showed, since the one
+	// shown while a reply is written is gone once it is done.
+	const watchStatus = `new MutationObserver(() => { const s = document.getElementById('status').textContent; if (s && !window.seenStatus) window.seenStatus = s; }).observe(document.getElementById('status'), {childList: true, characterData: true, subtree: true})`
+	tests := []struct {
+		locale texts.Locale
+		want   shown
+		stop   string
+	}{
+		{"", shown{Lang: "zh-CN", Hello: "你好，这里是 pincer test。", Send: "发送", NewChat: "新对话", Input: "输入消息…", Copy: "复制", Status: "正在回复…"}, "当前没有正在生成的回复。"},
+		{texts.EN, shown{Lang: "en", Hello: "Hi, this is pincer test.", Send: "Send", NewChat: "New chat", Input: "Message…", Copy: "Copy", Status: "writing…"}, "Nothing is running."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want.Lang, func(t *testing.T) {
+			e := startWith(t, setup{locale: tt.locale})
+			ctx := browsertest.New(t)
+			err := chromedp.Do(ctx,
+				chromedp.Navigate(e.srv.URL+"/"),
+				chromedp.WaitVisible(chromedp.ID("welcome")),
+				chromedp.Evaluate[chromedp.Void](watchStatus),
+			)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hello := browsertest.Run(t, ctx, chromedp.Text(chromedp.CSS("#welcome h2")))
+			err = chromedp.Do(ctx,
+				chromedp.SendKeys(chromedp.ID("input"), askMarkdown),
+				chromedp.Click(chromedp.ID("send")),
+				chromedp.Poll[chromedp.Void](lastReply+` && document.querySelector('.msg.assistant .code .copy') !== null`),
+			)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := browsertest.Run(t, ctx, chromedp.Evaluate[shown](read))
+			got.Hello = hello
+			if got != tt.want {
+				t.Errorf("the page shows %+v, want %+v", got, tt.want)
+			}
+			err = chromedp.Do(ctx,
+				chromedp.SendKeys(chromedp.ID("input"), "/stop"),
+				chromedp.Click(chromedp.ID("send")),
+				chromedp.Poll[chromedp.Void](lastReply+`.trim() === `+strconv.Quote(tt.stop)),
+			)
+			if err != nil {
+				t.Errorf("/stop did not answer %q: %v", tt.stop, err)
+			}
+			browsertest.Screenshot(t, ctx, "webchat-"+tt.want.Lang+".png")
+		})
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/pincerbot/pincer/internal/htmlpage"
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/store"
+	"github.com/pincerbot/pincer/internal/texts"
 )
 
 // ID is the web chat's channel id.
@@ -55,6 +56,9 @@ type ModelNamer interface {
 type Options struct {
 	// Title is shown in the page header.
 	Title string
+	// Locale is the language of the page and of the API's refusals; the
+	// zero Locale is texts.Default.
+	Locale texts.Locale
 	// Secure marks the browser cookie Secure (set when served over TLS).
 	Secure bool
 	Logger *slog.Logger
@@ -64,7 +68,7 @@ type Options struct {
 type Channel struct {
 	opts    Options
 	log     *slog.Logger
-	page    htmlpage.Page
+	page    string // rendered once: its title and locale are fixed
 	static  http.Handler
 	backend Backend
 
@@ -90,6 +94,14 @@ func New(o Options) (*Channel, error) {
 	if err != nil {
 		return nil, fmt.Errorf("webchat: %w", err)
 	}
+	loc := o.Locale
+	html, err := page.Render(loc.PageFields(map[string]string{
+		"Title": o.Title,
+		"Hello": loc.Format(texts.WebchatHello, o.Title),
+	}, scriptTexts...))
+	if err != nil {
+		return nil, fmt.Errorf("webchat: %w", err)
+	}
 	static, err := fs.Sub(assets, "assets")
 	if err != nil {
 		return nil, fmt.Errorf("webchat: %w", err)
@@ -97,7 +109,7 @@ func New(o Options) (*Channel, error) {
 	return &Channel{
 		opts:    o,
 		log:     log.With("component", "channel", "channel", string(ID)),
-		page:    page,
+		page:    html,
 		static:  http.StripPrefix("/static/", http.FileServerFS(static)),
 		subs:    map[string]map[chan msg.Outbound]struct{}{},
 		stopped: make(chan struct{}),
@@ -174,6 +186,14 @@ func (c *Channel) getBackend() Backend {
 	return c.backend
 }
 
+// scriptTexts are the texts the page's script shows, handed to it in the
+// page (its body's data-texts).
+var scriptTexts = []texts.Key{
+	texts.WebchatCopy, texts.WebchatCopyCode, texts.WebchatCopied, texts.WebchatCopyFailed,
+	texts.WebchatLoadFailed, texts.WebchatNewFailed, texts.WebchatWriting,
+	texts.WebchatConnectionLost, texts.WebchatOffline, texts.WebchatStoppedMark,
+}
+
 // Handler serves the page, its assets and the chat API.
 func (c *Channel) Handler() http.Handler {
 	mux := http.NewServeMux()
@@ -189,7 +209,7 @@ func (c *Channel) servePage(w http.ResponseWriter, r *http.Request) {
 	c.browser(w, r)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; connect-src 'self'")
-	if _, err := io.WriteString(w, c.page.Render(c.opts.Title)); err != nil {
+	if _, err := io.WriteString(w, c.page); err != nil {
 		c.log.Error("render page", "err", err)
 	}
 }

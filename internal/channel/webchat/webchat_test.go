@@ -2,11 +2,14 @@ package webchat_test
 
 import (
 	"context"
+	"io"
+	"io/fs"
 	"iter"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +24,7 @@ import (
 	"github.com/pincerbot/pincer/internal/llm/preview"
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/store/sqlite"
+	"github.com/pincerbot/pincer/internal/texts"
 )
 
 func start(t *testing.T) (*httptest.Server, *webchat.Channel) {
@@ -35,6 +39,8 @@ type setup struct {
 	addr string
 	// model, when set, makes the backend a webchat.ModelNamer naming it.
 	model string
+	// locale is the engine's and the page's; the zero locale is Chinese.
+	locale texts.Locale
 }
 
 // env is a running web chat on an engine that answers with fakeModel.
@@ -55,9 +61,9 @@ func startWith(t *testing.T, s setup) *env {
 	runner := agent.NewRunner(agent.Options{Providers: map[string]llm.Provider{fakeID: fakeModel{release: release}}, MaxTokens: 100, ContextTokens: 10000})
 	eng := engine.New(engine.Options{
 		Store: st, Runner: runner, Models: []llm.Ref{fakeRef}, System: func() string { return "You are pincer." },
-		Policy: command.Policy{AllowFrom: []string{"*"}},
+		Policy: command.Policy{AllowFrom: []string{"*"}}, Locale: s.locale,
 	})
-	wc, err := webchat.New(webchat.Options{Title: "pincer test"})
+	wc, err := webchat.New(webchat.Options{Title: "pincer test", Locale: s.locale})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,6 +202,63 @@ func TestPageIsServed(t *testing.T) {
 			t.Errorf("%s: %v %v", asset, err, r.StatusCode)
 		}
 		r.Body.Close()
+	}
+}
+
+// TestPageSpeaksTheLocale: the page is Chinese by default and English
+// with the English locale, its language named for the browser, and the
+// texts its script shows handed to it in its locale.
+func TestPageSpeaksTheLocale(t *testing.T) {
+	tests := []struct {
+		locale texts.Locale
+		want   []string
+		not    string
+	}{
+		{"", []string{`<html lang="zh-CN">`, "<h2>你好，这里是 pincer test。</h2>", `<button id="send" type="submit">发送</button>`, `>新对话</button>`, `placeholder="输入消息…"`, "&#34;webchat.copy&#34;:&#34;复制&#34;"}, "Send"},
+		{texts.EN, []string{`<html lang="en">`, "<h2>Hi, this is pincer test.</h2>", `<button id="send" type="submit">Send</button>`, `>New chat</button>`, `placeholder="Message…"`, "&#34;webchat.copy&#34;:&#34;Copy&#34;"}, "发送"},
+	}
+	for _, tt := range tests {
+		e := startWith(t, setup{locale: tt.locale})
+		res, err := http.Get(e.srv.URL + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		page := string(body)
+		for _, want := range tt.want {
+			if !strings.Contains(page, want) {
+				t.Errorf("locale %q: the page lacks %s", tt.locale, want)
+			}
+		}
+		if strings.Contains(page, tt.not) || strings.Contains(page, "{{") {
+			t.Errorf("locale %q: the page holds %q or an unfilled field:\n%s", tt.locale, tt.not, page)
+		}
+	}
+}
+
+// TestScriptTextsCoverTheScript: every text the page's script names is
+// handed to it.
+func TestScriptTextsCoverTheScript(t *testing.T) {
+	js, err := fs.ReadFile(webchat.Assets(), "app.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := regexp.MustCompile(`"(webchat\.[A-Za-z]+)"`).FindAllStringSubmatch(string(js), -1)
+	if len(used) == 0 {
+		t.Fatal("the script names no texts")
+	}
+	handed := map[string]bool{}
+	for _, k := range webchat.ScriptTexts() {
+		handed[string(k)] = true
+	}
+	for _, u := range used {
+		if !handed[u[1]] {
+			t.Errorf("the script shows %s, which the page does not hand it", u[1])
+		}
 	}
 }
 

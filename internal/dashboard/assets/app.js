@@ -5,6 +5,20 @@ const $ = (id) => document.getElementById(id);
 const MAX_ROWS = 500;
 const SVG = "http://www.w3.org/2000/svg";
 
+// T holds the page's texts in its locale, by key (see package texts).
+const T = JSON.parse(document.body.dataset.texts);
+
+// tr returns the text of key with args in place of its verbs: %s, %d, or
+// %[n]s and %[n]d for the nth argument.
+function tr(key, ...args) {
+  let next = 0;
+  return T[key].replace(/%(?:\[(\d+)\])?[sd]/g, (_, n) => {
+    const i = n ? Number(n) - 1 : next;
+    next = i + 1;
+    return String(args[i]);
+  });
+}
+
 // el makes an element with a class and text; text is never parsed as HTML.
 function el(tag, cls, text) {
   const e = document.createElement(tag);
@@ -25,7 +39,8 @@ function fmtTime(iso) {
   if (isZero(iso)) return "";
   const d = new Date(iso);
   const today = new Date().toDateString() === d.toDateString();
-  return today ? d.toLocaleTimeString() : d.toLocaleString();
+  const lang = document.documentElement.lang; // the page's locale, not the browser's
+  return today ? d.toLocaleTimeString(lang) : d.toLocaleString(lang);
 }
 
 function fmtDuration(ms) {
@@ -33,10 +48,10 @@ function fmtDuration(ms) {
   const d = Math.floor(s / 86400); s -= d * 86400;
   const h = Math.floor(s / 3600); s -= h * 3600;
   const m = Math.floor(s / 60); s -= m * 60;
-  if (d) return d + "d " + h + "h";
-  if (h) return h + "h " + m + "m";
-  if (m) return m + "m " + s + "s";
-  return s + "s";
+  if (d) return tr("dashboard.daysHours", d, h);
+  if (h) return tr("dashboard.hoursMinutes", h, m);
+  if (m) return tr("dashboard.minutesSeconds", m, s);
+  return tr("dashboard.seconds", s);
 }
 
 async function getJSON(url) {
@@ -149,19 +164,19 @@ async function loadRecent() {
     for (const rec of body.records) upsert(stream, streamRows, rec, MAX_ROWS);
     streamChanged();
   } catch (e) {
-    $("live").textContent = "could not load the trace: " + e.message;
+    $("live").textContent = tr("dashboard.traceFailed", e.message);
   }
 }
 
 function follow() {
   const es = new EventSource("api/trace/stream");
   es.addEventListener("open", () => {
-    $("live").textContent = "live";
+    $("live").textContent = tr("dashboard.live");
     $("live").className = "ok";
     loadRecent(); // fills in what was missed while disconnected
   });
   es.addEventListener("error", () => {
-    $("live").textContent = "reconnecting…";
+    $("live").textContent = tr("dashboard.reconnecting");
     $("live").className = "bad";
   });
   es.addEventListener("step", (e) => {
@@ -183,10 +198,10 @@ function renderStatus(st) {
   $("version").textContent = st.version ? "pincer " + st.version : "";
   const dl = $("facts");
   dl.replaceChildren();
-  fact(dl, "Version", st.version);
+  fact(dl, tr("dashboard.version"), st.version);
   if (!isZero(st.started)) {
-    fact(dl, "Started", fmtTime(st.started));
-    fact(dl, "Uptime", fmtDuration(new Date(st.now) - new Date(st.started)));
+    fact(dl, tr("dashboard.started"), fmtTime(st.started));
+    fact(dl, tr("dashboard.uptime"), fmtDuration(new Date(st.now) - new Date(st.started)));
   }
   renderConfig(st.config);
   renderQueues(st.queues);
@@ -198,10 +213,12 @@ function renderStatus(st) {
 function renderConfig(c) {
   const box = $("config");
   box.replaceChildren();
-  const head = el("p", "", "Configuration: ");
+  const head = el("p", "", tr("dashboard.config"));
   const bad = c.errors.length > 0;
   head.append(el("span", "badge " + (bad ? "bad" : c.ok ? "good" : "skip"),
-    bad ? c.errors.length + " error(s)" : c.warnings.length ? "ok, " + c.warnings.length + " warning(s)" : c.ok ? "ok" : "not checked"));
+    bad ? tr("dashboard.configErrors", c.errors.length)
+      : c.warnings.length ? tr("dashboard.configWarnings", c.warnings.length)
+        : tr(c.ok ? "dashboard.configOK" : "dashboard.configUnknown")));
   box.append(head);
   const ul = el("ul", "lines");
   for (const e of c.errors) ul.append(el("li", "bad", e));
@@ -213,7 +230,7 @@ function renderQueues(qs) {
   const box = $("queues");
   box.replaceChildren();
   if (!qs.length) return;
-  box.append(el("h3", "", "Queues"));
+  box.append(el("h3", "", tr("dashboard.queues")));
   for (const q of qs) {
     const row = el("div", "queue");
     const meter = el("meter");
@@ -234,20 +251,20 @@ function stateClass(s) {
 function renderAccounts(accts) {
   const box = $("accounts");
   box.replaceChildren();
-  if (!accts.length) { box.append(el("p", "muted", "No accounts reported.")); return; }
+  if (!accts.length) { box.append(el("p", "muted", tr("dashboard.noAccounts"))); return; }
   for (const a of accts) {
     const card = el("div", "account");
     card.dataset.account = a.channel + ":" + a.id;
     const head = el("div", "account-head");
-    head.append(el("strong", "", a.channel + ":" + a.id), el("span", "badge state " + stateClass(a.state), a.state || "unknown"));
+    head.append(el("strong", "", a.channel + ":" + a.id), el("span", "badge state " + stateClass(a.state), a.state || tr("dashboard.stateUnknown")));
     card.append(head);
     const dl = el("dl");
     const self = [a.name, a.self ? "(" + a.self + ")" : ""].filter(Boolean).join(" ");
-    fact(dl, "Bot", self);
-    fact(dl, "Implementation", [a.implementation, a.version].filter(Boolean).join(" "));
-    if (a.last_error) fact(dl, "Last error", a.last_error + (isZero(a.last_error_at) ? "" : " (" + fmtTime(a.last_error_at) + ")"));
-    if (a.hint) fact(dl, "What to do", a.hint);
-    if (!isZero(a.last_pong)) fact(dl, "Last pong", fmtTime(a.last_pong));
+    fact(dl, tr("dashboard.bot"), self);
+    fact(dl, tr("dashboard.implementation"), [a.implementation, a.version].filter(Boolean).join(" "));
+    if (a.last_error) fact(dl, tr("dashboard.lastError"), a.last_error + (isZero(a.last_error_at) ? "" : " (" + fmtTime(a.last_error_at) + ")"));
+    if (a.hint) fact(dl, tr("dashboard.hint"), a.hint);
+    if (!isZero(a.last_pong)) fact(dl, tr("dashboard.lastPong"), fmtTime(a.last_pong));
     card.append(dl);
     box.append(card);
   }
@@ -256,7 +273,7 @@ function renderAccounts(accts) {
 function renderErrors(lines) {
   const ul = $("errors");
   ul.replaceChildren();
-  if (!lines.length) { ul.append(el("li", "muted", "None.")); return; }
+  if (!lines.length) { ul.append(el("li", "muted", tr("dashboard.none"))); return; }
   for (const l of lines) {
     const li = el("li", l.level === "ERROR" ? "bad" : "warn");
     li.append(el("time", "muted", fmtTime(l.at)), el("span", "", " " + l.message + " "), el("code", "", l.attrs || ""));
@@ -274,23 +291,24 @@ function renderRates(rates) {
   const chart = svg("svg", { id: "rate-chart", viewBox: "0 0 " + W + " " + H, role: "img" });
   const title = svg("title");
   const totalM = pts.reduce((a, p) => a + p.messages, 0), totalR = pts.reduce((a, p) => a + p.replies, 0);
-  title.textContent = totalM + " messages and " + totalR + " replies in the last " + Math.round(pts.length * rates.bucket_seconds / 60) + " minutes";
+  const minutes = Math.round(pts.length * rates.bucket_seconds / 60);
+  title.textContent = tr("dashboard.ratesSummary", minutes, totalM, totalR);
   chart.append(title);
   chart.append(svg("line", { x1: P, y1: H - P, x2: W, y2: H - P, class: "axis" }));
   const top = svg("text", { x: 0, y: P - 4, class: "tick" });
   top.textContent = String(max);
   chart.append(top);
   const now = svg("text", { x: W, y: H - 4, class: "tick end" });
-  now.textContent = "now";
+  now.textContent = tr("dashboard.now");
   chart.append(now);
   const ago = svg("text", { x: P, y: H - 4, class: "tick" });
-  ago.textContent = "-" + Math.round(pts.length * rates.bucket_seconds / 60) + " min";
+  ago.textContent = tr("dashboard.minutesAgo", minutes);
   chart.append(ago);
   pts.forEach((p, i) => {
     if (!p.messages) return;
     const r = svg("rect", { x: P + i * bw + 0.5, y: y(p.messages), width: Math.max(1, bw - 1), height: H - P - y(p.messages), class: "bar-messages" });
     const t = svg("title");
-    t.textContent = fmtTime(p.at) + ": " + p.messages + " messages, " + p.replies + " replies";
+    t.textContent = tr("dashboard.bar", fmtTime(p.at), p.messages, p.replies);
     r.append(t);
     chart.append(r);
   });
@@ -304,7 +322,7 @@ async function pollStatus() {
   try {
     renderStatus(await getJSON("api/dashboard/status"));
   } catch (e) {
-    $("facts").replaceChildren(el("p", "bad", "status unavailable: " + e.message));
+    $("facts").replaceChildren(el("p", "bad", tr("dashboard.statusFailed", e.message)));
   }
 }
 
@@ -339,25 +357,25 @@ async function loadChat(chat) {
   if (chat !== currentChat) return;
   box.replaceChildren(el("p", "chat-name", view.chat));
 
-  const sess = section("Session");
+  const sess = section(tr("dashboard.session"));
   if (view.session) {
     const dl = el("dl");
-    fact(dl, "Key", view.session.key);
-    fact(dl, "Model", view.session.model);
-    fact(dl, "Turns", String(view.session.turns));
-    if (!isZero(view.session.updated)) fact(dl, "Updated", fmtTime(view.session.updated));
+    fact(dl, tr("dashboard.sessionKey"), view.session.key);
+    fact(dl, tr("dashboard.model"), view.session.model);
+    fact(dl, tr("dashboard.turns"), String(view.session.turns));
+    if (!isZero(view.session.updated)) fact(dl, tr("dashboard.updated"), fmtTime(view.session.updated));
     sess.append(dl);
-  } else sess.append(el("p", "muted", "No session."));
+  } else sess.append(el("p", "muted", tr("dashboard.noSession")));
   box.append(sess);
 
-  const win = section("Realtime window");
+  const win = section(tr("dashboard.window"));
   if (view.window) {
-    win.append(el("p", "", "Open since " + fmtTime(view.window.opened) + " with " + view.window.messages + " message(s)" +
-      (isZero(view.window.closes) ? "" : "; flushes at " + fmtTime(view.window.closes))));
-  } else win.append(el("p", "muted", "No open window."));
+    win.append(el("p", "", tr("dashboard.windowOpen", fmtTime(view.window.opened), view.window.messages) +
+      (isZero(view.window.closes) ? "" : tr("dashboard.windowFlush", fmtTime(view.window.closes)))));
+  } else win.append(el("p", "muted", tr("dashboard.noWindow")));
   box.append(win);
 
-  const hist = section("Buffered history (" + view.history.length + ")");
+  const hist = section(tr("dashboard.history", view.history.length));
   if (view.history.length) {
     const ul = el("ul", "lines");
     for (const l of view.history) {
@@ -366,10 +384,10 @@ async function loadChat(chat) {
       ul.append(li);
     }
     hist.append(ul);
-  } else hist.append(el("p", "muted", "Empty."));
+  } else hist.append(el("p", "muted", tr("dashboard.empty")));
   box.append(hist);
 
-  const dig = section("Digests and summaries");
+  const dig = section(tr("dashboard.digests"));
   if (view.digests.length) {
     const ul = el("ul", "lines");
     for (const d of view.digests) {
@@ -378,15 +396,15 @@ async function loadChat(chat) {
       ul.append(li);
     }
     dig.append(ul);
-  } else dig.append(el("p", "muted", "None."));
+  } else dig.append(el("p", "muted", tr("dashboard.none")));
   box.append(dig);
 
-  const tr = section("Recent decisions");
+  const recent = section(tr("dashboard.recent"));
   const ol = el("ol", "chat-traces");
   const rows = new Map();
   for (const rec of traces.records) upsert(ol, rows, rec, 50);
-  tr.append(traces.records.length ? ol : el("p", "muted", "No traced messages."));
-  box.append(tr);
+  recent.append(traces.records.length ? ol : el("p", "muted", tr("dashboard.noTraced")));
+  box.append(recent);
 }
 
 function showChat(chat) {

@@ -14,6 +14,18 @@ const status = $("status");
 const model = $("model");
 const welcome = $("welcome");
 
+// T holds the page's texts in its locale, by key (see package texts).
+const T = JSON.parse(document.body.dataset.texts);
+
+// tr returns the text of key with args in place of its %s.
+function tr(key, ...args) {
+  let i = 0;
+  return T[key].replace(/%s/g, () => String(args[i++]));
+}
+
+// The style sheet marks a reply cut short (.msg.stopped::after) with this.
+document.documentElement.style.setProperty("--stopped-mark", JSON.stringify(tr("webchat.stoppedMark")));
+
 // current is the bubble of the reply being streamed, null when idle.
 let current = null;
 
@@ -121,11 +133,11 @@ function decorate(root) {
     const btn = document.createElement("button");
     btn.type = "button";
     btn.className = "copy";
-    btn.textContent = "Copy";
-    btn.setAttribute("aria-label", "Copy code");
+    btn.textContent = tr("webchat.copy");
+    btn.setAttribute("aria-label", tr("webchat.copyCode"));
     btn.addEventListener("click", async () => {
       const ok = await copyText(pre.textContent);
-      btn.textContent = ok ? "Copied" : "Copy failed";
+      btn.textContent = tr(ok ? "webchat.copied" : "webchat.copyFailed");
     });
     box.appendChild(btn);
   }
@@ -161,7 +173,7 @@ function showModel(name) {
 
 async function fetchSession() {
   const res = await fetch("api/session", { credentials: "same-origin" });
-  if (!res.ok) throw new Error("could not load the conversation");
+  if (!res.ok) throw new Error(tr("webchat.loadFailed"));
   return res.json();
 }
 
@@ -281,7 +293,7 @@ async function startOver() {
   const replies = await command("/new");
   const failed = replies.find((r) => r.error);
   if (failed || replies.length === 0) {
-    note(failed ? failed.text : "could not start a new chat");
+    note(failed ? failed.text : tr("webchat.newFailed"));
     return;
   }
   clearView();
@@ -296,14 +308,14 @@ form.addEventListener("submit", async (ev) => {
   input.value = "";
   autosize();
   setBusy(true);
-  setStatus("writing…");
+  setStatus(tr("webchat.writing"));
   try {
     if (newWords.test(text)) await startOver();
     else await chat(text);
     setStatus("");
     if (modelWords.test(text)) showModel((await fetchSession()).model);
   } catch (err) {
-    setStatus("connection lost: " + err.message, "error");
+    setStatus(tr("webchat.connectionLost", err.message), "error");
   } finally {
     current = null;
     setBusy(false);
@@ -318,7 +330,7 @@ stop.addEventListener("click", async () => {
     const failed = (await command("/stop")).find((r) => r.error);
     if (failed) note(failed.text);
   } catch (err) {
-    setStatus("connection lost: " + err.message, "error");
+    setStatus(tr("webchat.connectionLost", err.message), "error");
   }
 });
 
@@ -327,7 +339,7 @@ newChat.addEventListener("click", async () => {
   try {
     await startOver();
   } catch (err) {
-    setStatus("connection lost: " + err.message, "error");
+    setStatus(tr("webchat.connectionLost", err.message), "error");
   } finally {
     newChat.disabled = false;
   }
@@ -354,7 +366,7 @@ events.addEventListener("open", () => {
 });
 events.addEventListener("error", () => {
   document.body.dataset.events = "closed";
-  setStatus("offline, reconnecting…", "offline");
+  setStatus(tr("webchat.offline"), "offline");
 });
 events.addEventListener("reply", (ev) => {
   showReply(bubble("assistant", ""), JSON.parse(ev.data));
