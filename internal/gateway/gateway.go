@@ -135,6 +135,14 @@ func (b webchatBackend) Model(peer msg.Peer) string {
 	return b.engine.Model(ctx, webchat.ID, peer)
 }
 
+var _ webchat.Previewer = webchatBackend{}
+
+// Previewing implements webchat.Previewer: no model is configured when
+// the preview agent answers the browser.
+func (b webchatBackend) Previewing(peer msg.Peer) bool {
+	return b.Model(peer) == preview.Ref.String()
+}
+
 // Run runs pincer until ctx ends, then shuts down: it stops accepting
 // connections, gives in-flight replies gateway.shutdownTimeoutMs to finish
 // (cutting and persisting them after that), and closes the store.

@@ -1,11 +1,13 @@
 package gateway
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/pincerbot/pincer/internal/channel/webchat"
 	"github.com/pincerbot/pincer/internal/config"
 	"github.com/pincerbot/pincer/internal/llm/llmtest"
 )
@@ -120,4 +122,40 @@ func getPage(t *testing.T, url string) string {
 		t.Fatalf("GET %s: %s", url, res.Status)
 	}
 	return string(b)
+}
+
+// TestWebchatSaysNoModelBeforeTheFirstMessage: on the defaults, where no
+// model is configured and the preview agent answers, the page's session
+// says so before anything is sent and the page carries the notice, in
+// the locale; with a model configured it says nothing of the kind.
+func TestWebchatSaysNoModelBeforeTheFirstMessage(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		cfg     func() config.Config
+		noModel bool
+		notice  string
+	}{
+		{"defaults", config.Default, true, "还没有配置模型"},
+		{"english", func() config.Config { c := config.Default(); english(&c); return c }, true, "No model is configured yet"},
+		{"a model", func() config.Config { return withOpenAI("http://127.0.0.1:1") }, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := startGateway(t, tc.cfg())
+			code, body := fetch(t, g.url, "/api/session", "")
+			if code != http.StatusOK {
+				t.Fatalf("GET /api/session: %d %s", code, body)
+			}
+			var view webchat.SessionView
+			if err := json.Unmarshal([]byte(body), &view); err != nil {
+				t.Fatal(err)
+			}
+			if view.NoModel != tc.noModel || len(view.Transcript) != 0 {
+				t.Errorf("session before the first message: noModel %v, %d turns; want noModel %v", view.NoModel, len(view.Transcript), tc.noModel)
+			}
+			_, page := fetch(t, g.url, "/", "")
+			if !strings.Contains(page, `id="no-model"`) || tc.notice != "" && !strings.Contains(page, tc.notice) {
+				t.Errorf("the page lacks the no-model notice %q", tc.notice)
+			}
+		})
+	}
 }

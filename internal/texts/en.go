@@ -104,6 +104,7 @@ var en = map[Key]string{
 	WebchatNewChat:       "New chat",
 	WebchatNewChatHint:   "Start a new conversation",
 	WebchatHello:         "Hi, this is %s.",
+	WebchatNoModel:       "No model is configured yet: the preview agent answers, sending back exactly what a model would be sent (system prompt, conversation, your message). The README's \"A real model\" says how to configure one.",
 	WebchatIntro:         "An AI assistant you talk to in plain words. Replies appear as they are written; press Stop to cut one short.",
 	WebchatKeys:          "Enter sends, Shift+Enter starts a new line. Send /help to list the commands, or press New chat to start over.",
 	WebchatPlaceholder:   "Message…",

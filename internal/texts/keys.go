@@ -113,7 +113,10 @@ const (
 	WebchatNewChat       Key = "webchat.newChat"
 	WebchatNewChatHint   Key = "webchat.newChatHint"
 	// WebchatHello greets with the page's title.
-	WebchatHello       Key = "webchat.hello"
+	WebchatHello Key = "webchat.hello"
+	// WebchatNoModel greets a page no model answers (the preview agent
+	// does) before its first message.
+	WebchatNoModel     Key = "webchat.noModel"
 	WebchatIntro       Key = "webchat.intro"
 	WebchatKeys        Key = "webchat.keys"
 	WebchatPlaceholder Key = "webchat.placeholder"

@@ -104,6 +104,7 @@ var zh = map[Key]string{
 	WebchatNewChat:       "新对话",
 	WebchatNewChatHint:   "开始一段新的对话",
 	WebchatHello:         "你好，这里是 %s。",
+	WebchatNoModel:       "还没有配置模型：现在回答你的是预览 agent，它把模型将会收到的内容（系统提示、对话和你的消息）原样发回。配置模型的方法见 README 的「接入真正的模型」。",
 	WebchatIntro:         "一个用自然语言交流的 AI 助手。回复会边写边显示，点「停止」可以随时打断。",
 	WebchatKeys:          "Enter 发送，Shift+Enter 换行。发送 /help 查看命令，点「新对话」可以重新开始。",
 	WebchatPlaceholder:   "输入消息…",

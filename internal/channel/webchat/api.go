@@ -35,7 +35,10 @@ type SessionView struct {
 	Title string `json:"title"`
 	// Model is the model answering this browser, when the Backend is a
 	// ModelNamer.
-	Model      string     `json:"model,omitempty"`
+	Model string `json:"model,omitempty"`
+	// NoModel says that no model is configured, so the preview agent
+	// answers, when the Backend is a Previewer.
+	NoModel    bool       `json:"noModel,omitempty"`
 	Transcript []TurnView `json:"transcript"`
 }
 
@@ -75,6 +78,9 @@ func (c *Channel) serveSession(w http.ResponseWriter, r *http.Request) {
 	view := SessionView{Title: c.opts.Title, Transcript: []TurnView{}}
 	if n, ok := b.(ModelNamer); ok {
 		view.Model = n.Model(c.peer(browser))
+	}
+	if p, ok := b.(Previewer); ok {
+		view.NoModel = p.Previewing(c.peer(browser))
 	}
 	for _, t := range tr {
 		text := t.Text

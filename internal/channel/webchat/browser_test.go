@@ -382,3 +382,33 @@ func TestBrowserSpeaksTheLocale(t *testing.T) {
 		})
 	}
 }
+
+// TestBrowserSaysNoModelBeforeTheFirstMessage: a page no model answers
+// says so in its welcome as it opens, before anything is sent; a page a
+// model answers does not.
+func TestBrowserSaysNoModelBeforeTheFirstMessage(t *testing.T) {
+	for _, preview := range []bool{true, false} {
+		e := startWith(t, setup{preview: preview, model: map[bool]string{false: "fake/echo"}[preview]})
+		ctx := browsertest.New(t)
+		if err := chromedp.Do(ctx, chromedp.Navigate(e.srv.URL+"/"), chromedp.WaitVisible(chromedp.ID("welcome"))); err != nil {
+			t.Fatal(err)
+		}
+		if preview {
+			if err := chromedp.Do(ctx, chromedp.Poll[chromedp.Void](`!document.getElementById('no-model').hidden`)); err != nil {
+				t.Fatalf("the no-model notice never showed: %v", err)
+			}
+			if text := browsertest.Run(t, ctx, chromedp.Text(chromedp.ID("no-model"))); !strings.Contains(text, "还没有配置模型") {
+				t.Errorf("no-model notice %q", text)
+			}
+			continue
+		}
+		// The model's name shows once the session is read; the notice
+		// stays hidden.
+		if err := chromedp.Do(ctx, chromedp.Poll[chromedp.Void](`document.getElementById('model').textContent === 'fake/echo'`)); err != nil {
+			t.Fatal(err)
+		}
+		if hidden := browsertest.Run(t, ctx, chromedp.Evaluate[bool](`document.getElementById('no-model').hidden`)); !hidden {
+			t.Error("a page a model answers says no model is configured")
+		}
+	}
+}

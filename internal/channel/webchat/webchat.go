@@ -52,6 +52,13 @@ type ModelNamer interface {
 	Model(peer msg.Peer) string
 }
 
+// Previewer is a Backend that can tell that no model is configured for a
+// peer, so the preview agent answers it: the page says so before the
+// first message (SessionView.NoModel).
+type Previewer interface {
+	Previewing(peer msg.Peer) bool
+}
+
 // Options configure the web chat.
 type Options struct {
 	// Title is shown in the page header.

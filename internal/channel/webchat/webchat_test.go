@@ -41,6 +41,9 @@ type setup struct {
 	model string
 	// locale is the engine's and the page's; the zero locale is Chinese.
 	locale texts.Locale
+	// preview makes the backend a webchat.Previewer saying no model is
+	// configured.
+	preview bool
 }
 
 // env is a running web chat on an engine that answers with fakeModel.
@@ -71,6 +74,9 @@ func startWith(t *testing.T, s setup) *env {
 	var backend webchat.Backend = rb
 	if s.model != "" {
 		backend = namingBackend{rb, s.model}
+	}
+	if s.preview {
+		backend = previewingBackend{rb}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -127,6 +133,11 @@ type namingBackend struct {
 }
 
 func (b namingBackend) Model(msg.Peer) string { return b.model }
+
+// previewingBackend is a backend no model is configured for.
+type previewingBackend struct{ *recordingBackend }
+
+func (previewingBackend) Previewing(msg.Peer) bool { return true }
 
 const fakeID = "fake"
 

@@ -180,6 +180,7 @@ async function fetchSession() {
 async function loadSession() {
   const view = await fetchSession();
   showModel(view.model);
+  $("no-model").hidden = !view.noModel;
   for (const t of view.transcript) {
     if (t.role === "user") {
       // The transcript keeps the envelope the agent saw; show only the user's words.
