@@ -1,0 +1,314 @@
+package feishu
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pincerbot/pincer/internal/msg"
+	"github.com/pincerbot/pincer/internal/trace"
+)
+
+// Streaming modes of an account's replies: written live into a CardKit
+// card, or sent whole when the model is done.
+const (
+	StreamingCard = "card"
+	StreamingOff  = "off"
+)
+
+// codeScopeMissing is the platform's answer to an app without a scope the
+// API needs (for CardKit, cardkit:card:write).
+const codeScopeMissing = 99991672
+
+// cardElement is the element_id of a streaming card's text.
+const cardElement = "reply"
+
+// cardInterval is the least time between two requests that write a
+// card's text: about ten a second at most, whatever the model's pace.
+const cardInterval = 100 * time.Millisecond
+
+// liveCardKey is the ChannelData key under which a payload names the live
+// card it finishes (a cardRef as JSON): stored with the payload in the
+// outbox, so a delivery resumed after a restart finishes the same card.
+const liveCardKey = "feishu.card"
+
+// cardRef is a live card: the card entity, the message that shows it and
+// the last sequence its stream used.
+type cardRef struct {
+	CardID    string `json:"card_id"`
+	MessageID string `json:"message_id"`
+	ThreadID  string `json:"thread_id,omitempty"`
+	Sequence  int    `json:"sequence"`
+}
+
+// liveCard is the card a payload finishes, if it names one.
+func liveCard(out msg.Outbound) (cardRef, bool) {
+	s, _ := out.ChannelData[liveCardKey].(string)
+	if s == "" {
+		return cardRef{}, false
+	}
+	var ref cardRef
+	if json.Unmarshal([]byte(s), &ref) != nil || ref.CardID == "" || ref.MessageID == "" {
+		return cardRef{}, false
+	}
+	return ref, true
+}
+
+// withCard is out naming ref as the card it finishes.
+func withCard(out msg.Outbound, ref cardRef) msg.Outbound {
+	data := make(map[string]any, len(out.ChannelData)+1)
+	for k, v := range out.ChannelData {
+		data[k] = v
+	}
+	data[liveCardKey] = marshal(ref)
+	out.ChannelData = data
+	return out
+}
+
+// streamingCard is a JSON 2.0 card in streaming mode whose one markdown
+// element, cardElement, shows text.
+func streamingCard(text string) string {
+	return marshal(map[string]any{
+		"schema": "2.0",
+		"config": map[string]any{"update_multi": true, "streaming_mode": true},
+		"body": map[string]any{"elements": []any{
+			map[string]string{"tag": "markdown", "element_id": cardElement, "content": text},
+		}},
+	})
+}
+
+// cardMessage is the content of an interactive message that shows the
+// card entity id.
+func cardMessage(id string) string {
+	return marshal(map[string]any{"type": "card", "data": map[string]string{"card_id": id}})
+}
+
+// createCard is POST /open-apis/cardkit/v1/cards: a card entity of the
+// card JSON data. It returns the card's id.
+func (c *client) createCard(ctx context.Context, data string) (string, error) {
+	raw, err := c.call(ctx, http.MethodPost, "/open-apis/cardkit/v1/cards", nil, map[string]string{"type": "card_json", "data": data})
+	if err != nil {
+		return "", err
+	}
+	var d struct {
+		CardID string `json:"card_id"`
+	}
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return "", fmt.Errorf("created card: %w", err)
+	}
+	if d.CardID == "" {
+		return "", errors.New("created card: no card_id")
+	}
+	return d.CardID, nil
+}
+
+// streamCardText is PUT
+// /open-apis/cardkit/v1/cards/:card_id/elements/:element_id/content: the
+// element's whole text, which the card writes out from where the text it
+// showed stops. seq must rise with every update of the card; uuid makes a
+// retried update land once.
+func (c *client) streamCardText(ctx context.Context, cardID, element, text string, seq int, uuid string) error {
+	body := map[string]any{"content": text, "sequence": seq}
+	if uuid != "" {
+		body["uuid"] = uuid
+	}
+	path := "/open-apis/cardkit/v1/cards/" + url.PathEscape(cardID) + "/elements/" + url.PathEscape(element) + "/content"
+	_, err := c.call(ctx, http.MethodPut, path, nil, body)
+	return err
+}
+
+// setCardStreaming is PATCH /open-apis/cardkit/v1/cards/:card_id/settings
+// turning the card's streaming mode on or off.
+func (c *client) setCardStreaming(ctx context.Context, cardID string, on bool, seq int, uuid string) error {
+	settings := marshal(map[string]any{"config": map[string]bool{"streaming_mode": on}})
+	body := map[string]any{"settings": settings, "sequence": seq}
+	if uuid != "" {
+		body["uuid"] = uuid
+	}
+	_, err := c.call(ctx, http.MethodPatch, "/open-apis/cardkit/v1/cards/"+url.PathEscape(cardID)+"/settings", nil, body)
+	return err
+}
+
+// recall is DELETE /open-apis/im/v1/messages/:message_id: the bot takes a
+// message it sent back.
+func (c *client) recall(ctx context.Context, id string) error {
+	_, err := c.call(ctx, http.MethodDelete, "/open-apis/im/v1/messages/"+url.PathEscape(id), nil, nil)
+	return err
+}
+
+// streamsCards reports whether replies are written live into cards: the
+// account is set to, and the platform has not refused it CardKit.
+func (a *Account) streamsCards() bool {
+	return a.opts.Streaming == StreamingCard && !a.cardsRefused.Load()
+}
+
+// refusedCards reports whether err is the platform refusing the app
+// CardKit: its scope is not granted.
+func refusedCards(err error) bool {
+	return codeOf(err) == codeScopeMissing
+}
+
+// refuseCards remembers that the platform refused the app CardKit: the
+// account's replies are sent whole until pincer restarts. It is logged
+// and traced (on the message whose reply met it) once.
+func (a *Account) refuseCards(err error, m msg.Message) {
+	if !a.cardsRefused.CompareAndSwap(false, true) {
+		return
+	}
+	a.log.Warn("Feishu refused CardKit: replies are sent as whole messages until restart; grant the app cardkit:card:write to stream them into cards",
+		"code", codeOf(err), "err", err)
+	if a.opts.Trace != nil && m.ID != "" {
+		a.opts.Trace.Step(trace.KeyOf(m), trace.StageDeliver, "no card",
+			fmt.Sprintf("Feishu refused CardKit (code %d): this account's replies are sent as whole messages until restart", codeOf(err)))
+	}
+}
+
+// finishCard writes a live card's final text and closes its streaming
+// mode. Both requests carry a uuid and a sequence derived from the card,
+// so a retry (after a restart too) repeats them rather than adding to
+// them.
+func (a *Account) finishCard(ctx context.Context, ref cardRef, text string) error {
+	// A payload of media only has no text to write: the card keeps what
+	// it showed.
+	if text != "" {
+		if err := a.api.streamCardText(ctx, ref.CardID, cardElement, text, ref.Sequence+1, cardUUID(ref.CardID, "final")); err != nil {
+			return fmt.Errorf("finish card %s: %w", ref.CardID, err)
+		}
+	}
+	if err := a.api.setCardStreaming(ctx, ref.CardID, false, ref.Sequence+2, cardUUID(ref.CardID, "close")); err != nil {
+		return fmt.Errorf("close card %s: %w", ref.CardID, err)
+	}
+	return nil
+}
+
+// cardUUID is the idempotency key of one request to a card.
+func cardUUID(cardID, what string) string { return partUUID("card:"+cardID+":"+what, 0) }
+
+// cardStream writes one reply live into a card: created with the first
+// visible text, then updated with the whole text so far, at most once per
+// interval and never while a request is on its way, so fast deltas are
+// coalesced into one update.
+type cardStream struct {
+	a        *Account
+	trigger  msg.Message
+	base     msg.Outbound // where the card's message goes
+	interval time.Duration
+
+	mu   sync.Mutex
+	text strings.Builder
+
+	kick    chan struct{} // new text; buffered by one
+	stopped chan struct{} // closed by stop
+	done    chan struct{} // closed when run returns
+	once    sync.Once
+
+	// Written by run, read after done is closed.
+	ref   cardRef
+	shown string
+	ok    bool // the card's message was posted
+}
+
+func (a *Account) newCardStream(trigger msg.Message, base msg.Outbound) *cardStream {
+	s := &cardStream{
+		a: a, trigger: trigger, base: base, interval: cardInterval,
+		kick: make(chan struct{}, 1), stopped: make(chan struct{}), done: make(chan struct{}),
+	}
+	go s.run()
+	return s
+}
+
+// push adds streamed text.
+func (s *cardStream) push(delta string) {
+	s.mu.Lock()
+	s.text.WriteString(delta)
+	s.mu.Unlock()
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (s *cardStream) current() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.text.String()
+}
+
+// stop ends the stream once its request on the way is answered, and
+// returns the card, if its message was posted.
+func (s *cardStream) stop() (cardRef, bool) {
+	s.once.Do(func() { close(s.stopped) })
+	<-s.done
+	return s.ref, s.ok
+}
+
+// run creates the card and keeps its text up to date until stop.
+func (s *cardStream) run() {
+	defer close(s.done)
+	ctx := context.Background()
+	var last time.Time // when the last request went out
+	for {
+		select {
+		case <-s.kick:
+		case <-s.stopped:
+			return
+		}
+		if wait := s.interval - time.Since(last); !last.IsZero() && wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-s.stopped:
+				t.Stop()
+				return
+			}
+		}
+		text := s.current()
+		if strings.TrimSpace(text) == "" || text == s.shown {
+			continue
+		}
+		last = time.Now()
+		if !s.ok {
+			if err := s.open(ctx, text); err != nil {
+				if refusedCards(err) {
+					s.a.refuseCards(err, s.trigger)
+				} else {
+					s.a.log.Warn("Feishu card not created; the reply is sent whole", "peer", s.base.Peer.String(), "err", err)
+				}
+				return
+			}
+			continue
+		}
+		s.ref.Sequence++
+		if err := s.a.api.streamCardText(ctx, s.ref.CardID, cardElement, text, s.ref.Sequence, cardUUID(s.ref.CardID, fmt.Sprint(s.ref.Sequence))); err != nil {
+			// The next update, or the final one, writes the whole text again.
+			s.a.log.Warn("Feishu card not updated", "card_id", s.ref.CardID, "err", err)
+			continue
+		}
+		s.shown = text
+	}
+}
+
+// open creates the card showing text and posts the message that shows it.
+func (s *cardStream) open(ctx context.Context, text string) error {
+	id, err := s.a.api.createCard(ctx, streamingCard(text))
+	if err != nil {
+		return fmt.Errorf("create card: %w", err)
+	}
+	if err := s.a.limiter(s.base.Peer).Wait(ctx); err != nil {
+		return fmt.Errorf("send card: %w", err)
+	}
+	sent, err := s.a.post(ctx, s.base, "interactive", cardMessage(id), cardUUID(id, "message"))
+	if err != nil {
+		return fmt.Errorf("send card %s: %w", id, err)
+	}
+	s.a.recordSent(ctx, sent)
+	s.ref = cardRef{CardID: id, MessageID: sent.MessageID, ThreadID: sent.ThreadID}
+	s.shown, s.ok = text, true
+	return nil
+}
