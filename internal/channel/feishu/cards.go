@@ -193,7 +193,8 @@ func cardUUID(cardID, what string) string { return partUUID("card:"+cardID+":"+w
 // cardStream writes one reply live into a card: created with the first
 // visible text, then updated with the whole text so far, at most once per
 // interval and never while a request is on its way, so fast deltas are
-// coalesced into one update.
+// coalesced into one update. A reply delivered before the card was asked
+// for is sent as a message instead.
 type cardStream struct {
 	a        *Account
 	trigger  msg.Message
@@ -258,6 +259,13 @@ func (s *cardStream) run() {
 		case <-s.kick:
 		case <-s.stopped:
 			return
+		}
+		// A reply delivered before its card was asked for goes as a
+		// message: no card is made for text that is already whole.
+		select {
+		case <-s.stopped:
+			return
+		default:
 		}
 		if wait := s.interval - time.Since(last); !last.IsZero() && wait > 0 {
 			t := time.NewTimer(wait)
