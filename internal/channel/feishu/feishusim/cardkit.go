@@ -107,6 +107,8 @@ func matchCardKit(path string) (routes []route, params []string, found bool) {
 	switch {
 	case params[0] == "":
 		return nil, nil, false
+	case len(params) == 1 && params[0] == "id_convert":
+		return []route{{http.MethodPost, (*Sim).cardIDConvert}}, params, true
 	case len(params) == 2 && params[1] == "settings":
 		return []route{{http.MethodPatch, (*Sim).cardSettings}}, params, true
 	case len(params) == 4 && params[1] == "elements" && params[2] != "" && params[3] == "content":
@@ -286,10 +288,34 @@ func (s *Sim) cardSettings(q *request) *answer {
 	return ok(struct{}{})
 }
 
-// checkCardMessage checks the content of an interactive message that
-// shows a card entity ({"type":"card","data":{"card_id":…}}): the card
-// must exist.
-func (s *Sim) checkCardMessage(content string) *answer {
+// cardIDConvert serves POST /open-apis/cardkit/v1/cards/id_convert: the
+// card entity a message shows.
+func (s *Sim) cardIDConvert(q *request) *answer {
+	if s.cardKitRefused {
+		return cardKitRefusal()
+	}
+	var req struct {
+		MessageID string `json:"message_id"`
+	}
+	if a := decodeBody(q, &req); a != nil {
+		return a
+	}
+	r, known := s.msgs[req.MessageID]
+	if !known {
+		return failCode(CodeDeleted)
+	}
+	id := cardIDOf(r.m.CardContent)
+	if _, shown := s.cards[id]; !shown {
+		return fail(http.StatusBadRequest, CodeCardNotFound, "the message shows no card entity: "+req.MessageID)
+	}
+	return ok(struct {
+		CardID string `json:"card_id"`
+	}{id})
+}
+
+// cardIDOf is the card entity an interactive message's content names,
+// "" for none.
+func cardIDOf(content string) string {
 	var ref struct {
 		Type string `json:"type"`
 		Data struct {
@@ -297,10 +323,21 @@ func (s *Sim) checkCardMessage(content string) *answer {
 		} `json:"data"`
 	}
 	if json.Unmarshal([]byte(content), &ref) != nil || ref.Type != "card" {
+		return ""
+	}
+	return ref.Data.CardID
+}
+
+// checkCardMessage checks the content of an interactive message that
+// shows a card entity ({"type":"card","data":{"card_id":…}}): the card
+// must exist.
+func (s *Sim) checkCardMessage(content string) *answer {
+	id := cardIDOf(content)
+	if id == "" {
 		return nil
 	}
-	if _, known := s.cards[ref.Data.CardID]; !known {
-		return fail(http.StatusBadRequest, CodeInvalidParam, "card_id not found: "+ref.Data.CardID)
+	if _, known := s.cards[id]; !known {
+		return fail(http.StatusBadRequest, CodeInvalidParam, "card_id not found: "+id)
 	}
 	return nil
 }

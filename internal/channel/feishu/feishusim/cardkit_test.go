@@ -56,6 +56,13 @@ func TestStreamingCardThroughTheSDK(t *testing.T) {
 		t.Fatalf("send card: code %d %s", msg.Code, msg.Msg)
 	}
 
+	conv, err := e.client.Cardkit.V1.Card.IdConvert(context.Background(), larkcardkit.NewIdConvertCardReqBuilder().
+		Body(larkcardkit.NewIdConvertCardReqBodyBuilder().MessageId(str(msg.Data.MessageId)).Build()).Build())
+	must(t, err)
+	if !conv.Success() || str(conv.Data.CardId) != card {
+		t.Errorf("id_convert of the card's message: code %d, card %q, want %s", conv.Code, str(conv.Data.CardId), card)
+	}
+
 	steps := []struct {
 		text string
 		seq  int
