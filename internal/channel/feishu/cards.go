@@ -135,6 +135,25 @@ func (c *client) setCardStreaming(ctx context.Context, cardID string, on bool, s
 	return err
 }
 
+// cardIDOf is POST /open-apis/cardkit/v1/cards/id_convert: the card
+// entity the message id shows.
+func (c *client) cardIDOf(ctx context.Context, id string) (string, error) {
+	raw, err := c.call(ctx, http.MethodPost, "/open-apis/cardkit/v1/cards/id_convert", nil, map[string]string{"message_id": id})
+	if err != nil {
+		return "", err
+	}
+	var d struct {
+		CardID string `json:"card_id"`
+	}
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return "", fmt.Errorf("card of message %s: %w", id, err)
+	}
+	if d.CardID == "" {
+		return "", fmt.Errorf("card of message %s: no card_id", id)
+	}
+	return d.CardID, nil
+}
+
 // recall is DELETE /open-apis/im/v1/messages/:message_id: the bot takes a
 // message it sent back.
 func (c *client) recall(ctx context.Context, id string) error {
@@ -193,8 +212,7 @@ func cardUUID(cardID, what string) string { return partUUID("card:"+cardID+":"+w
 // cardStream writes one reply live into a card: created with the first
 // visible text, then updated with the whole text so far, at most once per
 // interval and never while a request is on its way, so fast deltas are
-// coalesced into one update. A reply delivered before the card was asked
-// for is sent as a message instead.
+// coalesced into one update.
 type cardStream struct {
 	a        *Account
 	trigger  msg.Message
@@ -208,6 +226,9 @@ type cardStream struct {
 	stopped chan struct{} // closed by stop
 	done    chan struct{} // closed when run returns
 	once    sync.Once
+	// openOnStop: stop asks for the card when it was not made yet; set
+	// before stopped is closed.
+	openOnStop bool
 
 	// Written by run, read after done is closed.
 	ref   cardRef
@@ -242,9 +263,15 @@ func (s *cardStream) current() string {
 }
 
 // stop ends the stream once its request on the way is answered, and
-// returns the card, if its message was posted.
-func (s *cardStream) stop() (cardRef, bool) {
-	s.once.Do(func() { close(s.stopped) })
+// returns the card, if its message was posted. With open, a card not
+// asked for yet (the reply came whole before the stream got to it) is
+// made now, so every reply of the account is a card, and a run after a
+// restart finds the card of the run before (see open).
+func (s *cardStream) stop(open bool) (cardRef, bool) {
+	s.once.Do(func() {
+		s.openOnStop = open
+		close(s.stopped)
+	})
 	<-s.done
 	return s.ref, s.ok
 }
@@ -255,33 +282,34 @@ func (s *cardStream) run() {
 	ctx := context.Background()
 	var last time.Time // when the last request went out
 	for {
+		stopping := false
 		select {
 		case <-s.kick:
 		case <-s.stopped:
-			return
+			stopping = true
 		}
-		// A reply delivered before its card was asked for goes as a
-		// message: no card is made for text that is already whole.
-		select {
-		case <-s.stopped:
-			return
-		default:
-		}
-		if wait := s.interval - time.Since(last); !last.IsZero() && wait > 0 {
+		if wait := s.interval - time.Since(last); !stopping && !last.IsZero() && wait > 0 {
 			t := time.NewTimer(wait)
 			select {
 			case <-t.C:
 			case <-s.stopped:
 				t.Stop()
-				return
+				stopping = true
 			}
 		}
+		// Once stopped, the delivery writes the final text; only a card
+		// not made yet is made, when stop asks for it.
 		text := s.current()
-		if strings.TrimSpace(text) == "" || text == s.shown {
+		switch {
+		case stopping && (s.ok || !s.openOnStop):
+			return
+		case strings.TrimSpace(text) == "":
+			if stopping {
+				return
+			}
 			continue
-		}
-		last = time.Now()
-		if !s.ok {
+		case !s.ok:
+			last = time.Now()
 			if err := s.open(ctx, text); err != nil {
 				if refusedCards(err) {
 					s.a.refuseCards(err, s.trigger)
@@ -290,10 +318,16 @@ func (s *cardStream) run() {
 				}
 				return
 			}
+			if stopping {
+				return
+			}
+			continue
+		case text == s.shown:
 			continue
 		}
-		s.ref.Sequence++
-		if err := s.a.api.streamCardText(ctx, s.ref.CardID, cardElement, text, s.ref.Sequence, cardUUID(s.ref.CardID, fmt.Sprint(s.ref.Sequence))); err != nil {
+		last = time.Now()
+		seq := s.nextSequence()
+		if err := s.a.api.streamCardText(ctx, s.ref.CardID, cardElement, text, seq, cardUUID(s.ref.CardID, fmt.Sprint(seq))); err != nil {
 			// The next update, or the final one, writes the whole text again.
 			s.a.log.Warn("Feishu card not updated", "card_id", s.ref.CardID, "err", err)
 			continue
@@ -302,7 +336,21 @@ func (s *cardStream) run() {
 	}
 }
 
-// open creates the card showing text and posts the message that shows it.
+// nextSequence is the sequence of the card's next request: the time in
+// milliseconds, as the platform suggests, or one more than the last when
+// that is later. A run after a restart that writes into the card an
+// earlier run left streaming (see open) thus numbers after it.
+func (s *cardStream) nextSequence() int {
+	s.ref.Sequence = max(s.ref.Sequence+1, int(time.Now().UnixMilli()))
+	return s.ref.Sequence
+}
+
+// open creates the card showing text and posts the message that shows
+// it, under an idempotency key of the message it answers. When the
+// platform answers with a message the bot had posted already (a run
+// before a restart wrote this reply into a card and was cut off), the
+// reply goes on in that message's card, streaming again, and the card
+// just created is left unshown.
 func (s *cardStream) open(ctx context.Context, text string) error {
 	id, err := s.a.api.createCard(ctx, streamingCard(text))
 	if err != nil {
@@ -311,12 +359,54 @@ func (s *cardStream) open(ctx context.Context, text string) error {
 	if err := s.a.limiter(s.base.Peer).Wait(ctx); err != nil {
 		return fmt.Errorf("send card: %w", err)
 	}
-	sent, err := s.a.post(ctx, s.base, "interactive", cardMessage(id), cardUUID(id, "message"))
+	uuid := cardUUID(id, "message")
+	if s.trigger.ID != "" {
+		uuid = partUUID("card:"+string(s.a.opts.ID)+":"+string(s.trigger.ID), 0)
+	}
+	sent, err := s.a.post(ctx, s.base, "interactive", cardMessage(id), uuid)
 	if err != nil {
 		return fmt.Errorf("send card %s: %w", id, err)
 	}
-	s.a.recordSent(ctx, sent)
 	s.ref = cardRef{CardID: id, MessageID: sent.MessageID, ThreadID: sent.ThreadID}
+	if s.a.sentBefore(ctx, sent.MessageID) {
+		if err := s.resume(ctx, text); err != nil {
+			return err
+		}
+	}
+	s.a.recordSent(ctx, sent)
 	s.shown, s.ok = text, true
 	return nil
+}
+
+// resume takes over the card of the message s.ref names, which an earlier
+// run posted: it streams again, showing text.
+func (s *cardStream) resume(ctx context.Context, text string) error {
+	id, err := s.a.api.cardIDOf(ctx, s.ref.MessageID)
+	if err != nil {
+		return fmt.Errorf("card of message %s: %w", s.ref.MessageID, err)
+	}
+	s.ref.CardID = id
+	seq := s.nextSequence()
+	if err := s.a.api.setCardStreaming(ctx, id, true, seq, cardUUID(id, fmt.Sprint(seq))); err != nil {
+		return fmt.Errorf("stream card %s again: %w", id, err)
+	}
+	seq = s.nextSequence()
+	if err := s.a.api.streamCardText(ctx, id, cardElement, text, seq, cardUUID(id, fmt.Sprint(seq))); err != nil {
+		return fmt.Errorf("card %s: %w", id, err)
+	}
+	s.a.log.Info("Feishu card of a reply cut off by a restart taken over", "message_id", s.ref.MessageID, "card_id", id)
+	return nil
+}
+
+// sentBefore reports whether the Sent log knows the message id: the bot
+// posted it before.
+func (a *Account) sentBefore(ctx context.Context, id string) bool {
+	if a.opts.Sent == nil || id == "" {
+		return false
+	}
+	known, err := a.opts.Sent.WasSent(ctx, ChannelID, a.opts.ID, msg.MessageID(id))
+	if err != nil {
+		a.log.Warn("Feishu sent log not read", "message_id", id, "err", err)
+	}
+	return known
 }

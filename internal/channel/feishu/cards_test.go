@@ -293,3 +293,59 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestCardCutOffByARestartIsTakenOver: a run stopped while its reply
+// streamed into a card (killed: nothing delivered, nothing recalled)
+// leaves the card's message; the next run, answering the same message
+// again, writes its reply into that card rather than posting another.
+func TestCardCutOffByARestartIsTakenOver(t *testing.T) {
+	r := newRig(t, func(o *Options) { o.Streaming = StreamingCard })
+	id, err := r.sim.AddMessage(feishusim.Message{ChatID: groupChat, SenderID: userA, Content: `{"text":"讲个故事"}`})
+	must(t, err)
+	trigger := msg.Message{Channel: ChannelID, Account: msg.DefaultAccount, Peer: group, ID: msg.MessageID(id), Sender: msg.Sender{ID: userA, Name: "张三"}}
+	path := filepath.Join(t.TempDir(), "pincer.db")
+
+	st := openStore(t, path)
+	r.a.opts.Sent = st
+	r.a.ReplierFor(trigger).Partial("从前有座山，")
+	waitFor(t, func() bool { return len(r.sim.Sent()) == 1 })
+	waitFor(t, func() bool {
+		known, err := st.WasSent(context.Background(), ChannelID, msg.DefaultAccount, msg.MessageID(r.sim.Sent()[0].MessageID))
+		return err == nil && known
+	})
+	first := r.sim.Cards()[0]
+	must(t, st.Close()) // the run ends here, its card streaming
+
+	o := r.options(r.api.URL)
+	o.Streaming, o.Sent = StreamingCard, openStore(t, path)
+	next := New(o)
+	rep := next.ReplierFor(trigger)
+	rep.Partial("很久很久以前，")
+	defer func() {
+		if t.Failed() {
+			t.Logf("log:\n%s", strings.Join(r.logs.matching(slog.LevelWarn), "\n"))
+			t.Logf("cards: %+v\nsent: %+v", r.sim.Cards(), r.sim.Sent())
+		}
+	}()
+	waitFor(t, func() bool {
+		cards := r.sim.Cards()
+		return cards[0].Elements[cardElement] == "很久很久以前，"
+	})
+	final := "很久很久以前，有座山。"
+	mid, err := rep.Deliver(context.Background(), msg.Outbound{ID: "story#1", Account: trigger.Account, Peer: group, Text: final})
+	must(t, err)
+
+	sent := r.sim.Sent()
+	if len(sent) != 1 || shownCard(t, sent[0]) != first.ID || string(mid) != sent[0].MessageID {
+		t.Errorf("sent %+v, delivered as %q; want only the first run's card message", sent, mid)
+	}
+	c := r.sim.Cards()[0]
+	if c.ID != first.ID || c.Elements[cardElement] != final || c.Streaming {
+		t.Errorf("the first run's card after the second: %+v", c)
+	}
+	for i := 1; i < len(c.Updates); i++ {
+		if c.Updates[i].Sequence <= c.Updates[i-1].Sequence {
+			t.Errorf("sequences do not rise across the restart: %+v", c.Updates)
+		}
+	}
+}

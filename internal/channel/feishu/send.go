@@ -632,7 +632,7 @@ func (r *replier) Deliver(ctx context.Context, out msg.Outbound) (msg.MessageID,
 		r.live = nil
 		r.mu.Unlock()
 		if live != nil {
-			if ref, ok := live.stop(); ok {
+			if ref, ok := live.stop(true); ok {
 				out = withCard(out, ref)
 			}
 		}
@@ -651,7 +651,7 @@ func (r *replier) EndLive(ctx context.Context) {
 	if live == nil {
 		return
 	}
-	ref, ok := live.stop()
+	ref, ok := live.stop(false)
 	if !ok {
 		return
 	}
