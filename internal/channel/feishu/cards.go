@@ -311,7 +311,7 @@ func (s *cardStream) run() {
 		case !s.ok:
 			last = time.Now()
 			if err := s.open(ctx, text); err != nil {
-				if refusedCards(err) {
+				if _, took := errors.AsType[takeOverError](err); refusedCards(err) && !took {
 					s.a.refuseCards(err, s.trigger)
 				} else {
 					s.a.log.Warn("Feishu card not created; the reply is sent whole", "peer", s.base.Peer.String(), "err", err)
@@ -370,13 +370,20 @@ func (s *cardStream) open(ctx context.Context, text string) error {
 	s.ref = cardRef{CardID: id, MessageID: sent.MessageID, ThreadID: sent.ThreadID}
 	if s.a.sentBefore(ctx, sent.MessageID) {
 		if err := s.resume(ctx, text); err != nil {
-			return err
+			return takeOverError{err}
 		}
 	}
 	s.a.recordSent(ctx, sent)
 	s.shown, s.ok = text, true
 	return nil
 }
+
+// takeOverError is a failure to take over the card of an earlier run: the
+// card just made shows nowhere, but CardKit served it, so it is no
+// refusal of CardKit.
+type takeOverError struct{ error }
+
+func (e takeOverError) Unwrap() error { return e.error }
 
 // resume takes over the card of the message s.ref names, which an earlier
 // run posted: it streams again, showing text.

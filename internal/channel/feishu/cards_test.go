@@ -282,6 +282,27 @@ func TestCardFinishedAfterARestart(t *testing.T) {
 	}
 }
 
+// TestCardNotTakenOverIsNoRefusal: when the card of the run before cannot
+// be written into, the reply is sent whole beside it, and the account
+// still streams its next replies into cards.
+func TestCardNotTakenOverIsNoRefusal(t *testing.T) {
+	r := newRig(t, func(o *Options) { o.Streaming = StreamingCard })
+	trigger, _, next := cutOffRun(t, r)
+	r.sim.FailNext("POST "+feishusim.PathCards+"/id_convert", feishusim.CodeScopeMissing)
+	rep := next.ReplierFor(trigger)
+	rep.Partial("很久很久以前，")
+	if _, err := rep.Deliver(context.Background(), msg.Outbound{ID: "story#1", Account: trigger.Account, Peer: group, Text: "很久很久以前。"}); err != nil {
+		t.Fatal(err)
+	}
+	sent := r.sim.Sent()
+	if len(sent) != 2 || sent[1].MsgType != "text" || sentText(t, sent[1]) != "很久很久以前。" {
+		t.Errorf("sent %+v, want the reply whole after the first run's card", sent)
+	}
+	if !next.streamsCards() {
+		t.Error("a card not taken over turned streaming off")
+	}
+}
+
 // waitFor polls cond until it holds, failing the test after 10 s.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
@@ -294,17 +315,15 @@ func waitFor(t *testing.T, cond func() bool) {
 	}
 }
 
-// TestCardCutOffByARestartIsTakenOver: a run stopped while its reply
-// streamed into a card (killed: nothing delivered, nothing recalled)
-// leaves the card's message; the next run, answering the same message
-// again, writes its reply into that card rather than posting another.
-func TestCardCutOffByARestartIsTakenOver(t *testing.T) {
-	r := newRig(t, func(o *Options) { o.Streaming = StreamingCard })
+// cutOffRun is a run that streamed a reply into a card and was killed
+// (nothing delivered, nothing recalled), and the next run's account, on
+// the same store and platform.
+func cutOffRun(t *testing.T, r *rig) (trigger msg.Message, first feishusim.Card, next *Account) {
+	t.Helper()
 	id, err := r.sim.AddMessage(feishusim.Message{ChatID: groupChat, SenderID: userA, Content: `{"text":"讲个故事"}`})
 	must(t, err)
-	trigger := msg.Message{Channel: ChannelID, Account: msg.DefaultAccount, Peer: group, ID: msg.MessageID(id), Sender: msg.Sender{ID: userA, Name: "张三"}}
+	trigger = msg.Message{Channel: ChannelID, Account: msg.DefaultAccount, Peer: group, ID: msg.MessageID(id), Sender: msg.Sender{ID: userA, Name: "张三"}}
 	path := filepath.Join(t.TempDir(), "pincer.db")
-
 	st := openStore(t, path)
 	r.a.opts.Sent = st
 	r.a.ReplierFor(trigger).Partial("从前有座山，")
@@ -313,12 +332,21 @@ func TestCardCutOffByARestartIsTakenOver(t *testing.T) {
 		known, err := st.WasSent(context.Background(), ChannelID, msg.DefaultAccount, msg.MessageID(r.sim.Sent()[0].MessageID))
 		return err == nil && known
 	})
-	first := r.sim.Cards()[0]
+	first = r.sim.Cards()[0]
 	must(t, st.Close()) // the run ends here, its card streaming
 
 	o := r.options(r.api.URL)
 	o.Streaming, o.Sent = StreamingCard, openStore(t, path)
-	next := New(o)
+	return trigger, first, New(o)
+}
+
+// TestCardCutOffByARestartIsTakenOver: a run killed while its reply
+// streamed into a card leaves the card's message; the next run, answering
+// the same message again, writes its reply into that card rather than
+// posting another.
+func TestCardCutOffByARestartIsTakenOver(t *testing.T) {
+	r := newRig(t, func(o *Options) { o.Streaming = StreamingCard })
+	trigger, first, next := cutOffRun(t, r)
 	rep := next.ReplierFor(trigger)
 	rep.Partial("很久很久以前，")
 	defer func() {
