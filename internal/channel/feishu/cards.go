@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/trace"
@@ -214,10 +216,9 @@ func cardUUID(cardID, what string) string { return partUUID("card:"+cardID+":"+w
 // interval and never while a request is on its way, so fast deltas are
 // coalesced into one update.
 type cardStream struct {
-	a        *Account
-	trigger  msg.Message
-	base     msg.Outbound // where the card's message goes
-	interval time.Duration
+	a       *Account
+	trigger msg.Message
+	base    msg.Outbound // where the card's message goes
 
 	mu   sync.Mutex
 	text strings.Builder
@@ -234,11 +235,26 @@ type cardStream struct {
 	ref   cardRef
 	shown string
 	ok    bool // the card's message was posted
+	// since is when the card's message was posted: its sequences count
+	// the milliseconds since.
+	since  time.Time
+	warned bool // an update failed
+}
+
+// liveHead is what of text a card shows while it streams: at most limit
+// characters and the bytes of a card's chunk. A longer reply is cut in
+// chunks when it is delivered, the first in the card, the rest after it.
+func liveHead(text string, limit int) string {
+	n := min(byteIndexOfRune(text, limit), postChunkBytes, len(text))
+	for n > 0 && n < len(text) && !utf8.RuneStart(text[n]) {
+		n--
+	}
+	return text[:n]
 }
 
 func (a *Account) newCardStream(trigger msg.Message, base msg.Outbound) *cardStream {
 	s := &cardStream{
-		a: a, trigger: trigger, base: base, interval: cardInterval,
+		a: a, trigger: trigger, base: base,
 		kick: make(chan struct{}, 1), stopped: make(chan struct{}), done: make(chan struct{}),
 	}
 	go s.run()
@@ -288,7 +304,7 @@ func (s *cardStream) run() {
 		case <-s.stopped:
 			stopping = true
 		}
-		if wait := s.interval - time.Since(last); !stopping && !last.IsZero() && wait > 0 {
+		if wait := cardInterval - time.Since(last); !stopping && !last.IsZero() && wait > 0 {
 			t := time.NewTimer(wait)
 			select {
 			case <-t.C:
@@ -299,7 +315,7 @@ func (s *cardStream) run() {
 		}
 		// Once stopped, the delivery writes the final text; only a card
 		// not made yet is made, when stop asks for it.
-		text := s.current()
+		text := liveHead(s.current(), s.a.opts.ChunkLimit)
 		switch {
 		case stopping && (s.ok || !s.openOnStop):
 			return
@@ -328,21 +344,37 @@ func (s *cardStream) run() {
 		last = time.Now()
 		seq := s.nextSequence()
 		if err := s.a.api.streamCardText(ctx, s.ref.CardID, cardElement, text, seq, cardUUID(s.ref.CardID, fmt.Sprint(seq))); err != nil {
-			// The next update, or the final one, writes the whole text again.
-			s.a.log.Warn("Feishu card not updated", "card_id", s.ref.CardID, "err", err)
+			// The next update, or the final one, writes the whole text
+			// again; one warning a card says the platform refuses them.
+			if !s.warned {
+				s.warned = true
+				s.a.log.Warn("Feishu card not updated", "card_id", s.ref.CardID, "err", err)
+			}
 			continue
 		}
 		s.shown = text
 	}
 }
 
-// nextSequence is the sequence of the card's next request: the time in
-// milliseconds, as the platform suggests, or one more than the last when
-// that is later. A run after a restart that writes into the card an
-// earlier run left streaming (see open) thus numbers after it.
+// nextSequence is the sequence of the card's next request: the time since
+// its message was posted, in milliseconds (the platform suggests a time),
+// or one more than the last when that is later. A run after a restart that
+// writes into the card an earlier run left streaming (see open) counts
+// from the same message, so it numbers after the earlier run; and the
+// numbers stay small enough for a 32-bit field for weeks.
 func (s *cardStream) nextSequence() int {
-	s.ref.Sequence = max(s.ref.Sequence+1, int(time.Now().UnixMilli()))
+	s.ref.Sequence = max(s.ref.Sequence+1, int(time.Since(s.since)/time.Millisecond)+1)
 	return s.ref.Sequence
+}
+
+// postedAt is when the platform says sent was created; now when it does
+// not say.
+func postedAt(sent sentMessage) time.Time {
+	ms, err := strconv.ParseInt(sent.CreateTime, 10, 64)
+	if err != nil || ms <= 0 {
+		return time.Now()
+	}
+	return time.UnixMilli(ms)
 }
 
 // open creates the card showing text and posts the message that shows
@@ -368,6 +400,7 @@ func (s *cardStream) open(ctx context.Context, text string) error {
 		return fmt.Errorf("send card %s: %w", id, err)
 	}
 	s.ref = cardRef{CardID: id, MessageID: sent.MessageID, ThreadID: sent.ThreadID}
+	s.since = postedAt(sent)
 	if s.a.sentBefore(ctx, sent.MessageID) {
 		if err := s.resume(ctx, text); err != nil {
 			return takeOverError{err}

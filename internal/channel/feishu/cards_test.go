@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"math"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -112,9 +113,12 @@ func TestCardStreamCoalescesDeltas(t *testing.T) {
 		if got := c.Elements[cardElement]; got != all.String() {
 			t.Errorf("the card shows %q, want all the text %q", got, all.String())
 		}
-		for i := 1; i < len(c.Updates); i++ {
-			if c.Updates[i].Sequence <= c.Updates[i-1].Sequence {
-				t.Errorf("sequences do not rise: %d then %d", c.Updates[i-1].Sequence, c.Updates[i].Sequence)
+		for i, u := range c.Updates {
+			if i > 0 && u.Sequence <= c.Updates[i-1].Sequence {
+				t.Errorf("sequences do not rise: %d then %d", c.Updates[i-1].Sequence, u.Sequence)
+			}
+			if u.Sequence > math.MaxInt32 {
+				t.Errorf("sequence %d does not fit 32 bits", u.Sequence)
 			}
 		}
 
@@ -129,6 +133,37 @@ func TestCardStreamCoalescesDeltas(t *testing.T) {
 		sent := sim.Sent()
 		if len(sent) != 1 || shownCard(t, sent[0]) != c.ID || sent[0].ReplyTo != string(trigger.ID) || string(id) != sent[0].MessageID {
 			t.Errorf("sent %+v, delivered as %q; want one reply showing card %s", sent, id, c.ID)
+		}
+	})
+}
+
+// TestLongReplyStreamsItsFirstChunk: a card streams no more than a chunk
+// of the reply; delivered, the reply's first chunk finishes the card and
+// the rest follows as cards of its own.
+func TestLongReplyStreamsItsFirstChunk(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sim, trigger := cardSim(t)
+		a := cardAccount(sim, &logRecorder{}, func(o *Options) { o.ChunkLimit = 10 })
+		r := a.ReplierFor(trigger)
+		r.Partial("一二三四五六七八九十甲乙丙")
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if got := sim.Cards()[0].Elements[cardElement]; got != "一二三四五六七八九十" {
+			t.Errorf("the card streams %q, want the first 10 characters", got)
+		}
+		text := "一二三四五六七八九十\n\n甲乙丙丁戊己庚辛壬癸\n\n子丑"
+		if _, err := r.Deliver(context.Background(), msg.Outbound{ID: "t#1", Account: trigger.Account, Peer: group, Text: text}); err != nil {
+			t.Fatal(err)
+		}
+		c := sim.Cards()[0]
+		sent := sim.Sent()
+		if c.Elements[cardElement] != "一二三四五六七八九十" || c.Streaming || len(sent) != 3 || shownCard(t, sent[0]) != c.ID {
+			t.Fatalf("card %+v, sent %+v", c, sent)
+		}
+		for i, want := range []string{"甲乙丙丁戊己庚辛壬癸", "子丑"} {
+			if s := sent[i+1]; s.MsgType != "interactive" || !strings.Contains(s.Content, `"content":"`+want+`"`) || s.ReplyTo != string(trigger.ID) {
+				t.Errorf("part %d: %+v, want a card of %s", i+1, s, want)
+			}
 		}
 	})
 }
