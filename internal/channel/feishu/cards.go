@@ -292,10 +292,21 @@ func (s *cardStream) stop(open bool) (cardRef, bool) {
 	return s.ref, s.ok
 }
 
-// run creates the card and keeps its text up to date until stop.
+// run creates the card and keeps its text up to date until stop. An
+// update on its way when stop comes is given up (the delivery writes the
+// whole text again); the card's creation is waited for.
 func (s *cardStream) run() {
 	defer close(s.done)
 	ctx := context.Background()
+	updates, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.stopped:
+			cancel()
+		case <-updates.Done():
+		}
+	}()
 	var last time.Time // when the last request went out
 	for {
 		stopping := false
@@ -343,7 +354,10 @@ func (s *cardStream) run() {
 		}
 		last = time.Now()
 		seq := s.nextSequence()
-		if err := s.a.api.streamCardText(ctx, s.ref.CardID, cardElement, text, seq, cardUUID(s.ref.CardID, fmt.Sprint(seq))); err != nil {
+		if err := s.a.api.streamCardText(updates, s.ref.CardID, cardElement, text, seq, cardUUID(s.ref.CardID, fmt.Sprint(seq))); err != nil {
+			if updates.Err() != nil {
+				return
+			}
 			// The next update, or the final one, writes the whole text
 			// again; one warning a card says the platform refuses them.
 			if !s.warned {

@@ -168,6 +168,35 @@ func TestLongReplyStreamsItsFirstChunk(t *testing.T) {
 	})
 }
 
+// TestSlowUpdateDoesNotHoldUpTheDelivery: an update the platform is slow
+// to answer is given up when the reply is delivered, and the delivery
+// finishes the card at once.
+func TestSlowUpdateDoesNotHoldUpTheDelivery(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sim, trigger := cardSim(t)
+		a := cardAccount(sim, &logRecorder{}, nil)
+		r := a.ReplierFor(trigger)
+		r.Partial("慢")
+		synctest.Wait()
+		card := sim.Cards()[0].ID
+		release := sim.Hold("PUT " + feishusim.PathCards + "/" + card + "/elements/" + cardElement + "/content")
+		defer release()
+		r.Partial("慢的平台")
+		time.Sleep(time.Second)
+		synctest.Wait() // the update waits for the platform
+		start := time.Now()
+		if _, err := r.Deliver(context.Background(), msg.Outbound{ID: "t#1", Account: trigger.Account, Peer: group, Text: "慢的平台，快的回复"}); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d != 0 {
+			t.Errorf("the delivery waited %v for a slow update", d)
+		}
+		if c := sim.Cards()[0]; c.Elements[cardElement] != "慢的平台，快的回复" || c.Streaming {
+			t.Errorf("card %+v", c)
+		}
+	})
+}
+
 // TestCardRefusedFallsBackToMessages: an app the platform refuses CardKit
 // sends the reply whole, says so once in the log and the trace, and does
 // not ask for a card again.
