@@ -191,21 +191,38 @@ func (a *Account) refuseCards(err error, m msg.Message) {
 }
 
 // finishCard writes a live card's final text and closes its streaming
-// mode. Both requests carry a uuid and a sequence derived from the card,
+// mode. Each request carries a uuid and a sequence derived from the card,
 // so a retry (after a restart too) repeats them rather than adding to
-// them.
+// them. A card the platform refuses the text (it took the card out of
+// streaming mode, as it does to one that streamed too long) is put back
+// into streaming mode for it.
 func (a *Account) finishCard(ctx context.Context, ref cardRef, text string) error {
+	seq := ref.Sequence
+	step := func() int { seq++; return seq }
 	// A payload of media only has no text to write: the card keeps what
 	// it showed.
 	if text != "" {
-		if err := a.api.streamCardText(ctx, ref.CardID, cardElement, text, ref.Sequence+1, cardUUID(ref.CardID, "final")); err != nil {
+		err := a.api.streamCardText(ctx, ref.CardID, cardElement, text, step(), cardUUID(ref.CardID, "final"))
+		if refusedText(err) {
+			if err = a.api.setCardStreaming(ctx, ref.CardID, true, step(), cardUUID(ref.CardID, "reopen")); err == nil {
+				err = a.api.streamCardText(ctx, ref.CardID, cardElement, text, step(), cardUUID(ref.CardID, "final again"))
+			}
+		}
+		if err != nil {
 			return fmt.Errorf("finish card %s: %w", ref.CardID, err)
 		}
 	}
-	if err := a.api.setCardStreaming(ctx, ref.CardID, false, ref.Sequence+2, cardUUID(ref.CardID, "close")); err != nil {
+	if err := a.api.setCardStreaming(ctx, ref.CardID, false, step(), cardUUID(ref.CardID, "close")); err != nil {
 		return fmt.Errorf("close card %s: %w", ref.CardID, err)
 	}
 	return nil
+}
+
+// refusedText reports a business error of the platform for a card's text
+// that neither a wait nor a new token cures.
+func refusedText(err error) bool {
+	ae, ok := errors.AsType[*apiError](err)
+	return ok && !ae.throttled() && !invalidToken(ae.Code) && ae.Status < 500 && ae.Code != codeScopeMissing
 }
 
 // cardUUID is the idempotency key of one request to a card.

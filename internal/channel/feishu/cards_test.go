@@ -197,6 +197,29 @@ func TestSlowUpdateDoesNotHoldUpTheDelivery(t *testing.T) {
 	})
 }
 
+// TestCardOutOfStreamingIsFinished: a card the platform took out of
+// streaming mode while the agent worked (it does after a while) still
+// gets the final text.
+func TestCardOutOfStreamingIsFinished(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sim, trigger := cardSim(t)
+		a := cardAccount(sim, &logRecorder{}, nil)
+		r := a.ReplierFor(trigger)
+		r.Partial("让我查一下。")
+		synctest.Wait()
+		must(t, sim.EndStreaming(sim.Cards()[0].ID))
+		if _, err := r.Deliver(context.Background(), msg.Outbound{ID: "t#1", Account: trigger.Account, Peer: group, Text: "查到了：三点开会。"}); err != nil {
+			t.Fatal(err)
+		}
+		if c := sim.Cards()[0]; c.Elements[cardElement] != "查到了：三点开会。" || c.Streaming {
+			t.Errorf("card %+v", c)
+		}
+		if n := len(sim.Sent()); n != 1 {
+			t.Errorf("%d messages, want the card's", n)
+		}
+	})
+}
+
 // TestCardRefusedFallsBackToMessages: an app the platform refuses CardKit
 // sends the reply whole, says so once in the log and the trace, and does
 // not ask for a card again.

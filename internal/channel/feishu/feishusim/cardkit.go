@@ -80,6 +80,19 @@ func (s *Sim) RefuseCardKit(on bool) {
 	s.cardKitRefused = on
 }
 
+// EndStreaming takes the card out of streaming mode, as the platform does
+// to a card left streaming too long.
+func (s *Sim) EndStreaming(cardID string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, known := s.cards[cardID]
+	if !known {
+		return fmt.Errorf("feishusim: end streaming: unknown card %q", cardID)
+	}
+	c.Streaming = false
+	return nil
+}
+
 // Cards returns the card entities the bot created, oldest first.
 func (s *Sim) Cards() []Card {
 	s.mu.Lock()
