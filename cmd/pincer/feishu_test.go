@@ -51,7 +51,7 @@ func TestServeFeishuWebhookMergeForward(t *testing.T) {
 		agents: { defaults: { model: { primary: 'openai/m' } } },
 		channels: { feishu: {
 		  appId: '%s', appSecret: '%s', domain: '%s', mode: 'webhook',
-		  verificationToken: '%s', encryptKey: '%s',
+		  verificationToken: '%s', encryptKey: '%s', streaming: 'off',
 		  receive: { realtime: { windowMs: 50 } },
 		} },`, model.URL, feishusim.DefaultAppID, feishusim.DefaultAppSecret, platform.URL, feishusim.DefaultVerificationToken, key))
 	p, _ := startServe(t, t.TempDir(), cfg)

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -154,9 +156,11 @@ func (p *larkPrinter) printf(format string, args ...any) {
 	fmt.Fprintf(p.out, format, args...)
 }
 
-// watch prints the bot's new messages and reactions until ctx ends.
+// watch prints the bot's new messages and reactions until ctx ends; a
+// streaming card once its streaming is closed, with its final text.
 func (p *larkPrinter) watch(ctx context.Context, sim *feishusim.Sim) {
 	sent, reacted, removed := 0, 0, map[string]bool{}
+	streaming := map[string]string{} // card id → where its message is
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -176,9 +180,19 @@ func (p *larkPrinter) watch(ctx context.Context, sim *feishusim.Sim) {
 			if m.ChatID == simLarkP2P || m.ReceiveIDType == "open_id" {
 				where = "private"
 			}
+			if id := cardEntity(m); id != "" {
+				streaming[id] = where
+				continue
+			}
 			p.printf("[%s] bot: %s\n", where, sentBody(m))
 		}
 		sent = len(msgs)
+		for _, c := range sim.Cards() {
+			if where, ok := streaming[c.ID]; ok && !c.Streaming {
+				delete(streaming, c.ID)
+				p.printf("[%s] bot (card): %s\n", where, strings.Join(slices.Sorted(maps.Values(c.Elements)), "\n\n"))
+			}
+		}
 		for _, r := range rs {
 			if r.Removed && !removed[r.ReactionID] {
 				removed[r.ReactionID] = true
@@ -186,6 +200,21 @@ func (p *larkPrinter) watch(ctx context.Context, sim *feishusim.Sim) {
 			}
 		}
 	}
+}
+
+// cardEntity is the card entity an interactive message shows, "" for a
+// message that shows none.
+func cardEntity(m feishusim.SentMessage) string {
+	var ref struct {
+		Type string `json:"type"`
+		Data struct {
+			CardID string `json:"card_id"`
+		} `json:"data"`
+	}
+	if m.MsgType != "interactive" || json.Unmarshal([]byte(m.Content), &ref) != nil || ref.Type != "card" {
+		return ""
+	}
+	return ref.Data.CardID
 }
 
 // sentBody is the readable text of a sent message: a text's text, a

@@ -40,6 +40,14 @@ type PartialViewer interface {
 	ShowsPartial() bool
 }
 
+// LiveEnder is a PartialViewer that learns when its turn is over, after
+// the reply's deliveries, delivered or not: a live view still showing text
+// that no delivery took (the turn failed or was stopped, or its reply was
+// dropped) can take it down.
+type LiveEnder interface {
+	EndLive(ctx context.Context)
+}
+
 // Typer is a Replier that can show a typing indicator in its chat.
 type Typer interface {
 	Typing(ctx context.Context, on bool) error
@@ -54,6 +62,14 @@ type Wrapper struct{ Replier }
 func (w Wrapper) ShowsPartial() bool {
 	pv, ok := w.Replier.(PartialViewer)
 	return ok && pv.ShowsPartial()
+}
+
+// EndLive implements LiveEnder for the wrapped replier; a replier without
+// a live view ignores it.
+func (w Wrapper) EndLive(ctx context.Context) {
+	if l, ok := w.Replier.(LiveEnder); ok {
+		l.EndLive(ctx)
+	}
 }
 
 // Typing implements Typer for the wrapped replier; a chat without an

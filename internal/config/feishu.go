@@ -48,6 +48,11 @@ type FeishuAccount struct {
 	// TypingReaction puts a "Typing" reaction on the message being
 	// answered while the agent works.
 	TypingReaction bool `json:"typingReaction"`
+	// Streaming is how a reply shows while the model writes it:
+	// FeishuStreamingCard writes it live into a CardKit card (the app needs
+	// cardkit:card:write; a refused app sends whole messages),
+	// FeishuStreamingOff sends it whole when it is written.
+	Streaming string `json:"streaming"`
 	// MaxBotReplyChain stops loops with other bots in a chat: another
 	// app's messages trigger at most this many replies in a row, until a
 	// person speaks. 0 sets no limit.
@@ -86,6 +91,9 @@ type FeishuMergeForward struct {
 const (
 	FeishuWebSocket   = "websocket"
 	FeishuWebhookMode = "webhook"
+	// FeishuStreamingCard and FeishuStreamingOff are the streaming modes.
+	FeishuStreamingCard = "card"
+	FeishuStreamingOff  = "off"
 	// DefaultFeishuWebhookPath is the default account's webhook path; a
 	// named account appends "/<id>".
 	DefaultFeishuWebhookPath = "/feishu/events"
@@ -100,6 +108,7 @@ func DefaultFeishu() Feishu {
 		Webhook:          FeishuWebhook{Path: DefaultFeishuWebhookPath},
 		TextChunkLimit:   4000,
 		TypingReaction:   true,
+		Streaming:        FeishuStreamingCard,
 		MaxBotReplyChain: 3,
 		Receive:          DefaultReceive(),
 		Quote:            FeishuQuote{Enabled: true, TimeoutMs: 10000},
@@ -196,6 +205,11 @@ func (a FeishuAccount) Validate() error {
 		}
 	default:
 		errs = append(errs, problem("mode", "want websocket or webhook, got %q", a.Mode))
+	}
+	switch a.Streaming {
+	case FeishuStreamingCard, FeishuStreamingOff:
+	default:
+		errs = append(errs, problem("streaming", "want card or off, got %q", a.Streaming))
 	}
 	if a.MaxBotReplyChain < 0 {
 		errs = append(errs, problem("maxBotReplyChain", "must not be negative"))

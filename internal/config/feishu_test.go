@@ -11,7 +11,7 @@ func TestFeishuDefaults(t *testing.T) {
 	a := Default().Channels.Feishu.FeishuAccount
 	want := FeishuAccount{
 		Enabled: true, Domain: "feishu", Mode: "websocket", Webhook: FeishuWebhook{Path: "/feishu/events"},
-		TextChunkLimit: 4000, TypingReaction: true, MaxBotReplyChain: 3, Receive: DefaultReceive(),
+		TextChunkLimit: 4000, TypingReaction: true, Streaming: "card", MaxBotReplyChain: 3, Receive: DefaultReceive(),
 		Quote:        FeishuQuote{Enabled: true, TimeoutMs: 10000},
 		MergeForward: FeishuMergeForward{Enabled: true, MaxDepth: 3, MaxLines: 100, MaxChars: 4000},
 	}
@@ -105,5 +105,39 @@ func TestFeishuAccountValidation(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "already used by accounts.hook1.webhook.path") {
 		t.Errorf("a path clash names both accounts: %v", err)
+	}
+}
+
+func TestFeishuStreamingIsCardOrOffPerAccount(t *testing.T) {
+	doc := `{ channels: { feishu: {
+	  appId: 'cli_a', appSecret: 'sa', streaming: 'off',
+	  accounts: {
+	    inherits: { appId: 'cli_b', appSecret: 'sb' },
+	    cards: { appId: 'cli_c', appSecret: 'sc', streaming: 'card' },
+	  },
+	} } }`
+	cfg, err := Parse([]byte(doc), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for id, a := range cfg.Channels.Feishu.All() {
+		got[id] = a.Streaming
+	}
+	if diff := cmp.Diff(map[string]string{"default": "off", "inherits": "off", "cards": "card"}, got); diff != "" {
+		t.Errorf("streaming by account (-want +got):\n%s", diff)
+	}
+
+	bad := `{ channels: { feishu: {
+	  streaming: 'live',
+	  accounts: { second: { appId: 'cli_b', appSecret: 'sb', streaming: 'Card' } },
+	} } }`
+	_, err = Parse([]byte(bad), noEnv)
+	want := []string{"channels.feishu.accounts.second.streaming", "channels.feishu.streaming"}
+	if diff := cmp.Diff(want, paths(err)); diff != "" {
+		t.Errorf("problem paths (-want +got):\n%s\nerror: %v", diff, err)
+	}
+	if err == nil || !strings.Contains(err.Error(), `want card or off, got "live"`) {
+		t.Errorf("the problem says what is wanted: %v", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/pincerbot/pincer/internal/agent"
+	"github.com/pincerbot/pincer/internal/channel"
 	"github.com/pincerbot/pincer/internal/llm"
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/reply"
@@ -246,4 +247,59 @@ func TestRepeatedBlocksAreKept(t *testing.T) {
 			t.Errorf("(-want +got):\n%s", diff)
 		}
 	})
+}
+
+// endRecorder is a live view that records when it is told its turn is
+// over, and what had been delivered by then.
+type endRecorder struct {
+	liveRecorder
+	ended []int
+}
+
+func (r *endRecorder) EndLive(context.Context) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ended = append(r.ended, len(r.delivered))
+}
+
+// TestLiveViewIsToldTheTurnIsOver: a live view learns once that its turn
+// is over, after the reply's delivery, also through a wrapper (as the
+// receive pipeline wraps repliers); a view that is not live is not told.
+func TestLiveViewIsToldTheTurnIsOver(t *testing.T) {
+	e, _ := newEngine(t, &echoProvider{})
+	live := &endRecorder{}
+	if err := e.Dispatch(context.Background(), message("1", "a", "hi", t0), live); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]int{1}, live.ended); diff != "" {
+		t.Errorf("deliveries when the view was told the turn is over (-want +got):\n%s", diff)
+	}
+
+	wrapped := &endRecorder{}
+	if err := e.Dispatch(context.Background(), message("2", "b", "hi", t0), struct{ channel.Wrapper }{channel.Wrapper{Replier: wrapped}}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]int{1}, wrapped.ended); diff != "" {
+		t.Errorf("through a wrapper (-want +got):\n%s", diff)
+	}
+
+	whole := &wholeEnder{}
+	if err := e.Dispatch(context.Background(), message("3", "c", "hi", t0), whole); err != nil {
+		t.Fatal(err)
+	}
+	if whole.ended != 0 || len(whole.delivered) != 1 {
+		t.Errorf("a replier without a live view was told %d times; delivered %d", whole.ended, len(whole.delivered))
+	}
+}
+
+// wholeEnder has EndLive but shows no partial text.
+type wholeEnder struct {
+	recorder
+	ended int
+}
+
+func (r *wholeEnder) EndLive(context.Context) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ended++
 }

@@ -410,6 +410,9 @@ func (e *Engine) run(ctx context.Context, log *slog.Logger, mc MsgContext, r cha
 	}
 	disp.MarkComplete()
 	<-disp.Idle()
+	if l, ok := r.(channel.LiveEnder); ok && stream.live {
+		l.EndLive(deliverCtx)
+	}
 	typing.Stop()
 
 	switch {

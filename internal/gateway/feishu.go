@@ -41,7 +41,7 @@ func FeishuOptions(id string, a config.FeishuAccount, workspace string, log *slo
 	return feishu.Options{
 		ID: msg.AccountID(id), AppID: a.AppID, AppSecret: a.AppSecret.Value(), BaseURL: a.BaseURL(), Mode: a.Mode,
 		VerificationToken: a.VerificationToken.Value(), EncryptKey: a.EncryptKey.Value(), Filter: filter,
-		ChunkLimit: a.TextChunkLimit, TypingReaction: a.TypingReaction,
+		ChunkLimit: a.TextChunkLimit, TypingReaction: a.TypingReaction, Streaming: a.Streaming,
 		MergeForward: feishu.MergeForward{Enabled: mf.Enabled, MaxDepth: mf.MaxDepth, MaxLines: mf.MaxLines, MaxChars: mf.MaxChars},
 		Workspace:    feishu.ChatWorkspace(workspace, msg.AccountID(id)),
 		Logger:       log,

@@ -59,6 +59,7 @@ func newLarkWSRig(t *testing.T, refusal feishusim.Refusal) *larkWSRig {
 	f.AppID, f.AppSecret = feishusim.DefaultAppID, feishusim.DefaultAppSecret
 	f.Domain, f.Mode = srv.URL, config.FeishuWebSocket
 	f.Receive.Realtime.WindowMs = 50
+	f.Streaming = config.FeishuStreamingOff // replies are read as messages
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	r := &larkWSRig{sim: sim, gw: startGateway(t, cfg), ctx: ctx}

@@ -60,6 +60,9 @@ func newLarkRig(t *testing.T, edit func(*config.Config)) *larkRig {
 	f.Domain, f.Mode = srv.URL, config.FeishuWebhookMode
 	f.VerificationToken, f.EncryptKey = feishusim.DefaultVerificationToken, "encrypt-key-for-tests"
 	f.Receive.Realtime.WindowMs = 50
+	// Replies are read as the messages they are; the streaming cards'
+	// tests turn cards on.
+	f.Streaming = config.FeishuStreamingOff
 	if edit != nil {
 		edit(&cfg)
 	}

@@ -60,6 +60,10 @@ type Options struct {
 	ChunkLimit int
 	// TypingReaction shows a "Typing" reaction while the agent works.
 	TypingReaction bool
+	// Streaming is how replies are shown while the model writes them:
+	// StreamingCard writes them live into a card, StreamingOff (or "")
+	// sends each whole once written.
+	Streaming string
 	// MergeForward bounds the expansion of merged forwards.
 	MergeForward MergeForward
 	// Workspace is the directory of a chat's files (merged-forward
@@ -110,6 +114,9 @@ type Account struct {
 	// those of events refused while pincer is saturated.
 	storeWarn, busyWarn everyMinute
 	sendLimits
+	// cardsRefused: the platform refused the app CardKit; replies are
+	// sent whole until restart.
+	cardsRefused atomic.Bool
 
 	sink atomic.Pointer[sinkHolder]
 	// conn is how the account receives events (Health); refusedRetry,

@@ -396,6 +396,9 @@ type sentMessage struct {
 	MessageID string `json:"message_id"`
 	// ThreadID is the topic the message landed in, when it is in one.
 	ThreadID string `json:"thread_id"`
+	// CreateTime is when the platform created it, in milliseconds (an
+	// earlier send's, when the uuid was used already).
+	CreateTime string `json:"create_time"`
 }
 
 // reply posts content as a reply to the message id; uuid makes a retry

@@ -77,6 +77,9 @@ func (a *Account) SendParts(ctx context.Context, out msg.Outbound, from int, con
 				confirmed(i, "", i+1 < len(parts))
 				continue
 			}
+		} else if ref := parts[i].card; ref != nil {
+			err = a.finishCard(ctx, *ref, parts[i].content)
+			sent = sentMessage{MessageID: ref.MessageID, ThreadID: ref.ThreadID}
 		} else {
 			sent, err = a.sendPart(ctx, out, parts[i], partUUID(out.ID, i))
 		}
@@ -214,6 +217,9 @@ func (a *Account) limiter(peer msg.Peer) *rate.Limiter {
 type part struct {
 	msgType, content, text string
 	media                  *msg.Media
+	// card, when set, is the live card the part finishes: content is its
+	// final markdown.
+	card *cardRef
 }
 
 // Platform bounds of a message's content (230025 past them).
@@ -244,7 +250,12 @@ var markdownTable = regexp.MustCompile(`(?m)^[ \t]*\|.*\|[ \t]*\n[ \t]*\|[ \t]*:
 // out may mention become real ones. A part per media attachment follows
 // the text's.
 func (a *Account) compose(out msg.Outbound) []part {
-	parts := a.composeText(out)
+	var parts []part
+	if ref, ok := liveCard(out); ok {
+		parts = a.composeCard(out, ref)
+	} else {
+		parts = a.composeText(out)
+	}
 	for i := range out.Media {
 		parts = append(parts, part{media: &out.Media[i]})
 	}
@@ -287,6 +298,29 @@ func (a *Account) composeText(out msg.Outbound) []part {
 	}
 	for _, chunk := range chunkText(text, a.opts.ChunkLimit, bytes) {
 		add(chunk, a.opts.ChunkLimit, bytes)
+	}
+	return parts
+}
+
+// composeCard is the parts of the text of out, a reply written live into
+// the card ref: the first chunk is the card's final text, the rest (a
+// reply longer than a card takes) follow as cards of their own.
+func (a *Account) composeCard(out msg.Outbound, ref cardRef) []part {
+	mention := mentioner(out, textAt)
+	cardMention := mentioner(out, cardAt)
+	var parts []part
+	for i, chunk := range chunkText(strings.TrimSpace(out.Text), a.opts.ChunkLimit, postChunkBytes) {
+		p := part{msgType: "interactive", text: mention(chunk)}
+		if i == 0 {
+			p.card, p.content = &ref, cardMention(chunk)
+		} else {
+			p.content = cardContent(cardMention(chunk))
+		}
+		parts = append(parts, p)
+	}
+	if len(parts) == 0 {
+		// Nothing to show (media only): the card keeps what it streamed.
+		parts = append(parts, part{msgType: "interactive", card: &ref, content: ""})
 	}
 	return parts
 }
@@ -534,24 +568,100 @@ func byteIndexOfRune(s string, n int) int {
 }
 
 // ReplierFor is the replier of an inbound message: a reply to it, which
-// may mention its sender, with a "Typing" reaction while the agent works.
+// may mention its sender, with a "Typing" reaction while the agent works,
+// written live into a card when the account streams replies.
 func (a *Account) ReplierFor(m msg.Message) channel.Replier { return &replier{a: a, trigger: m} }
 
 type replier struct {
 	a       *Account
 	trigger msg.Message
+
+	mu sync.Mutex
+	// live is the card the reply is being written into, from its first
+	// visible text until a delivery takes it or the turn ends.
+	live  *cardStream
+	ended bool
 }
 
-func (r *replier) Partial(string) {}
+// ShowsPartial implements channel.PartialViewer: a reply is written live
+// into a card unless the account sends replies whole.
+func (r *replier) ShowsPartial() bool { return r.a.streamsCards() }
 
+// Partial implements channel.Replier: the card is created with the first
+// visible text and then kept up to date. The text is what the engine shows
+// live: the silent token and reasoning never reach it.
+func (r *replier) Partial(delta string) {
+	if delta == "" || !r.a.streamsCards() {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ended {
+		return
+	}
+	if r.live == nil {
+		base := msg.Outbound{Account: r.a.opts.ID, Peer: r.trigger.Peer, ReplyTo: r.replyTo()}
+		r.live = r.a.newCardStream(r.trigger, base)
+	}
+	r.live.push(delta)
+}
+
+// replyTo is the message a reply quotes: the trigger, unless it is one
+// pincer made up (its id has a colon).
+func (r *replier) replyTo() msg.MessageID {
+	if strings.Contains(string(r.trigger.ID), ":") {
+		return ""
+	}
+	return r.trigger.ID
+}
+
+// Deliver implements channel.Replier. A reply written live into a card
+// finishes that card: the payload names it, so the outbox's delivery,
+// resumed after a restart too, writes the final text into it and closes
+// its streaming rather than posting another message.
 func (r *replier) Deliver(ctx context.Context, out msg.Outbound) (msg.MessageID, error) {
-	if out.ReplyTo == "" && !strings.Contains(string(r.trigger.ID), ":") {
-		out.ReplyTo = r.trigger.ID
+	if out.ReplyTo == "" {
+		out.ReplyTo = r.replyTo()
 	}
 	if out.Mentionable == nil {
 		out.Mentionable = []msg.Sender{r.trigger.Sender}
 	}
+	if !out.IsReasoning {
+		r.mu.Lock()
+		live := r.live
+		r.live = nil
+		r.mu.Unlock()
+		if live != nil {
+			if ref, ok := live.stop(true); ok {
+				out = withCard(out, ref)
+			}
+		}
+	}
 	return r.a.Send(ctx, out)
+}
+
+// EndLive implements channel.LiveEnder: a card no delivery took (the turn
+// failed in a group, was stopped, or its reply was dropped) would show
+// text that is not the answer, so its message is recalled.
+func (r *replier) EndLive(ctx context.Context) {
+	r.mu.Lock()
+	live := r.live
+	r.live, r.ended = nil, true
+	r.mu.Unlock()
+	if live == nil {
+		return
+	}
+	ref, ok := live.stop(false)
+	if !ok {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := r.a.api.recall(rctx, ref.MessageID); err != nil {
+		r.a.log.Warn("Feishu card of a reply that was not delivered not recalled", "message_id", ref.MessageID, "err", err)
+		return
+	}
+	r.a.log.Info("Feishu card of a reply that was not delivered recalled", "message_id", ref.MessageID)
 }
 
 // Typing implements channel.Typer with a reaction on the message being

@@ -521,6 +521,11 @@ func (s *Sim) send(q *request, req sendRequest, chatID, idType string, target *r
 			return a
 		}
 	}
+	if req.MsgType == "interactive" {
+		if a := s.checkCardMessage(req.Content); a != nil {
+			return a
+		}
+	}
 	if s.rateLimit {
 		recent := s.sendTimes[chatID][:0]
 		for _, t := range s.sendTimes[chatID] {
@@ -582,6 +587,22 @@ func (s *Sim) send(q *request, req sendRequest, chatID, idType string, target *r
 	}
 	s.sent = append(s.sent, sm)
 	return ok(s.item(s.msgs[id], view{idType: "open_id"}))
+}
+
+// deleteMessage serves DELETE /open-apis/im/v1/messages/:message_id: the
+// bot recalls a message it sent.
+func (s *Sim) deleteMessage(q *request) *answer {
+	r, known := s.msgs[q.params[0]]
+	switch {
+	case !known:
+		return failCode(CodeDeleted)
+	case r.m.Deleted:
+		return failCode(CodeRecalled)
+	case r.m.SenderID != s.opts.AppID:
+		return failCode(CodeNoPermission)
+	}
+	r.m.Deleted = true
+	return ok(struct{}{})
 }
 
 type apiReaction struct {

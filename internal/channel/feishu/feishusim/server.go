@@ -70,6 +70,12 @@ func (q *request) query(name string) string { return q.r.URL.Query().Get(name) }
 
 type endpoint func(s *Sim, q *request) *answer
 
+// route is an endpoint and the method it answers.
+type route struct {
+	method string
+	ep     endpoint
+}
+
 // Handler serves the simulated open platform.
 func (s *Sim) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
 
@@ -163,12 +169,13 @@ func (s *Sim) route(r *http.Request, body []byte, token string, now time.Time) *
 // match finds the endpoint for a request. When the path is known but not
 // the method, it returns a nil endpoint with non-nil params.
 func match(method, path string) (ep endpoint, params []string, needsToken, found bool) {
-	type route struct {
-		method string
-		ep     endpoint
-	}
 	var routes []route
 	switch {
+	case path == PathCards || strings.HasPrefix(path, PathCards+"/"):
+		var ok bool
+		if routes, params, ok = matchCardKit(path); !ok {
+			return nil, nil, false, false
+		}
 	case path == PathTenantToken:
 		routes = []route{{http.MethodPost, (*Sim).tenantToken}}
 	case path == PathWSEndpoint:
@@ -190,7 +197,7 @@ func match(method, path string) (ep endpoint, params []string, needsToken, found
 		}
 		switch {
 		case len(params) == 1:
-			routes = []route{{http.MethodGet, (*Sim).getMessage}}
+			routes = []route{{http.MethodGet, (*Sim).getMessage}, {http.MethodDelete, (*Sim).deleteMessage}}
 		case len(params) == 2 && params[1] == "reply":
 			routes = []route{{http.MethodPost, (*Sim).replyMessage}}
 		case len(params) == 2 && params[1] == "reactions":

@@ -1,7 +1,9 @@
 // Package feishusim is a simulated Feishu/Lark open platform served over
 // HTTP: the endpoints a self-built bot app uses, at the real API's paths
 // and with its JSON ({code, msg, data}), tenant tokens, error codes,
-// uuid idempotency, size limits, merge_forward expansion and paging. A
+// uuid idempotency, size limits, merge_forward expansion and paging, and
+// CardKit's streaming cards (card entities, their streamed text with its
+// sequences and uuids, their settings, and the messages that show them). A
 // test points the official SDK at it (lark.WithOpenBaseUrl), and a
 // developer can serve it to try pincer without a Feishu tenant. The
 // simulator also plays the platform's side of event delivery: by webhook
@@ -13,8 +15,10 @@
 // request.
 //
 // State is set up and inspected through a goroutine-safe Go API (AddUser,
-// AddChat, AddMessage, Sent, Uploads, Reactions, Calls), and faults are scripted
-// per path (FailNext, QueueFault) or switched on (SetSendRateLimit). The
+// AddChat, AddMessage, Sent, Uploads, Reactions, Cards, Calls), faults are
+// scripted per path (FailNext, QueueFault) or switched on
+// (SetSendRateLimit, RefuseCardKit), and requests are held to play a slow
+// platform (Hold). The
 // package does not import testing, so the pincer binary can link it.
 package feishusim
 
@@ -254,6 +258,11 @@ type Sim struct {
 	logSeq     uint64
 
 	lc *longConns
+
+	cards          map[string]*cardEntity
+	cardOrder      []string
+	cardSeq        uint64
+	cardKitRefused bool
 }
 
 // New returns a simulator with no users, chats or messages.
