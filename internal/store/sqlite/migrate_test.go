@@ -227,3 +227,62 @@ func TestOutboxIndexesNameThePendingState(t *testing.T) {
 		}
 	}
 }
+
+// TestMigrationToTurnsBySession: the transcripts a database of version
+// 12 holds are read back after the migration, in order and per
+// generation, a turn appended after it follows the last one, and the
+// turns still go with their session.
+func TestMigrationToTurnsBySession(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v12.db")
+	old := migratedTo(t, path, 12)
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := old.ExecContext(ctx, q, args...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	exec(`INSERT INTO sessions (key, agent_id, generation, created_at, updated_at) VALUES ('a', 'main', 1, 1, 1), ('b', 'main', 0, 1, 1)`)
+	long := strings.Repeat("长回答。", 400) // past a page: an overflow page
+	exec(`INSERT INTO turns (session_key, generation, seq, role, text, at) VALUES
+		('b', 0, 1, 'user', 'b one', 1), ('a', 1, 2, 'assistant', ?, 3), ('a', 0, 1, 'user', 'old generation', 1), ('a', 1, 1, 'user', 'a one', 2)`, long)
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatalf("open after the migration: %v", err)
+	}
+	defer d.Close()
+	texts := func(key string) []string {
+		t.Helper()
+		turns, err := d.Transcript(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, tr := range turns {
+			out = append(out, tr.Text)
+		}
+		return out
+	}
+	if diff := cmp.Diff([]string{"a one", long}, texts("a")); diff != "" {
+		t.Errorf("session a after the migration (-want +got):\n%s", diff)
+	}
+	if got, err := d.AppendTurn(ctx, "a", store.Turn{Role: store.RoleUser, Text: "a three"}); err != nil || got.Seq != 3 {
+		t.Errorf("a turn appended after the migration: seq %d, %v; want 3", got.Seq, err)
+	}
+	if diff := cmp.Diff([]string{"b one"}, texts("b")); diff != "" {
+		t.Errorf("session b after the migration (-want +got):\n%s", diff)
+	}
+	if err := d.w.do(func(tx *sql.Conn) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE key = 'a'`)
+		return err
+	}, false, false); err != nil {
+		t.Fatal(err)
+	}
+	var left int
+	if err := d.row(ctx, `SELECT count(*) FROM turns WHERE session_key = 'a'`, nil, &left); err != nil || left != 0 {
+		t.Errorf("turns of a deleted session: %d (%v), want none", left, err)
+	}
+}
