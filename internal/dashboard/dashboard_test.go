@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +19,7 @@ import (
 	"github.com/pincerbot/pincer/internal/dashboard"
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/texts"
+	"github.com/pincerbot/pincer/internal/texts/textstest"
 	"github.com/pincerbot/pincer/internal/trace"
 )
 
@@ -126,14 +126,7 @@ func TestPageSpeaksTheLocale(t *testing.T) {
 	}
 	for _, tt := range tests {
 		page := get(t, newDashboard(t, dashboard.Options{Locale: tt.locale}), "/dashboard").Body.String()
-		for _, want := range tt.want {
-			if !strings.Contains(page, want) {
-				t.Errorf("locale %q: the page lacks %s", tt.locale, want)
-			}
-		}
-		if strings.Contains(page, tt.not) || strings.Contains(page, "{{") {
-			t.Errorf("locale %q: the page holds %q or an unfilled field:\n%s", tt.locale, tt.not, page)
-		}
+		textstest.CheckPage(t, tt.locale, page, tt.want, tt.not)
 	}
 }
 
@@ -144,19 +137,7 @@ func TestScriptTextsCoverTheScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	used := regexp.MustCompile(`"(dashboard\.[A-Za-z]+)"`).FindAllStringSubmatch(string(js), -1)
-	if len(used) == 0 {
-		t.Fatal("the script names no texts")
-	}
-	handed := map[string]bool{}
-	for _, k := range dashboard.ScriptTexts() {
-		handed[string(k)] = true
-	}
-	for _, u := range used {
-		if !handed[u[1]] {
-			t.Errorf("the script shows %s, which the page does not hand it", u[1])
-		}
-	}
+	textstest.CheckScriptTexts(t, js, "dashboard.", dashboard.ScriptTexts())
 }
 
 func TestRegisterSitsBesideTheWebChat(t *testing.T) {

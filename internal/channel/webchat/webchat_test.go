@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -25,6 +24,7 @@ import (
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/store/sqlite"
 	"github.com/pincerbot/pincer/internal/texts"
+	"github.com/pincerbot/pincer/internal/texts/textstest"
 )
 
 func start(t *testing.T) (*httptest.Server, *webchat.Channel) {
@@ -240,14 +240,7 @@ func TestPageSpeaksTheLocale(t *testing.T) {
 			t.Fatal(err)
 		}
 		page := string(body)
-		for _, want := range tt.want {
-			if !strings.Contains(page, want) {
-				t.Errorf("locale %q: the page lacks %s", tt.locale, want)
-			}
-		}
-		if strings.Contains(page, tt.not) || strings.Contains(page, "{{") {
-			t.Errorf("locale %q: the page holds %q or an unfilled field:\n%s", tt.locale, tt.not, page)
-		}
+		textstest.CheckPage(t, tt.locale, page, tt.want, tt.not)
 	}
 }
 
@@ -258,19 +251,7 @@ func TestScriptTextsCoverTheScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	used := regexp.MustCompile(`"(webchat\.[A-Za-z]+)"`).FindAllStringSubmatch(string(js), -1)
-	if len(used) == 0 {
-		t.Fatal("the script names no texts")
-	}
-	handed := map[string]bool{}
-	for _, k := range webchat.ScriptTexts() {
-		handed[string(k)] = true
-	}
-	for _, u := range used {
-		if !handed[u[1]] {
-			t.Errorf("the script shows %s, which the page does not hand it", u[1])
-		}
-	}
+	textstest.CheckScriptTexts(t, js, "webchat.", webchat.ScriptTexts())
 }
 
 func TestPostStreamsPreviewAndKeepsSession(t *testing.T) {
