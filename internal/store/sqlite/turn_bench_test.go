@@ -2,12 +2,15 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
 	"time"
+
+	msqlite "modernc.org/sqlite"
 
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/store"
@@ -23,17 +26,20 @@ import (
 // process's CPU per event (the writer's goroutine included) on chatter
 // alone and with the @s, the CPU per turn (the difference, as pincer
 // bench computes it) and the commits per turn; the pause between events
-// is not CPU, though waking from it is, in both runs alike.
+// is not CPU, though waking from it is, in both runs alike. It reports the
+// pages written to the write-ahead log per event and per turn too (each
+// is two system calls and most of what a commit costs), which unlike the
+// CPU figures do not depend on what else the machine runs.
 func BenchmarkSteadyTurns(b *testing.B) {
-	var chatter float64
-	b.Run("chatter", func(b *testing.B) { chatter = steadyTurns(b, 0, 0) })
+	var chatter perEvent
+	b.Run("chatter", func(b *testing.B) { chatter = steadyTurns(b, 0, perEvent{}) })
 	b.Run("with-turns", func(b *testing.B) { steadyTurns(b, 10, chatter) })
 }
 
 // steadyTurns runs b.N events, every every-th an @ (none for 0), and
 // returns the CPU per event in µs; chatter, when known, is the CPU per
 // event of chatter alone, for the CPU per turn.
-func steadyTurns(b *testing.B, every int, chatter float64) float64 {
+func steadyTurns(b *testing.B, every int, chatter perEvent) perEvent {
 	ctx := context.Background()
 	db, err := Open(ctx, filepath.Join(b.TempDir(), "steady.db"), Options{})
 	if err != nil {
@@ -85,7 +91,7 @@ func steadyTurns(b *testing.B, every int, chatter float64) float64 {
 		}
 		return db.AddTraceRecords(ctx, []trace.Record{{Key: trace.Key{Channel: m.Channel, Account: m.Account, ID: m.ID}, Chat: m.Peer.String(), At: m.Time, Preview: m.Text, Steps: []trace.Step{{At: m.Time, Stage: "trigger", Outcome: "triggered"}}}})
 	}
-	commits := db.w.commits.Load()
+	commits, pages := db.w.commits.Load(), walPages(b, db)
 	cpu := processCPU()
 	b.ResetTimer()
 	turns := 0
@@ -104,15 +110,51 @@ func steadyTurns(b *testing.B, every int, chatter float64) float64 {
 	}
 	b.StopTimer()
 	used := float64((processCPU() - cpu).Microseconds())
-	perEvent := used / float64(b.N)
-	b.ReportMetric(perEvent, "cpu-µs/event")
+	each := perEvent{cpu: used / float64(b.N)}
+	b.ReportMetric(each.cpu, "cpu-µs/event")
+	// Committed by now: what the last batch holds is written with it.
+	if err := db.w.do(func(*sql.Conn) error { return nil }, false, true); err != nil {
+		b.Fatal(err)
+	}
+	written := float64(walPages(b, db) - pages)
+	each.pages = written / float64(b.N)
+	b.ReportMetric(each.pages, "wal-pages/event")
 	if turns > 0 {
 		b.ReportMetric(float64(db.w.commits.Load()-commits)/float64(turns), "commits/turn")
-		if chatter > 0 {
-			b.ReportMetric((used-chatter*float64(b.N-turns))/float64(turns), "cpu-µs/turn")
+		if chatter.pages > 0 {
+			b.ReportMetric((written-chatter.pages*float64(b.N-turns))/float64(turns), "wal-pages/turn")
+		}
+		if chatter.cpu > 0 {
+			b.ReportMetric((used-chatter.cpu*float64(b.N-turns))/float64(turns), "cpu-µs/turn")
 		}
 	}
-	return perEvent
+	return each
+}
+
+// perEvent is what an event of a steady run cost: CPU in µs, pages
+// written to the write-ahead log.
+type perEvent struct{ cpu, pages float64 }
+
+// walPages is how many pages the writer's connection has written to the
+// write-ahead log so far (SQLite's SQLITE_DBSTATUS_CACHE_WRITE).
+func walPages(b *testing.B, db *DB) int {
+	b.Helper()
+	var n int
+	err := db.w.do(func(tx *sql.Conn) error {
+		return tx.Raw(func(dc any) error {
+			st, ok := dc.(msqlite.DBStatus)
+			if !ok {
+				return fmt.Errorf("the driver's connection %T reads no status", dc)
+			}
+			cur, _, err := st.Status(msqlite.DBStatusCacheWrite, false)
+			n = cur
+			return err
+		})
+	}, false, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return n
 }
 
 // processCPU is the CPU time the process used so far, user and system.
