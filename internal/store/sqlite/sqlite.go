@@ -153,7 +153,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 			return nil, fmt.Errorf("sqlite: prepare: %w", err)
 		}
 	}
-	d.w = newWriter(d.conn, d.note, d.writeFailed, d.insertRows, d.saveChains)
+	d.w = newWriter(d.conn, d.note, d.writeFailed, d.insertRows, d.saveChains, d.cached)
 	if d.cp, err = startCheckpointer(dsn, func(err error) { d.log.Warn("store checkpoint failed", "component", "store", "err", err) }); err != nil {
 		d.Close()
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
@@ -260,7 +260,8 @@ func (d *DB) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 
 // cached returns query's prepared statement, or nil when it could not be
 // prepared (the statement then runs unprepared and reports the error).
-// Only jobs call it: every statement is prepared on the writer's
+// Only the writer's goroutine calls it (its jobs, and the writer for its
+// transaction statements): every statement is prepared on the writer's
 // connection.
 func (d *DB) cached(ctx context.Context, query string) *sql.Stmt {
 	s, err := d.stmt(ctx, query)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -85,19 +84,20 @@ type writer struct {
 	// pool recycles jobs; it is the writer's own, as a job's channel
 	// belongs to the goroutines (and test bubbles) of this store.
 	pool sync.Pool
-	// control holds the transaction statements (BEGIN, COMMIT, the
-	// savepoints) prepared once: run unprepared, each was parsed anew,
-	// several times a turn (only the writer touches it).
-	control map[string]*sql.Stmt
+	// prepared, when set, returns a statement prepared once on conn (nil
+	// when it cannot be): the transaction statements (BEGIN, COMMIT, the
+	// savepoints) run through it, since run unprepared each was parsed
+	// anew, several times a turn.
+	prepared func(ctx context.Context, query string) *sql.Stmt
 }
 
-func newWriter(conn *sql.Conn, note, fail func(error), insertRows func(*sql.Conn, []*logRow) error, beforeCommit func(*sql.Conn) error) *writer {
+func newWriter(conn *sql.Conn, note, fail func(error), insertRows func(*sql.Conn, []*logRow) error, beforeCommit func(*sql.Conn) error,
+	prepared func(context.Context, string) *sql.Stmt) *writer {
 	w := &writer{
-		conn: conn, note: note, fail: fail, insertRows: insertRows, beforeCommit: beforeCommit,
+		conn: conn, note: note, fail: fail, insertRows: insertRows, beforeCommit: beforeCommit, prepared: prepared,
 		jobs: make(chan *job, 1024), async: make(chan *job, 1024), kick: make(chan struct{}, 1), stopped: make(chan struct{}),
 	}
 	w.rjobs, w.rasync = w.jobs, w.async
-	w.control = map[string]*sql.Stmt{}
 	w.pool.New = func() any { return &job{done: make(chan error, 1)} }
 	go w.run()
 	return w
@@ -162,7 +162,6 @@ func (w *writer) queue(j *job) error {
 
 func (w *writer) run() {
 	defer close(w.stopped)
-	defer w.closeControl()
 	for {
 		j, ok := w.wait(nil)
 		if !ok {
@@ -381,32 +380,17 @@ func (w *writer) batch(first *job) {
 }
 
 // ctl runs a transaction statement (BEGIN IMMEDIATE, COMMIT, ROLLBACK,
-// a savepoint's) on the writer's connection, prepared the first time; a
-// statement that cannot be prepared runs unprepared and reports why.
+// a savepoint's) on the writer's connection, prepared when it can be.
 func (w *writer) ctl(query string) error {
 	ctx := context.Background()
-	s := w.control[query]
-	if s == nil {
-		var err error
-		if s, err = w.conn.PrepareContext(ctx, query); err != nil {
-			_, err = w.conn.ExecContext(ctx, query)
+	if w.prepared != nil {
+		if s := w.prepared(ctx, query); s != nil {
+			_, err := s.ExecContext(ctx)
 			return err
 		}
-		w.control[query] = s
 	}
-	_, err := s.ExecContext(ctx)
+	_, err := w.conn.ExecContext(ctx, query)
 	return err
-}
-
-// closeControl closes the prepared transaction statements, before the
-// connection they belong to is closed.
-func (w *writer) closeControl() {
-	for q, s := range w.control {
-		if err := s.Close(); err != nil {
-			w.note(fmt.Errorf("close %q: %w", q, err))
-		}
-		delete(w.control, q)
-	}
 }
 
 // finish tells j's caller err, or the writer's fail when nobody waits.

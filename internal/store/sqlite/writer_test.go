@@ -59,7 +59,7 @@ func newBatchRig(t *testing.T) *batchRig {
 		r.batches = append(r.batches, committed{jobs: r.n, first: r.first, commit: time.Since(r.began)})
 		r.n = 0
 		return nil
-	})
+	}, nil)
 	return r
 }
 
