@@ -60,33 +60,12 @@ func (m *Message) appendJSON(dst []byte) ([]byte, bool) {
 		dst = closeArray(dst, len(m.Segments))
 	}
 	dst = appendString(dst, "Text", m.Text)
-	if m.Mentions != nil {
-		dst = appendKey(dst, ',', "Mentions")
-		for i, u := range m.Mentions {
-			dst = append(dst, "[,"[min(i, 1)])
-			dst = jsonstr.Append(dst, string(u), true)
-		}
-		dst = closeArray(dst, len(m.Mentions))
-	}
+	dst = appendStrings(dst, "Mentions", m.Mentions)
 	dst = appendBool(dst, "AtAll", m.AtAll)
 	dst = appendString(dst, "ReplyTo", string(m.ReplyTo))
 	dst = appendString(dst, "ReplyToSender", string(m.ReplyToSender))
-	if m.ForwardIDs != nil {
-		dst = appendKey(dst, ',', "ForwardIDs")
-		for i, f := range m.ForwardIDs {
-			dst = append(dst, "[,"[min(i, 1)])
-			dst = jsonstr.Append(dst, string(f), true)
-		}
-		dst = closeArray(dst, len(m.ForwardIDs))
-	}
-	if m.Deferred != nil {
-		dst = appendKey(dst, ',', "Deferred")
-		for i, d := range m.Deferred {
-			dst = append(dst, "[,"[min(i, 1)])
-			dst = jsonstr.Append(dst, d, true)
-		}
-		dst = closeArray(dst, len(m.Deferred))
-	}
+	dst = appendStrings(dst, "ForwardIDs", m.ForwardIDs)
+	dst = appendStrings(dst, "Deferred", m.Deferred)
 	dst = appendBool(dst, "Recalled", m.Recalled)
 	return append(dst, '}'), true
 }
@@ -142,6 +121,20 @@ func appendBool(dst []byte, key string, v bool) []byte {
 		return dst
 	}
 	return append(appendKey(dst, ',', key), "true"...)
+}
+
+// appendStrings appends ,"key":[…] unless vs is nil (omitzero: an empty
+// slice that is not nil is written as []).
+func appendStrings[S ~string](dst []byte, key string, vs []S) []byte {
+	if vs == nil {
+		return dst
+	}
+	dst = appendKey(dst, ',', key)
+	for i, v := range vs {
+		dst = append(dst, "[,"[min(i, 1)])
+		dst = jsonstr.Append(dst, string(v), true)
+	}
+	return closeArray(dst, len(vs))
 }
 
 // closeArray ends an array of n elements, whose opening bracket the
