@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
-	"net/http/httptest"
-	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,15 +25,7 @@ func TestServeFeishuCardSurvivesKill9(t *testing.T) {
 		group = "oc_card000000000000000000000001"
 		userA = "ou_card00000000000000000000000a"
 	)
-	sim := feishusim.New(feishusim.Options{EncryptKey: key})
-	platform := httptest.NewServer(sim.Handler())
-	defer platform.Close()
-	if err := sim.AddUser(userA, "张三"); err != nil {
-		t.Fatal(err)
-	}
-	if err := sim.AddChat(group, feishusim.ChatGroup); err != nil {
-		t.Fatal(err)
-	}
+	sim, platform := feishuPlatform(t, key, group, map[string]string{userA: "张三"})
 	model := llmtest.NewOpenAI(t)
 	hold := make(chan struct{})
 	defer close(hold)
@@ -44,15 +33,7 @@ func TestServeFeishuCardSurvivesKill9(t *testing.T) {
 	model.Script(llmtest.Reply{Text: story, Hold: hold}, llmtest.Reply{Text: story})
 	dir := t.TempDir()
 	db := filepath.Join(dir, "pincer.db")
-	cfg := freePortConfig(fmt.Sprintf(`
-		store: { path: '%s' },
-		models: { providers: { openai: { baseUrl: '%s/v1', apiKey: 'k' } } },
-		agents: { defaults: { model: { primary: 'openai/m' } } },
-		channels: { feishu: {
-		  appId: '%s', appSecret: '%s', domain: '%s', mode: 'webhook',
-		  verificationToken: '%s', encryptKey: '%s', streaming: 'card',
-		  receive: { realtime: { windowMs: 50 } },
-		} },`, db, model.URL, feishusim.DefaultAppID, feishusim.DefaultAppSecret, platform.URL, feishusim.DefaultVerificationToken, key))
+	cfg := feishuWebhookConfig(model.URL, platform, key, "streaming: 'card',", fmt.Sprintf("store: { path: '%s' },", db))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	wait := func(what string, p *proc, cond func() bool) {
@@ -66,13 +47,8 @@ func TestServeFeishuCardSurvivesKill9(t *testing.T) {
 	}
 	recorded := func(id string) bool {
 		t.Helper()
-		conn, err := sql.Open("sqlite", "file:"+(&url.URL{Path: db}).EscapedPath()+"?_pragma=busy_timeout(5000)")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
 		var n int
-		return conn.QueryRow(`SELECT count(*) FROM sent WHERE message_id = ?`, id).Scan(&n) == nil && n == 1
+		return readStoreFile(t, db, `SELECT count(*) FROM sent WHERE message_id = ?`, []any{id}, &n) == nil && n == 1
 	}
 
 	first, _ := startServe(t, dir, cfg)
@@ -80,19 +56,7 @@ func TestServeFeishuCardSurvivesKill9(t *testing.T) {
 		ID: "om_card_kill_ask", ChatID: group, SenderID: userA, Content: `{"text":"@_user_1 讲个故事"}`,
 		Mentions: []feishusim.Mention{{Key: "@_user_1", ID: feishusim.DefaultBotOpenID, Name: feishusim.DefaultBotName}},
 	}
-	for ev := any(ask); ; ev = ask.ID {
-		d, err := sim.PostEvent(ctx, first.url+"/feishu/events", ev, feishusim.EventOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d.Status == 200 {
-			break
-		}
-		if d.Status != 503 || ctx.Err() != nil {
-			t.Fatalf("webhook answered %d: %s", d.Status, d.Response)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	postFeishu(t, ctx, sim, first.url, ask)
 	// The card shows the first piece while the model is held, and the
 	// sent log has its message.
 	wait("the card", first, func() bool {

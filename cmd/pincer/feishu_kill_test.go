@@ -2,11 +2,8 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
-	"net/http/httptest"
-	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,58 +27,21 @@ func TestServeFeishuPendingForwardSurvivesKill9(t *testing.T) {
 		userA = "ou_kill00000000000000000000000a"
 		userB = "ou_kill00000000000000000000000b"
 	)
-	sim := feishusim.New(feishusim.Options{EncryptKey: key})
-	platform := httptest.NewServer(sim.Handler())
-	defer platform.Close()
-	for id, name := range map[string]string{userA: "张三", userB: "李四"} {
-		if err := sim.AddUser(id, name); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := sim.AddChat(group, feishusim.ChatGroup); err != nil {
-		t.Fatal(err)
-	}
+	sim, platform := feishuPlatform(t, key, group, map[string]string{userA: "张三", userB: "李四"})
 	model := llmtest.NewOpenAI(t)
 	model.Script(llmtest.Reply{Text: []string{"数据库连接数满了，已经在处理。"}})
 	dir := t.TempDir()
 	db := filepath.Join(dir, "pincer.db")
-	cfg := freePortConfig(fmt.Sprintf(`
-		store: { path: '%s' },
-		models: { providers: { openai: { baseUrl: '%s/v1', apiKey: 'k' } } },
-		agents: { defaults: { model: { primary: 'openai/m' } } },
-		channels: { feishu: {
-		  appId: '%s', appSecret: '%s', domain: '%s', mode: 'webhook',
-		  verificationToken: '%s', encryptKey: '%s',
-		  receive: { realtime: { windowMs: 50 } },
-		} },`, db, model.URL, feishusim.DefaultAppID, feishusim.DefaultAppSecret, platform.URL, feishusim.DefaultVerificationToken, key))
+	cfg := feishuWebhookConfig(model.URL, platform, key, "", fmt.Sprintf("store: { path: '%s' },", db))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	post := func(p *proc, m feishusim.Message) {
 		t.Helper()
-		// Once the platform knows the message, it delivers it again by id.
-		for ev := any(m); ; ev = m.ID {
-			d, err := sim.PostEvent(ctx, p.url+"/feishu/events", ev, feishusim.EventOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			switch d.Status {
-			case 200:
-				return
-			case 503: // not taking events yet: the platform retries
-				time.Sleep(100 * time.Millisecond)
-			default:
-				t.Fatalf("webhook answered %d: %s", d.Status, d.Response)
-			}
-		}
+		postFeishu(t, ctx, sim, p.url, m)
 	}
 	pending := func() (found, pending bool) {
 		t.Helper()
-		conn, err := sql.Open("sqlite", "file:"+(&url.URL{Path: db}).EscapedPath()+"?_pragma=busy_timeout(5000)")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		err = conn.QueryRow(`SELECT enrich_pending FROM messages WHERE message_id = 'om_kill_fwd'`).Scan(&pending)
+		err := readStoreFile(t, db, `SELECT enrich_pending FROM messages WHERE message_id = 'om_kill_fwd'`, nil, &pending)
 		return err == nil, pending
 	}
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -32,28 +31,10 @@ func TestServeFeishuWebhookMergeForward(t *testing.T) {
 		userA = "ou_serve0000000000000000000000a"
 		userB = "ou_serve0000000000000000000000b"
 	)
-	sim := feishusim.New(feishusim.Options{EncryptKey: key})
-	platform := httptest.NewServer(sim.Handler())
-	defer platform.Close()
-	if err := sim.AddUser(userA, "张三"); err != nil {
-		t.Fatal(err)
-	}
-	if err := sim.AddUser(userB, "李四"); err != nil {
-		t.Fatal(err)
-	}
-	if err := sim.AddChat(group, feishusim.ChatGroup); err != nil {
-		t.Fatal(err)
-	}
+	sim, platform := feishuPlatform(t, key, group, map[string]string{userA: "张三", userB: "李四"})
 	model := llmtest.NewOpenAI(t)
 	model.Script(llmtest.Reply{Text: []string{"看过了，", "告警已恢复。"}})
-	cfg := freePortConfig(fmt.Sprintf(`
-		models: { providers: { openai: { baseUrl: '%s/v1', apiKey: 'k' } } },
-		agents: { defaults: { model: { primary: 'openai/m' } } },
-		channels: { feishu: {
-		  appId: '%s', appSecret: '%s', domain: '%s', mode: 'webhook',
-		  verificationToken: '%s', encryptKey: '%s', streaming: 'off',
-		  receive: { realtime: { windowMs: 50 } },
-		} },`, model.URL, feishusim.DefaultAppID, feishusim.DefaultAppSecret, platform.URL, feishusim.DefaultVerificationToken, key))
+	cfg := feishuWebhookConfig(model.URL, platform, key, "streaming: 'off',", "")
 	p, _ := startServe(t, t.TempDir(), cfg)
 	defer p.stop()
 	defer func() {
@@ -76,21 +57,7 @@ func TestServeFeishuWebhookMergeForward(t *testing.T) {
 		},
 	}
 	hook := p.url + "/feishu/events"
-	var first *feishusim.Delivery
-	for ev := any(fwd); first == nil; ev = fwd.ID {
-		d, err := sim.PostEvent(ctx, hook, ev, feishusim.EventOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch d.Status {
-		case 200:
-			first = d
-		case 503: // not ready to take events yet: the platform retries
-			time.Sleep(100 * time.Millisecond)
-		default:
-			t.Fatalf("webhook answered %d: %s", d.Status, d.Response)
-		}
-	}
+	first := postFeishu(t, ctx, sim, p.url, fwd)
 	var sent []feishusim.SentMessage
 	for len(sent) == 0 {
 		if ctx.Err() != nil {
