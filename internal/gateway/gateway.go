@@ -137,11 +137,9 @@ func (b webchatBackend) Model(peer msg.Peer) string {
 
 var _ webchat.Previewer = webchatBackend{}
 
-// Previewing implements webchat.Previewer: no model is configured when
-// the preview agent answers the browser.
-func (b webchatBackend) Previewing(peer msg.Peer) bool {
-	return b.Model(peer) == preview.Ref.String()
-}
+// IsPreview implements webchat.Previewer: model is the preview agent's,
+// which answers when no model is configured.
+func (webchatBackend) IsPreview(model string) bool { return model == preview.Ref.String() }
 
 // Run runs pincer until ctx ends, then shuts down: it stops accepting
 // connections, gives in-flight replies gateway.shutdownTimeoutMs to finish

@@ -37,7 +37,7 @@ type SessionView struct {
 	// ModelNamer.
 	Model string `json:"model,omitempty"`
 	// NoModel says that no model is configured, so the preview agent
-	// answers, when the Backend is a Previewer.
+	// answers, when the Backend is a Previewer too.
 	NoModel    bool       `json:"noModel,omitempty"`
 	Transcript []TurnView `json:"transcript"`
 }
@@ -78,9 +78,9 @@ func (c *Channel) serveSession(w http.ResponseWriter, r *http.Request) {
 	view := SessionView{Title: c.opts.Title, Transcript: []TurnView{}}
 	if n, ok := b.(ModelNamer); ok {
 		view.Model = n.Model(c.peer(browser))
-	}
-	if p, ok := b.(Previewer); ok {
-		view.NoModel = p.Previewing(c.peer(browser))
+		if p, ok := b.(Previewer); ok {
+			view.NoModel = p.IsPreview(view.Model)
+		}
 	}
 	for _, t := range tr {
 		text := t.Text

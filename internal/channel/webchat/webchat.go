@@ -52,11 +52,11 @@ type ModelNamer interface {
 	Model(peer msg.Peer) string
 }
 
-// Previewer is a Backend that can tell that no model is configured for a
-// peer, so the preview agent answers it: the page says so before the
-// first message (SessionView.NoModel).
+// Previewer is a ModelNamer that can tell the preview agent, which
+// answers when no model is configured, by the model it names: the page
+// then says so before the first message (SessionView.NoModel).
 type Previewer interface {
-	Previewing(peer msg.Peer) bool
+	IsPreview(model string) bool
 }
 
 // Options configure the web chat.

@@ -76,7 +76,7 @@ func startWith(t *testing.T, s setup) *env {
 		backend = namingBackend{rb, s.model}
 	}
 	if s.preview {
-		backend = previewingBackend{rb}
+		backend = previewingBackend{namingBackend{rb, "preview/echo"}}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -134,10 +134,11 @@ type namingBackend struct {
 
 func (b namingBackend) Model(msg.Peer) string { return b.model }
 
-// previewingBackend is a backend no model is configured for.
-type previewingBackend struct{ *recordingBackend }
+// previewingBackend is a backend no model is configured for: the model
+// it names is the preview agent.
+type previewingBackend struct{ namingBackend }
 
-func (previewingBackend) Previewing(msg.Peer) bool { return true }
+func (b previewingBackend) IsPreview(model string) bool { return model == b.model }
 
 const fakeID = "fake"
 
