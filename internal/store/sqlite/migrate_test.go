@@ -39,6 +39,16 @@ func migratedTo(t *testing.T, path string, v int64) *sql.DB {
 	return db
 }
 
+// execIn runs statements on db, failing t with the statement that failed.
+func execIn(t *testing.T, db *sql.DB) func(q string, args ...any) {
+	return func(q string, args ...any) {
+		t.Helper()
+		if _, err := db.ExecContext(context.Background(), q, args...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
 // TestMigrationMovesTheLogAndBuffersIntoViews: a database of the version
 // before the message log (an inbound table; history and digest entries
 // buffered with their bodies) opens with its log readable in order, what
@@ -53,12 +63,7 @@ func TestMigrationMovesTheLogAndBuffersIntoViews(t *testing.T) {
 	m := func(id, text string, sec int) msg.Message {
 		return msg.Message{ID: msg.MessageID(id), Channel: "onebot", Account: "default", Peer: g, Sender: msg.Sender{ID: "1", Name: "A"}, Time: at.Add(time.Duration(sec) * time.Second), Text: text}
 	}
-	exec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := old.ExecContext(ctx, q, args...); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	exec := execIn(t, old)
 	body := func(m msg.Message) string {
 		b, err := json.Marshal(m)
 		if err != nil {
@@ -126,12 +131,7 @@ func TestMigrationToFewerTrees(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "v9.db")
 	old := migratedTo(t, path, 9)
-	exec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := old.ExecContext(ctx, q, args...); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	exec := execIn(t, old)
 	far := time.Now().Add(time.Hour).UnixMilli()
 	exec(`INSERT INTO dedup (key, expires_at) VALUES ('seen', ?)`, far)
 	exec(`INSERT INTO sent (channel, account, message_id, sent_at) VALUES ('onebot', 'default', '99', ?)`, time.Now().UnixMilli())
@@ -236,12 +236,7 @@ func TestMigrationToTurnsBySession(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "v12.db")
 	old := migratedTo(t, path, 12)
-	exec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := old.ExecContext(ctx, q, args...); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	exec := execIn(t, old)
 	exec(`INSERT INTO sessions (key, agent_id, generation, created_at, updated_at) VALUES ('a', 'main', 1, 1, 1), ('b', 'main', 0, 1, 1)`)
 	long := strings.Repeat("长回答。", 400) // past a page: an overflow page
 	exec(`INSERT INTO turns (session_key, generation, seq, role, text, at) VALUES

@@ -77,15 +77,14 @@ func TestMigrationToAppendedTraces(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "v11.db")
 	old := migratedTo(t, path, 11)
 	now := time.Now()
-	for i, r := range []struct {
+	exec := execIn(t, old)
+	for _, r := range []struct {
 		msg string
 		at  time.Time
 	}{{"2", now.Add(-2 * time.Hour)}, {"1", now.Add(-3 * time.Hour)}, {"3", now}} {
 		key := `{"Channel":"onebot","Account":"default","ID":"` + r.msg + `"}`
-		if _, err := old.ExecContext(ctx, `INSERT INTO traces (chat, msg, key, sender, preview, at, steps) VALUES ('onebot:default:group:9', ?, ?, '甲 (7)', ?, ?, '[]')`,
-			r.msg, key, "text "+r.msg, r.at.UnixMilli()); err != nil {
-			t.Fatalf("row %d: %v", i, err)
-		}
+		exec(`INSERT INTO traces (chat, msg, key, sender, preview, at, steps) VALUES ('onebot:default:group:9', ?, ?, '甲 (7)', ?, ?, '[]')`,
+			r.msg, key, "text "+r.msg, r.at.UnixMilli())
 	}
 	if err := old.Close(); err != nil {
 		t.Fatal(err)
