@@ -157,10 +157,22 @@ func TestOneBotSimulator(t *testing.T) {
 	if m, err = ev.ToMessage("default", 0); err != nil || string(m.ReplyTo) != sentID || m.Text != "谢谢！" {
 		t.Errorf("a quote became %+v (%v)", m, err)
 	}
-	for id, want := range map[string]string{sentID: "3300000001", string(m.ID): "10001"} {
+	for id, want := range map[string]struct{ author, text string }{sentID: {"3300000001", "hi there"}, string(m.ID): {"10001", "谢谢！"}} {
 		data, err := conn.Call(ctx, "get_msg", map[string]any{"message_id": json.Number(id)}, 0)
-		if author, _ := wire.Author(data); err != nil || author.String() != want {
-			t.Errorf("get_msg %s: %s %v, want author %s", id, data, err, want)
+		if author, _ := wire.Author(data); err != nil || author.String() != want.author {
+			t.Errorf("get_msg %s: %s %v, want author %s", id, data, err, want.author)
+		}
+		// It tells the message too, with its time, as NapCat does: a
+		// quote of it shows its text.
+		var got struct {
+			Time    int64 `json:"time"`
+			Message []struct {
+				Type string            `json:"type"`
+				Data map[string]string `json:"data"`
+			} `json:"message"`
+		}
+		if err := json.Unmarshal(data, &got); err != nil || got.Time == 0 || len(got.Message) == 0 || got.Message[len(got.Message)-1].Data["text"] != want.text {
+			t.Errorf("get_msg %s: %s (%v), want its time and its text %q", id, data, err, want.text)
 		}
 	}
 	if _, err := conn.Call(ctx, "get_msg", map[string]any{"message_id": 5}, 0); err == nil {

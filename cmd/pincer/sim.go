@@ -65,26 +65,35 @@ bot, /dm … is private, /reply #<id> … quotes message <id>).
 	return 0
 }
 
-// sim is the simulator's state: who speaks where, who sent which
-// message (for get_msg), and the output.
+// sim is the simulator's state: who speaks where, every message said
+// (for get_msg), and the output.
 type sim struct {
 	self, group, user int64
 	name              string
 	next              atomic.Int64
 
-	mu      sync.Mutex
-	out     io.Writer
-	senders map[int64]int64 // message id -> who sent it
+	mu   sync.Mutex
+	out  io.Writer
+	said map[int64]simMessage // by message id
 }
 
-// sent remembers who sent message id.
-func (s *sim) sent(id, by int64) {
+// simMessage is a message as get_msg tells it.
+type simMessage struct {
+	by       int64
+	nickname string
+	private  bool
+	at       int64 // unix seconds
+	segments any   // as sent
+}
+
+// sent remembers message id.
+func (s *sim) sent(id int64, m simMessage) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.senders == nil {
-		s.senders = map[int64]int64{}
+	if s.said == nil {
+		s.said = map[int64]simMessage{}
 	}
-	s.senders[id] = by
+	s.said[id] = m
 }
 
 func (s *sim) printf(format string, args ...any) {
@@ -95,12 +104,11 @@ func (s *sim) printf(format string, args ...any) {
 
 // event turns a typed line into a message event.
 func (s *sim) event(text string) map[string]any {
-	id := 100000 + s.next.Add(1)
+	id, now := 100000+s.next.Add(1), time.Now().Unix()
 	ev := map[string]any{
-		"time": time.Now().Unix(), "self_id": s.self, "post_type": "message", "message_id": id,
+		"time": now, "self_id": s.self, "post_type": "message", "message_id": id,
 		"user_id": s.user, "sender": map[string]any{"user_id": s.user, "nickname": s.name}, "font": 14,
 	}
-	s.sent(id, s.user)
 	var segs []any
 	if rest, ok := strings.CutPrefix(text, "/reply "); ok {
 		// A quote as the QQ client sends it when the @ of the quoted
@@ -121,6 +129,7 @@ func (s *sim) event(text string) map[string]any {
 		segs = append(segs, simSeg("text", "text", text))
 	}
 	ev["message"] = segs
+	s.sent(id, simMessage{by: s.user, nickname: s.name, private: ev["message_type"] == "private", at: now, segments: segs})
 	return ev
 }
 
@@ -145,6 +154,10 @@ func (s *sim) answer(action string, params json.RawMessage) (any, int, string) {
 			} `json:"message"`
 		}
 		_ = json.Unmarshal(params, &p)
+		var sent struct {
+			Message json.RawMessage `json:"message"`
+		}
+		_ = json.Unmarshal(params, &sent)
 		var b strings.Builder
 		for _, m := range p.Message {
 			switch m.Type {
@@ -163,7 +176,7 @@ func (s *sim) answer(action string, params json.RawMessage) (any, int, string) {
 			where = fmt.Sprintf("private %d", p.UserID)
 		}
 		id := 200000 + s.next.Add(1)
-		s.sent(id, s.self)
+		s.sent(id, simMessage{by: s.self, nickname: "pincer", private: action == "send_private_msg", at: time.Now().Unix(), segments: sent.Message})
 		s.printf("[%s] bot #%d: %s\n", where, id, b.String())
 		return map[string]any{"message_id": id}, 0, ""
 	case "get_msg":
@@ -172,15 +185,22 @@ func (s *sim) answer(action string, params json.RawMessage) (any, int, string) {
 		}
 		_ = json.Unmarshal(params, &p)
 		s.mu.Lock()
-		by, ok := s.senders[p.MessageID]
+		m, ok := s.said[p.MessageID]
 		s.mu.Unlock()
 		if !ok {
 			return nil, 100, "message not found"
 		}
-		return map[string]any{
-			"message_id": p.MessageID, "message_type": "group", "group_id": s.group, "user_id": by,
-			"sender": map[string]any{"user_id": by}, "message": []any{},
-		}, 0, ""
+		// As NapCat answers it: the message's time, its sender with a
+		// nickname, and its segments.
+		msg := map[string]any{
+			"message_id": p.MessageID, "real_id": p.MessageID, "time": m.at, "message_type": "group", "group_id": s.group,
+			"user_id": m.by, "sender": map[string]any{"user_id": m.by, "nickname": m.nickname}, "message": m.segments,
+		}
+		if m.private {
+			msg["message_type"] = "private"
+			delete(msg, "group_id")
+		}
+		return msg, 0, ""
 	case "set_msg_emoji_like":
 		s.printf("(bot reacted: %s)\n", params)
 		return nil, 0, ""
