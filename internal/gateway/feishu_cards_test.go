@@ -102,7 +102,8 @@ func TestFeishuStreamingCardEndToEnd(t *testing.T) {
 	r.post(t, ctx, ask, feishusim.EventOptions{})
 
 	half := strings.Join(pieces[:20], "")
-	c := r.waitCard(t, ctx, 1, func(c feishusim.Card) bool { return cardText(c) == half })
+	// The card entity is created first, then the message that shows it.
+	c := r.waitCard(t, ctx, 1, func(c feishusim.Card) bool { return cardText(c) == half && len(r.sim.Sent()) > 0 })
 	sent := r.sim.Sent()
 	if !c.Streaming || len(sent) != 1 || sent[0].MsgType != "interactive" || !strings.Contains(sent[0].Content, c.ID) || sent[0].ReplyTo != ask.ID {
 		t.Fatalf("while the model writes: card %+v, sent %+v; want one reply showing the streaming card", c, sent)
