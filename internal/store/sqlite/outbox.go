@@ -78,7 +78,7 @@ func (d *DB) FinishTurn(ctx context.Context, keys ...string) error {
 			}
 		}
 		return nil
-	}, true)
+	}, several(len(keys)))
 	if err != nil {
 		return fmt.Errorf("finish turns %v: %w", keys, err)
 	}
@@ -94,7 +94,7 @@ func (d *DB) AddOutbox(ctx context.Context, e store.OutboxEntry) (bool, error) {
 		return false, fmt.Errorf("outbox %s: %w", e.ID, err)
 	}
 	var n int64
-	err = d.durableTx(ctx, func(tx *sql.Conn) error {
+	err = d.durableOne(ctx, func(tx *sql.Conn) error {
 		t := millis(now())
 		res, err := d.exec(ctx, tx, qAddOutbox, e.ID, string(e.Channel), string(e.Out.Account), e.Out.Peer.String(),
 			string(body), string(store.OutboxPending), t, t)
@@ -114,7 +114,7 @@ func (d *DB) AddOutbox(ctx context.Context, e store.OutboxEntry) (bool, error) {
 // committed: the platform took a chunk the moment before, and only a
 // crash within that moment can send it again.
 func (d *DB) UpdateOutbox(ctx context.Context, id string, sent, attempts int, state store.OutboxState, lastErr string) error {
-	err := d.durableTx(ctx, func(tx *sql.Conn) error {
+	err := d.durableOne(ctx, func(tx *sql.Conn) error {
 		_, err := d.exec(ctx, tx, qUpdateOutbox, sent, attempts, string(state), lastErr, millis(now()), id)
 		return err
 	})

@@ -86,7 +86,7 @@ func (d *DB) RecordSent(ctx context.Context, ch msg.ChannelID, acct msg.AccountI
 			}
 		}
 		return nil
-	}, true)
+	}, several(len(ids)))
 	if err != nil {
 		return fmt.Errorf("record sent %v: %w", ids, err)
 	}

@@ -31,8 +31,11 @@ func scanSession(row interface{ Scan(...any) error }) (store.Session, error) {
 		return s, err
 	}
 	s.CreatedAt, s.UpdatedAt = fromMillis(created), fromMillis(updated)
-	if err := json.Unmarshal([]byte(options), &s.Options); err != nil {
-		return s, fmt.Errorf("options: %w", err)
+	// Most sessions set no option: their column holds the default.
+	if options != "{}" {
+		if err := json.Unmarshal([]byte(options), &s.Options); err != nil {
+			return s, fmt.Errorf("options: %w", err)
+		}
 	}
 	if s.Options == nil {
 		s.Options = map[string]string{}
@@ -45,7 +48,7 @@ func scanSession(row interface{ Scan(...any) error }) (store.Session, error) {
 func (d *DB) OpenSession(ctx context.Context, key, agentID string) (store.Session, bool, error) {
 	var s store.Session
 	created := false
-	err := d.tx(ctx, func(tx *sql.Conn) error {
+	err := d.one(ctx, func(tx *sql.Conn) error {
 		var err error
 		s, created, err = d.openIn(ctx, tx, key, agentID)
 		return err
@@ -63,7 +66,7 @@ func (d *DB) OpenWithTranscript(ctx context.Context, key, agentID string) (store
 	var s store.Session
 	var turns []store.Turn
 	created := false
-	err := d.tx(ctx, func(tx *sql.Conn) error {
+	err := d.one(ctx, func(tx *sql.Conn) error {
 		var err error
 		if s, created, err = d.openIn(ctx, tx, key, agentID); err != nil || created {
 			return err
@@ -78,7 +81,7 @@ func (d *DB) OpenWithTranscript(ctx context.Context, key, agentID string) (store
 }
 
 // openIn looks the session up and inserts it when it is new, inside a
-// job's tx.
+// job's tx. It writes one statement at most (see one).
 func (d *DB) openIn(ctx context.Context, tx *sql.Conn, key, agentID string) (s store.Session, created bool, err error) {
 	// Most calls find the session, so look before inserting.
 	if s, err = scanSession(d.queryRow(ctx, tx, qSession, key)); !errors.Is(err, store.ErrNotFound) {

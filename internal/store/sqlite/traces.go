@@ -42,7 +42,7 @@ func (d *DB) AddTraceRecords(ctx context.Context, recs []trace.Record) error {
 			}
 		}
 		return nil
-	}, true)
+	}, several(len(rows)))
 }
 
 // TraceRecords implements trace.Store.

@@ -25,8 +25,9 @@ import (
 // its id recorded, the turn finished, its trace stored). It reports the
 // process's CPU per event (the writer's goroutine included) on chatter
 // alone and with the @s, the CPU per turn (the difference, as pincer
-// bench computes it) and the commits per turn; the pause between events
-// is not CPU, though waking from it is, in both runs alike. It reports the
+// bench computes it), the commits per turn and the jobs per turn run
+// under a savepoint; the pause between events is not CPU, though waking
+// from it is, in both runs alike. It reports the
 // pages written to the write-ahead log per event and per turn too (each
 // is two system calls and most of what a commit costs), which unlike the
 // CPU figures do not depend on what else the machine runs.
@@ -91,7 +92,7 @@ func steadyTurns(b *testing.B, every int, chatter perEvent) perEvent {
 		}
 		return db.AddTraceRecords(ctx, []trace.Record{{Key: trace.Key{Channel: m.Channel, Account: m.Account, ID: m.ID}, Chat: m.Peer.String(), At: m.Time, Preview: m.Text, Steps: []trace.Step{{At: m.Time, Stage: "trigger", Outcome: "triggered"}}}})
 	}
-	commits, pages := db.w.commits.Load(), walPages(b, db)
+	commits, savepoints, pages := db.w.commits.Load(), db.w.savepoints.Load(), walPages(b, db)
 	cpu := processCPU()
 	b.ResetTimer()
 	turns := 0
@@ -121,6 +122,7 @@ func steadyTurns(b *testing.B, every int, chatter perEvent) perEvent {
 	b.ReportMetric(each.pages, "wal-pages/event")
 	if turns > 0 {
 		b.ReportMetric(float64(db.w.commits.Load()-commits)/float64(turns), "commits/turn")
+		b.ReportMetric(float64(db.w.savepoints.Load()-savepoints)/float64(turns), "savepoints/turn")
 		if chatter.pages > 0 {
 			b.ReportMetric((written-chatter.pages*float64(b.N-turns))/float64(turns), "wal-pages/turn")
 		}

@@ -63,8 +63,9 @@ type writer struct {
 	insertRows func(tx *sql.Conn, rows []*logRow) error
 	// beforeCommit runs last in every batch.
 	beforeCommit func(tx *sql.Conn) error
-	// commits counts the batches committed (or whose COMMIT failed).
-	commits atomic.Int64
+	// commits counts the batches committed (or whose COMMIT failed), and
+	// savepoints the jobs run under a savepoint of their own.
+	commits, savepoints atomic.Int64
 
 	mu     sync.RWMutex
 	closed bool
@@ -429,6 +430,7 @@ func (w *writer) exec(tx *sql.Conn, j *job) error {
 	if !j.atomic {
 		return j.fn(tx)
 	}
+	w.savepoints.Add(1)
 	if err := w.ctl("SAVEPOINT job"); err != nil {
 		return err
 	}
