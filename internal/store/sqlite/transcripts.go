@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -12,11 +13,12 @@ import (
 )
 
 const (
-	qAppendTurn = `INSERT INTO turns (session_key, generation, seq, role, text, tool_calls, tool_call_id, partial, at, images)
+	qNextTurn = `INSERT INTO turns (session_key, generation, seq, role, text, tool_calls, tool_call_id, partial, at, images)
 		SELECT s.key, s.generation,
 			COALESCE((SELECT MAX(t.seq) FROM turns t WHERE t.session_key = s.key AND t.generation = s.generation), 0) + 1,
 			?, ?, ?, ?, ?, ?, ?
-		FROM sessions s WHERE s.key = ?
+		FROM sessions s WHERE s.key = ?`
+	qAppendTurn = qNextTurn + `
 		RETURNING seq`
 	qTouchSession = `UPDATE sessions SET updated_at = ? WHERE key = ?`
 	qInsertTurn   = `INSERT INTO turns (session_key, generation, seq, role, text, tool_calls, tool_call_id, partial, at, images) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
@@ -66,13 +68,15 @@ func (d *DB) PostTurn(ctx context.Context, key string, t store.Turn) error {
 		return fmt.Errorf("post turn to %s: %w", key, err)
 	}
 	err = d.w.post(func(tx *sql.Conn) error {
-		var seq int64
-		err := d.queryRow(ctx, tx, qAppendTurn, string(t.Role), t.Text, calls, t.ToolCallID, t.Partial, millis(t.At), images, key).Scan(&seq)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("post turn to %s: %w", key, store.ErrNotFound)
-		}
+		// Nobody reads the turn's number back, so the insert returns
+		// nothing: SQLite gathers a RETURNING clause's rows in a temporary
+		// table of their own.
+		res, err := d.exec(ctx, tx, qNextTurn, string(t.Role), t.Text, calls, t.ToolCallID, t.Partial, millis(t.At), images, key)
 		if err != nil {
 			return fmt.Errorf("post turn to %s: %w", key, err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return fmt.Errorf("post turn to %s: %w", key, cmp.Or(err, store.ErrNotFound))
 		}
 		_, err = d.exec(ctx, tx, qTouchSession, millis(now()), key)
 		return err
