@@ -408,8 +408,7 @@ func (e *Engine) run(ctx context.Context, log *slog.Logger, mc MsgContext, r cha
 		log.Info("reply not delivered", "reason", string(reply.SkipSilent))
 		outcome = "silent"
 	}
-	disp.MarkComplete()
-	<-disp.Idle()
+	disp.Finish()
 	if l, ok := r.(channel.LiveEnder); ok && stream.live {
 		l.EndLive(deliverCtx)
 	}

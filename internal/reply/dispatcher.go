@@ -54,6 +54,12 @@ type DispatcherOptions struct {
 // time. A reservation held from creation until MarkComplete keeps it from
 // going idle between payloads, however fast each is delivered, so idle means
 // the turn is over and everything is out.
+//
+// Tool results and blocks go out in the background as they come, on a
+// goroutine of the dispatcher's. The final reply, which ends the turn, goes
+// out with them when they are still going out, else once the dispatcher
+// is marked complete: Finish delivers it on the caller's goroutine, which
+// waits for it anyway, rather than handing it to a goroutine of its own.
 type Dispatcher struct {
 	ctx  context.Context
 	opts DispatcherOptions
@@ -87,7 +93,8 @@ func (d *Dispatcher) SendBlock(p msg.Outbound) bool { return d.Send(KindBlock, p
 func (d *Dispatcher) SendFinal(p msg.Outbound) bool { return d.Send(KindFinal, p) }
 
 // Send queues p. It returns false when p is dropped by normalization or the
-// dispatcher has completed.
+// dispatcher has completed. A final reply waits for MarkComplete or Finish
+// unless earlier payloads are still going out (see Dispatcher).
 func (d *Dispatcher) Send(kind Kind, p msg.Outbound) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -102,7 +109,7 @@ func (d *Dispatcher) Send(kind Kind, p msg.Outbound) bool {
 	}
 	d.pending++
 	d.queue = append(d.queue, job{kind, p})
-	if !d.running {
+	if !d.running && kind != KindFinal {
 		d.running = true
 		go d.drain()
 	}
@@ -151,16 +158,41 @@ func (d *Dispatcher) release() {
 }
 
 // MarkComplete says no more payloads will come and releases the
-// reservation. Calling it again does nothing.
+// reservation; what is queued goes out in the background. Calling it
+// again does nothing.
 func (d *Dispatcher) MarkComplete() {
+	if d.complete() {
+		go d.drain()
+	}
+}
+
+// Finish is MarkComplete followed by a wait for idle, except that what is
+// queued and not going out yet (the final reply) is delivered on the
+// caller's goroutine.
+func (d *Dispatcher) Finish() {
+	if d.complete() {
+		d.drain()
+	}
+	<-d.idle
+}
+
+// complete marks the dispatcher complete and releases the reservation,
+// and reports whether payloads wait for a drain to start (the caller
+// starts it).
+func (d *Dispatcher) complete() (start bool) {
 	d.mu.Lock()
 	if d.completed {
 		d.mu.Unlock()
-		return
+		return false
 	}
 	d.completed = true
+	start = !d.running && len(d.queue) > 0
+	if start {
+		d.running = true
+	}
 	d.mu.Unlock()
 	d.release()
+	return start
 }
 
 // WaitForIdle blocks until the dispatcher is idle (after MarkComplete) or

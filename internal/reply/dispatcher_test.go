@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -171,4 +174,41 @@ func TestDispatcherNormalizes(t *testing.T) {
 	if len(s.got) != 0 || len(skipped) != 1 || skipped[0] != SkipSilent {
 		t.Errorf("delivered %v, skipped %v", s.got, skipped)
 	}
+}
+
+// TestDispatcherFinishDeliversTheFinalReplyItself: a final reply with
+// nothing going out before it is delivered by Finish on the caller's
+// goroutine, which waits for it anyway, rather than on a goroutine of its
+// own; after blocks still going out, it follows them, in order, and Finish
+// returns once all are out.
+func TestDispatcherFinishDeliversTheFinalReplyItself(t *testing.T) {
+	var onCaller []bool
+	var texts []string
+	deliver := func(_ context.Context, _ Kind, p msg.Outbound) error {
+		buf := make([]byte, 64<<10)
+		onCaller = append(onCaller, strings.Contains(string(buf[:runtime.Stack(buf, false)]), "reply.(*Dispatcher).Finish"))
+		texts = append(texts, p.Text)
+		return nil
+	}
+	d := NewDispatcher(context.Background(), DispatcherOptions{Deliver: deliver})
+	d.SendFinal(msg.Outbound{Text: "final"})
+	d.Finish()
+	if !slices.Equal(texts, []string{"final"}) || !slices.Equal(onCaller, []bool{true}) {
+		t.Errorf("delivered %q, on Finish's goroutine %v; want the final, on Finish's goroutine", texts, onCaller)
+	}
+
+	synctest.Test(t, func(t *testing.T) {
+		s := &sink{start: time.Now(), slow: 100 * time.Millisecond}
+		d := NewDispatcher(context.Background(), DispatcherOptions{Deliver: s.deliver})
+		d.SendBlock(msg.Outbound{Text: "b1"})
+		d.SendFinal(msg.Outbound{Text: "final"})
+		d.Finish()
+		want := []delivery{{KindBlock, "b1", 100 * time.Millisecond}, {KindFinal, "final", 200 * time.Millisecond}}
+		if diff := cmp.Diff(want, s.got, cmp.AllowUnexported(delivery{})); diff != "" {
+			t.Errorf("deliveries (-want +got):\n%s", diff)
+		}
+		if d.SendFinal(msg.Outbound{Text: "late"}) {
+			t.Error("a payload after Finish must be refused")
+		}
+	})
 }
