@@ -52,6 +52,7 @@ func durable(t *testing.T, st store.Store, eng Engine) *Pipeline {
 		ReplierFor: func(m msg.Message) channel.Replier { return &replier{trigger: m, s: &sent{}} },
 		Send:       func(context.Context, msg.Outbound) (msg.MessageID, error) { return "", nil },
 	})
+	t.Cleanup(p.turns.Close) // see newRig
 	return p
 }
 

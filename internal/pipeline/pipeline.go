@@ -19,6 +19,7 @@ import (
 
 	"github.com/pincerbot/pincer/internal/aggregate"
 	"github.com/pincerbot/pincer/internal/channel"
+	"github.com/pincerbot/pincer/internal/gopool"
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/store"
 	"github.com/pincerbot/pincer/internal/trigger"
@@ -158,7 +159,9 @@ type Pipeline struct {
 
 	digestScope, summaryScope scope
 
-	turns sync.WaitGroup
+	// turns runs flushed batches' turns, on goroutines kept for the next
+	// turn (see gopool).
+	turns *gopool.Pool
 	acks  sync.WaitGroup
 	// enriching are the completions of logged messages in flight (see
 	// enrichLater); stopEnriching ends them at Close.
@@ -201,6 +204,7 @@ func New(o Options) (*Pipeline, []string) {
 		opts: o, log: o.Logger.With("component", "pipeline"), eval: eval,
 		digestScope:  newScope(r.Digest.Scope, r.Digest.Peers),
 		summaryScope: newScope(r.Summary.Scope, r.Summary.Peers),
+		turns:        gopool.New(turnIdle),
 	}
 	p.enrichCtx, p.stopEnriching = context.WithCancel(context.Background())
 	p.history = aggregate.NewHistory(r.History.MaxMessages, r.History.MaxChars, r.History.MaxAge)
@@ -513,8 +517,11 @@ func (p *Pipeline) isolate(name string, f func()) {
 	f()
 }
 
-// spawn runs a flushed batch's turn on its own goroutine, tracked for
-// Close.
+// turnIdle is how long a goroutine that ran a turn waits for the next.
+const turnIdle = 30 * time.Second
+
+// spawn runs a flushed batch's turn on a goroutine of its own while it
+// runs, tracked for Close.
 func (p *Pipeline) spawn(f func(ctx context.Context)) {
 	p.turns.Go(func() {
 		defer func() {
@@ -551,6 +558,7 @@ func (p *Pipeline) Close(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		p.turns.Wait()
+		p.turns.Close()
 		p.acks.Wait()
 		p.enriching.Wait()
 		close(done)

@@ -153,6 +153,8 @@ func newRig(t *testing.T, r Settings) *rig {
 		t.Fatal(warnings)
 	}
 	g.p = p
+	// The goroutines kept for the next turn end with the test's bubble.
+	t.Cleanup(p.turns.Close)
 	return g
 }
 
