@@ -29,14 +29,18 @@ func (e *Engine) held(ctx context.Context, log *slog.Logger, mc MsgContext, r ch
 	detail := v.Detail(e.opts.Location)
 	log.Info("turn held by a limit", "limit", v.Setting(), "value", v.Limit, "resets", v.Resets.Format(time.RFC3339))
 	e.opts.Metrics.turns.WithLabelValues("limited").Inc()
+	// The notice goes first, so the trace, once it says the turn was
+	// held, says whether the chat was told.
+	if m.Peer.Kind == msg.Direct && v.Notify && r != nil {
+		out := msg.Outbound{ID: mc.Key + "#limit", Account: m.Account, Peer: m.Peer, Text: e.limitNotice(v)}
+		if _, err := r.Deliver(context.WithoutCancel(ctx), out); err != nil {
+			log.Warn("limit notice not delivered", "err", err)
+			detail += "; the notice was not delivered: " + err.Error()
+		} else {
+			detail += "; the chat was told"
+		}
+	}
 	e.opts.Trace.Step(trace.KeyOf(m), trace.StageLimit, "held", detail)
-	if m.Peer.Kind != msg.Direct || !v.Notify || r == nil {
-		return true
-	}
-	out := msg.Outbound{ID: mc.Key + "#limit", Account: m.Account, Peer: m.Peer, Text: e.limitNotice(v)}
-	if _, err := r.Deliver(context.WithoutCancel(ctx), out); err != nil {
-		log.Warn("limit notice not delivered", "err", err)
-	}
 	return true
 }
 

@@ -407,3 +407,20 @@ func (l *Limiter) Top(ctx context.Context, n int) (day string, users, chats []st
 	}
 	return day, users, chats, nil
 }
+
+// KeepDays is how many days of token counts Prune keeps, today included.
+const KeepDays = 31
+
+// Prune deletes the token counts of the days before the last KeepDays.
+func (l *Limiter) Prune(ctx context.Context) (int64, error) {
+	if l == nil || l.opts.Store == nil {
+		return 0, nil
+	}
+	y, m, d := time.Now().In(l.opts.Location).Date()
+	first := time.Date(y, m, d-KeepDays+1, 0, 0, 0, 0, l.opts.Location).Format(time.DateOnly)
+	n, err := l.opts.Store.PruneTokenUse(ctx, first)
+	if err != nil {
+		return 0, fmt.Errorf("limits: prune token counts: %w", err)
+	}
+	return n, nil
+}

@@ -49,7 +49,18 @@ func (s *memTokens) TopTokenUse(context.Context, string, string, int) ([]store.T
 	return nil, nil
 }
 
-func (s *memTokens) PruneTokenUse(context.Context, string) (int64, error) { return 0, nil }
+func (s *memTokens) PruneTokenUse(_ context.Context, before string) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n int64
+	for k := range s.counts {
+		if k[:len(time.DateOnly)] < before {
+			delete(s.counts, k)
+			n++
+		}
+	}
+	return n, nil
+}
 
 func from(user string, kind msg.PeerKind, peer string) msg.Message {
 	return msg.Message{Channel: "onebot", Account: "default", Peer: msg.Peer{Kind: kind, ID: peer}, Sender: msg.Sender{ID: msg.UserID(user)}}
@@ -223,4 +234,24 @@ func TestNoLimitsCountOnly(t *testing.T) {
 		t.Error("nil limiter held a turn")
 	}
 	none.Spend(context.Background(), m, 1)
+}
+
+// TestPruneKeepsAMonth: Prune drops the counts of the days before the
+// last KeepDays, days in the limiter's timezone.
+func TestPruneKeepsAMonth(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := &memTokens{}
+		ctx := context.Background()
+		for _, day := range []string{"1999-12-01", "1999-12-02", "2000-01-01"} {
+			_ = st.AddTokens(ctx, day, 1, "chat:x")
+		}
+		// 2000-01-01 in UTC+8; 31 days from 1999-12-02 on.
+		l := New(Options{Store: st, Location: time.FixedZone("CST", 8*3600)})
+		if n, err := l.Prune(ctx); err != nil || n != 1 {
+			t.Errorf("pruned %d, %v; want 1", n, err)
+		}
+		if _, ok := st.counts["1999-12-02 chat:x"]; !ok {
+			t.Errorf("the 31st day back was pruned: %v", st.counts)
+		}
+	})
 }
