@@ -1,11 +1,16 @@
 package gateway
 
 import (
+	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/pincerbot/pincer/internal/config"
+	"github.com/pincerbot/pincer/internal/dashboard"
 	"github.com/pincerbot/pincer/internal/llm"
 	"github.com/pincerbot/pincer/internal/llm/llmtest"
 	"github.com/pincerbot/pincer/internal/trace"
@@ -89,6 +94,21 @@ func TestQQTokensPerDay(t *testing.T) {
 	r.push(t, privateFrom(3, 10001, "/status"))
 	if got := r.sentWith(t, "Tokens today"); !strings.Contains(got, "Tokens today: 120 of 100 in this chat, 120 by you") {
 		t.Errorf("/status says %q", got)
+	}
+	res, err := http.Get(r.gw.url + "/api/dashboard/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var st dashboard.Status
+	if err := json.NewDecoder(res.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	want := &dashboard.Tokens{Day: time.Now().Format(time.DateOnly),
+		Users: []dashboard.TokenCount{{Key: "onebot:10001", Tokens: 120}},
+		Chats: []dashboard.TokenCount{{Key: "onebot:default:direct:10001", Tokens: 120}}}
+	if diff := cmp.Diff(want, st.Tokens); diff != "" {
+		t.Errorf("the dashboard's tokens of today (-want +got):\n%s", diff)
 	}
 }
 

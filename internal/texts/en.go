@@ -196,6 +196,9 @@ var en = map[Key]string{
 	DashDigests:        "Digests and summaries",
 	DashRecent:         "Recent decisions",
 	DashNoTraced:       "No traced messages.",
+	DashTokens:         "Model tokens today (%s)",
+	DashTokensUsers:    "People",
+	DashTokensChats:    "Chats",
 	DashChatFailed:     "could not read the chat",
 	DashTraceReadError: "could not read the trace",
 }

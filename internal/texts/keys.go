@@ -216,6 +216,11 @@ const (
 	DashDigests        Key = "dashboard.digests"
 	DashRecent         Key = "dashboard.recent"
 	DashNoTraced       Key = "dashboard.noTraced"
+	// DashTokens heads today's token use, with the day; DashTokensUsers
+	// and DashTokensChats head its two lists.
+	DashTokens         Key = "dashboard.tokens"
+	DashTokensUsers    Key = "dashboard.tokensUsers"
+	DashTokensChats    Key = "dashboard.tokensChats"
 	DashChatFailed     Key = "dashboard.chatFailed"
 	DashTraceReadError Key = "dashboard.traceReadError"
 )

@@ -196,6 +196,9 @@ var zh = map[Key]string{
 	DashDigests:        "摘要与总结",
 	DashRecent:         "最近的决策",
 	DashNoTraced:       "没有记录到的消息。",
+	DashTokens:         "今日模型 token（%s）",
+	DashTokensUsers:    "用户",
+	DashTokensChats:    "聊天",
 	DashChatFailed:     "无法读取这个聊天",
 	DashTraceReadError: "无法读取决策记录",
 }
