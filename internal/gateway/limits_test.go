@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/pincerbot/pincer/internal/channel/webchat"
+	"github.com/pincerbot/pincer/internal/channel/webchat/webchattest"
 	"github.com/pincerbot/pincer/internal/config"
 	"github.com/pincerbot/pincer/internal/dashboard"
 	"github.com/pincerbot/pincer/internal/llm"
@@ -126,5 +128,35 @@ func (r *qqRig) sentWith(t *testing.T, part string) string {
 			t.Fatalf("nothing sent with %q; sent %q", part, r.sends())
 		case <-time.After(20 * time.Millisecond):
 		}
+	}
+}
+
+// TestWebchatTurnsOverALimitEnd: in the web chat, a message a limit holds
+// ends its request like any other: the first with the notice, the next
+// with nothing, and neither reaches the model.
+func TestWebchatTurnsOverALimitEnd(t *testing.T) {
+	fake := llmtest.NewOpenAI(t)
+	cfg := withOpenAI(fake.URL)
+	cfg.Limits.PerUser.MessagesPerMinute = 1
+	cfg.UI.Locale = "en"
+	g := startGateway(t, cfg)
+	c := webchattest.New(g.url)
+	var replies []string
+	for range 3 {
+		res, _, err := c.Post("问题", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		events, err := webchattest.Events(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		replies = append(replies, webchattest.Text(events, webchat.EventReply))
+	}
+	if n := len(fake.Requests()); n != 1 {
+		t.Errorf("%d model calls, want 1", n)
+	}
+	if !strings.HasPrefix(replies[1], "⏳ No reply: at most 1 messages a minute") || replies[2] != "" {
+		t.Errorf("replies %q", replies)
 	}
 }

@@ -69,7 +69,7 @@ function outcomeOf(rec) {
 
 function outcomeClass(o) {
   if (/fail|error|refused|timed out/i.test(o)) return "bad";
-  if (/^not |^no |dropped|ignored|skipped|silent/i.test(o)) return "skip";
+  if (/^not |^no |dropped|ignored|skipped|silent|held/i.test(o)) return "skip";
   if (/sent|triggered|replied|answered/i.test(o)) return "good";
   return "info";
 }
