@@ -26,6 +26,7 @@ type Config struct {
 	Trace    Trace    `json:"trace"`
 	Media    Media    `json:"media"`
 	UI       UI       `json:"ui"`
+	Limits   Limits   `json:"limits"`
 }
 
 // Default returns the built-in configuration that pincer runs on when no
@@ -80,6 +81,7 @@ func (c *Config) Validate() error {
 		nest("trace", c.Trace.Validate()),
 		nest("media", c.Media.Validate(&c.Models)),
 		nest("ui", c.UI.Validate()),
+		nest("limits", c.Limits.Validate()),
 	)
 }
 

@@ -37,6 +37,7 @@ var scriptTexts = []texts.Key{
 	texts.DashSession, texts.DashSessionKey, texts.DashModel, texts.DashTurns, texts.DashUpdated, texts.DashNoSession,
 	texts.DashWindow, texts.DashWindowOpen, texts.DashWindowFlush, texts.DashNoWindow,
 	texts.DashHistory, texts.DashEmpty, texts.DashDigests, texts.DashRecent, texts.DashNoTraced,
+	texts.DashTokens, texts.DashTokensUsers, texts.DashTokensChats,
 }
 
 //go:embed assets

@@ -38,6 +38,24 @@ type Status struct {
 	// Errors are recent error log lines, newest first (ErrorLog.Lines).
 	Errors []ErrorLine `json:"errors"`
 	Config ConfigCheck `json:"config"`
+	// Tokens is today's model token use; nil when it is not counted.
+	Tokens *Tokens `json:"tokens,omitempty"`
+}
+
+// Tokens is the model tokens (input and output) spent on one day by the
+// people and the chats that spent the most, most first.
+type Tokens struct {
+	// Day is the day, "2006-01-02" in the envelope's timezone.
+	Day string `json:"day"`
+	// Users are named "channel:user id", Chats "channel:account:peer".
+	Users []TokenCount `json:"users"`
+	Chats []TokenCount `json:"chats"`
+}
+
+// TokenCount is what one person or chat spent.
+type TokenCount struct {
+	Key    string `json:"key"`
+	Tokens int64  `json:"tokens"`
 }
 
 // Account states.

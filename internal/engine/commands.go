@@ -183,6 +183,21 @@ func (e *Engine) cmdStatus(ctx context.Context, mc MsgContext, _ string) (string
 		lines = append(lines, t.Text(texts.StatusElevated))
 	}
 	lines = append(lines, t.Format(texts.StatusTranscript, len(tr), transcriptTokens(tr), e.opts.ContextTokens))
+	if e.opts.Limits != nil {
+		// The rest of the status is worth more than this line: a failed
+		// read leaves it out.
+		if use, err := e.opts.Limits.Today(ctx, mc.Message); err != nil {
+			e.log.Warn("/status: token use not read", "err", err)
+		} else {
+			count := func(n, budget int64) string {
+				if budget > 0 {
+					return t.Format(texts.StatusTokensOf, n, budget)
+				}
+				return strconv.FormatInt(n, 10)
+			}
+			lines = append(lines, t.Format(texts.StatusTokens, count(use.Chat, use.ChatBudget), count(use.User, use.UserBudget)))
+		}
+	}
 	if e.isActive(mc.SessionKey) {
 		lines = append(lines, t.Text(texts.StatusBusy))
 	}

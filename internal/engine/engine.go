@@ -19,6 +19,7 @@ import (
 	"github.com/pincerbot/pincer/internal/agent"
 	"github.com/pincerbot/pincer/internal/channel"
 	"github.com/pincerbot/pincer/internal/command"
+	"github.com/pincerbot/pincer/internal/limits"
 	"github.com/pincerbot/pincer/internal/llm"
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/reply"
@@ -102,6 +103,9 @@ type Options struct {
 	// platform fetches them, so they must not point into pincer's own
 	// network); an error keeps the URL from being sent.
 	MediaURL func(ctx context.Context, rawURL string) error
+	// Limits, when set, holds the turns over a person's or a chat's caps
+	// before any model call and counts the tokens turns spend.
+	Limits *limits.Limiter
 	// Locale is the language of what the engine tells a person: command
 	// answers and failure notices. The zero Locale is texts.Default.
 	Locale  texts.Locale
@@ -340,6 +344,9 @@ func (e *Engine) storageFailed(ctx context.Context, log *slog.Logger, m msg.Mess
 func (e *Engine) dispatch(ctx context.Context, log *slog.Logger, mc MsgContext, r channel.Replier) error {
 	text, handled, err := e.command(ctx, mc)
 	if !handled {
+		if !mc.Resumed && e.held(ctx, log, mc, r) {
+			return nil
+		}
 		return e.enqueue(ctx, log, mc, r)
 	}
 	if err != nil {

@@ -9,7 +9,8 @@ import (
 const PruneInterval = 10 * time.Minute
 
 // Run does the engine's periodic upkeep until ctx ends: it deletes expired
-// dedup keys every PruneInterval.
+// dedup keys, and token counts older than limits.KeepDays, every
+// PruneInterval.
 func (e *Engine) Run(ctx context.Context) error {
 	t := time.NewTicker(PruneInterval)
 	defer t.Stop()
@@ -28,6 +29,11 @@ func (e *Engine) Run(ctx context.Context) error {
 			}
 			if n > 0 {
 				e.log.Debug("pruned dedup keys", "count", n)
+			}
+			if n, err := e.opts.Limits.Prune(ctx); err != nil {
+				e.log.Warn("prune token counts", "err", err)
+			} else if n > 0 {
+				e.log.Debug("pruned token counts", "rows", n)
 			}
 		}
 	}

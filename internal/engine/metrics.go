@@ -26,7 +26,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "pincer_queue_dropped_total", Help: "Messages a full session queue gave up, by drop policy (old, new, summarize).",
 		}, []string{"policy"}),
 		turns: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "pincer_turns_total", Help: "Agent turns by outcome (replied, failed, empty, undelivered).",
+			Name: "pincer_turns_total", Help: "Agent turns by outcome (replied, failed, empty, undelivered, limited: held by a limit before any model call).",
 		}, []string{"outcome"}),
 		turnSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "pincer_turn_duration_seconds", Help: "Wall time of agent turns, delivery included.",

@@ -369,6 +369,9 @@ func (e *Engine) run(ctx context.Context, log *slog.Logger, mc MsgContext, r cha
 	typing.RunStarted()
 	// Tools act for this chat (what they fetch and send is kept to it).
 	out, runErr := e.runAgent(agent.WithChat(ctx, agent.Chat{Channel: m.Channel, Account: m.Account, Peer: m.Peer}), log, in)
+	// What the calls used counts against the sender's and the chat's
+	// budgets of the day, whatever became of the reply.
+	e.opts.Limits.Spend(ctx, m, out.Usage.InputTokens+out.Usage.OutputTokens)
 	shutdown := e.base.Err() != nil
 	stream.finish(runErr, shutdown)
 	text := stream.text()

@@ -13,6 +13,7 @@ import (
 	"github.com/pincerbot/pincer/internal/dashboard"
 	"github.com/pincerbot/pincer/internal/engine"
 	"github.com/pincerbot/pincer/internal/lanes"
+	"github.com/pincerbot/pincer/internal/limits"
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/outbox"
 	"github.com/pincerbot/pincer/internal/pipeline"
@@ -34,7 +35,12 @@ type dashboardSource struct {
 	warnings []string
 	pipes    []*pipeline.Pipeline
 	names    botNames
+	limiter  *limits.Limiter
 }
+
+// topTokens is how many people and chats the dashboard lists by today's
+// token use.
+const topTokens = 10
 
 var _ dashboard.Source = (*dashboardSource)(nil)
 
@@ -83,7 +89,21 @@ func (s *dashboardSource) Status(ctx context.Context) dashboard.Status {
 	if s.out != nil {
 		st.Queues = append(st.Queues, dashboard.Queue{Name: "outbox (replies not yet confirmed)", Depth: s.out.Pending()})
 	}
+	if s.limiter != nil {
+		if day, users, chats, err := s.limiter.Top(ctx, topTokens); err == nil {
+			st.Tokens = &dashboard.Tokens{Day: day, Users: tokenCounts(users), Chats: tokenCounts(chats)}
+		}
+	}
 	return st
+}
+
+// tokenCounts converts the store's counts for the dashboard.
+func tokenCounts(cs []store.TokenCount) []dashboard.TokenCount {
+	out := make([]dashboard.TokenCount, len(cs))
+	for i, c := range cs {
+		out[i] = dashboard.TokenCount{Key: c.Key, Tokens: c.Tokens}
+	}
+	return out
 }
 
 // Chat implements dashboard.Source: the chat's logged messages (the

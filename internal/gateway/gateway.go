@@ -35,6 +35,7 @@ import (
 	"github.com/pincerbot/pincer/internal/engine"
 	"github.com/pincerbot/pincer/internal/httpapi"
 	"github.com/pincerbot/pincer/internal/lanes"
+	"github.com/pincerbot/pincer/internal/limits"
 	"github.com/pincerbot/pincer/internal/llm"
 	"github.com/pincerbot/pincer/internal/llm/anthropic"
 	"github.com/pincerbot/pincer/internal/llm/openai"
@@ -303,6 +304,10 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		Providers: providers, MaxTokens: d.MaxTokens, ContextTokens: d.ContextTokens, Tools: tools,
 		FirstTokenTimeout: d.FirstTokenTimeout(), SeesImages: cfg.Models.SeesImages, Describe: reader.describe(), Logger: log,
 	})
+	// The limits hold turns over a person's or a chat's caps; tokens are
+	// counted per day whether caps are set or not, for /status and the
+	// dashboard.
+	limiter := limits.New(limits.Options{Settings: limitSettings(cfg.Limits), Store: st, Location: loc, Logger: log})
 	eng := engine.New(engine.Options{
 		Store: st, Runner: runner, Trace: tracer, Models: chain, Metrics: metrics, Logger: log, DedupTTL: cfg.Messages.Inbound.DedupTTL(),
 		Location: loc, ResponsePrefix: cfg.Messages.ResponsePrefix,
@@ -327,6 +332,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		MediaURL:          kit.publicURL,
 		System:            systemPrompt(agent.NewPrompt(d.SystemPrompt, d.Workspace), log),
 		Locale:            cfg.UI.TextLocale(),
+		Limits:            limiter,
 	})
 
 	// Every channel feeds its receive pipeline; the web chat goes through
@@ -384,7 +390,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		Source: &dashboardSource{
 			version: o.Version, started: time.Now(), qq: qqs, lark: larks, ingest: ingest,
 			capacity: cfg.Messages.Inbound.QueueOrDefault(), out: out, st: st, eng: eng,
-			warnings: cfg.Channels.Warnings(), pipes: pipes,
+			warnings: cfg.Channels.Warnings(), pipes: pipes, limiter: limiter,
 		},
 	})
 	if err != nil {

@@ -1,8 +1,9 @@
 // Package store defines pincer's persistence: sessions and their reset
 // history, transcripts, the inbound message log and its views, dedup
-// keys, buffered messages, the turn journal, the outbox and the ids of
-// the messages the bot sent. Implementations live in subpackages and must
-// pass the storetest conformance suite.
+// keys, buffered messages, the turn journal, the outbox, the ids of the
+// messages the bot sent and the model tokens spent per day.
+// Implementations live in subpackages and must pass the storetest
+// conformance suite.
 package store
 
 import (
@@ -27,6 +28,7 @@ type Store interface {
 	SentLog
 	Journal
 	Outbox
+	TokenUse
 	// AdmitTurn claims key for ttl and, when the claim succeeds, records
 	// the turn in the journal under key (when turn is not nil), in one
 	// step: admitted is false for a key already claimed, and an admitted
@@ -371,4 +373,31 @@ type Outbox interface {
 	// PruneOutbox deletes the entries that are no longer pending and were
 	// last updated before t.
 	PruneOutbox(ctx context.Context, before time.Time) (int64, error)
+}
+
+// TokenCount is the tokens one key (a user or a chat, see TokenUse) spent
+// on one day.
+type TokenCount struct {
+	Key    string
+	Tokens int64
+}
+
+// TokenUse counts the model tokens (input and output) spent per day by
+// key: the limits read it to hold turns over a day's budget, /status and
+// the dashboard show it. A day is a "2006-01-02" date in the timezone the
+// caller counts days in; keys are the caller's.
+type TokenUse interface {
+	// AddTokens adds n to the count of each key on day. Like LogInbound
+	// it may return before it is written: reads see it, and a failure to
+	// write it is reported by the store's health.
+	AddTokens(ctx context.Context, day string, n int64, keys ...string) error
+	// TokensUsed returns the counts of keys on day; a key with none is
+	// left out.
+	TokensUsed(ctx context.Context, day string, keys ...string) (map[string]int64, error)
+	// TopTokenUse returns the limit largest counts of day among the keys
+	// starting with prefix, largest first (ties by key).
+	TopTokenUse(ctx context.Context, day, prefix string, limit int) ([]TokenCount, error)
+	// PruneTokenUse deletes the counts of the days before before and
+	// reports how many.
+	PruneTokenUse(ctx context.Context, before string) (int64, error)
 }

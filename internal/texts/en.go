@@ -34,6 +34,8 @@ var en = map[Key]string{
 	StatusElevated:      "Elevated: on",
 	StatusTranscript:    "Transcript: %d turns, about %d of %d tokens",
 	StatusBusy:          "A reply is being written now.",
+	StatusTokens:        "Tokens today: %s in this chat, %s by you",
+	StatusTokensOf:      "%d of %d",
 
 	Whoami:        "Channel: %s\nYou: %s (%s)\nChat: %s\nAccess: %s",
 	WhoamiOwner:   "owner: all commands allowed",
@@ -97,6 +99,9 @@ var en = map[Key]string{
 	NoticeQuota:       "⚠️ No reply: %s says the account is out of quota%s. Ask the operator to check billing.",
 	NoticeInvalid:     "⚠️ No reply: %s refused the request as invalid%s.",
 	NoticeFailed:      "⚠️ No reply: %s failed%s.",
+
+	NoticeLimitMessages: "⏳ No reply: at most %d messages a minute are answered here. Please try again after %s.",
+	NoticeLimitTokens:   "⏳ No reply: today's budget of %d tokens is used up. It resets at %s.",
 
 	WebchatModelHint:     "the model answering",
 	WebchatDashboard:     "Dashboard",
@@ -191,6 +196,9 @@ var en = map[Key]string{
 	DashDigests:        "Digests and summaries",
 	DashRecent:         "Recent decisions",
 	DashNoTraced:       "No traced messages.",
+	DashTokens:         "Model tokens today (%s)",
+	DashTokensUsers:    "People",
+	DashTokensChats:    "Chats",
 	DashChatFailed:     "could not read the chat",
 	DashTraceReadError: "could not read the trace",
 }

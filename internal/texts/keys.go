@@ -34,6 +34,10 @@ const (
 	StatusElevated      Key = "status.elevated"
 	StatusTranscript    Key = "status.transcript"
 	StatusBusy          Key = "status.busy"
+	// StatusTokens takes this chat's and the sender's tokens of today;
+	// StatusTokensOf a count and its budget, in place of a bare count.
+	StatusTokens   Key = "status.tokens"
+	StatusTokensOf Key = "status.tokensOf"
 
 	Whoami        Key = "whoami"
 	WhoamiOwner   Key = "whoami.owner"
@@ -103,6 +107,11 @@ const (
 	NoticeQuota      Key = "notice.quota"
 	NoticeInvalid    Key = "notice.invalid"
 	NoticeFailed     Key = "notice.failed"
+
+	// NoticeLimitMessages takes the cap and the time it resets at;
+	// NoticeLimitTokens the day's budget and the time it resets at.
+	NoticeLimitMessages Key = "notice.limitMessages"
+	NoticeLimitTokens   Key = "notice.limitTokens"
 )
 
 // The web chat page, its script and its API's refusals.
@@ -207,6 +216,11 @@ const (
 	DashDigests        Key = "dashboard.digests"
 	DashRecent         Key = "dashboard.recent"
 	DashNoTraced       Key = "dashboard.noTraced"
+	// DashTokens heads today's token use, with the day; DashTokensUsers
+	// and DashTokensChats head its two lists.
+	DashTokens         Key = "dashboard.tokens"
+	DashTokensUsers    Key = "dashboard.tokensUsers"
+	DashTokensChats    Key = "dashboard.tokensChats"
 	DashChatFailed     Key = "dashboard.chatFailed"
 	DashTraceReadError Key = "dashboard.traceReadError"
 )

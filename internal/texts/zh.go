@@ -34,6 +34,8 @@ var zh = map[Key]string{
 	StatusElevated:      "提权模式：已开启",
 	StatusTranscript:    "对话记录：%d 轮，约 %d / %d tokens",
 	StatusBusy:          "正在生成回复。",
+	StatusTokens:        "今日 token：这个聊天 %s，你 %s",
+	StatusTokensOf:      "%d / %d",
 
 	Whoami:        "渠道：%s\n你：%s（%s）\n聊天：%s\n权限：%s",
 	WhoamiOwner:   "管理员，可以使用全部命令",
@@ -97,6 +99,9 @@ var zh = map[Key]string{
 	NoticeQuota:       "⚠️ 没有回复：%s 提示账户额度已用完%s，请联系管理员检查账单。",
 	NoticeInvalid:     "⚠️ 没有回复：%s 认为请求无效，拒绝了它%s。",
 	NoticeFailed:      "⚠️ 没有回复：%s 调用失败%s。",
+
+	NoticeLimitMessages: "⏳ 没有回复：这里每分钟最多回复 %d 条消息，请在 %s 之后再试。",
+	NoticeLimitTokens:   "⏳ 没有回复：今天 %d 个 token 的额度已经用完，将在 %s 重置。",
 
 	WebchatModelHint:     "正在回答的模型",
 	WebchatDashboard:     "控制台",
@@ -191,6 +196,9 @@ var zh = map[Key]string{
 	DashDigests:        "摘要与总结",
 	DashRecent:         "最近的决策",
 	DashNoTraced:       "没有记录到的消息。",
+	DashTokens:         "今日模型 token（%s）",
+	DashTokensUsers:    "用户",
+	DashTokensChats:    "聊天",
 	DashChatFailed:     "无法读取这个聊天",
 	DashTraceReadError: "无法读取决策记录",
 }

@@ -30,6 +30,7 @@ const (
 	StageQuote   = "quote"   // a quoted message resolved
 	StageForward = "forward" // a merged forward expanded
 	StageMedia   = "media"   // images, voice and links read for the turn
+	StageLimit   = "limit"   // a limit (limits.*) held the turn before any model call
 	StageAgent   = "agent"   // the agent run: model, fallbacks, tokens, latency
 	StageDeliver = "deliver" // what was sent, or why nothing was
 )
@@ -133,12 +134,13 @@ type Options struct {
 }
 
 // settles reports whether a step settles its record's fate, so that the
-// record is worth storing: a reply sent or not, a drop, a command. The
+// record is worth storing: a reply sent or not, a drop, a command, a turn
+// a limit held. The
 // chatter that triggered nothing is never stored; a stored record is
 // stored again with each later step.
 func settles(s Step) bool {
 	switch s.Stage {
-	case StageDeliver, StageCommand:
+	case StageDeliver, StageCommand, StageLimit:
 		return s.Outcome != ""
 	case StageReceive:
 		return s.Outcome == "dropped"

@@ -69,7 +69,7 @@ function outcomeOf(rec) {
 
 function outcomeClass(o) {
   if (/fail|error|refused|timed out/i.test(o)) return "bad";
-  if (/^not |^no |dropped|ignored|skipped|silent/i.test(o)) return "skip";
+  if (/^not |^no |dropped|ignored|skipped|silent|held/i.test(o)) return "skip";
   if (/sent|triggered|replied|answered/i.test(o)) return "good";
   return "info";
 }
@@ -205,6 +205,7 @@ function renderStatus(st) {
   }
   renderConfig(st.config);
   renderQueues(st.queues);
+  renderTokens(st.tokens);
   renderAccounts(st.accounts);
   renderErrors(st.errors);
   renderRates(st.rates);
@@ -239,6 +240,21 @@ function renderQueues(qs) {
     meter.high = (q.capacity || 1) * 0.8;
     row.append(el("span", "", q.name), meter, el("span", "muted", q.depth + " / " + q.capacity));
     box.append(row);
+  }
+}
+
+// renderTokens lists today's largest token use by people and by chats.
+function renderTokens(t) {
+  const box = $("tokens");
+  box.replaceChildren();
+  if (!t || (!t.users.length && !t.chats.length)) return;
+  box.append(el("h3", "", tr("dashboard.tokens", t.day)));
+  for (const [key, list] of [["dashboard.tokensUsers", t.users], ["dashboard.tokensChats", t.chats]]) {
+    if (!list.length) continue;
+    const dl = el("dl", "tokens");
+    dl.append(el("dt", "muted", tr(key)), el("dd"));
+    for (const c of list) fact(dl, c.key, String(c.tokens));
+    box.append(dl);
   }
 }
 

@@ -46,6 +46,9 @@ type Reply struct {
 	// Stall accepts the request and sends nothing more than the response
 	// headers until the client goes away (or Hold closes).
 	Stall bool
+	// Usage, when set, is reported in a last chunk with no choices, as
+	// OpenAI does when asked for it (stream_options.include_usage).
+	Usage *llm.Usage
 }
 
 // Request is one request the server received.

@@ -59,6 +59,12 @@ func NewOpenAI(t testing.TB) *Server {
 			}}}, nil))
 		}
 		event(w, f, "", chunk(map[string]any{}, finish))
+		if u := r.Usage; u != nil {
+			event(w, f, "", map[string]any{
+				"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "fake", "choices": []any{},
+				"usage": map[string]any{"prompt_tokens": u.InputTokens, "completion_tokens": u.OutputTokens, "total_tokens": u.InputTokens + u.OutputTokens},
+			})
+		}
 		_, _ = w.Write([]byte("data: [DONE]\n\n"))
 	}
 	s.serve(t, "/v1/chat/completions", map[string]http.HandlerFunc{"POST /v1/audio/transcriptions": s.transcribe})

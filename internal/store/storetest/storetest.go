@@ -50,6 +50,7 @@ func Run(t *testing.T, open Open) {
 		{"JournalResumesAdmittedTurns", testJournal},
 		{"OutboxKeepsRepliesUntilSent", testOutbox},
 		{"Probe", testProbe},
+		{"TokenUsePerDay", testTokenUse},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -1000,5 +1001,61 @@ func testInboundPending(t *testing.T, s store.Store) {
 	}
 	if len(recent) != 2 || len(recent[0].Message.ForwardIDs) != 0 || recent[0].Message.Text != done.Text {
 		t.Errorf("the completed entry read back: %+v", recent)
+	}
+}
+
+// testTokenUse: counts add up per day and key, reads see what was just
+// added, a day's largest counts list by prefix, and pruning drops the
+// days before a day.
+func testTokenUse(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	for _, add := range []struct {
+		day  string
+		n    int64
+		keys []string
+	}{
+		{"2026-01-01", 10, []string{"user:a", "chat:x"}},
+		{"2026-01-01", 5, []string{"user:b", "chat:x"}},
+		{"2026-01-01", 7, []string{"user:a"}},
+		{"2026-01-02", 3, []string{"user:a", "chat:x"}},
+		{"2026-01-02", 0, []string{"user:z"}},
+	} {
+		if err := s.AddTokens(ctx, add.day, add.n, add.keys...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.TokensUsed(ctx, "2026-01-01", "user:a", "user:b", "chat:x", "user:none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]int64{"user:a": 17, "user:b": 5, "chat:x": 15}, got); diff != "" {
+		t.Errorf("tokens of day 1 (-want +got):\n%s", diff)
+	}
+	got, err = s.TokensUsed(ctx, "2026-01-02", "user:a", "user:z")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]int64{"user:a": 3}, got); diff != "" {
+		t.Errorf("tokens of day 2 (-want +got):\n%s", diff)
+	}
+	top, err := s.TopTokenUse(ctx, "2026-01-01", "user:", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]store.TokenCount{{Key: "user:a", Tokens: 17}, {Key: "user:b", Tokens: 5}}, top); diff != "" {
+		t.Errorf("top users of day 1 (-want +got):\n%s", diff)
+	}
+	if top, err = s.TopTokenUse(ctx, "2026-01-01", "", 1); err != nil || len(top) != 1 || top[0] != (store.TokenCount{Key: "user:a", Tokens: 17}) {
+		t.Errorf("top key of day 1: %v %v", top, err)
+	}
+	n, err := s.PruneTokenUse(ctx, "2026-01-02")
+	if err != nil || n != 3 {
+		t.Errorf("prune: %d rows, %v; want 3", n, err)
+	}
+	if got, err = s.TokensUsed(ctx, "2026-01-01", "user:a"); err != nil || len(got) != 0 {
+		t.Errorf("day 1 after pruning: %v %v", got, err)
+	}
+	if got, err = s.TokensUsed(ctx, "2026-01-02", "chat:x"); err != nil || got["chat:x"] != 3 {
+		t.Errorf("day 2 after pruning: %v %v", got, err)
 	}
 }
