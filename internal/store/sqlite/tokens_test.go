@@ -7,8 +7,7 @@ import (
 )
 
 // TestMigrationToTokenUse: a database of version 13, the last before the
-// token counts (14 and 15 are left for other changes), opens with the
-// counts ready to add to and read.
+// token counts, opens with the counts ready to add to and read.
 func TestMigrationToTokenUse(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "old.db")
