@@ -26,6 +26,11 @@ type Provider struct {
 	// compatible servers know the older field, OpenAI's newest models only
 	// the newer.
 	legacyMaxTokens bool
+	// askUsage asks for the token counts at the stream's end
+	// (stream_options.include_usage), which OpenAI sends only when asked
+	// and compatible servers send unasked (DeepSeek, Qwen), or refuse to
+	// be asked for (some reject the unknown field).
+	askUsage bool
 	// schemas are the tools' parameters, encoded once.
 	schemas schemas
 }
@@ -42,7 +47,7 @@ func New(id string, o llm.Endpoint) *Provider {
 		// provider entry.
 		key = "none"
 	}
-	return &Provider{id: id, client: newAPI(o.BaseURL, key, o.Headers, o.Client()), endpoint: o, legacyMaxTokens: !isOpenAI(o.BaseURL)}
+	return &Provider{id: id, client: newAPI(o.BaseURL, key, o.Headers, o.Client()), endpoint: o, legacyMaxTokens: !isOpenAI(o.BaseURL), askUsage: isOpenAI(o.BaseURL)}
 }
 
 func isOpenAI(base string) bool {

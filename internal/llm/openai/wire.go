@@ -25,13 +25,19 @@ import (
 
 // chatRequest is a streamed chat-completions request.
 type chatRequest struct {
-	Model               string        `json:"model"`
-	Messages            []chatMessage `json:"messages"`
-	Stream              bool          `json:"stream"`
-	Tools               []chatTool    `json:"tools,omitempty"`
-	ReasoningEffort     string        `json:"reasoning_effort,omitempty"`
-	MaxTokens           int           `json:"max_tokens,omitempty"`
-	MaxCompletionTokens int           `json:"max_completion_tokens,omitempty"`
+	Model               string         `json:"model"`
+	Messages            []chatMessage  `json:"messages"`
+	Stream              bool           `json:"stream"`
+	StreamOptions       *streamOptions `json:"stream_options,omitempty"`
+	Tools               []chatTool     `json:"tools,omitempty"`
+	ReasoningEffort     string         `json:"reasoning_effort,omitempty"`
+	MaxTokens           int            `json:"max_tokens,omitempty"`
+	MaxCompletionTokens int            `json:"max_completion_tokens,omitempty"`
+}
+
+// streamOptions asks for the usage chunk at the end of a stream.
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
 }
 
 type chatMessage struct {
@@ -205,6 +211,9 @@ func (p *Provider) body(req llm.Request) (chatRequest, error) {
 		}
 	}
 	body := chatRequest{Model: req.Model, Messages: msgs, Stream: true}
+	if p.askUsage {
+		body.StreamOptions = &streamOptions{IncludeUsage: true}
+	}
 	if len(req.Tools) > 0 {
 		body.Tools = make([]chatTool, len(req.Tools))
 		for i, t := range req.Tools {

@@ -74,6 +74,9 @@ func sdkParams(p *Provider, req llm.Request) sdk.ChatCompletionNewParams {
 	if llm.ThinkingBudget(req.Thinking) > 0 {
 		params.ReasoningEffort = shared.ReasoningEffort(req.Thinking)
 	}
+	if p.askUsage {
+		params.StreamOptions = sdk.ChatCompletionStreamOptionsParam{IncludeUsage: sdk.Bool(true)}
+	}
 	if req.MaxTokens > 0 {
 		if p.legacyMaxTokens {
 			params.MaxTokens = sdk.Int(int64(req.MaxTokens))
@@ -126,7 +129,7 @@ func TestBodyMatchesTheSDK(t *testing.T) {
 		}},
 	} {
 		for _, legacy := range []bool{false, true} {
-			p := &Provider{legacyMaxTokens: legacy}
+			p := &Provider{legacyMaxTokens: legacy, askUsage: !legacy}
 			want := decoded(t, sdkParams(p, req))
 			want["stream"] = true // what NewStreaming adds
 			// Twice: the second time the tools' schemas are the kept ones.
@@ -267,6 +270,28 @@ func TestMalformedChunkAndAbsurdToolIndexFailTheCall(t *testing.T) {
 		_, _, _, err := llmtest.Collect(p.Stream(t.Context(), llm.Request{Model: "m", Messages: []llm.Message{{Role: llm.RoleUser, Text: "x"}}}))
 		if err == nil {
 			t.Errorf("%s: the call succeeded", name)
+		}
+	}
+}
+
+// TestUsageAskedOfOpenAIOnly: a stream from OpenAI asks for the usage
+// chunk, which OpenAI sends only when asked (and a daily token budget
+// counts); a compatible server is not asked, as some refuse the field and
+// the others send their counts unasked.
+func TestUsageAskedOfOpenAIOnly(t *testing.T) {
+	for base, want := range map[string]bool{
+		"":                            true,
+		"https://api.openai.com/v1":   true,
+		"https://api.deepseek.com/v1": false,
+		"http://127.0.0.1:11434/v1":   false,
+	} {
+		body, err := New("p", llm.Endpoint{BaseURL: base}).body(llm.Request{Model: "m", Messages: []llm.Message{{Role: llm.RoleUser, Text: "x"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := decoded(t, body)["stream_options"]
+		if want && !cmp.Equal(got, map[string]any{"include_usage": true}) || !want && got != nil {
+			t.Errorf("base %q: stream_options %v, want asked %v", base, got, want)
 		}
 	}
 }
