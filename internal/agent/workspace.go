@@ -71,6 +71,16 @@ func NewPrompt(base, workspace string) *Prompt {
 	return &Prompt{base: base, workspace: workspace, stamps: make([]fileStamp, len(BootstrapFiles))}
 }
 
+// SetBase replaces the configured prompt the bootstrap files are added
+// to (a reloaded config's); the next Text builds anew.
+func (p *Prompt) SetBase(base string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if base != p.base {
+		p.base, p.built = base, false
+	}
+}
+
 // Text returns the prompt as SystemPrompt would build it now, with its
 // error (the prompt is then incomplete, and built again next time).
 func (p *Prompt) Text() (string, error) {

@@ -69,3 +69,23 @@ func TestPromptFollowsTheFiles(t *testing.T) {
 		check("Be kind.")
 	})
 }
+
+// TestPromptTakesANewBase: a reloaded config's prompt is used at once,
+// within the second the files are not looked at, with the files still
+// added to it.
+func TestPromptTakesANewBase(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "SYSTEM.md"), []byte("You are pincer."), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p := NewPrompt("Be kind.", dir)
+		if got, _ := p.Text(); got != "Be kind.\n\n# SYSTEM.md\nYou are pincer." {
+			t.Fatalf("first prompt %q", got)
+		}
+		p.SetBase("你是学习助手。")
+		if got, err := p.Text(); err != nil || got != "你是学习助手。\n\n# SYSTEM.md\nYou are pincer." {
+			t.Errorf("after SetBase: %q (%v)", got, err)
+		}
+	})
+}
