@@ -33,6 +33,7 @@ import (
 	"github.com/pincerbot/pincer/internal/dirlock"
 	"github.com/pincerbot/pincer/internal/gateway"
 	"github.com/pincerbot/pincer/internal/logthrottle"
+	"github.com/pincerbot/pincer/internal/reload"
 	"github.com/pincerbot/pincer/internal/store/sqlite"
 )
 
@@ -329,7 +330,14 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		<-ctx.Done()
 		stop() // a second signal kills the process at once
 	}()
-	if err := gateway.Run(ctx, cfg, gateway.Options{Logger: log, Ready: stdout, Version: versionString(), Errors: errlog}); err != nil {
+	// The file is read again when it changes and on SIGHUP; what passes
+	// the checks goes to the running gateway.
+	configs := make(chan config.Config)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go watchConfig(ctx, p, hup, configs, log)
+	if err := gateway.Run(ctx, cfg, gateway.Options{Logger: log, Ready: stdout, Version: versionString(), Errors: errlog, Reload: configs}); err != nil {
 		// Refusals at start: another serve holds the data directory, or
 		// the database may not be written.
 		if _, readOnly := errors.AsType[*sqlite.ReadOnlyError](err); readOnly || errors.Is(err, dirlock.ErrHeld) {
@@ -340,6 +348,38 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// watchConfig reloads the config file at path into configs (see package
+// reload) until ctx ends; with no file, a SIGHUP is only logged.
+func watchConfig(ctx context.Context, path string, hup <-chan os.Signal, configs chan<- config.Config, log *slog.Logger) {
+	if path == "" {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				log.Warn("SIGHUP: no config file to reload; pincer runs on built-in defaults")
+			}
+		}
+	}
+	err := reload.Watch(ctx, reload.Options{
+		Path:    path,
+		Load:    func(p string) (config.Config, error) { return config.LoadFile(p, os.LookupEnv) },
+		Apply:   func(c config.Config) { sendConfig(ctx, configs, c) },
+		Signals: hup, Logger: log,
+	})
+	if err != nil {
+		log.Warn("the config file is not watched: changes apply at the next start", "err", err)
+	}
+}
+
+// sendConfig hands c to the gateway unless ctx ends first.
+func sendConfig(ctx context.Context, configs chan<- config.Config, c config.Config) {
+	select {
+	case configs <- c:
+	case <-ctx.Done():
+	}
 }
 
 func newLogger(c config.Log, w io.Writer) *slog.Logger { return slog.New(logHandler(c, w)) }

@@ -66,6 +66,10 @@ type Options struct {
 	// Errors, when set, is the log's record of recent warnings and errors
 	// the dashboard shows.
 	Errors *dashboard.ErrorLog
+	// Reload, when set, delivers configs that passed the checks, read
+	// anew from the file while pincer runs (see package reload); the
+	// running gateway applies what it can (see live).
+	Reload <-chan config.Config
 }
 
 // Providers builds the configured model providers, plus the preview
@@ -307,7 +311,9 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	// The limits hold turns over a person's or a chat's caps; tokens are
 	// counted per day whether caps are set or not, for /status and the
 	// dashboard.
-	limiter := limits.New(limits.Options{Settings: limitSettings(cfg.Limits), Store: st, Location: loc, Logger: log})
+	prompt := agent.NewPrompt(d.SystemPrompt, d.Workspace)
+	hot := newLive(cfg, prompt, log)
+	limiter := limits.New(limits.Options{Settings: hot.limitSettings, Store: st, Location: loc, Logger: log})
 	eng := engine.New(engine.Options{
 		Store: st, Runner: runner, Trace: tracer, Models: chain, Metrics: metrics, Logger: log, DedupTTL: cfg.Messages.Inbound.DedupTTL(),
 		Location: loc, ResponsePrefix: cfg.Messages.ResponsePrefix,
@@ -330,7 +336,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		Workspace:         reader.root,
 		MediaRoots:        sendRoots(cfg.Media),
 		MediaURL:          kit.publicURL,
-		System:            systemPrompt(agent.NewPrompt(d.SystemPrompt, d.Workspace), log),
+		System:            systemPrompt(prompt, log),
 		Locale:            cfg.UI.TextLocale(),
 		Limits:            limiter,
 	})
@@ -461,6 +467,9 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		return nil
 	})
 	g.Go(func() error { return dash.Run(gctx) })
+	if o.Reload != nil {
+		g.Go(func() error { hot.run(gctx, o.Reload); return nil })
+	}
 	g.Go(func() error {
 		every := o.StoreProbeInterval
 		if every <= 0 {
