@@ -342,3 +342,70 @@ func statusKB(pid int, field string) (int, error) {
 	}
 	return 0, fmt.Errorf("no %s in /proc status", field)
 }
+
+// TestServeReloadsOnSIGHUPAndOnChange: the real binary reloads its config
+// file on SIGHUP and when the file is rewritten: the web chat's next turn
+// has the new system prompt; a restart-only key is named in the log.
+func TestServeReloadsOnSIGHUPAndOnChange(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	fake := llmtest.NewOpenAI(t)
+	config := func(prompt, listen string) string {
+		return `{ gateway: { listen: '` + listen + `' },
+			models: { providers: { openai: { baseUrl: '` + fake.URL + `/v1', apiKey: 'sk-test' } } },
+			agents: { defaults: { model: { primary: 'openai/gpt-4o-mini' }, systemPrompt: '` + prompt + `' } } }`
+	}
+	dir := t.TempDir()
+	p, _ := startServe(t, dir, config("第一版", "127.0.0.1:0"))
+	path := filepath.Join(dir, "test.json5")
+	// waitLog waits for the n-th line holding want.
+	waitLog := func(want string, n int) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); strings.Count(p.stderr.String(), want) < n; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q (%d) in the log within 20s:\n%s", want, n, p.stderr)
+			}
+		}
+	}
+	ask := func(n int) string {
+		t.Helper()
+		res, _, err := webchattest.New(p.url).Post("在吗", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := webchattest.Events(res); err != nil {
+			t.Fatal(err)
+		}
+		reqs := fake.Requests()
+		if len(reqs) != n {
+			t.Fatalf("%d model requests, want %d", len(reqs), n)
+		}
+		msgs, _ := reqs[n-1].Body["messages"].([]any)
+		first, _ := msgs[0].(map[string]any)
+		s, _ := first["content"].(string)
+		return s
+	}
+	if err := os.WriteFile(path, []byte(config("第二版", "127.0.0.1:0")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitLog("config applied", 1)
+	if got := ask(1); !strings.HasPrefix(got, "第二版") {
+		t.Errorf("after a rewrite the system prompt is %q", got)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitLog("trigger=SIGHUP", 1)
+	if err := os.WriteFile(path, []byte(config("第三版", "127.0.0.1:1")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitLog("keys=gateway.listen", 1)
+	waitLog("config applied", 2)
+	if got := ask(2); !strings.HasPrefix(got, "第三版") {
+		t.Errorf("after the second rewrite the system prompt is %q", got)
+	}
+	if err := p.stop(); err != nil {
+		t.Errorf("exit: %v\n%s", err, p.stderr)
+	}
+}
