@@ -64,6 +64,10 @@ type FeishuAccount struct {
 	// MergeForward expands merged forwards into an excerpt of their
 	// messages.
 	MergeForward FeishuMergeForward `json:"mergeForward"`
+	// Groups and Direct set chats' own settings by chat id (oc_…) and open
+	// id (ou_…), '*' for every group or direct chat (see Chat).
+	Groups map[string]Chat `json:"groups"`
+	Direct map[string]Chat `json:"direct"`
 }
 
 // FeishuWebhook is where Feishu posts events in webhook mode.
@@ -130,6 +134,9 @@ func (f *Feishu) inherited(id string) FeishuAccount {
 	a.AllowFrom = slices.Clone(a.AllowFrom)
 	a.DenyFrom = slices.Clone(a.DenyFrom)
 	a.Receive = a.Receive.cloned()
+	// The channel's chat entries are a layer of their own, below the
+	// account's.
+	a.Groups, a.Direct = nil, nil
 	a.Webhook = FeishuWebhook{Path: DefaultFeishuWebhookPath + "/" + id}
 	return a
 }

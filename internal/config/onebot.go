@@ -65,6 +65,10 @@ type OneBotAccount struct {
 	Receive Receive `json:"receive"`
 	// Quote resolves quoted messages and merged forwards for the agent.
 	Quote Quote `json:"quote"`
+	// Groups and Direct set chats' own settings by group number and QQ
+	// number, '*' for every group or direct chat (see Chat).
+	Groups map[string]OneBotChat `json:"groups"`
+	Direct map[string]OneBotChat `json:"direct"`
 }
 
 // OneBotReconnect is the forward WebSocket's reconnect policy.
@@ -141,6 +145,9 @@ func (o *OneBot) inherited(id string) OneBotAccount {
 	a.AllowFrom = slices.Clone(a.AllowFrom)
 	a.DenyFrom = slices.Clone(a.DenyFrom)
 	a.Receive = a.Receive.cloned()
+	// The channel's chat entries are a layer of their own, below the
+	// account's.
+	a.Groups, a.Direct = nil, nil
 	a.ReverseWS = OneBotReverseWS{Path: DefaultReverseWSPath + "/" + id}
 	a.HTTPPost = OneBotHTTPPost{Path: DefaultHTTPPostPath + "/" + id}
 	return a
