@@ -92,6 +92,9 @@ type Input struct {
 	Thinking string
 	// Elevated offers the elevated tools as well.
 	Elevated bool
+	// ToolAllowed, when set, says which tools the chat may use: the others
+	// are neither offered nor run.
+	ToolAllowed func(name string) bool
 	// Steer, when set, is asked between model calls for messages the user
 	// sent meanwhile; they join the turn, and tool calls not yet started
 	// are skipped.
@@ -171,7 +174,7 @@ func (r *Runner) Run(ctx context.Context, in Input) (Output, error) {
 	for round := 0; ; round++ {
 		req := llm.Request{System: in.System, MaxTokens: r.opts.MaxTokens, Thinking: in.Thinking}
 		if round < r.opts.MaxToolRounds {
-			req.Tools = r.opts.Tools.specs(in.Elevated)
+			req.Tools = r.opts.Tools.specs(in.Elevated, in.ToolAllowed)
 		}
 		budget := r.opts.ContextTokens - r.opts.MaxTokens - EstimateTokens(in.System)
 		var seen []llm.Message
@@ -209,7 +212,7 @@ func (r *Runner) Run(ctx context.Context, in Input) (Output, error) {
 			result := "skipped: the user sent a new message first"
 			if len(steered) == 0 {
 				var failed bool
-				result, failed = r.opts.Tools.call(ctx, c, in.Elevated)
+				result, failed = r.opts.Tools.call(ctx, c, in.Elevated, in.ToolAllowed)
 				r.log.Info("tool called", "tool", c.Name, "failed", failed)
 			}
 			produced = append(produced, store.Turn{Role: store.RoleTool, ToolCallID: c.ID, Text: result})
