@@ -192,6 +192,27 @@ func TestDigestSpecTimeline(t *testing.T) {
 	})
 }
 
+// TestDigestIntervalPerChat: a chat with an interval of its own flushes
+// on it, and re-arms on it; others keep the options' interval.
+func TestDigestIntervalPerChat(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := &flushLog{start: time.Now()}
+		d := NewDigest(DigestOptions[int]{Interval: time.Minute, MinMessages: 2, MaxMessages: 50, MaxChars: 20000, Flush: l.flush})
+		d.AcceptEvery("daily", m("a"), time.Hour)
+		d.Accept("g", m("x"))
+		d.Accept("g", m("y"))
+		time.Sleep(time.Hour + time.Second) // "daily" holds 1 < 2 at +1h: re-armed for an hour
+		synctest.Wait()
+		d.AcceptEvery("daily", m("b"), time.Hour)
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		want := []string{"+1m0s interval  [x|y]", "+2h0m0s interval  [a|b]"}
+		if diff := cmp.Diff(want, l.list()); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
+		}
+	})
+}
+
 func TestDigestMaxMessagesIgnoresMinAndTrimsByChars(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := &flushLog{start: time.Now()}

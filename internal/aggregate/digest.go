@@ -36,6 +36,8 @@ type dgWindow[T any] struct {
 	sizes   []int // Size of each entry, measured once
 	size    int
 	timer   *time.Timer
+	// every is the window's interval.
+	every time.Duration
 }
 
 // NewDigest returns empty windows; MinMessages is clamped to MaxMessages.
@@ -50,12 +52,21 @@ func NewDigest[T any](o DigestOptions[T]) *Digest[T] {
 // Accept adds a message to its window, opening one if needed, and
 // returns the entries trimmed away to stay within MaxChars.
 func (d *Digest[T]) Accept(key string, e Entry[T]) (dropped []Entry[T]) {
+	return d.AcceptEvery(key, e, 0)
+}
+
+// AcceptEvery is Accept for a chat with an interval of its own (0: the
+// Interval of the options), which a window it opens keeps.
+func (d *Digest[T]) AcceptEvery(key string, e Entry[T], every time.Duration) (dropped []Entry[T]) {
+	if every <= 0 {
+		every = d.opts.Interval
+	}
 	d.mu.Lock()
 	w := d.windows[key]
 	if w == nil {
-		w = &dgWindow[T]{}
+		w = &dgWindow[T]{every: every}
 		d.windows[key] = w
-		w.timer = time.AfterFunc(d.opts.Interval, func() { d.tick(key, w) })
+		w.timer = time.AfterFunc(every, func() { d.tick(key, w) })
 	}
 	n := d.opts.Size(e.Message)
 	w.entries = append(w.entries, e)
@@ -85,7 +96,7 @@ func (d *Digest[T]) tick(key string, w *dgWindow[T]) {
 		return
 	}
 	if len(w.entries) < d.opts.MinMessages {
-		w.timer.Reset(d.opts.Interval)
+		w.timer.Reset(w.every)
 		d.mu.Unlock()
 		return
 	}

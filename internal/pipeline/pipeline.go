@@ -85,6 +85,10 @@ type Quoter func(ctx context.Context, b msg.Batch) (block, trace string, media [
 // Options configure one account's pipeline.
 type Options struct {
 	Receive Settings
+	// Chat, when set, gives the settings of a chat that has its own, nil
+	// for the account's (Receive). It is called for every message and
+	// must be cheap: a lookup of a Chat built beforehand.
+	Chat func(peer msg.Peer) *ChatRules
 	Bot     Bot
 	Engine  Engine
 	// Send delivers digests, which answer no message.
@@ -150,7 +154,8 @@ type held struct {
 type Pipeline struct {
 	opts     Options
 	log      *slog.Logger
-	eval     *trigger.Evaluator
+	// account is how the chats without settings of their own are received.
+	account  *ChatRules
 	bots     botChains
 	history  *aggregate.History
 	realtime *aggregate.Realtime[held]
@@ -196,9 +201,9 @@ func New(o Options) (*Pipeline, []string) {
 		o.AckTimeout = 10 * time.Second
 	}
 	r := o.Receive
-	eval, warnings := trigger.New(r.Mention)
+	account, warnings := NewChatRules(ChatRules{Receive: r})
 	p := &Pipeline{
-		opts: o, log: o.Logger.With("component", "pipeline"), eval: eval,
+		opts: o, log: o.Logger.With("component", "pipeline"), account: account,
 		digestScope:  newScope(r.Digest.Scope, r.Digest.Peers),
 		summaryScope: newScope(r.Summary.Scope, r.Summary.Peers),
 	}
@@ -264,13 +269,14 @@ func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier, d
 	typed := trigger.StripLeadingMention(m, bot.Self)
 	tr, key := p.opts.Trace, trace.KeyOf(m)
 	tr.Begin(m)
-	if count, ok := p.summaryCount(m, typed); ok {
+	c := p.chat(m.Peer)
+	if count, ok := p.summaryCount(c, m, typed); ok {
 		tr.Step(key, trace.StageCommand, "summary", fmt.Sprintf("/summary of the last %d messages", count))
 		p.debugDecision(ctx, m, "summary", "")
 		p.takeSummary(ctx, m, count, r, done)
 		return
 	}
-	d := p.bots.apply(m, p.eval.Evaluate(m, bot), p.opts.Receive.MaxBotReplyChain)
+	d := c.gate(m, p.bots.apply(m, c.eval.Evaluate(m, bot), p.opts.Receive.MaxBotReplyChain))
 	verdict := "not triggered"
 	if d.Triggered {
 		verdict = "triggered"
@@ -282,10 +288,10 @@ func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier, d
 	}
 	peer := m.Peer.String()
 	rtKey := peer + "::" + string(m.Sender.ID)
-	dg := p.opts.Receive.Digest
+	dg := c.Receive.Digest
 	want := struct{ history, realtime, digest bool }{
 		realtime: p.realtime.Takes(rtKey, d.Triggered),
-		digest:   dg.Enabled && p.digestScope.covers(m.Peer),
+		digest:   !c.Silent && dg.Enabled && (c.DigestAnyChat || p.digestScope.covers(m.Peer)),
 	}
 	// A reply whose author only the platform knows is taken in now as
 	// chatter and asked about off the lane; an open window of its sender
@@ -294,7 +300,7 @@ func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier, d
 	// A command that acts (triggered, or in its sender's open window) is
 	// said to the bot, not to the chat: it is no context for later replies.
 	command := want.realtime && p.isCommand(typed)
-	want.history = p.opts.Receive.History.Enabled && !command
+	want.history = c.Receive.History.Enabled && !command
 	// The message is logged, into the views of the buffers that take it,
 	// before any of them holds it; its realtime entry is stored too.
 	var views store.Views
@@ -354,7 +360,7 @@ func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier, d
 	}
 	p.isolate("digest", func() {
 		if want.digest {
-			p.digest.Accept(peer, aggregate.Entry[held]{Message: m, Tag: held{r: r, ref: seq}})
+			p.digest.AcceptEvery(peer, aggregate.Entry[held]{Message: m, Tag: held{r: r, ref: seq}}, dg.Interval)
 		}
 	})
 	if tr != nil {
