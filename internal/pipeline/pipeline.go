@@ -88,9 +88,9 @@ type Options struct {
 	// Chat, when set, gives the settings of a chat that has its own, nil
 	// for the account's (Receive). It is called for every message and
 	// must be cheap: a lookup of a Chat built beforehand.
-	Chat func(peer msg.Peer) *ChatRules
-	Bot     Bot
-	Engine  Engine
+	Chat   func(peer msg.Peer) *ChatRules
+	Bot    Bot
+	Engine Engine
 	// Send delivers digests, which answer no message.
 	Send func(ctx context.Context, out msg.Outbound) (msg.MessageID, error)
 	// History fetches a chat's recent messages for /summary. LocalHistory
@@ -152,8 +152,8 @@ type held struct {
 
 // Pipeline is one account's inbound path. It implements channel.Sink.
 type Pipeline struct {
-	opts     Options
-	log      *slog.Logger
+	opts Options
+	log  *slog.Logger
 	// account is how the chats without settings of their own are received.
 	account  *ChatRules
 	bots     botChains
