@@ -256,7 +256,13 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	}
 	tracer := trace.New(topts)
 	kit := newMediaKit(cfg.Media)
-	qqs, err := buildOneBot(cfg.Channels.OneBot, cfg.Messages.Inbound, cfg.Gateway, kit, st, out, tracer, log)
+	// Every chat's settings, from the layers of the configuration.
+	system := systemPrompt(agent.NewPrompt(d.SystemPrompt, d.Workspace), log)
+	chatSet, err := newChats(cfg, system, log)
+	if err != nil {
+		return err
+	}
+	qqs, err := buildOneBot(cfg.Channels.OneBot, cfg.Messages.Inbound, cfg.Gateway, kit, st, out, tracer, chatSet, log)
 	if err != nil {
 		return err
 	}
@@ -267,7 +273,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		}
 		maps.Copy(endpoints, qqs.endpoints)
 	}
-	larks, err := buildFeishu(cfg.Channels.Feishu, d.Workspace, kit, st, out, tracer, log)
+	larks, err := buildFeishu(cfg.Channels.Feishu, d.Workspace, kit, st, out, tracer, chatSet, log)
 	if err != nil {
 		return err
 	}
@@ -325,7 +331,8 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		Workspace:         reader.root,
 		MediaRoots:        sendRoots(cfg.Media),
 		MediaURL:          kit.publicURL,
-		System:            systemPrompt(agent.NewPrompt(d.SystemPrompt, d.Workspace), log),
+		System:            system,
+		Chat:              chatSet.engineChat,
 		Locale:            cfg.UI.TextLocale(),
 	})
 
