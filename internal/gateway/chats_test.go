@@ -151,4 +151,3 @@ func keysOf(m map[string]any) []string {
 	}
 	return out
 }
-
