@@ -3,11 +3,15 @@ package gateway
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/pincerbot/pincer/internal/config"
+	"github.com/pincerbot/pincer/internal/dashboard"
 	"github.com/pincerbot/pincer/internal/llm/llmtest"
 )
 
@@ -133,6 +137,20 @@ func TestOnlyTheEnabledGroupAnswers(t *testing.T) {
 		if strings.HasPrefix(c.Action, "send_") && strings.Contains(string(c.Params), "700000002") {
 			t.Errorf("sent to the switched-off group: %s", c.Params)
 		}
+	}
+	// The dashboard's chat view says where the chat's settings come from.
+	res, err := http.Get(r.gw.url + "/api/dashboard/chat?chat=" + url.QueryEscape("onebot:default:group:700000002"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var view dashboard.ChatView
+	if err := json.NewDecoder(res.Body).Decode(&view); err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("GET the chat view: %d %v", res.StatusCode, err)
+	}
+	want := dashboard.Setting{Path: "enabled", Value: "false", Layer: "channels.onebot.groups.*"}
+	if !slices.Contains(view.Settings, want) {
+		t.Errorf("the chat view does not show %+v: %+v", want, view.Settings)
 	}
 }
 

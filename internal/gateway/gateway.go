@@ -391,7 +391,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		Source: &dashboardSource{
 			version: o.Version, started: time.Now(), qq: qqs, lark: larks, ingest: ingest,
 			capacity: cfg.Messages.Inbound.QueueOrDefault(), out: out, st: st, eng: eng,
-			warnings: cfg.Channels.Warnings(), pipes: pipes,
+			warnings: cfg.Channels.Warnings(), pipes: pipes, chats: chatSet,
 		},
 	})
 	if err != nil {

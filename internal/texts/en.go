@@ -189,6 +189,7 @@ var en = map[Key]string{
 	DashHistory:        "Buffered history (%d)",
 	DashEmpty:          "Empty.",
 	DashDigests:        "Digests and summaries",
+	DashSettings:       "Settings, and the layer each comes from",
 	DashRecent:         "Recent decisions",
 	DashNoTraced:       "No traced messages.",
 	DashChatFailed:     "could not read the chat",

@@ -205,6 +205,7 @@ const (
 	DashHistory        Key = "dashboard.history"
 	DashEmpty          Key = "dashboard.empty"
 	DashDigests        Key = "dashboard.digests"
+	DashSettings       Key = "dashboard.settings"
 	DashRecent         Key = "dashboard.recent"
 	DashNoTraced       Key = "dashboard.noTraced"
 	DashChatFailed     Key = "dashboard.chatFailed"
