@@ -181,6 +181,9 @@ var accountOnly = []string{
 }
 
 func chatHint(key string) string {
+	if key == "sendGapMs" {
+		return " (only QQ chats take it: Feishu has no send gap)"
+	}
 	if slices.Contains(accountOnly, key) {
 		return " (it cannot be set for one chat; set it on the account, or under agents.defaults / messages)"
 	}

@@ -28,7 +28,7 @@ func TestChatEntryUnknownKeysNameFullPath(t *testing.T) {
 	if diff := cmp.Diff(want, paths(err)); diff != "" {
 		t.Errorf("problem paths (-want +got):\n%s\nerror: %v", diff, err)
 	}
-	for _, s := range []string{`recieve: unknown key (did you mean "receive"?)`, "realtime: unknown key (it cannot be set for one chat", `keyword: unknown key (did you mean "keywords"?)`} {
+	for _, s := range []string{`recieve: unknown key (did you mean "receive"?)`, "realtime: unknown key (it cannot be set for one chat", `keyword: unknown key (did you mean "keywords"?)`, "sendGapMs: unknown key (only QQ chats take it"} {
 		if !strings.Contains(err.Error(), s) {
 			t.Errorf("want %q in %v", s, err)
 		}
