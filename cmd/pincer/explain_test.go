@@ -52,3 +52,22 @@ func TestConfigExplain(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigCheckNamesChatEntryPaths: pincer config check names a mistake
+// inside a chat entry by its full key path.
+func TestConfigCheckNamesChatEntryPaths(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pincer.json5")
+	doc := `{ channels: { onebot: { groups: { '123': { recieve: {}, thinking: 'max' } } } } }`
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCmd(t, "config", "check", path)
+	for _, want := range []string{
+		`channels.onebot.groups.123.recieve: unknown key (did you mean "receive"?)`,
+		`channels.onebot.groups.123.thinking: want off, minimal, low, medium, high or xhigh, got "max"`,
+	} {
+		if code != 1 || !strings.Contains(stderr, want) {
+			t.Errorf("exit %d; stderr lacks %q:\n%s", code, want, stderr)
+		}
+	}
+}
