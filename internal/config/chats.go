@@ -369,3 +369,37 @@ func (c *Config) validateChats() error {
 	}
 	return errors.Join(errs...)
 }
+
+// chatWarnings lists the skipped settings of the chat entries of an
+// account whose settings are under prefix (such as "channels.onebot."):
+// keywords that are not valid regular expressions where the chat's
+// keywordMatch (its own, else the account's) is regex.
+func chatWarnings(prefix string, account Receive, kinds map[string]map[string]Chat) []string {
+	var out []string
+	for _, kind := range slices.Sorted(maps.Keys(kinds)) {
+		for _, id := range slices.Sorted(maps.Keys(kinds[kind])) {
+			c := kinds[kind][id]
+			if !c.Sets("receive.mention.keywords") {
+				continue
+			}
+			m := account.Mention
+			m.Keywords = c.Receive.Mention.Keywords
+			if c.Sets("receive.mention.keywordMatch") {
+				m.KeywordMatch = c.Receive.Mention.KeywordMatch
+			}
+			for _, w := range (Receive{Mention: m}).Warnings() {
+				out = append(out, prefix+kind+"."+id+"."+w)
+			}
+		}
+	}
+	return out
+}
+
+// onebotChats returns the QQ entries as Chats.
+func onebotChats(m map[string]OneBotChat) map[string]Chat {
+	out := make(map[string]Chat, len(m))
+	for id, e := range m {
+		out[id] = e.Chat
+	}
+	return out
+}

@@ -97,3 +97,18 @@ func TestChatEntryRemembersWhatItSets(t *testing.T) {
 		t.Errorf("a named account has only its own entries, got %+v", second.Groups)
 	}
 }
+
+func TestChatEntryRegexKeywordsWarn(t *testing.T) {
+	doc := `{ channels: { onebot: {
+	  receive: { mention: { keywordMatch: 'regex' } },
+	  groups: { '1': { receive: { mention: { keywords: ['ok', '(['] } } }, '2': { receive: { mention: { keywordMatch: 'contains', keywords: ['(['] } } } },
+	} } }`
+	cfg, err := Parse([]byte(doc), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := cfg.Channels.Warnings()
+	if len(w) != 1 || !strings.HasPrefix(w[0], "channels.onebot.groups.1.receive.mention.keywords[1]: ") {
+		t.Errorf("warnings = %q", w)
+	}
+}

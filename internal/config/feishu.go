@@ -266,5 +266,14 @@ func validFeishuPeerPattern(e string) bool {
 // Warnings lists settings of every account that are skipped rather than
 // refused, with their key paths.
 func (f Feishu) Warnings() []string {
-	return receiveWarnings("channels.feishu", f.All(), func(a FeishuAccount) Receive { return a.Receive })
+	out := receiveWarnings("channels.feishu", f.All(), func(a FeishuAccount) Receive { return a.Receive })
+	all := f.All()
+	for _, id := range slices.Sorted(maps.Keys(all)) {
+		a, prefix := all[id], "channels.feishu."
+		if id != "default" {
+			prefix += "accounts." + id + "."
+		}
+		out = append(out, chatWarnings(prefix, a.Receive, map[string]map[string]Chat{"groups": a.Groups, "direct": a.Direct})...)
+	}
+	return out
 }

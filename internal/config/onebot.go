@@ -344,7 +344,16 @@ func validPeerPattern(e string) bool {
 // Warnings lists settings of every account that are skipped rather than
 // refused, with their key paths.
 func (o OneBot) Warnings() []string {
-	return receiveWarnings("channels.onebot", o.All(), func(a OneBotAccount) Receive { return a.Receive })
+	out := receiveWarnings("channels.onebot", o.All(), func(a OneBotAccount) Receive { return a.Receive })
+	all := o.All()
+	for _, id := range slices.Sorted(maps.Keys(all)) {
+		a, prefix := all[id], "channels.onebot."
+		if id != "default" {
+			prefix += "accounts." + id + "."
+		}
+		out = append(out, chatWarnings(prefix, a.Receive, map[string]map[string]Chat{"groups": onebotChats(a.Groups), "direct": onebotChats(a.Direct)})...)
+	}
+	return out
 }
 
 // Warnings lists the skipped settings of every channel.
