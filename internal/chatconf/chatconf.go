@@ -71,6 +71,7 @@ type View struct {
 	// SystemPrompt is the prompt the workspace files follow.
 	SystemPrompt   string                `json:"systemPrompt"`
 	Model          config.ModelChoice    `json:"model"`
+	ImageModel     config.ModelChoice    `json:"imageModel"`
 	Thinking       string                `json:"thinking"`
 	Queue          config.ChatQueue      `json:"queue"`
 	HumanDelay     config.HumanDelay     `json:"humanDelay"`
@@ -227,7 +228,8 @@ func baseView(cfg config.Config, channel string, b base) View {
 	return View{
 		Enabled: true, Receive: b.receive.Clone(), Quote: config.ChatQuote{Enabled: b.quote},
 		SystemPrompt: d.SystemPrompt, Model: config.ModelChoice{Primary: d.Model.Primary, Fallbacks: slices.Clone(d.Model.Fallbacks)},
-		Queue: config.ChatQueue{Mode: mode, Cap: q.Cap}, HumanDelay: d.HumanDelay, BlockStreaming: d.BlockStreaming,
+		ImageModel: config.ModelChoice{Primary: d.ImageModel.Primary, Fallbacks: slices.Clone(d.ImageModel.Fallbacks)},
+		Queue:      config.ChatQueue{Mode: mode, Cap: q.Cap}, HumanDelay: d.HumanDelay, BlockStreaming: d.BlockStreaming,
 		ResponsePrefix: cfg.Messages.ResponsePrefix, SendGapMs: b.gap,
 	}
 }
@@ -261,7 +263,7 @@ func resolve(cfg config.Config, a Address, src sources) (*View, error) {
 			}
 		case (strings.HasPrefix(p, "queue.") || p == "responsePrefix") && val != below[p]:
 			layer = "messages"
-		case (strings.HasPrefix(p, "model.") || strings.HasPrefix(p, "humanDelay.") || strings.HasPrefix(p, "blockStreaming.") || p == "systemPrompt") && val != below[p]:
+		case (strings.HasPrefix(p, "model.") || strings.HasPrefix(p, "imageModel.") || strings.HasPrefix(p, "humanDelay.") || strings.HasPrefix(p, "blockStreaming.") || p == "systemPrompt") && val != below[p]:
 			layer = "agents.defaults"
 		}
 		v.origin[p] = layer
@@ -305,6 +307,7 @@ func (v *View) apply(e entry) error {
 func (v View) clone() View {
 	v.Receive = v.Receive.Clone()
 	v.Model.Fallbacks = slices.Clone(v.Model.Fallbacks)
+	v.ImageModel.Fallbacks = slices.Clone(v.ImageModel.Fallbacks)
 	v.AllowFrom, v.DenyFrom = slices.Clone(v.AllowFrom), slices.Clone(v.DenyFrom)
 	v.Tools.Allow, v.Tools.Deny = slices.Clone(v.Tools.Allow), slices.Clone(v.Tools.Deny)
 	v.Layers = slices.Clone(v.Layers)

@@ -32,6 +32,9 @@ type Chat struct {
 	SystemPromptMode string `json:"systemPromptMode"`
 	// Model is the chat's model chain (provider/model refs).
 	Model ModelChoice `json:"model"`
+	// ImageModel describes pictures for a model of the chat that cannot
+	// see them, in place of agents.defaults.imageModel.
+	ImageModel ModelChoice `json:"imageModel"`
 	// Thinking is the reasoning level a session of the chat starts with
 	// (off, minimal, low, medium, high or xhigh); /think still changes it.
 	Thinking string `json:"thinking"`
@@ -176,7 +179,7 @@ func (c Chat) Raw() []byte { return c.raw }
 // takes that a chat entry does not: they stay the account's.
 var accountOnly = []string{
 	"realtime", "maxMessages", "maxAgeMs", "minMessages", "maxTranscriptChars", "scope", "peers", "commands", "count", "maxCount",
-	"resolveForward", "maxDepth", "maxNodes", "timeoutMs", "imageModel", "drop", "debounceMs", "textChunkLimit", "groupAutoReact",
+	"resolveForward", "maxDepth", "maxNodes", "timeoutMs", "drop", "debounceMs", "textChunkLimit", "groupAutoReact",
 	"groupAutoReactEmojiId", "replyToTrigger", "streaming", "typingReaction", "mergeForward", "maxBotReplyChain", "byChannel",
 }
 
@@ -240,6 +243,16 @@ func (c Chat) validate(models *Models, d AgentDefaults, sender func(string) bool
 	}
 	if c.Sets("model.fallbacks") && len(c.Model.Fallbacks) > 0 && !c.Sets("model.primary") && d.Model.Primary == "" {
 		errs = append(errs, problem("model.primary", "required when fallbacks are set (agents.defaults.model.primary is empty)"))
+	}
+	if c.Sets("imageModel.primary") {
+		if c.ImageModel.Primary == "" {
+			errs = append(errs, problem("imageModel.primary", "must not be empty: a chat cannot go without the image model of agents.defaults; leave imageModel out instead"))
+		} else {
+			errs = append(errs, models.checkRef("imageModel.primary", c.ImageModel.Primary))
+		}
+	}
+	for i, ref := range c.ImageModel.Fallbacks {
+		errs = append(errs, models.checkRef(fmt.Sprintf("imageModel.fallbacks[%d]", i), ref))
 	}
 	if c.Sets("thinking") {
 		errs = append(errs, oneOf("thinking", c.Thinking, thinkingLevels...))

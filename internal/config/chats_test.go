@@ -12,7 +12,7 @@ func TestChatEntryUnknownKeysNameFullPath(t *testing.T) {
 	  channels: {
 	    onebot: {
 	      groups: { '123': { recieve: {}, receive: { realtime: { enabled: false }, mention: { keyword: [] } } } },
-	      accounts: { second: { wsUrl: 'ws://x', direct: { '*': { imageModel: {} } } } },
+	      accounts: { second: { wsUrl: 'ws://x', direct: { '*': { imageModel: {}, drop: 'old' } } } },
 	    },
 	    feishu: { groups: { oc_1: { sendGapMs: 5 } } },
 	  },
@@ -20,7 +20,7 @@ func TestChatEntryUnknownKeysNameFullPath(t *testing.T) {
 	_, err := Parse([]byte(doc), noEnv)
 	want := []string{
 		"channels.feishu.groups.oc_1.sendGapMs",
-		"channels.onebot.accounts.second.direct.*.imageModel",
+		"channels.onebot.accounts.second.direct.*.drop",
 		"channels.onebot.groups.123.receive.mention.keyword",
 		"channels.onebot.groups.123.receive.realtime",
 		"channels.onebot.groups.123.recieve",

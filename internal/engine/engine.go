@@ -135,6 +135,9 @@ type ChatSettings struct {
 	ResponsePrefix string
 	// ToolAllowed, when set, says which tools the chat's turns may use.
 	ToolAllowed func(name string) bool
+	// Describe, when set, describes pictures for a model of the chat that
+	// cannot see them, in place of the runner's (the chat's image model).
+	Describe func(ctx context.Context, img llm.Image) (string, error)
 }
 
 // chatOf returns the settings of m's chat.

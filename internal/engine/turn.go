@@ -214,6 +214,7 @@ func (e *Engine) call(ctx context.Context, batch []*waiting, l *lane) (ok bool, 
 		Thinking:    cmp.Or(sess.Options[optThink], cs.Thinking),
 		Elevated:    sess.Options[optElevated] != "",
 		ToolAllowed: cs.ToolAllowed,
+		Describe:    cs.Describe,
 		Steer:       steer,
 	}, persist)
 	e.opts.Metrics.turnSeconds.Observe(time.Since(start).Seconds())

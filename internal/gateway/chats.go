@@ -1,9 +1,12 @@
 package gateway
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -11,6 +14,8 @@ import (
 	"github.com/pincerbot/pincer/internal/chatconf"
 	"github.com/pincerbot/pincer/internal/config"
 	"github.com/pincerbot/pincer/internal/engine"
+	"github.com/pincerbot/pincer/internal/llm"
+	"github.com/pincerbot/pincer/internal/media"
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/pipeline"
 	"github.com/pincerbot/pincer/internal/reply"
@@ -27,6 +32,13 @@ type chats struct {
 	workspace  string
 	system     func() string
 	basePrompt string
+	// describe builds the describer of an image model chain other than
+	// agents.defaults.imageModel (baseImage); describers keeps them, by
+	// chain, across configurations.
+	describe   func(config.ModelChoice) (*media.Describer, error)
+	baseImage  string
+	mu         sync.Mutex
+	describers map[string]*media.Describer
 	log        *slog.Logger
 }
 
@@ -45,17 +57,24 @@ type chatSettings struct {
 	// empty.
 	gap        time.Duration
 	gapSetting string
+	// describer is the chat's own image model, nil for the default one.
+	describer *media.Describer
 }
 
 // newChats derives the settings of cfg's chats; system is the prompt of
-// chats that keep agents.defaults.systemPrompt.
-func newChats(cfg config.Config, system func() string, log *slog.Logger) (*chats, error) {
+// chats that keep agents.defaults.systemPrompt, describe builds the
+// describers of chats with an image model of their own (nil: none is
+// built).
+func newChats(cfg config.Config, system func() string, describe func(config.ModelChoice) (*media.Describer, error), log *slog.Logger) (*chats, error) {
 	r, err := chatconf.NewResolver(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	d := cfg.Agents.Defaults
-	c := &chats{resolver: r, workspace: d.Workspace, system: system, basePrompt: d.SystemPrompt, log: log}
+	c := &chats{
+		resolver: r, workspace: d.Workspace, system: system, basePrompt: d.SystemPrompt,
+		describe: describe, baseImage: chainKey(d.ImageModel), describers: map[string]*media.Describer{}, log: log,
+	}
 	r.OnSwap(func(t *chatconf.Table) { c.table.Store(c.derive(t)) })
 	c.table.Store(c.derive(r.Table()))
 	return c, nil
@@ -71,7 +90,10 @@ func (c *chats) derive(t *chatconf.Table) *chatTable {
 			sys = systemPrompt(agent.NewPrompt(v.SystemPrompt, c.workspace), c.log)
 			prompts[v.SystemPrompt] = sys
 		}
-		s := &chatSettings{view: v, engine: engineSettings(v, sys)}
+		s := &chatSettings{view: v, engine: engineSettings(v, sys), describer: c.describerOf(a, v.ImageModel)}
+		if d := s.describer; d != nil {
+			s.engine.Describe = func(ctx context.Context, img llm.Image) (string, error) { return d.Describe(ctx, img, "") }
+		}
 		var warnings []string
 		s.rules, warnings = chatRules(v)
 		for _, w := range warnings {
@@ -83,6 +105,40 @@ func (c *chats) derive(t *chatconf.Table) *chatTable {
 		out.by[a] = s
 	})
 	return out
+}
+
+// describerOf is the describer of a chat's image model chain, nil for
+// the default one.
+func (c *chats) describerOf(a chatconf.Address, choice config.ModelChoice) *media.Describer {
+	key := chainKey(choice)
+	if key == c.baseImage || choice.Primary == "" || c.describe == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d, ok := c.describers[key]; ok {
+		return d
+	}
+	d, err := c.describe(choice)
+	if err != nil {
+		c.log.Warn("config: "+a.String()+" imageModel: pictures are described with agents.defaults.imageModel instead", "err", err)
+		return nil
+	}
+	c.describers[key] = d
+	return d
+}
+
+// chainKey names a model chain.
+func chainKey(m config.ModelChoice) string {
+	return strings.Join(append([]string{m.Primary}, m.Fallbacks...), ",")
+}
+
+// describerFor is the media reader's describerFor.
+func (c *chats) describerFor(m msg.Message) *media.Describer {
+	if s := c.of(m.Channel, m.Account, m.Peer); s != nil {
+		return s.describer
+	}
+	return nil
 }
 
 // of returns the settings of peer's chat on account acct of channel ch,

@@ -15,7 +15,7 @@ func TestChatLookupIsCheap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := newChats(cfg, func() string { return "" }, slog.New(slog.DiscardHandler))
+	c, err := newChats(cfg, func() string { return "" }, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,6 +39,7 @@ import (
 	"github.com/pincerbot/pincer/internal/llm/anthropic"
 	"github.com/pincerbot/pincer/internal/llm/openai"
 	"github.com/pincerbot/pincer/internal/llm/preview"
+	"github.com/pincerbot/pincer/internal/media"
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/outbox"
 	"github.com/pincerbot/pincer/internal/pipeline"
@@ -257,8 +258,17 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	tracer := trace.New(topts)
 	kit := newMediaKit(cfg.Media)
 	// Every chat's settings, from the layers of the configuration.
+	providers := Providers(cfg.Models)
 	system := systemPrompt(agent.NewPrompt(d.SystemPrompt, d.Workspace), log)
-	chatSet, err := newChats(cfg, system, log)
+	chatSet, err := newChats(cfg, system, func(choice config.ModelChoice) (*media.Describer, error) {
+		abs, err := filepath.Abs(d.Workspace)
+		if err != nil {
+			return nil, err
+		}
+		// Each chain keeps its own descriptions.
+		dir := filepath.Join(abs, ".cache", "vision", strings.NewReplacer("/", "_", ",", "+").Replace(chainKey(choice)))
+		return newDescriber(kit, choice, providers, dir)
+	}, log)
 	if err != nil {
 		return err
 	}
@@ -290,11 +300,11 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	}
 	// Pictures, voice notes and links are read before the agent runs;
 	// files the agent names are sent from its workspace.
-	providers := Providers(cfg.Models)
 	reader, err := newMediaReader(kit, cfg.Models, d.ImageModel, providers, d.Workspace, log)
 	if err != nil {
 		return err
 	}
+	reader.describerFor = chatSet.describerFor
 	reader.source = func(ch msg.ChannelID, acct msg.AccountID) (channel.Downloader, bool) {
 		_, d, ok := attachments(qqs, larks)(ch, acct)
 		return d, ok
