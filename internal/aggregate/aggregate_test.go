@@ -135,6 +135,36 @@ func TestRealtimeWindowsAndCapacity(t *testing.T) {
 	})
 }
 
+// TestRealtimeShapePerChat: a chat's own shape decides its windows: a
+// longer quiet time, or none at all; other chats keep the options'.
+func TestRealtimeShapePerChat(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := &flushLog{start: time.Now()}
+		o := spec()
+		o.Flush = l.flush
+		r := NewRealtime(o)
+		slow := &Shape{Window: 5 * time.Second, MaxWindow: 10 * time.Second, MaxMessages: 10, MaxChars: 8000}
+		off := &Shape{Disabled: true}
+		r.AcceptIn("slow::A", m("s1"), true, msg.TriggerMention, slow)
+		r.AcceptIn("off::A", m("o1"), true, msg.TriggerMention, off)
+		if r.TakesIn("off::A", false, off) || r.AcceptIn("off::A", m("o2"), false, "", off) {
+			t.Error("a chat without windows takes no follow-up")
+		}
+		r.Accept("g::A", m("g1"), true, msg.TriggerMention)
+		time.Sleep(2 * time.Second)
+		if !r.TakesIn("slow::A", false, slow) {
+			t.Error("the slow chat's window is still open after 2 s")
+		}
+		r.AcceptIn("slow::A", m("s2"), false, "", slow)
+		time.Sleep(6 * time.Second)
+		synctest.Wait()
+		want := []string{"+0s immediate mention [o1]", "+800ms quiet mention [g1]", "+7s quiet mention [s1|s2]"}
+		if diff := cmp.Diff(want, l.list()); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
+		}
+	})
+}
+
 func TestRealtimeDisabledFlushesTriggeredAtOnce(t *testing.T) {
 	l := &flushLog{start: time.Now()}
 	o := spec()

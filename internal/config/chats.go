@@ -59,10 +59,11 @@ type Chat struct {
 
 // ChatReceive are the receive settings a chat may set for itself.
 type ChatReceive struct {
-	Mention Mention     `json:"mention"`
-	Digest  ChatDigest  `json:"digest"`
-	Summary ChatSummary `json:"summary"`
-	History ChatHistory `json:"history"`
+	Mention  Mention     `json:"mention"`
+	Realtime Realtime    `json:"realtime"`
+	Digest   ChatDigest  `json:"digest"`
+	Summary  ChatSummary `json:"summary"`
+	History  ChatHistory `json:"history"`
 }
 
 // ChatDigest switches a chat's timed digest and sets its interval and
@@ -178,7 +179,7 @@ func (c Chat) Raw() []byte { return c.raw }
 // accountOnly are the keys an account (or agents.defaults, messages)
 // takes that a chat entry does not: they stay the account's.
 var accountOnly = []string{
-	"realtime", "maxMessages", "maxAgeMs", "minMessages", "maxTranscriptChars", "scope", "peers", "commands", "count", "maxCount",
+	"maxMessages", "maxAgeMs", "minMessages", "maxTranscriptChars", "scope", "peers", "commands", "count", "maxCount",
 	"resolveForward", "maxDepth", "maxNodes", "timeoutMs", "drop", "debounceMs", "textChunkLimit", "groupAutoReact",
 	"groupAutoReactEmojiId", "replyToTrigger", "streaming", "typingReaction", "mergeForward", "maxBotReplyChain", "byChannel",
 }
@@ -213,7 +214,7 @@ var thinkingLevels = []string{"off", "minimal", "low", "medium", "high", "xhigh"
 // validate checks the keys the entry sets. sender checks one allowFrom /
 // denyFrom entry; d are the agent defaults humanDelay and blockStreaming
 // are checked over.
-func (c Chat) validate(models *Models, d AgentDefaults, sender func(string) bool, senderWant string) error {
+func (c Chat) validate(models *Models, d AgentDefaults, acct Receive, sender func(string) bool, senderWant string) error {
 	var errs []error
 	str := func(p, v string) {
 		if c.Sets(p) && strings.TrimSpace(v) == "" {
@@ -227,6 +228,18 @@ func (c Chat) validate(models *Models, d AgentDefaults, sender func(string) bool
 	}
 	if c.Sets("receive.mention.keywordMatch") {
 		errs = append(errs, oneOf("receive.mention.keywordMatch", c.Receive.Mention.KeywordMatch, "contains", "prefix", "exact", "regex"))
+	}
+	if c.Sets("receive.realtime") {
+		// Checked over the account's windows: maxWindowMs against the
+		// windowMs in effect.
+		rt := struct {
+			Realtime Realtime `json:"realtime"`
+		}{acct.Realtime}
+		if err := c.Overlay("receive", &rt); err != nil {
+			errs = append(errs, problem("receive.realtime", "%v", err))
+		} else {
+			errs = append(errs, nest("receive.realtime", rt.Realtime.Validate()))
+		}
 	}
 	positive("receive.digest.intervalMs", c.Receive.Digest.IntervalMs)
 	str("receive.digest.prompt", c.Receive.Digest.Prompt)
@@ -329,7 +342,7 @@ func feishuID(s string) bool {
 
 // validateChats checks the chat entries of an account whose settings are
 // under prefix (relative to channels).
-func validateChats[C any](prefix string, kinds map[string]map[string]C, chat func(C) Chat, models *Models, d AgentDefaults, chatID, sender func(string) bool, idWant, senderWant string) []error {
+func validateChats[C any](prefix string, kinds map[string]map[string]C, chat func(C) Chat, models *Models, d AgentDefaults, acct Receive, chatID, sender func(string) bool, idWant, senderWant string) []error {
 	var errs []error
 	for _, kind := range slices.Sorted(maps.Keys(kinds)) {
 		for _, id := range slices.Sorted(maps.Keys(kinds[kind])) {
@@ -338,7 +351,7 @@ func validateChats[C any](prefix string, kinds map[string]map[string]C, chat fun
 				errs = append(errs, problem(path, "want '*' or %s as the key, got %q", idWant, id))
 				continue
 			}
-			errs = append(errs, nest(path, chat(kinds[kind][id]).validate(models, d, sender, senderWant)))
+			errs = append(errs, nest(path, chat(kinds[kind][id]).validate(models, d, acct, sender, senderWant)))
 		}
 	}
 	return errs
@@ -357,7 +370,7 @@ func (c *Config) validateChats() error {
 			prefix += "accounts." + id + "."
 		}
 		errs = append(errs, validateChats(prefix, map[string]map[string]OneBotChat{"groups": a.Groups, "direct": a.Direct},
-			func(e OneBotChat) Chat { return e.Chat }, &c.Models, d, qqNumber, qqNumber, "a group number", "a QQ number")...)
+			func(e OneBotChat) Chat { return e.Chat }, &c.Models, d, a.Receive, qqNumber, qqNumber, "a group number", "a QQ number")...)
 		for _, kind := range []struct {
 			name    string
 			entries map[string]OneBotChat
@@ -378,7 +391,7 @@ func (c *Config) validateChats() error {
 			prefix += "accounts." + id + "."
 		}
 		errs = append(errs, validateChats(prefix, map[string]map[string]Chat{"groups": a.Groups, "direct": a.Direct},
-			func(e Chat) Chat { return e }, &c.Models, d, feishuID, feishuID, "a chat id (oc_…) or open id (ou_…)", "an open id (ou_…)")...)
+			func(e Chat) Chat { return e }, &c.Models, d, a.Receive, feishuID, feishuID, "a chat id (oc_…) or open id (ou_…)", "an open id (ou_…)")...)
 	}
 	return errors.Join(errs...)
 }

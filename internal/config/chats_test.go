@@ -11,7 +11,7 @@ func TestChatEntryUnknownKeysNameFullPath(t *testing.T) {
 	doc := `{
 	  channels: {
 	    onebot: {
-	      groups: { '123': { recieve: {}, receive: { realtime: { enabled: false }, mention: { keyword: [] } } } },
+	      groups: { '123': { recieve: {}, receive: { history: { maxMessages: 5 }, mention: { keyword: [] } } } },
 	      accounts: { second: { wsUrl: 'ws://x', direct: { '*': { imageModel: {}, drop: 'old' } } } },
 	    },
 	    feishu: { groups: { oc_1: { sendGapMs: 5 } } },
@@ -21,14 +21,14 @@ func TestChatEntryUnknownKeysNameFullPath(t *testing.T) {
 	want := []string{
 		"channels.feishu.groups.oc_1.sendGapMs",
 		"channels.onebot.accounts.second.direct.*.drop",
+		"channels.onebot.groups.123.receive.history.maxMessages",
 		"channels.onebot.groups.123.receive.mention.keyword",
-		"channels.onebot.groups.123.receive.realtime",
 		"channels.onebot.groups.123.recieve",
 	}
 	if diff := cmp.Diff(want, paths(err)); diff != "" {
 		t.Errorf("problem paths (-want +got):\n%s\nerror: %v", diff, err)
 	}
-	for _, s := range []string{`recieve: unknown key (did you mean "receive"?)`, "realtime: unknown key (it cannot be set for one chat", `keyword: unknown key (did you mean "keywords"?)`, "sendGapMs: unknown key (only QQ chats take it"} {
+	for _, s := range []string{`recieve: unknown key (did you mean "receive"?)`, "maxMessages: unknown key (it cannot be set for one chat", `keyword: unknown key (did you mean "keywords"?)`, "sendGapMs: unknown key (only QQ chats take it"} {
 		if !strings.Contains(err.Error(), s) {
 			t.Errorf("want %q in %v", s, err)
 		}
@@ -46,7 +46,7 @@ func TestChatEntryBadValuesNamePath(t *testing.T) {
 	          enabled: 'no', systemPromptMode: 'prepend', model: { primary: 'nobody/x' }, thinking: 'max',
 	          queue: { mode: 'later', cap: 0 }, humanDelay: { mode: 'custom', minMs: 900, maxMs: 100 },
 	          allowFrom: ['group:1'], tools: { deny: ['no such'] }, sendGapMs: -1,
-	          receive: { mention: { keywordMatch: 'glob' }, digest: { intervalMs: 0 } },
+	          receive: { mention: { keywordMatch: 'glob' }, digest: { intervalMs: 0 }, realtime: { maxWindowMs: 100 } },
 	        },
 	      },
 	    },
@@ -65,6 +65,7 @@ func TestChatEntryBadValuesNamePath(t *testing.T) {
 		"channels.onebot.groups.123.queue.mode",
 		"channels.onebot.groups.123.receive.digest.intervalMs",
 		"channels.onebot.groups.123.receive.mention.keywordMatch",
+		"channels.onebot.groups.123.receive.realtime.maxWindowMs",
 		"channels.onebot.groups.123.sendGapMs",
 		"channels.onebot.groups.123.systemPromptMode",
 		"channels.onebot.groups.123.thinking",

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"github.com/pincerbot/pincer/internal/aggregate"
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/trigger"
 )
@@ -15,9 +16,9 @@ type ChatRules struct {
 	Silent bool
 	Why    string
 	// Receive are the chat's receive settings. Of them the chat reads
-	// Mention, History.Enabled and MaxChars, Digest.Enabled, Interval and
-	// Prompt, and Summary.Enabled and Prompt; the rest (the buffers'
-	// bounds, realtime windows, summary commands) stay the account's.
+	// Mention, Realtime, History.Enabled and MaxChars, Digest.Enabled,
+	// Interval and Prompt, and Summary.Enabled and Prompt; the rest (the
+	// buffers' bounds, summary commands) stay the account's.
 	Receive Settings
 	// DigestAnyChat: the chat's own settings switch its digest on, so the
 	// account's digest scope and peers do not apply to it.
@@ -29,7 +30,8 @@ type ChatRules struct {
 	Allow   func(msg.UserID) bool
 	DenyWhy string
 
-	eval *trigger.Evaluator
+	eval  *trigger.Evaluator
+	shape *aggregate.Shape
 }
 
 // NewChatRules readies c; its warnings name skipped keywords (not valid
@@ -37,6 +39,8 @@ type ChatRules struct {
 func NewChatRules(c ChatRules) (*ChatRules, []string) {
 	eval, warnings := trigger.New(c.Receive.Mention)
 	c.eval = eval
+	rt := c.Receive.Realtime
+	c.shape = &aggregate.Shape{Disabled: !rt.Enabled, Window: rt.Window, MaxWindow: rt.MaxWindow, MaxMessages: rt.MaxMessages, MaxChars: rt.MaxChars}
 	return &c, warnings
 }
 

@@ -11,8 +11,9 @@ import (
 
 // TestChatRules: chats with settings of their own are received by them:
 // a silent chat answers nothing (not even /summary), a chat with its own
-// keywords answers them without a mention, a chat's sender filter and its
-// history switch hold; other chats keep the account's settings.
+// keywords answers them without a mention, a chat's sender filter, its
+// history switch and its realtime windows hold; other chats keep the
+// account's settings.
 func TestChatRules(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		silentPeer := msg.Peer{Kind: msg.Group, ID: "1"}
@@ -22,6 +23,7 @@ func TestChatRules(t *testing.T) {
 		kw.Mention.RequireMentionInGroup = false
 		kw.Mention.Keywords = []string{"骰子"}
 		kw.History.Enabled = false
+		kw.Realtime.Enabled = false // answered at once, no window
 		keyword, _ := NewChatRules(ChatRules{Receive: kw, Allow: func(u msg.UserID) bool { return u != "666" }, DenyWhy: "666 is in denyFrom"})
 		g := newRig(t, defaults())
 		g.p.opts.Chat = func(peer msg.Peer) *ChatRules {
@@ -45,6 +47,9 @@ func TestChatRules(t *testing.T) {
 		turns := g.eng.list()
 		if len(turns) != 1 || turns[0].mc.Message.ID != "5" {
 			t.Fatalf("want only message 5 answered, got %+v", turns)
+		}
+		if turns[0].at != 0 {
+			t.Errorf("the chat has no realtime windows, yet its message waited %s", turns[0].at)
 		}
 		if body := turns[0].mc.BodyForAgent; strings.Contains(body, "聊点别的") {
 			t.Errorf("the chat's history is off, yet the turn reads it:\n%s", body)

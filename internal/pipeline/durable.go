@@ -247,7 +247,7 @@ func (p *Pipeline) Restore(ctx context.Context) error {
 		h := held{r: p.opts.ReplierFor(e.Message), ref: e.ID}
 		first := !opened[e.Key]
 		opened[e.Key] = true
-		if !p.realtime.Accept(e.Key, aggregate.Entry[held]{Message: e.Message, Tag: h}, first, e.Trigger) {
+		if !p.realtime.AcceptIn(e.Key, aggregate.Entry[held]{Message: e.Message, Tag: h}, first, e.Trigger, p.chat(e.Message.Peer).shape) {
 			p.unbuffer(e.ID)
 			continue
 		}

@@ -99,11 +99,11 @@ func (p *Pipeline) lateTrigger(ctx context.Context, m msg.Message, r channel.Rep
 		e := aggregate.Entry[held]{Message: m, Tag: held{r: r, ref: ref}}
 		if command {
 			p.endWindowFor(rtKey, p.opts.IsAbort(typed))
-			waiting = p.realtime.Accept(rtKey, e, true, d.Reason)
+			waiting = p.realtime.AcceptIn(rtKey, e, true, d.Reason, p.chat(m.Peer).shape)
 			p.realtime.FlushNow(rtKey, msg.FlushImmediate)
 			return
 		}
-		if waiting = p.realtime.Accept(rtKey, e, true, d.Reason); !waiting {
+		if waiting = p.realtime.AcceptIn(rtKey, e, true, d.Reason, p.chat(m.Peer).shape); !waiting {
 			p.unbuffer(ref)
 		}
 	})

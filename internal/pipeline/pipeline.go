@@ -290,7 +290,7 @@ func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier, d
 	rtKey := peer + "::" + string(m.Sender.ID)
 	dg := c.Receive.Digest
 	want := struct{ history, realtime, digest bool }{
-		realtime: p.realtime.Takes(rtKey, d.Triggered),
+		realtime: p.realtime.TakesIn(rtKey, d.Triggered, c.shape),
 		digest:   !c.Silent && dg.Enabled && (c.DigestAnyChat || p.digestScope.covers(m.Peer)),
 	}
 	// A reply whose author only the platform knows is taken in now as
@@ -348,12 +348,12 @@ func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier, d
 				// A command acts on its own, now: the burst before it is
 				// answered without it, or dropped when the user says stop.
 				p.endWindowFor(rtKey, p.opts.IsAbort(typed))
-				waiting = p.realtime.Accept(rtKey, e, true, d.Reason)
+				waiting = p.realtime.AcceptIn(rtKey, e, true, d.Reason, c.shape)
 				p.realtime.FlushNow(rtKey, msg.FlushImmediate)
 				return
 			}
 			// Accepted, it learns its outcome when its batch is answered.
-			if waiting = p.realtime.Accept(rtKey, e, d.Triggered, d.Reason); !waiting {
+			if waiting = p.realtime.AcceptIn(rtKey, e, d.Triggered, d.Reason, c.shape); !waiting {
 				p.unbuffer(rtRef) // the window it was to join had just ended
 			}
 		})
