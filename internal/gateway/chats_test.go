@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pincerbot/pincer/internal/channel/feishu/feishusim"
 	"github.com/pincerbot/pincer/internal/config"
 	"github.com/pincerbot/pincer/internal/dashboard"
 	"github.com/pincerbot/pincer/internal/llm/llmtest"
@@ -168,4 +170,24 @@ func keysOf(m map[string]any) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// TestFeishuGroupWithSettingsOfItsOwn: through the real gateway and the
+// simulated open platform, a Feishu group's entry triggers on its keyword
+// without an @ and prefixes its replies.
+func TestFeishuGroupWithSettingsOfItsOwn(t *testing.T) {
+	parsed, err := config.Parse([]byte(`{ channels: { feishu: { groups: { '`+larkGroup+`': {
+	  responsePrefix: '[飞书群] ', receive: { mention: { requireMentionInGroup: false, keywords: ['帮忙'] } },
+	} } } } }`), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newLarkRig(t, func(c *config.Config) { c.Channels.Feishu.Groups = parsed.Channels.Feishu.Groups })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r.post(t, ctx, feishusim.Message{ID: "om_kw0000000000000000000000001", ChatID: larkGroup, SenderID: larkUserA, Content: `{"text":"谁来帮忙看看"}`}, feishusim.EventOptions{})
+	sent := r.waitSent(t, ctx, 1)
+	if got := larkText(t, sent[0]); !strings.HasPrefix(got, "[飞书群] ") || !strings.Contains(got, "谁来帮忙看看") {
+		t.Errorf("the reply (the preview agent echoes its input) is %q", got)
+	}
 }
