@@ -80,6 +80,17 @@ func newChats(cfg config.Config, system func() string, describe func(config.Mode
 	return c, nil
 }
 
+// swap puts the chat settings of cfg in force for the messages and turns
+// that follow (a configuration reloaded while pincer runs); on error the
+// settings in force stay. What is not a chat's setting (connections,
+// buffers' bounds) is not changed by it.
+func (c *chats) swap(cfg config.Config) error {
+	if err := c.resolver.Swap(cfg); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	return nil
+}
+
 // derive builds the settings of every view of t.
 func (c *chats) derive(t *chatconf.Table) *chatTable {
 	out := &chatTable{by: map[chatconf.Address]*chatSettings{}}

@@ -29,6 +29,17 @@ func TestChatLookupIsCheap(t *testing.T) {
 		t.Fatalf("group 2: %+v", r)
 	}
 	m := msg.Message{Channel: "onebot", Account: msg.DefaultAccount, Peer: other}
+	// A new configuration swapped in changes what the lookups find.
+	swapped, err := config.Parse([]byte(`{ channels: { onebot: { groups: { '2': { enabled: true } } } } }`), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.swap(swapped); err != nil {
+		t.Fatal(err)
+	}
+	if r := rules(other); r == nil || r.Silent {
+		t.Fatalf("after the swap group 2 answers: %+v", r)
+	}
 	if n := testing.AllocsPerRun(100, func() {
 		_ = rules(own)
 		_ = rules(other)
