@@ -254,7 +254,7 @@ func (e *Engine) cmdModel(ctx context.Context, mc MsgContext, args string) (stri
 		if err := e.opts.Store.SetModelOverride(ctx, mc.SessionKey, ""); err != nil {
 			return "", err
 		}
-		return t.Format(texts.ModelReset, e.opts.Models[0]), nil
+		return t.Format(texts.ModelReset, e.chain(store.Session{}, e.chatOf(mc.Message).Models)[0]), nil
 	}
 	ref, problem := e.resolveModel(args)
 	if problem != "" {
@@ -282,10 +282,10 @@ func (e *Engine) resolveModel(arg string) (ref llm.Ref, problem string) {
 	return ref, ""
 }
 
-func (e *Engine) cmdModels(context.Context, MsgContext, string) (string, error) {
+func (e *Engine) cmdModels(_ context.Context, mc MsgContext, _ string) (string, error) {
 	t := e.opts.Locale
 	var b strings.Builder
-	b.WriteString(t.Format(texts.ModelsChain, joinRefs(e.opts.Models)))
+	b.WriteString(t.Format(texts.ModelsChain, joinRefs(e.chain(store.Session{}, e.chatOf(mc.Message).Models))))
 	if len(e.opts.Aliases) > 0 {
 		names := make([]string, 0, len(e.opts.Aliases))
 		for name := range e.opts.Aliases {
