@@ -73,7 +73,7 @@ func (p *Pipeline) askOwner(ctx context.Context, m msg.Message, r channel.Replie
 // its sender's open one), and a command acts at once.
 func (p *Pipeline) lateTrigger(ctx context.Context, m msg.Message, r channel.Replier, typed string, d trigger.Decision) {
 	key := trace.KeyOf(m)
-	d = p.chat(m.Peer).gate(m, p.bots.apply(m, d, p.opts.Receive.MaxBotReplyChain))
+	d = p.bots.apply(m, p.chat(m.Peer).gate(m, d), p.opts.Receive.MaxBotReplyChain)
 	if !d.Triggered {
 		p.opts.Trace.Step(key, trace.StageTrigger, "not triggered", d.Why)
 		return

@@ -276,7 +276,7 @@ func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier, d
 		p.takeSummary(ctx, m, count, r, done)
 		return
 	}
-	d := c.gate(m, p.bots.apply(m, c.eval.Evaluate(m, bot), p.opts.Receive.MaxBotReplyChain))
+	d := p.bots.apply(m, c.gate(m, c.eval.Evaluate(m, bot)), p.opts.Receive.MaxBotReplyChain)
 	verdict := "not triggered"
 	if d.Triggered {
 		verdict = "triggered"
