@@ -16,6 +16,7 @@ func TestEverySubcommandHasHelp(t *testing.T) {
 		{[]string{"config"}, []string{"Usage: pincer config check [--config FILE | FILE]", "pincer config example"}},
 		{[]string{"config", "check"}, []string{"Usage: pincer config check [--config FILE | FILE]", "Without FILE", "-config"}},
 		{[]string{"config", "example"}, []string{"Usage: pincer config example"}},
+		{[]string{"config", "explain"}, []string{"Usage: pincer config explain [--config FILE] CHAT", "onebot:default:group:123456", "-config"}},
 		{[]string{"init"}, []string{"Usage: pincer init", "-non-interactive", "-from"}},
 		{[]string{"doctor"}, []string{"Usage: pincer doctor [--config FILE | FILE]", "-json"}},
 		{[]string{"send"}, []string{"Usage: pincer send", "--target TARGET", "group:<id>", "-account"}},

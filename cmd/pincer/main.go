@@ -6,6 +6,7 @@
 //	pincer serve [--config FILE]          run the gateway
 //	pincer config check [--config FILE]   validate a configuration
 //	pincer config example                 print a commented example configuration
+//	pincer config explain CHAT            show each setting of a chat and where it came from
 //	pincer init                           write a pincer.json5 (asking, or --from openclaw.json)
 //	pincer doctor [--config FILE]         check the configuration and everything it points at
 //	pincer send --target T TEXT           send a QQ message as the bot
@@ -46,6 +47,9 @@ Usage:
   pincer serve [--config FILE]          run the gateway
   pincer config check [--config FILE]   validate a configuration and list every problem
   pincer config example                 print a fully commented example configuration
+  pincer config explain [--config FILE] CHAT
+                                        show each setting of one chat (onebot:default:group:123)
+                                        and the layer it came from
   pincer init [--non-interactive] [--from openclaw.json] [--force]
                                         write a commented pincer.json5: asks for the QQ
                                         connection and the model (or takes flags, pincer
@@ -125,19 +129,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // configCmd runs pincer config check and pincer config example.
 func configCmd(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("config", "config check [--config FILE | FILE]\n       pincer config example", `check    validates a configuration and lists every problem (pincer config check -h)
+	fs := newFlags("config", "config check [--config FILE | FILE]\n       pincer config example\n       pincer config explain [--config FILE] CHAT", `check    validates a configuration and lists every problem (pincer config check -h)
 example  prints a fully commented example configuration
+explain  shows each setting of one chat and the layer it came from
+         (pincer config explain -h)
 `, stderr)
 	if code, ok := parseFlags(fs, args, stdout); !ok {
 		return code
 	}
 	if fs.NArg() == 0 {
-		fmt.Fprint(stderr, "pincer config: want check or example\n")
+		fmt.Fprint(stderr, "pincer config: want check, example or explain\n")
 		return 2
 	}
 	switch sub, rest := fs.Arg(0), fs.Args()[1:]; sub {
 	case "check":
 		return check(rest, stdout, stderr)
+	case "explain":
+		return explain(rest, stdout, stderr)
 	case "example":
 		ex := newFlags("config example", "config example", "Prints a fully commented example configuration: every key with its default.\n", stderr)
 		if code, ok := parseFlags(ex, rest, stdout); !ok {
@@ -146,7 +154,7 @@ example  prints a fully commented example configuration
 		_, _ = stdout.Write(config.Example)
 		return 0
 	default:
-		fmt.Fprintf(stderr, "pincer config: unknown command %q (want check or example)\n", sub)
+		fmt.Fprintf(stderr, "pincer config: unknown command %q (want check, example or explain)\n", sub)
 		return 2
 	}
 }

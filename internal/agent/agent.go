@@ -92,6 +92,12 @@ type Input struct {
 	Thinking string
 	// Elevated offers the elevated tools as well.
 	Elevated bool
+	// ToolAllowed, when set, says which tools the chat may use: the others
+	// are neither offered nor run.
+	ToolAllowed func(name string) bool
+	// Describe, when set, describes pictures for a model that cannot see
+	// them in place of Options.Describe (a chat's own image model).
+	Describe func(ctx context.Context, img llm.Image) (string, error)
 	// Steer, when set, is asked between model calls for messages the user
 	// sent meanwhile; they join the turn, and tool calls not yet started
 	// are skipped.
@@ -167,11 +173,15 @@ func (r *Runner) Run(ctx context.Context, in Input) (Output, error) {
 		fresh = afterLastReply(tr)
 	}
 	load := r.imageLoader()
+	describe := in.Describe
+	if describe == nil {
+		describe = r.opts.Describe
+	}
 	var texts []string
 	for round := 0; ; round++ {
 		req := llm.Request{System: in.System, MaxTokens: r.opts.MaxTokens, Thinking: in.Thinking}
 		if round < r.opts.MaxToolRounds {
-			req.Tools = r.opts.Tools.specs(in.Elevated)
+			req.Tools = r.opts.Tools.specs(in.Elevated, in.ToolAllowed)
 		}
 		budget := r.opts.ContextTokens - r.opts.MaxTokens - EstimateTokens(in.System)
 		var seen []llm.Message
@@ -181,7 +191,7 @@ func (r *Runner) Run(ctx context.Context, in Input) (Output, error) {
 		} else {
 			req.Messages = Fit(Messages(tr), budget)
 		}
-		out, calls, err := r.call(ctx, in.Models, req, seen, in.Stream)
+		out, calls, err := r.call(ctx, in.Models, req, seen, in.Stream, describe)
 		total.Model, total.Usage = out.Model, addUsage(total.Usage, out.Usage)
 		total.Reasoning += out.Reasoning
 		if out.Text != "" {
@@ -209,7 +219,7 @@ func (r *Runner) Run(ctx context.Context, in Input) (Output, error) {
 			result := "skipped: the user sent a new message first"
 			if len(steered) == 0 {
 				var failed bool
-				result, failed = r.opts.Tools.call(ctx, c, in.Elevated)
+				result, failed = r.opts.Tools.call(ctx, c, in.Elevated, in.ToolAllowed)
 				r.log.Info("tool called", "tool", c.Name, "failed", failed)
 			}
 			produced = append(produced, store.Turn{Role: store.RoleTool, ToolCallID: c.ID, Text: result})
@@ -229,17 +239,17 @@ func addUsage(a, b llm.Usage) llm.Usage {
 // and then moves on to the next model.
 // seen, when set, is req's messages with their images, for the models
 // that see them.
-func (r *Runner) call(ctx context.Context, models []llm.Ref, req llm.Request, seen []llm.Message, stream Stream) (Output, []llm.ToolCall, error) {
+func (r *Runner) call(ctx context.Context, models []llm.Ref, req llm.Request, seen []llm.Message, stream Stream, describe describeFunc) (Output, []llm.ToolCall, error) {
 	text := req.Messages
 	// A model that cannot see the pictures reads them described, when a
 	// describer is set: asked once, the first time such a model is tried.
 	var described []llm.Message
 	blind := func() []llm.Message {
-		if seen == nil || r.opts.Describe == nil {
+		if seen == nil || describe == nil {
 			return text
 		}
 		if described == nil {
-			described = r.describeImages(ctx, seen, text)
+			described = r.describeImages(ctx, seen, text, describe)
 		}
 		return described
 	}

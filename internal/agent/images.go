@@ -85,14 +85,17 @@ func readImage(path string) (llm.Image, error) {
 	return media.FitForModel(data)
 }
 
+// describeFunc describes a picture in text (Options.Describe).
+type describeFunc = func(ctx context.Context, img llm.Image) (string, error)
+
 // describeImages returns text (seen without its pictures) with each
 // picture of seen described after its message's text; a picture that
 // cannot be described is left to the note already in the text.
-func (r *Runner) describeImages(ctx context.Context, seen, text []llm.Message) []llm.Message {
+func (r *Runner) describeImages(ctx context.Context, seen, text []llm.Message, describe describeFunc) []llm.Message {
 	out := slices.Clone(text)
 	for i, m := range seen {
 		for j, img := range m.Images {
-			d, err := r.opts.Describe(ctx, img)
+			d, err := describe(ctx, img)
 			if err != nil {
 				r.log.Warn("picture not described for a model that cannot see it", "err", err)
 				continue

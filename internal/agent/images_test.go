@@ -193,3 +193,26 @@ func TestBlindFallbackReadsDescriptions(t *testing.T) {
 		t.Errorf("the vision model's request: %+v", vision.reqs[0].Messages[0])
 	}
 }
+
+// TestChatDescriberWins: a turn's own describer (a chat's image model)
+// describes its pictures in place of the runner's.
+func TestChatDescriberWins(t *testing.T) {
+	p, _ := writePNG(t, t.TempDir(), "a.png")
+	vision := &fakeProvider{id: "v", steps: []step{{err: &llm.Error{Class: llm.Fallback, Reason: llm.ReasonOverloaded}}}}
+	text := &fakeProvider{id: "t"}
+	r := NewRunner(Options{
+		Providers: map[string]llm.Provider{"v": vision, "t": text}, MaxTokens: 100, ContextTokens: 100000,
+		SeesImages: func(ref llm.Ref) bool { return ref.Provider == "v" },
+		Describe:   func(context.Context, llm.Image) (string, error) { return "默认的描述", nil },
+	})
+	in := Input{
+		Models: chain("v/see", "t/read"), Transcript: []store.Turn{{Role: store.RoleUser, Text: "看", Images: []string{p}}},
+		Describe: func(context.Context, llm.Image) (string, error) { return "这个群的描述", nil },
+	}
+	if _, err := r.Run(context.Background(), in); err != nil {
+		t.Fatal(err)
+	}
+	if got := text.reqs[0].Messages[0].Text; got != "看\n[图片1描述: 这个群的描述]" {
+		t.Errorf("the fallback read %q", got)
+	}
+}

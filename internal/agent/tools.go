@@ -50,8 +50,9 @@ func (ts *Tools) Add(t Tool) error {
 	return nil
 }
 
-// specs lists the tools offered to a session, by name.
-func (ts *Tools) specs(elevated bool) []llm.Tool {
+// specs lists the tools offered to a session, by name; allowed, when
+// set, leaves out the tools the chat may not use.
+func (ts *Tools) specs(elevated bool, allowed func(string) bool) []llm.Tool {
 	if ts == nil {
 		return nil
 	}
@@ -59,7 +60,7 @@ func (ts *Tools) specs(elevated bool) []llm.Tool {
 	defer ts.mu.RUnlock()
 	out := make([]llm.Tool, 0, len(ts.tools))
 	for _, t := range ts.tools {
-		if !t.Elevated || elevated {
+		if (!t.Elevated || elevated) && (allowed == nil || allowed(t.Spec.Name)) {
 			out = append(out, t.Spec)
 		}
 	}
@@ -81,7 +82,7 @@ const MaxToolResultChars = 16000
 // call runs one tool call and returns its result text; failures, unknown
 // tools, tools the session may not use and panics all become an error
 // result for the model.
-func (ts *Tools) call(ctx context.Context, c llm.ToolCall, elevated bool) (result string, failed bool) {
+func (ts *Tools) call(ctx context.Context, c llm.ToolCall, elevated bool, allowed func(string) bool) (result string, failed bool) {
 	var t Tool
 	var ok bool
 	if ts != nil {
@@ -89,7 +90,7 @@ func (ts *Tools) call(ctx context.Context, c llm.ToolCall, elevated bool) (resul
 		t, ok = ts.tools[c.Name]
 		ts.mu.RUnlock()
 	}
-	if !ok || (t.Elevated && !elevated) {
+	if !ok || (t.Elevated && !elevated) || (allowed != nil && !allowed(c.Name)) {
 		return fmt.Sprintf("error: there is no tool named %q", c.Name), true
 	}
 	args := json.RawMessage(c.Arguments)

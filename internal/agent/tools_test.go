@@ -91,6 +91,24 @@ func TestElevatedToolsForElevatedSessions(t *testing.T) {
 	}
 }
 
+// TestChatToolLimits: a chat's tool limits keep the other tools from
+// being offered, and from running when the model calls them anyway.
+func TestChatToolLimits(t *testing.T) {
+	p := &fakeProvider{id: "a", steps: []step{{calls: []llm.ToolCall{call("c1", "fail", `{}`)}}, {text: []string{"done"}}}}
+	r, _ := toolRunner(t, p)
+	out, err := r.Run(context.Background(), Input{Models: chain("a/m"), Transcript: userTurn("x"), ToolAllowed: func(name string) bool { return name == "upper" }})
+	if err != nil || out.Turns[1].Text != `error: there is no tool named "fail"` {
+		t.Errorf("%+v %v", out.Turns, err)
+	}
+	var offered []string
+	for _, tl := range p.reqs[0].Tools {
+		offered = append(offered, tl.Name)
+	}
+	if !cmp.Equal(offered, []string{"upper"}) {
+		t.Errorf("offered %v", offered)
+	}
+}
+
 func TestSteeringSkipsPendingToolCalls(t *testing.T) {
 	p := &fakeProvider{id: "a", steps: []step{{calls: []llm.ToolCall{call("c1", "upper", `{"text":"a"}`)}}, {text: []string{"ok, b instead"}}}}
 	r, _ := toolRunner(t, p)

@@ -2,6 +2,7 @@ package aggregate
 
 import (
 	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -135,6 +136,36 @@ func TestRealtimeWindowsAndCapacity(t *testing.T) {
 	})
 }
 
+// TestRealtimeShapePerChat: a chat's own shape decides its windows: a
+// longer quiet time, or none at all; other chats keep the options'.
+func TestRealtimeShapePerChat(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := &flushLog{start: time.Now()}
+		o := spec()
+		o.Flush = l.flush
+		r := NewRealtime(o)
+		slow := &Shape{Window: 5 * time.Second, MaxWindow: 10 * time.Second, MaxMessages: 10, MaxChars: 8000}
+		off := &Shape{Disabled: true}
+		r.AcceptIn("slow::A", m("s1"), true, msg.TriggerMention, slow)
+		r.AcceptIn("off::A", m("o1"), true, msg.TriggerMention, off)
+		if r.TakesIn("off::A", false, off) || r.AcceptIn("off::A", m("o2"), false, "", off) {
+			t.Error("a chat without windows takes no follow-up")
+		}
+		r.Accept("g::A", m("g1"), true, msg.TriggerMention)
+		time.Sleep(2 * time.Second)
+		if !r.TakesIn("slow::A", false, slow) {
+			t.Error("the slow chat's window is still open after 2 s")
+		}
+		r.AcceptIn("slow::A", m("s2"), false, "", slow)
+		time.Sleep(6 * time.Second)
+		synctest.Wait()
+		want := []string{"+0s immediate mention [o1]", "+800ms quiet mention [g1]", "+7s quiet mention [s1|s2]"}
+		if diff := cmp.Diff(want, l.list()); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
+		}
+	})
+}
+
 func TestRealtimeDisabledFlushesTriggeredAtOnce(t *testing.T) {
 	l := &flushLog{start: time.Now()}
 	o := spec()
@@ -188,6 +219,27 @@ func TestDigestSpecTimeline(t *testing.T) {
 		}
 		if d.Pending("g") != 0 {
 			t.Error("the window closed")
+		}
+	})
+}
+
+// TestDigestIntervalPerChat: a chat with an interval of its own flushes
+// on it, and re-arms on it; others keep the options' interval.
+func TestDigestIntervalPerChat(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := &flushLog{start: time.Now()}
+		d := NewDigest(DigestOptions[int]{Interval: time.Minute, MinMessages: 2, MaxMessages: 50, MaxChars: 20000, Flush: l.flush})
+		d.AcceptEvery("daily", m("a"), time.Hour)
+		d.Accept("g", m("x"))
+		d.Accept("g", m("y"))
+		time.Sleep(time.Hour + time.Second) // "daily" holds 1 < 2 at +1h: re-armed for an hour
+		synctest.Wait()
+		d.AcceptEvery("daily", m("b"), time.Hour)
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		want := []string{"+1m0s interval  [x|y]", "+2h0m0s interval  [a|b]"}
+		if diff := cmp.Diff(want, l.list()); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
 		}
 	})
 }
@@ -252,4 +304,34 @@ func TestHistoryTrimTakeAndDrain(t *testing.T) {
 	if got, _ := aged.Take("g", nil, now); len(got) != 1 || got[0].ID != "new" {
 		t.Errorf("maxAge: %+v", got)
 	}
+}
+
+// TestDigestReschedule: a chat whose interval changes while its window is
+// open is due its new interval after the window's period began (at once
+// when that is past), and re-arms on it; a chat whose interval stayed
+// keeps its time.
+func TestDigestReschedule(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := &flushLog{start: time.Now()}
+		d := NewDigest(DigestOptions[int]{Interval: time.Minute, MinMessages: 1, MaxMessages: 50, MaxChars: 20000, Flush: l.flush})
+		every := map[string]time.Duration{"shorter": 10 * time.Minute, "past": 10 * time.Minute, "same": 10 * time.Minute}
+		for key := range every {
+			d.AcceptEvery(key, m(key), every[key])
+		}
+		time.Sleep(2 * time.Minute)
+		every["shorter"], every["past"] = 5*time.Minute, time.Minute
+		d.Reschedule(func(key string) time.Duration { return every[key] })
+		synctest.Wait() // "past" was due a minute ago: now
+		time.Sleep(3 * time.Minute)
+		synctest.Wait() // +5m: "shorter"
+		d.AcceptEvery("shorter", m("again"), every["shorter"])
+		time.Sleep(5 * time.Minute)
+		synctest.Wait() // +10m: "same", and "shorter" on its new interval
+		want := []string{"+2m0s interval  [past]", "+5m0s interval  [shorter]", "+10m0s interval  [again]", "+10m0s interval  [same]"}
+		got := l.list()
+		slices.Sort(got[2:])
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
+		}
+	})
 }

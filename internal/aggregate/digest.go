@@ -36,6 +36,9 @@ type dgWindow[T any] struct {
 	sizes   []int // Size of each entry, measured once
 	size    int
 	timer   *time.Timer
+	// every is the window's interval, and due when the timer fires.
+	every time.Duration
+	due   time.Time
 }
 
 // NewDigest returns empty windows; MinMessages is clamped to MaxMessages.
@@ -50,12 +53,21 @@ func NewDigest[T any](o DigestOptions[T]) *Digest[T] {
 // Accept adds a message to its window, opening one if needed, and
 // returns the entries trimmed away to stay within MaxChars.
 func (d *Digest[T]) Accept(key string, e Entry[T]) (dropped []Entry[T]) {
+	return d.AcceptEvery(key, e, 0)
+}
+
+// AcceptEvery is Accept for a chat with an interval of its own (0: the
+// Interval of the options), which a window it opens keeps.
+func (d *Digest[T]) AcceptEvery(key string, e Entry[T], every time.Duration) (dropped []Entry[T]) {
+	if every <= 0 {
+		every = d.opts.Interval
+	}
 	d.mu.Lock()
 	w := d.windows[key]
 	if w == nil {
-		w = &dgWindow[T]{}
+		w = &dgWindow[T]{every: every, due: time.Now().Add(every)}
 		d.windows[key] = w
-		w.timer = time.AfterFunc(d.opts.Interval, func() { d.tick(key, w) })
+		w.timer = time.AfterFunc(every, func() { d.tick(key, w) })
 	}
 	n := d.opts.Size(e.Message)
 	w.entries = append(w.entries, e)
@@ -85,13 +97,36 @@ func (d *Digest[T]) tick(key string, w *dgWindow[T]) {
 		return
 	}
 	if len(w.entries) < d.opts.MinMessages {
-		w.timer.Reset(d.opts.Interval)
+		w.due = time.Now().Add(w.every)
+		w.timer.Reset(w.every)
 		d.mu.Unlock()
 		return
 	}
 	f := d.endLocked(key, w, msg.FlushInterval)
 	d.mu.Unlock()
 	d.opts.Flush(f)
+}
+
+// Reschedule gives each open window the interval every says of its key
+// now (0: the Interval of the options), as a chat's settings changed: a
+// window whose interval changed is due its new interval after its period
+// began, at once if that is past.
+func (d *Digest[T]) Reschedule(every func(key string) time.Duration) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := time.Now()
+	for key, w := range d.windows {
+		next := every(key)
+		if next <= 0 {
+			next = d.opts.Interval
+		}
+		if next == w.every {
+			continue
+		}
+		w.due = w.due.Add(next - w.every)
+		w.every = next
+		w.timer.Reset(max(0, w.due.Sub(now)))
+	}
 }
 
 // Pending reports how many messages wait in key's window.

@@ -32,12 +32,33 @@ type RealtimeOptions[T any] struct {
 // ends.
 type Realtime[T any] struct {
 	opts RealtimeOptions[T]
+	// shape is the options' shape.
+	shape Shape
 
 	mu      sync.Mutex
 	windows map[string]*rtWindow[T]
 }
 
+// Shape is the form of one chat's windows, in place of the options'
+// Disabled, Window, MaxWindow, MaxMessages and MaxChars.
+type Shape struct {
+	Disabled          bool
+	Window, MaxWindow time.Duration
+	MaxMessages       int
+	MaxChars          int
+}
+
+// shapeOf is s, or the options' shape when s is nil.
+func (r *Realtime[T]) shapeOf(s *Shape) *Shape {
+	if s != nil {
+		return s
+	}
+	return &r.shape
+}
+
 type rtWindow[T any] struct {
+	// shape is the chat's, as the window opened.
+	shape   *Shape
 	opened  time.Time
 	entries []Entry[T]
 	chars   int
@@ -48,14 +69,25 @@ type rtWindow[T any] struct {
 
 // NewRealtime returns empty windows.
 func NewRealtime[T any](o RealtimeOptions[T]) *Realtime[T] {
-	return &Realtime[T]{opts: o, windows: map[string]*rtWindow[T]{}}
+	return &Realtime[T]{
+		opts:    o,
+		shape:   Shape{Disabled: o.Disabled, Window: o.Window, MaxWindow: o.MaxWindow, MaxMessages: o.MaxMessages, MaxChars: o.MaxChars},
+		windows: map[string]*rtWindow[T]{},
+	}
 }
 
 // Accept offers a message with its trigger decision. It reports whether
 // the message was taken (into a window or an immediate batch); an
 // untriggered message with no open window is not.
 func (r *Realtime[T]) Accept(key string, e Entry[T], triggered bool, reason msg.TriggerReason) bool {
-	if r.opts.Disabled {
+	return r.AcceptIn(key, e, triggered, reason, nil)
+}
+
+// AcceptIn is Accept for a chat whose windows have a shape of their own
+// (nil: the options'); a window keeps the shape it opened with.
+func (r *Realtime[T]) AcceptIn(key string, e Entry[T], triggered bool, reason msg.TriggerReason, s *Shape) bool {
+	s = r.shapeOf(s)
+	if s.Disabled {
 		if !triggered {
 			return false
 		}
@@ -69,17 +101,18 @@ func (r *Realtime[T]) Accept(key string, e Entry[T], triggered bool, reason msg.
 			r.mu.Unlock()
 			return false
 		}
-		w = &rtWindow[T]{trigger: reason, opened: time.Now()}
+		w = &rtWindow[T]{shape: s, trigger: reason, opened: time.Now()}
 		r.windows[key] = w
-		w.hard = time.AfterFunc(r.opts.MaxWindow, func() { r.expire(key, w, msg.FlushMaxWindow) })
+		w.hard = time.AfterFunc(s.MaxWindow, func() { r.expire(key, w, msg.FlushMaxWindow) })
 	}
+	s = w.shape
 	w.entries = append(w.entries, e)
 	w.chars += chars(e.Message)
 	var reason2 msg.FlushReason
 	switch {
-	case len(w.entries) >= r.opts.MaxMessages:
+	case len(w.entries) >= s.MaxMessages:
 		reason2 = msg.FlushMaxMessages
-	case w.chars > r.opts.MaxChars:
+	case w.chars > s.MaxChars:
 		reason2 = msg.FlushMaxChars
 	}
 	if reason2 != "" {
@@ -89,9 +122,9 @@ func (r *Realtime[T]) Accept(key string, e Entry[T], triggered bool, reason msg.
 		return true
 	}
 	if w.quiet == nil {
-		w.quiet = time.AfterFunc(r.opts.Window, func() { r.expire(key, w, msg.FlushQuiet) })
+		w.quiet = time.AfterFunc(s.Window, func() { r.expire(key, w, msg.FlushQuiet) })
 	} else {
-		w.quiet.Reset(r.opts.Window)
+		w.quiet.Reset(s.Window)
 	}
 	r.mu.Unlock()
 	return true
@@ -100,10 +133,15 @@ func (r *Realtime[T]) Accept(key string, e Entry[T], triggered bool, reason msg.
 // Takes reports whether Accept would take a message with this trigger
 // outcome now: windows are on and one is open for key, or it triggered.
 func (r *Realtime[T]) Takes(key string, triggered bool) bool {
+	return r.TakesIn(key, triggered, nil)
+}
+
+// TakesIn is Takes for a chat whose windows have a shape of their own.
+func (r *Realtime[T]) TakesIn(key string, triggered bool, s *Shape) bool {
 	if triggered {
 		return true
 	}
-	if r.opts.Disabled {
+	if r.shapeOf(s).Disabled {
 		return false
 	}
 	r.mu.Lock()

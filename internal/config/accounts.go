@@ -70,3 +70,6 @@ func (r Receive) cloned() Receive {
 	r.Summary.Peers = slices.Clone(r.Summary.Peers)
 	return r
 }
+
+// Clone returns r with its lists copied, for a layer that changes them.
+func (r Receive) Clone() Receive { return r.cloned() }

@@ -78,6 +78,7 @@ func (c *Config) Validate() error {
 		nest("session", c.Session.Validate()),
 		nest("channels", c.Channels.Validate()),
 		nest("channels.onebot", c.Channels.OneBot.validateExposed(c.Gateway)),
+		nest("channels", c.validateChats()),
 		nest("trace", c.Trace.Validate()),
 		nest("media", c.Media.Validate(&c.Models)),
 		nest("ui", c.UI.Validate()),

@@ -64,6 +64,10 @@ type FeishuAccount struct {
 	// MergeForward expands merged forwards into an excerpt of their
 	// messages.
 	MergeForward FeishuMergeForward `json:"mergeForward"`
+	// Groups and Direct set chats' own settings by chat id (oc_…) and open
+	// id (ou_…), '*' for every group or direct chat (see Chat).
+	Groups map[string]Chat `json:"groups"`
+	Direct map[string]Chat `json:"direct"`
 }
 
 // FeishuWebhook is where Feishu posts events in webhook mode.
@@ -130,6 +134,9 @@ func (f *Feishu) inherited(id string) FeishuAccount {
 	a.AllowFrom = slices.Clone(a.AllowFrom)
 	a.DenyFrom = slices.Clone(a.DenyFrom)
 	a.Receive = a.Receive.cloned()
+	// The channel's chat entries are a layer of their own, below the
+	// account's.
+	a.Groups, a.Direct = nil, nil
 	a.Webhook = FeishuWebhook{Path: DefaultFeishuWebhookPath + "/" + id}
 	return a
 }
@@ -259,5 +266,14 @@ func validFeishuPeerPattern(e string) bool {
 // Warnings lists settings of every account that are skipped rather than
 // refused, with their key paths.
 func (f Feishu) Warnings() []string {
-	return receiveWarnings("channels.feishu", f.All(), func(a FeishuAccount) Receive { return a.Receive })
+	out := receiveWarnings("channels.feishu", f.All(), func(a FeishuAccount) Receive { return a.Receive })
+	all := f.All()
+	for _, id := range slices.Sorted(maps.Keys(all)) {
+		a, prefix := all[id], "channels.feishu."
+		if id != "default" {
+			prefix += "accounts." + id + "."
+		}
+		out = append(out, chatWarnings(prefix, a.Receive, map[string]map[string]Chat{"groups": a.Groups, "direct": a.Direct})...)
+	}
+	return out
 }

@@ -33,6 +33,9 @@ func leafPaths(t reflect.Type, prefix string) []string {
 			if embeds(t, ft.Elem()) {
 				continue // named accounts take the same keys as the parent
 			}
+			if (name == "direct" || ft.Elem() == reflect.TypeFor[Chat]()) && (ft.Elem() == reflect.TypeFor[Chat]() || ft.Elem() == reflect.TypeFor[OneBotChat]()) {
+				continue // chat entries are shown once, under channels.onebot.groups
+			}
 			out = append(out, leafPaths(ft.Elem(), p+".*")...)
 		default:
 			out = append(out, p)

@@ -321,7 +321,7 @@ func (w *walker) value(v any, t reflect.Type, intString bool, path string) any {
 		for k, e := range obj {
 			f, known := fields[k]
 			if !known {
-				w.unknown(path, k, fields)
+				w.unknown(t, path, k, fields)
 				delete(obj, k)
 				continue
 			}
@@ -340,8 +340,12 @@ func (w *walker) value(v any, t reflect.Type, intString bool, path string) any {
 // unknown records the unknown key k of the object at path. The key it was
 // probably meant to be counts as left out too: the settings that key
 // would have changed keep their defaults.
-func (w *walker) unknown(path, k string, fields map[string]reflect.StructField) {
-	w.skip(join(path, k), "unknown key%s", suggest(k, fields))
+func (w *walker) unknown(t reflect.Type, path, k string, fields map[string]reflect.StructField) {
+	hint := suggest(k, fields)
+	if h, ok := reflect.Zero(t).Interface().(hinter); ok && hint == "" {
+		hint = h.unknownHint(k)
+	}
+	w.skip(join(path, k), "unknown key%s", hint)
 	if name := closest(k, fields); name != "" {
 		w.skipped = append(w.skipped, join(path, name))
 	}

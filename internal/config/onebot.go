@@ -65,6 +65,10 @@ type OneBotAccount struct {
 	Receive Receive `json:"receive"`
 	// Quote resolves quoted messages and merged forwards for the agent.
 	Quote Quote `json:"quote"`
+	// Groups and Direct set chats' own settings by group number and QQ
+	// number, '*' for every group or direct chat (see Chat).
+	Groups map[string]OneBotChat `json:"groups"`
+	Direct map[string]OneBotChat `json:"direct"`
 }
 
 // OneBotReconnect is the forward WebSocket's reconnect policy.
@@ -141,6 +145,9 @@ func (o *OneBot) inherited(id string) OneBotAccount {
 	a.AllowFrom = slices.Clone(a.AllowFrom)
 	a.DenyFrom = slices.Clone(a.DenyFrom)
 	a.Receive = a.Receive.cloned()
+	// The channel's chat entries are a layer of their own, below the
+	// account's.
+	a.Groups, a.Direct = nil, nil
 	a.ReverseWS = OneBotReverseWS{Path: DefaultReverseWSPath + "/" + id}
 	a.HTTPPost = OneBotHTTPPost{Path: DefaultHTTPPostPath + "/" + id}
 	return a
@@ -337,7 +344,16 @@ func validPeerPattern(e string) bool {
 // Warnings lists settings of every account that are skipped rather than
 // refused, with their key paths.
 func (o OneBot) Warnings() []string {
-	return receiveWarnings("channels.onebot", o.All(), func(a OneBotAccount) Receive { return a.Receive })
+	out := receiveWarnings("channels.onebot", o.All(), func(a OneBotAccount) Receive { return a.Receive })
+	all := o.All()
+	for _, id := range slices.Sorted(maps.Keys(all)) {
+		a, prefix := all[id], "channels.onebot."
+		if id != "default" {
+			prefix += "accounts." + id + "."
+		}
+		out = append(out, chatWarnings(prefix, a.Receive, map[string]map[string]Chat{"groups": onebotChats(a.Groups), "direct": onebotChats(a.Direct)})...)
+	}
+	return out
 }
 
 // Warnings lists the skipped settings of every channel.

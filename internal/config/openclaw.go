@@ -624,7 +624,6 @@ var reasons = map[string]string{
 	"gateway.controlUi":         "pincer's web chat is at the gateway's root",
 	"channels.*.dmPolicy":       "pincer has no pairing: use allowFrom / denyFrom",
 	"channels.*.groupPolicy":    "use allowFrom / denyFrom and receive.mention",
-	"channels.*.groups":         "per-group settings: use allowFrom and receive.mention",
 	"channels.telegram":         "pincer has no Telegram channel",
 	"channels.whatsapp":         "pincer has no WhatsApp channel",
 	"channels.discord":          "pincer has no Discord channel",
@@ -1164,6 +1163,9 @@ func (im *importer) qq(channels map[string]any) {
 		src := "channels." + name
 		t := reflect.TypeFor[OneBotAccount]()
 		top := known(c, t)
+		delete(top, "groups")
+		delete(top, "direct")
+		im.groups(c["groups"], src+".groups", []string{"channels", "onebot", "groups"}, qqNumber)
 		for _, k := range unknownKeys(c, t, src) {
 			if k == src+".accounts" {
 				continue
@@ -1185,14 +1187,19 @@ func (im *importer) qq(channels map[string]any) {
 				im.note(k, noSuchSetting)
 			}
 			target := id
+			settings := known(a, t)
+			delete(settings, "groups")
+			delete(settings, "direct")
 			if id == "default" {
 				// pincer's default account is the top-level keys.
-				for k, v := range known(a, t) {
+				for k, v := range settings {
 					im.d.Set(v, "", "channels", "onebot", k)
 				}
+				im.groups(a["groups"], src+".accounts.default.groups", []string{"channels", "onebot", "groups"}, qqNumber)
 				continue
 			}
-			im.d.Set(known(a, t), "", "channels", "onebot", "accounts", target)
+			im.d.Set(settings, "", "channels", "onebot", "accounts", target)
+			im.groups(a["groups"], src+".accounts."+id+".groups", []string{"channels", "onebot", "accounts", target, "groups"}, qqNumber)
 		}
 		if !im.d.Has("channels", "onebot", "wsUrl") && !im.d.Has("channels", "onebot", "httpUrl") {
 			im.note(src+".wsUrl", "not set: OpenClaw read SNOWLUMA_WS_URL; pincer does not, so set channels.onebot.wsUrl (or reverseWs)")
@@ -1251,6 +1258,11 @@ func (im *importer) feishuAccount(a map[string]any, src string, dst []string) {
 			im.used[src+"."+k] = true
 			continue
 		}
+		if k == "groups" {
+			im.used[src+"."+k] = true
+			im.groups(v, src+".groups", append(slices.Clone(dst), "groups"), feishuID)
+			continue
+		}
 		if k == "allowFrom" || k == "denyFrom" {
 			im.used[src+"."+k] = true
 			list, _ := v.([]any)
@@ -1296,4 +1308,97 @@ func (d *Draft) Keys() []string {
 		walk(d.root, "")
 	}
 	return out
+}
+
+// groups carries OpenClaw's per-group settings (channels.<channel>.groups,
+// src) over to pincer's chat entries at dst: enabled, requireMention,
+// systemPrompt, allowFrom and the tool lists. What has no counterpart in
+// a chat entry is noted.
+func (im *importer) groups(v any, src string, dst []string, chatID func(string) bool) {
+	groups := obj(v)
+	for _, id := range slices.Sorted(maps.Keys(groups)) {
+		from := src + "." + id
+		g := obj(groups[id])
+		if g == nil {
+			im.note(from, "a group's settings are an object")
+			continue
+		}
+		if id != "*" && !chatID(id) {
+			im.note(from, fmt.Sprintf("%q is not a group id pincer knows (want '*' or the group's id)", id))
+			continue
+		}
+		entry := map[string]any{}
+		for _, k := range slices.Sorted(maps.Keys(g)) {
+			val := g[k]
+			switch k {
+			case "enabled":
+				if b, ok := val.(bool); ok {
+					entry["enabled"] = b
+					continue
+				}
+			case "requireMention":
+				if b, ok := val.(bool); ok {
+					entry["receive"] = map[string]any{"mention": map[string]any{"requireMentionInGroup": b}}
+					continue
+				}
+			case "systemPrompt":
+				if s, ok := val.(string); ok {
+					entry["systemPrompt"] = Verbatim(s)
+					continue
+				}
+			case "allowFrom":
+				if list, ok := val.([]any); ok {
+					var out []any
+					for _, e := range list {
+						s := strings.TrimSpace(fmt.Sprint(e))
+						if s == "*" || chatID(s) {
+							out = append(out, s)
+						} else {
+							im.note(from+".allowFrom", fmt.Sprintf("%q is not a sender id pincer knows", s))
+						}
+					}
+					entry["allowFrom"] = out
+					continue
+				}
+			case "tools":
+				tools := obj(val)
+				if tools == nil {
+					break
+				}
+				out := map[string]any{}
+				for _, list := range []string{"allow", "deny"} {
+					names, _ := tools[list].([]any)
+					var kept []any
+					for _, n := range names {
+						if s, ok := n.(string); ok && toolNamePattern.MatchString(s) {
+							kept = append(kept, s)
+						} else {
+							im.note(from+".tools."+list, fmt.Sprintf("%v is not a tool name pincer knows (its tools are named like onebot_get_history)", n))
+						}
+					}
+					if names != nil {
+						out[list] = kept
+					}
+				}
+				for _, k := range slices.Sorted(maps.Keys(tools)) {
+					if k != "allow" && k != "deny" {
+						im.note(from+".tools."+k, noSuchSetting)
+					}
+				}
+				entry["tools"] = out
+				im.note(from+".tools", "carried over by name: OpenClaw's tools are not pincer's, so check that the names are pincer's (pincer config explain shows them in effect)")
+				continue
+			case "historyLimit":
+				im.note(from+"."+k, "pincer bounds the history per account: receive.history.maxMessages")
+				continue
+			default:
+				im.note(from+"."+k, noSuchSetting)
+				continue
+			}
+			im.note(from+"."+k, fmt.Sprintf("%v is not a value pincer takes here", val))
+		}
+		if len(entry) > 0 {
+			im.d.Set(entry, "", append(slices.Clone(dst), id)...)
+		}
+	}
 }

@@ -401,3 +401,70 @@ func TestFromOpenClawInboundDebounce(t *testing.T) {
 		})
 	}
 }
+
+// TestFromOpenClawCarriesGroups: OpenClaw's per-group settings become chat
+// entries; what a chat entry has no room for is noted by its key path.
+func TestFromOpenClawCarriesGroups(t *testing.T) {
+	doc := `{
+	  channels: {
+	    snowluma: {
+	      wsUrl: 'ws://127.0.0.1:3001',
+	      groups: {
+	        '*': { requireMention: true, historyLimit: 30 },
+	        '123456': { requireMention: false, systemPrompt: '你是学习群的助教', tools: { allow: ['onebot_get_history', 'group:fs'], deny: ['exec'] }, allowFrom: ['10001', 'nobody'] },
+	        'general': { requireMention: false },
+	        '654321': { enabled: false, skills: ['x'] },
+	      },
+	    },
+	    feishu: { appId: 'cli_1', appSecret: 's', groups: { oc_abc: { requireMention: false, systemPrompt: 'hi' } } },
+	  },
+	}`
+	d, err := FromOpenClaw([]byte(doc), "/home/u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := d.JSON5()
+	cfg, err := Parse(out, mapEnv(map[string]string{"FEISHU_APP_SECRET": "s"}))
+	if err != nil {
+		t.Fatalf("the imported configuration is refused: %v\n%s", err, out)
+	}
+	g := cfg.Channels.OneBot.Groups
+	study := g["123456"]
+	tests := []struct {
+		name      string
+		got, want any
+	}{
+		{"* requireMention", g["*"].Receive.Mention.RequireMentionInGroup && g["*"].Sets("receive.mention.requireMentionInGroup"), true},
+		{"* sets nothing else", strings.Join(g["*"].Set(), ","), "receive.mention.requireMentionInGroup"},
+		{"study requireMention", !study.Receive.Mention.RequireMentionInGroup && study.Sets("receive.mention.requireMentionInGroup"), true},
+		{"study prompt", study.SystemPrompt, "你是学习群的助教"},
+		{"study tools allow", strings.Join(study.Tools.Allow, ","), "onebot_get_history"},
+		{"study tools deny", strings.Join(study.Tools.Deny, ","), "exec"},
+		{"study allowFrom", strings.Join(study.AllowFrom, ","), "10001"},
+		{"disabled group", g["654321"].Sets("enabled") && !g["654321"].Enabled, true},
+		{"no group by name", len(g), 3},
+		{"feishu group", cfg.Channels.Feishu.Groups["oc_abc"].SystemPrompt, "hi"},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%s: got %v, want %v", tt.name, tt.got, tt.want)
+		}
+	}
+	notes := map[string]string{}
+	for _, n := range d.Notes {
+		notes[n.Key] = n.Reason
+	}
+	for _, key := range []string{
+		"channels.snowluma.groups.*.historyLimit", "channels.snowluma.groups.123456.tools.allow", "channels.snowluma.groups.123456.tools",
+		"channels.snowluma.groups.123456.allowFrom", "channels.snowluma.groups.general", "channels.snowluma.groups.654321.skills",
+	} {
+		if _, ok := notes[key]; !ok {
+			t.Errorf("no note for %s; notes: %v", key, d.Notes)
+		}
+	}
+	for key := range notes {
+		if key == "channels.snowluma.groups" || key == "channels.feishu.groups" {
+			t.Errorf("the groups are noted as a whole: %s", notes[key])
+		}
+	}
+}

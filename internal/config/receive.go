@@ -119,12 +119,7 @@ func (r Receive) Validate() error {
 			errs = append(errs, problem(key, "must be at least 1"))
 		}
 	}
-	positive("realtime.windowMs", r.Realtime.WindowMs)
-	positive("realtime.maxMessages", r.Realtime.MaxMessages)
-	positive("realtime.maxChars", r.Realtime.MaxChars)
-	if r.Realtime.MaxWindowMs < r.Realtime.WindowMs {
-		errs = append(errs, crossProblem("realtime.maxWindowMs", []string{"realtime.windowMs"}, "must not be below windowMs (%d)", r.Realtime.WindowMs))
-	}
+	errs = append(errs, nest("realtime", r.Realtime.Validate()))
 	positive("digest.intervalMs", r.Digest.IntervalMs)
 	positive("digest.maxMessages", r.Digest.MaxMessages)
 	positive("digest.maxTranscriptChars", r.Digest.MaxTranscriptChars)
@@ -175,6 +170,23 @@ func peerList(key string, peers []string) []error {
 		}
 	}
 	return errs
+}
+
+// Validate checks the realtime windows.
+func (rt Realtime) Validate() error {
+	var errs []error
+	for _, f := range []struct {
+		key string
+		v   int
+	}{{"windowMs", rt.WindowMs}, {"maxMessages", rt.MaxMessages}, {"maxChars", rt.MaxChars}} {
+		if f.v < 1 {
+			errs = append(errs, problem(f.key, "must be at least 1"))
+		}
+	}
+	if rt.MaxWindowMs < rt.WindowMs {
+		errs = append(errs, crossProblem("maxWindowMs", []string{"windowMs"}, "must not be below windowMs (%d)", rt.WindowMs))
+	}
+	return errors.Join(errs...)
 }
 
 // Quote configures how quoted messages and merged forwards of realtime

@@ -36,7 +36,7 @@ var scriptTexts = []texts.Key{
 	texts.DashRatesSummary, texts.DashNow, texts.DashMinutesAgo, texts.DashBar, texts.DashStatusFailed,
 	texts.DashSession, texts.DashSessionKey, texts.DashModel, texts.DashTurns, texts.DashUpdated, texts.DashNoSession,
 	texts.DashWindow, texts.DashWindowOpen, texts.DashWindowFlush, texts.DashNoWindow,
-	texts.DashHistory, texts.DashEmpty, texts.DashDigests, texts.DashRecent, texts.DashNoTraced,
+	texts.DashHistory, texts.DashEmpty, texts.DashDigests, texts.DashSettings, texts.DashRecent, texts.DashNoTraced,
 	texts.DashTokens, texts.DashTokensUsers, texts.DashTokensChats,
 }
 

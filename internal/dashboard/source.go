@@ -123,6 +123,18 @@ type ChatView struct {
 	Session *Session `json:"session,omitempty"`
 	// Digests are the chat's recent digests and summaries, newest first.
 	Digests []Digest `json:"digests"`
+	// Settings are the chat's effective settings, each with the layer of
+	// the configuration it came from (as pincer config explain shows
+	// them); empty for a chat without such settings (the web chat).
+	Settings []Setting `json:"settings"`
+}
+
+// Setting is one effective setting of a chat: its key path, its value as
+// JSON and the layer that set it.
+type Setting struct {
+	Path  string `json:"path"`
+	Value string `json:"value"`
+	Layer string `json:"layer"`
 }
 
 // Line is one buffered message.

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -122,24 +123,27 @@ func (e *Engine) Model(ctx context.Context, ch msg.ChannelID, peer msg.Peer) str
 	if err != nil {
 		sess = store.Session{} // a new session answers with the configured chain
 	}
-	if chain := e.chain(sess); len(chain) > 0 {
+	if chain := e.chain(sess, e.chatOf(msg.Message{Channel: ch, Peer: peer}).Models); len(chain) > 0 {
 		return chain[0].String()
 	}
 	return ""
 }
 
 // chain returns the session's model chain: its override first, then the
-// configured fallbacks.
-func (e *Engine) chain(sess store.Session) []llm.Ref {
+// fallbacks of models, the chat's chain (the configured one when empty).
+func (e *Engine) chain(sess store.Session, models []llm.Ref) []llm.Ref {
+	if len(models) == 0 {
+		models = e.opts.Models
+	}
 	if sess.ModelOverride == "" {
-		return e.opts.Models
+		return models
 	}
 	ref, err := llm.ParseRef(sess.ModelOverride)
 	if err != nil {
-		return e.opts.Models
+		return models
 	}
 	chain := []llm.Ref{ref}
-	for _, r := range e.opts.Models[1:] {
+	for _, r := range models[1:] {
 		if r != ref {
 			chain = append(chain, r)
 		}
@@ -162,15 +166,13 @@ func (e *Engine) cmdStatus(ctx context.Context, mc MsgContext, _ string) (string
 		return "", err
 	}
 	t := e.opts.Locale
-	chain := e.chain(sess)
+	cs := e.chatOf(mc.Message)
+	chain := e.chain(sess, cs.Models)
 	source := t.Text(texts.StatusModelDefault)
 	if sess.ModelOverride != "" {
 		source = t.Text(texts.StatusModelOverride)
 	}
-	think := sess.Options[optThink]
-	if think == "" {
-		think = "off"
-	}
+	think := cmp.Or(sess.Options[optThink], cs.Thinking, "off")
 	lines := []string{
 		t.Format(texts.StatusSession, mc.SessionKey),
 		t.Format(texts.StatusModel, chain[0], source),
@@ -255,18 +257,19 @@ func (e *Engine) cmdModel(ctx context.Context, mc MsgContext, args string) (stri
 	}
 	switch strings.ToLower(args) {
 	case "", "status":
-		current := e.chain(sess)[0]
+		models := e.chain(store.Session{}, e.chatOf(mc.Message).Models)
+		current := e.chain(sess, models)[0]
 		if sess.ModelOverride == "" {
 			return t.Format(texts.ModelDefault, current), nil
 		}
-		return t.Format(texts.ModelOverride, current, e.opts.Models[0]), nil
+		return t.Format(texts.ModelOverride, current, models[0]), nil
 	case "list":
 		return e.cmdModels(ctx, mc, "")
 	case "default", "reset", "clear":
 		if err := e.opts.Store.SetModelOverride(ctx, mc.SessionKey, ""); err != nil {
 			return "", err
 		}
-		return t.Format(texts.ModelReset, e.opts.Models[0]), nil
+		return t.Format(texts.ModelReset, e.chain(store.Session{}, e.chatOf(mc.Message).Models)[0]), nil
 	}
 	ref, problem := e.resolveModel(args)
 	if problem != "" {
@@ -294,10 +297,10 @@ func (e *Engine) resolveModel(arg string) (ref llm.Ref, problem string) {
 	return ref, ""
 }
 
-func (e *Engine) cmdModels(context.Context, MsgContext, string) (string, error) {
+func (e *Engine) cmdModels(_ context.Context, mc MsgContext, _ string) (string, error) {
 	t := e.opts.Locale
 	var b strings.Builder
-	b.WriteString(t.Format(texts.ModelsChain, joinRefs(e.opts.Models)))
+	b.WriteString(t.Format(texts.ModelsChain, joinRefs(e.chain(store.Session{}, e.chatOf(mc.Message).Models))))
 	if len(e.opts.Aliases) > 0 {
 		names := make([]string, 0, len(e.opts.Aliases))
 		for name := range e.opts.Aliases {
@@ -347,7 +350,7 @@ func (e *Engine) cmdContext(ctx context.Context, mc MsgContext, _ string) (strin
 	if err != nil {
 		return "", err
 	}
-	system := agent.EstimateTokens(e.opts.System())
+	system := agent.EstimateTokens(e.chatOf(mc.Message).System())
 	used := transcriptTokens(tr)
 	budget := e.opts.ContextTokens
 	return e.opts.Locale.Format(texts.ContextReport, system, len(tr), used, budget, (system+used)*100/max(budget, 1)), nil
@@ -408,7 +411,7 @@ func (e *Engine) cmdQueue(ctx context.Context, mc MsgContext, args string) (stri
 			return "", err
 		}
 	}
-	qs := e.queueSettingsFor(ctx, key, mc.Message.Channel)
+	qs := e.queueSettingsFor(ctx, key, mc.Message.Channel, e.chatOf(mc.Message))
 	shown := texts.QueueShow
 	if len(set) > 0 {
 		shown = texts.QueueSetShow
@@ -428,7 +431,7 @@ func (e *Engine) cmdCompact(ctx context.Context, mc MsgContext, _ string) (strin
 		return "", err
 	}
 	before := transcriptTokens(tr)
-	compacted, err := e.compact(ctx, e.log, sess, tr)
+	compacted, err := e.compact(ctx, e.log, sess, e.chatOf(mc.Message).Models, tr)
 	if errors.Is(err, agent.ErrNothingToCompact) {
 		return e.opts.Locale.Text(texts.CompactNothing), nil
 	}
@@ -440,8 +443,8 @@ func (e *Engine) cmdCompact(ctx context.Context, mc MsgContext, _ string) (strin
 
 // compact summarizes the older turns of a session with its model chain and
 // stores the result; it returns the new transcript.
-func (e *Engine) compact(ctx context.Context, log *slog.Logger, sess store.Session, tr []store.Turn) ([]store.Turn, error) {
-	summary, keep, err := e.opts.Runner.Compact(ctx, e.chain(sess), tr, agent.KeepRecent)
+func (e *Engine) compact(ctx context.Context, log *slog.Logger, sess store.Session, models []llm.Ref, tr []store.Turn) ([]store.Turn, error) {
+	summary, keep, err := e.opts.Runner.Compact(ctx, e.chain(sess, models), tr, agent.KeepRecent)
 	if err != nil {
 		return nil, err
 	}

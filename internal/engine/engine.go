@@ -106,6 +106,10 @@ type Options struct {
 	// Limits, when set, holds the turns over a person's or a chat's caps
 	// before any model call and counts the tokens turns spend.
 	Limits *limits.Limiter
+	// Chat, when set, gives the settings of a message's chat, nil for the
+	// engine's own (the fields above). It is called for every turn and
+	// must be cheap: a lookup of settings computed beforehand.
+	Chat func(m msg.Message) *ChatSettings
 	// Locale is the language of what the engine tells a person: command
 	// answers and failure notices. The zero Locale is texts.Default.
 	Locale  texts.Locale
@@ -113,10 +117,49 @@ type Options struct {
 	Logger  *slog.Logger
 }
 
+// ChatSettings are the settings of one chat's turns, in place of the
+// engine's Options. A chat's settings are shared by its turns: never
+// change them.
+type ChatSettings struct {
+	// System returns the chat's system prompt; it is called per turn.
+	System func() string
+	// Models is the chat's model chain, primary first; empty keeps
+	// Options.Models. A session's /model still goes first.
+	Models []llm.Ref
+	// Thinking is the reasoning level of a session that chose none with
+	// /think.
+	Thinking string
+	// QueueMode, when set, and QueueCap, when positive, replace the
+	// queue's mode and cap; a session's /queue still wins.
+	QueueMode QueueMode
+	QueueCap  int
+	// HumanDelay, Blocks and ResponsePrefix replace the engine's.
+	HumanDelay     reply.DelayRange
+	Blocks         *reply.ChunkOptions
+	ResponsePrefix string
+	// ToolAllowed, when set, says which tools the chat's turns may use.
+	ToolAllowed func(name string) bool
+	// Describe, when set, describes pictures for a model of the chat that
+	// cannot see them, in place of the runner's (the chat's image model).
+	Describe func(ctx context.Context, img llm.Image) (string, error)
+}
+
+// chatOf returns the settings of m's chat.
+func (e *Engine) chatOf(m msg.Message) *ChatSettings {
+	if e.opts.Chat != nil {
+		if cs := e.opts.Chat(m); cs != nil {
+			return cs
+		}
+	}
+	return &e.defaults
+}
+
 // Engine dispatches inbound messages to agent turns. It is a channel.Sink.
 type Engine struct {
 	opts Options
 	log  *slog.Logger
+	// defaults are the settings of chats Options.Chat says nothing of.
+	defaults ChatSettings
 
 	// base parents every turn's context; cancelling it cuts in-flight
 	// turns at the end of a shutdown grace period.
@@ -202,6 +245,7 @@ func New(o Options) *Engine {
 		registry: command.NewRegistry(), handlers: map[string]handler{},
 		slots: make(chan struct{}, o.MaxConcurrent),
 	}
+	e.defaults = ChatSettings{System: o.System, Models: o.Models, HumanDelay: o.HumanDelay, Blocks: o.Blocks, ResponsePrefix: o.ResponsePrefix}
 	for i := range e.shards {
 		sh := &e.shards[i]
 		sh.locks, sh.active, sh.lanes = map[string]*sessionLock{}, map[string]context.CancelCauseFunc{}, map[string]*lane{}

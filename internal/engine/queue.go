@@ -89,6 +89,8 @@ func (w *waiting) standalone() bool { return w.mc.Standalone || w.mc.Heartbeat }
 type lane struct {
 	mu      *sync.Mutex
 	channel msg.ChannelID
+	// chat are the settings of the chat the lane's session is in.
+	chat    *ChatSettings
 	running bool
 	// standalone: the running turn takes no steered messages.
 	standalone bool
@@ -122,7 +124,7 @@ func (e *Engine) enqueue(ctx context.Context, log *slog.Logger, mc MsgContext, r
 	sh.mu.Lock()
 	l := sh.lanes[key]
 	if l == nil {
-		l = &lane{mu: &sh.mu, channel: mc.Message.Channel}
+		l = &lane{mu: &sh.mu, channel: mc.Message.Channel, chat: e.chatOf(mc.Message)}
 		sh.lanes[key] = l
 	}
 	if !l.running {
@@ -150,7 +152,7 @@ func (e *Engine) enqueue(ctx context.Context, log *slog.Logger, mc MsgContext, r
 	// The session is busy: read its queue settings. The lock is released
 	// for the read, so the lane is looked at again afterwards.
 	sh.mu.Unlock()
-	qs := e.queueSettingsFor(ctx, key, mc.Message.Channel)
+	qs := e.queueSettingsFor(ctx, key, mc.Message.Channel, e.chatOf(mc.Message))
 	sh.mu.Lock()
 	if !l.running || sh.lanes[key] != l {
 		// The turn ended meanwhile: start over, as the session may be idle.
@@ -216,7 +218,7 @@ func (e *Engine) drain(key string, l *lane) {
 		if idle {
 			return
 		}
-		qs := e.queueSettingsFor(e.base, key, l.channel)
+		qs := e.queueSettingsFor(e.base, key, l.channel, l.chat)
 		if qs.Mode == QueueCollect && qs.Debounce > 0 {
 			e.waitQuiet(key, l, qs.Debounce)
 		}
@@ -331,11 +333,17 @@ const (
 )
 
 // queueSettingsFor resolves a session's queue settings: its /queue
-// options, then the channel's mode, then the defaults.
-func (e *Engine) queueSettingsFor(ctx context.Context, key string, ch msg.ChannelID) QueueSettings {
+// options, then the chat's, then the channel's mode, then the defaults.
+func (e *Engine) queueSettingsFor(ctx context.Context, key string, ch msg.ChannelID, cs *ChatSettings) QueueSettings {
 	qs := e.opts.Queue
 	if m, ok := e.opts.QueueByChannel[ch]; ok {
 		qs.Mode = m
+	}
+	if cs != nil && cs.QueueMode != "" {
+		qs.Mode = cs.QueueMode
+	}
+	if cs != nil && cs.QueueCap > 0 {
+		qs.Cap = cs.QueueCap
 	}
 	sess, err := e.opts.Store.Session(ctx, key)
 	if err != nil {

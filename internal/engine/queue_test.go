@@ -252,11 +252,15 @@ func TestQueueSettingsPrecedence(t *testing.T) {
 	e.opts.Queue = QueueSettings{Mode: QueueSteer, Cap: 20, Drop: DropSummarize}
 	e.opts.QueueByChannel = map[msg.ChannelID]QueueMode{"onebot": QueueCollect}
 	ctx := context.Background()
-	if got := e.queueSettingsFor(ctx, "k", "webchat").Mode; got != QueueSteer {
+	if got := e.queueSettingsFor(ctx, "k", "webchat", nil).Mode; got != QueueSteer {
 		t.Errorf("default %s", got)
 	}
-	if got := e.queueSettingsFor(ctx, "k", "onebot").Mode; got != QueueCollect {
+	if got := e.queueSettingsFor(ctx, "k", "onebot", nil).Mode; got != QueueCollect {
 		t.Errorf("by channel %s", got)
+	}
+	chat := &ChatSettings{QueueMode: QueueFollowup, QueueCap: 3}
+	if got := e.queueSettingsFor(ctx, "k", "onebot", chat); got.Mode != QueueFollowup || got.Cap != 3 {
+		t.Errorf("the chat's settings must win over the channel's: %+v", got)
 	}
 	if _, _, err := st.OpenSession(ctx, "k", "main"); err != nil {
 		t.Fatal(err)
@@ -266,7 +270,7 @@ func TestQueueSettingsPrecedence(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := e.queueSettingsFor(ctx, "k", "onebot"); got.Mode != QueueInterrupt || got.Cap != 5 || got.Drop != DropNew {
+	if got := e.queueSettingsFor(ctx, "k", "onebot", chat); got.Mode != QueueInterrupt || got.Cap != 5 || got.Drop != DropNew {
 		t.Errorf("session settings must win: %+v", got)
 	}
 }

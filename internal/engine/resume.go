@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -95,8 +96,10 @@ func (e *Engine) resumeSession(ctx context.Context, key string, turns []*pending
 	if err != nil {
 		sess = store.Session{Key: key} // a session never opened: no options
 	}
-	vars := reply.PrefixVars{ThinkingLevel: sess.Options[optThink], Identity: e.opts.Identity}
-	if models := e.chain(sess); len(models) > 0 {
+	// The session's turns are of one chat.
+	cs := e.chatOf(turns[0].mc.Message)
+	vars := reply.PrefixVars{ThinkingLevel: cmp.Or(sess.Options[optThink], cs.Thinking), Identity: e.opts.Identity}
+	if models := e.chain(sess, cs.Models); len(models) > 0 {
 		vars.Provider, vars.Model = models[0].Provider, models[0].Model
 	}
 	end := tailOf(tr)
@@ -114,7 +117,7 @@ func (e *Engine) resumeSession(ctx context.Context, key string, turns []*pending
 		if err != nil {
 			return started, fmt.Errorf("resume turn %s: %w", p.Key, err)
 		}
-		res, answered := readStored(stored, e.opts.ResponsePrefix, vars)
+		res, answered := readStored(stored, cs.ResponsePrefix, vars)
 		if answered {
 			e.drop(ctx, p.log, p.Key, "turn answered before the restart; its reply is delivered from the outbox")
 			continue
@@ -221,7 +224,7 @@ func (e *Engine) deliverRest(log *slog.Logger, mc MsgContext, r channel.Replier,
 	m := mc.Message
 	p := msg.Outbound{Account: m.Account, Peer: m.Peer, Text: rest}
 	e.attach(ctx, log, m, &p)
-	norm := reply.Normalizer{Prefix: e.opts.ResponsePrefix, Vars: vars, OnSkip: func(reason reply.SkipReason, _ msg.Outbound) {
+	norm := reply.Normalizer{Prefix: e.chatOf(m).ResponsePrefix, Vars: vars, OnSkip: func(reason reply.SkipReason, _ msg.Outbound) {
 		log.Info("reply not delivered", "reason", string(reason))
 	}}
 	p, ok := norm.Normalize(reply.KindFinal, p)

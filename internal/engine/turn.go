@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -81,16 +82,17 @@ func (e *Engine) call(ctx context.Context, batch []*waiting, l *lane) (ok bool, 
 		}
 		prior = nil // the new generation starts empty
 	}
-	system := e.opts.System()
+	cs := e.chatOf(mc.Message)
+	system := cs.System()
 	if e.opts.AutoCompact && e.opts.Runner.NeedsCompaction(system, prior) {
-		if compacted, err := e.compact(ctx, log, sess, prior); err != nil {
+		if compacted, err := e.compact(ctx, log, sess, cs.Models, prior); err != nil {
 			log.Warn("automatic compaction failed; older turns are dropped from the context instead", "err", err)
 		} else {
 			prior = compacted
 		}
 	}
 	dropped := e.takeDropped(l)
-	models := e.chain(sess)
+	models := e.chain(sess, cs.Models)
 	if mc.Heartbeat && e.opts.Heartbeat.Model != (llm.Ref{}) {
 		models = append([]llm.Ref{e.opts.Heartbeat.Model}, models...)
 	}
@@ -205,13 +207,15 @@ func (e *Engine) call(ctx context.Context, batch []*waiting, l *lane) (ok bool, 
 	runCtx, cancelRun := context.WithTimeoutCause(ctx, e.opts.TurnTimeout, errTurnTimeout)
 	defer cancelRun()
 	runErr, delivered := e.run(runCtx, log, mc, r, slot, start, res, agent.Input{
-		Models:     models,
-		System:     system,
-		Transcript: transcript,
-		Fresh:      answered,
-		Thinking:   sess.Options[optThink],
-		Elevated:   sess.Options[optElevated] != "",
-		Steer:      steer,
+		Models:      models,
+		System:      system,
+		Transcript:  transcript,
+		Fresh:       answered,
+		Thinking:    cmp.Or(sess.Options[optThink], cs.Thinking),
+		Elevated:    sess.Options[optElevated] != "",
+		ToolAllowed: cs.ToolAllowed,
+		Describe:    cs.Describe,
+		Steer:       steer,
 	}, persist)
 	e.opts.Metrics.turnSeconds.Observe(time.Since(start).Seconds())
 	// The turn concluded unless shutdown cut it before anything went out:
@@ -299,6 +303,7 @@ func (b *batchReplier) Deliver(ctx context.Context, out msg.Outbound) (msg.Messa
 // it had produced.
 func (e *Engine) run(ctx context.Context, log *slog.Logger, mc MsgContext, r channel.Replier, slot *slot, start time.Time, res *resumption, in agent.Input, persist func([]store.Turn)) (error, bool) {
 	m := mc.Message
+	cs := e.chatOf(m)
 	var delivered, failed atomic.Int32
 	var sent deliveries // what went out, and what was held back, for the trace
 	base := msg.Outbound{Account: m.Account, Peer: m.Peer}
@@ -324,14 +329,14 @@ func (e *Engine) run(ctx context.Context, log *slog.Logger, mc MsgContext, r cha
 		},
 		Normalizer: &reply.Normalizer{
 			Heartbeat: mc.Heartbeat,
-			Prefix:    e.opts.ResponsePrefix,
+			Prefix:    cs.ResponsePrefix,
 			Vars:      reply.PrefixVars{Provider: in.Models[0].Provider, Model: in.Models[0].Model, ThinkingLevel: in.Thinking, Identity: e.opts.Identity},
 			OnSkip: func(reason reply.SkipReason, _ msg.Outbound) {
 				log.Info("reply not delivered", "reason", string(reason))
 				sent.skip(string(reason))
 			},
 		},
-		HumanDelay: e.opts.HumanDelay,
+		HumanDelay: cs.HumanDelay,
 		OnError: func(err error, kind reply.Kind) {
 			failed.Add(1)
 			log.Error("deliver reply", "kind", string(kind), "err", err)
@@ -351,8 +356,8 @@ func (e *Engine) run(ctx context.Context, log *slog.Logger, mc MsgContext, r cha
 	// known only at its end: it is neither shown live nor sent in blocks.
 	if pv, ok := r.(channel.PartialViewer); ok && pv.ShowsPartial() && !mc.Heartbeat {
 		stream.live = true
-	} else if e.opts.Blocks != nil && !mc.Heartbeat {
-		stream.chunker = reply.NewChunker(*e.opts.Blocks, func(block string) {
+	} else if cs.Blocks != nil && !mc.Heartbeat {
+		stream.chunker = reply.NewChunker(*cs.Blocks, func(block string) {
 			stream.blocks.Add(1)
 			p := base
 			p.Text = block

@@ -34,6 +34,7 @@ type dashboardSource struct {
 	eng      *engine.Engine
 	warnings []string
 	pipes    []*pipeline.Pipeline
+	chats    *chats
 	names    botNames
 	limiter  *limits.Limiter
 }
@@ -113,7 +114,12 @@ func (s *dashboardSource) Chat(ctx context.Context, chat string) (dashboard.Chat
 	if err != nil {
 		return dashboard.ChatView{}, fmt.Errorf("%w: %w", dashboard.ErrNoChat, err)
 	}
-	view := dashboard.ChatView{Chat: chat, History: []dashboard.Line{}, Digests: []dashboard.Digest{}}
+	view := dashboard.ChatView{Chat: chat, History: []dashboard.Line{}, Digests: []dashboard.Digest{}, Settings: []dashboard.Setting{}}
+	if cs := s.chats.of(ch, acct, peer); cs != nil {
+		for _, set := range cs.view.Settings() {
+			view.Settings = append(view.Settings, dashboard.Setting{Path: set.Path, Value: set.Value, Layer: set.Layer})
+		}
+	}
 	known := false
 	for _, p := range s.pipes {
 		if !p.Serves(ch, acct) {

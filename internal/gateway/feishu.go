@@ -28,6 +28,8 @@ type lark struct {
 	botChain  map[msg.AccountID]int
 	quote     map[msg.AccountID]config.FeishuQuote
 	endpoints map[string]http.Handler
+	// chats are the settings of the apps' chats.
+	chats *chats
 }
 
 // FeishuOptions turns one app's settings into account options; chat
@@ -51,11 +53,11 @@ func FeishuOptions(id string, a config.FeishuAccount, workspace string, log *slo
 // buildFeishu builds the active Feishu apps; nil when there are none. The
 // store remembers redeliveries and the bot's messages; the apps deliver
 // through out.
-func buildFeishu(cfg config.Feishu, workspace string, kit *mediaKit, st store.Store, out *outbox.Outbox, tr *trace.Recorder, log *slog.Logger) (*lark, error) {
+func buildFeishu(cfg config.Feishu, workspace string, kit *mediaKit, st store.Store, out *outbox.Outbox, tr *trace.Recorder, cs *chats, log *slog.Logger) (*lark, error) {
 	all := cfg.All()
 	l := &lark{
 		accounts: map[msg.AccountID]*feishu.Account{}, receive: map[msg.AccountID]config.Receive{}, botChain: map[msg.AccountID]int{},
-		quote: map[msg.AccountID]config.FeishuQuote{}, endpoints: map[string]http.Handler{},
+		quote: map[msg.AccountID]config.FeishuQuote{}, endpoints: map[string]http.Handler{}, chats: cs,
 	}
 	for _, id := range slices.Sorted(maps.Keys(all)) {
 		c := all[id]
@@ -116,7 +118,7 @@ func (l *lark) pipelines(ctx context.Context, eng *engine.Engine, st store.Store
 		settings := ReceiveSettings(l.receive[id])
 		settings.MaxBotReplyChain = l.botChain[id]
 		p, err := accountPipeline(ctx, eng, st, loc, log, feishu.ChannelID, id, "channels.feishu", pipeline.Options{
-			Quote: resolver.Resolved, Enrich: a.Enrich, Receive: settings,
+			Quote: resolver.Resolved, Enrich: a.Enrich, Receive: settings, Chat: l.chats.rulesFor(feishu.ChannelID, id),
 			Bot: a, Send: a.Send, History: a, ReplierFor: a.ReplierFor,
 		})
 		if err != nil {

@@ -40,6 +40,7 @@ import (
 	"github.com/pincerbot/pincer/internal/llm/anthropic"
 	"github.com/pincerbot/pincer/internal/llm/openai"
 	"github.com/pincerbot/pincer/internal/llm/preview"
+	"github.com/pincerbot/pincer/internal/media"
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/outbox"
 	"github.com/pincerbot/pincer/internal/pipeline"
@@ -261,7 +262,23 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	}
 	tracer := trace.New(topts)
 	kit := newMediaKit(cfg.Media)
-	qqs, err := buildOneBot(cfg.Channels.OneBot, cfg.Messages.Inbound, cfg.Gateway, kit, st, out, tracer, log)
+	// Every chat's settings, from the layers of the configuration.
+	providers := Providers(cfg.Models)
+	prompt := agent.NewPrompt(d.SystemPrompt, d.Workspace)
+	system := systemPrompt(prompt, log)
+	chatSet, err := newChats(cfg, system, func(choice config.ModelChoice) (*media.Describer, error) {
+		abs, err := filepath.Abs(d.Workspace)
+		if err != nil {
+			return nil, err
+		}
+		// Each chain keeps its own descriptions.
+		dir := filepath.Join(abs, ".cache", "vision", strings.NewReplacer("/", "_", ",", "+").Replace(chainKey(choice)))
+		return newDescriber(kit, choice, providers, dir)
+	}, log)
+	if err != nil {
+		return err
+	}
+	qqs, err := buildOneBot(cfg.Channels.OneBot, cfg.Messages.Inbound, cfg.Gateway, kit, st, out, tracer, chatSet, log)
 	if err != nil {
 		return err
 	}
@@ -272,7 +289,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		}
 		maps.Copy(endpoints, qqs.endpoints)
 	}
-	larks, err := buildFeishu(cfg.Channels.Feishu, d.Workspace, kit, st, out, tracer, log)
+	larks, err := buildFeishu(cfg.Channels.Feishu, d.Workspace, kit, st, out, tracer, chatSet, log)
 	if err != nil {
 		return err
 	}
@@ -289,11 +306,11 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	}
 	// Pictures, voice notes and links are read before the agent runs;
 	// files the agent names are sent from its workspace.
-	providers := Providers(cfg.Models)
 	reader, err := newMediaReader(kit, cfg.Models, d.ImageModel, providers, d.Workspace, log)
 	if err != nil {
 		return err
 	}
+	reader.describerFor = chatSet.describerFor
 	reader.source = func(ch msg.ChannelID, acct msg.AccountID) (channel.Downloader, bool) {
 		_, d, ok := attachments(qqs, larks)(ch, acct)
 		return d, ok
@@ -311,8 +328,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	// The limits hold turns over a person's or a chat's caps; tokens are
 	// counted per day whether caps are set or not, for /status and the
 	// dashboard.
-	prompt := agent.NewPrompt(d.SystemPrompt, d.Workspace)
-	hot := newLive(cfg, prompt, log)
+	hot := newLive(cfg, prompt, chatSet, log)
 	limiter := limits.New(limits.Options{Settings: hot.limitSettings, Store: st, Location: loc, Logger: log})
 	eng := engine.New(engine.Options{
 		Store: st, Runner: runner, Trace: tracer, Models: chain, Metrics: metrics, Logger: log, DedupTTL: cfg.Messages.Inbound.DedupTTL(),
@@ -336,7 +352,8 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		Workspace:         reader.root,
 		MediaRoots:        sendRoots(cfg.Media),
 		MediaURL:          kit.publicURL,
-		System:            systemPrompt(prompt, log),
+		System:            system,
+		Chat:              chatSet.engineChat,
 		Locale:            cfg.UI.TextLocale(),
 		Limits:            limiter,
 	})
@@ -396,7 +413,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		Source: &dashboardSource{
 			version: o.Version, started: time.Now(), qq: qqs, lark: larks, ingest: ingest,
 			capacity: cfg.Messages.Inbound.QueueOrDefault(), out: out, st: st, eng: eng,
-			warnings: cfg.Channels.Warnings(), pipes: pipes, limiter: limiter,
+			warnings: cfg.Channels.Warnings(), pipes: pipes, chats: chatSet, limiter: limiter,
 		},
 	})
 	if err != nil {
@@ -468,6 +485,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	})
 	g.Go(func() error { return dash.Run(gctx) })
 	if o.Reload != nil {
+		hot.pipes = pipes
 		g.Go(func() error { hot.run(gctx, o.Reload); return nil })
 	}
 	g.Go(func() error {

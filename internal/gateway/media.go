@@ -130,8 +130,10 @@ type mediaReader struct {
 	// fileTool names the tool that downloads a channel's files on demand.
 	fileTool map[msg.ChannelID]string
 	// describer describes pictures for models that cannot see them; nil
-	// without agents.defaults.imageModel.
-	describer *media.Describer
+	// without agents.defaults.imageModel. describerFor, when set, gives a
+	// chat's own, nil for this one.
+	describer    *media.Describer
+	describerFor func(msg.Message) *media.Describer
 }
 
 // describe is agent.Options.Describe: the image model's description of a
@@ -154,18 +156,9 @@ func newMediaReader(k *mediaKit, models config.Models, imageModel config.ModelCh
 	}
 	o := media.Options{Fetcher: k.fetcher, MaxBytes: k.cfg.MaxBytes, MaxImages: k.cfg.MaxImages, Links: k.cfg.Links.Enabled, MaxLinks: k.cfg.Links.Max, Logger: log.With("component", "media")}
 	if imageModel.Primary != "" {
-		var chain []media.VisionModel
-		for _, v := range append([]string{imageModel.Primary}, imageModel.Fallbacks...) {
-			ref, err := llm.ParseRef(v)
-			if err != nil {
-				return nil, fmt.Errorf("config: agents.defaults.imageModel: %w", err)
-			}
-			chain = append(chain, media.VisionModel{Provider: providers[ref.Provider], Model: ref.Model})
+		if o.Describer, err = newDescriber(k, imageModel, providers, filepath.Join(abs, ".cache", "vision")); err != nil {
+			return nil, fmt.Errorf("config: agents.defaults.imageModel: %w", err)
 		}
-		o.Describer = media.NewDescriber(media.DescriberOptions{
-			Provider: chain[0].Provider, Model: chain[0].Model, Fallbacks: chain[1:], Prompt: k.cfg.DescribePrompt,
-			CacheDir: filepath.Join(abs, ".cache", "vision"),
-		})
 	}
 	if t := k.cfg.Transcription.Model; t != "" {
 		ref, err := llm.ParseRef(t)
@@ -181,12 +174,32 @@ func newMediaReader(k *mediaKit, models config.Models, imageModel config.ModelCh
 	return &mediaReader{u: media.NewUnderstander(o), budget: k.cfg.Budget(), root: abs, fileTool: map[msg.ChannelID]string{}, describer: o.Describer}, nil
 }
 
+// newDescriber describes pictures with the image model chain choice,
+// caching descriptions under cacheDir.
+func newDescriber(k *mediaKit, choice config.ModelChoice, providers map[string]llm.Provider, cacheDir string) (*media.Describer, error) {
+	var chain []media.VisionModel
+	for _, v := range append([]string{choice.Primary}, choice.Fallbacks...) {
+		ref, err := llm.ParseRef(v)
+		if err != nil {
+			return nil, err
+		}
+		chain = append(chain, media.VisionModel{Provider: providers[ref.Provider], Model: ref.Model})
+	}
+	return media.NewDescriber(media.DescriberOptions{
+		Provider: chain[0].Provider, Model: chain[0].Model, Fallbacks: chain[1:], Prompt: k.cfg.DescribePrompt,
+		CacheDir: cacheDir,
+	}), nil
+}
+
 // Read implements engine.MediaReader.
 func (r *mediaReader) Read(ctx context.Context, mc engine.MsgContext, seesImages bool) engine.MediaRead {
 	ctx, cancel := context.WithTimeout(ctx, r.budget)
 	defer cancel()
 	m := mc.Message
 	in := media.Input{Attachments: mc.Media, Text: mc.RawBody, Dir: filepath.Join(chatWorkspace(r.root, m), "media", "inbound"), SeesImages: seesImages}
+	if r.describerFor != nil {
+		in.Describer = r.describerFor(m)
+	}
 	if r.source != nil {
 		if d, ok := r.source(m.Channel, m.Account); ok {
 			in.Download = d.Download

@@ -67,6 +67,8 @@ type qq struct {
 	quote     map[msg.AccountID]config.Quote
 	// forward is the forward WebSocket of each account.
 	forward map[msg.AccountID]forwardWS
+	// chats are the settings of the accounts' chats.
+	chats *chats
 }
 
 // forwardWS is an account's forward WebSocket: its URL ("" for none) and
@@ -85,10 +87,10 @@ func forwardOf(id string, a config.OneBotAccount) forwardWS {
 // buildOneBot builds the active QQ accounts; nil when there are none.
 // in bounds inbound messages; sent keeps the ids of the bot's messages
 // across restarts; the accounts deliver through out and are its senders.
-func buildOneBot(cfg config.OneBot, in config.Inbound, gw config.Gateway, kit *mediaKit, sent store.SentLog, out *outbox.Outbox, tr *trace.Recorder, log *slog.Logger) (*qq, error) {
+func buildOneBot(cfg config.OneBot, in config.Inbound, gw config.Gateway, kit *mediaKit, sent store.SentLog, out *outbox.Outbox, tr *trace.Recorder, cs *chats, log *slog.Logger) (*qq, error) {
 	all := cfg.All()
 	var accounts []*onebot.Account
-	q := &qq{endpoints: map[string]http.Handler{}, tools: map[msg.AccountID]*onebot.Account{}, receive: map[msg.AccountID]config.Receive{}, quote: map[msg.AccountID]config.Quote{}, forward: map[msg.AccountID]forwardWS{}}
+	q := &qq{endpoints: map[string]http.Handler{}, tools: map[msg.AccountID]*onebot.Account{}, receive: map[msg.AccountID]config.Receive{}, quote: map[msg.AccountID]config.Quote{}, forward: map[msg.AccountID]forwardWS{}, chats: cs}
 	for _, id := range slices.Sorted(maps.Keys(all)) {
 		c := all[id]
 		if !c.Active() {
@@ -100,6 +102,9 @@ func buildOneBot(cfg config.OneBot, in config.Inbound, gw config.Gateway, kit *m
 			return nil, err
 		}
 		o.Sent, o.Outbox = sent, out
+		if cs != nil {
+			o.Pace.For = cs.gapFor(msg.AccountID(id))
+		}
 		// Attachment URLs come from the implementation, which may serve
 		// them itself: its host is trusted, the rest of the network not.
 		o.Fetch = kit.fetchFrom(oneBotHosts(c, gw)...)
@@ -177,7 +182,7 @@ func (q *qq) pipelines(ctx context.Context, eng *engine.Engine, st store.Store, 
 			Timeout: time.Duration(qc.TimeoutMs) * time.Millisecond,
 		}, loc)
 		p, err := accountPipeline(ctx, eng, st, loc, log, onebot.ChannelID, id, "channels.onebot", pipeline.Options{
-			Quote: resolver.Resolved, Receive: ReceiveSettings(r), PlainText: true,
+			Quote: resolver.Resolved, Receive: ReceiveSettings(r), Chat: q.chats.rulesFor(onebot.ChannelID, id), PlainText: true,
 			Bot: qqBot{a}, Send: a.Send, History: a, Ack: a, ReplierFor: a.ReplierFor,
 		})
 		if err != nil {

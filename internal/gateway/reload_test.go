@@ -71,17 +71,6 @@ func (l *logWatch) wait(t *testing.T, want string, count int) string {
 	}
 }
 
-// systemOf is the system message of a model request.
-func systemOf(req llmtest.Request) string {
-	msgs, _ := req.Body["messages"].([]any)
-	for _, m := range msgs {
-		if mm, _ := m.(map[string]any); mm["role"] == "system" {
-			return mustString(mm["content"])
-		}
-	}
-	return ""
-}
-
 // waitRequests waits until the model has had n requests and returns them.
 func waitRequests(t *testing.T, model *llmtest.Server, n int) []llmtest.Request {
 	t.Helper()
@@ -118,21 +107,24 @@ func TestReloadWhileAWindowIsOpen(t *testing.T) {
 	})
 	dir := t.TempDir()
 	path := filepath.Join(dir, "pincer.json5")
-	write := func(prompt, extra string) {
+	// write writes the config file with a system prompt, more top-level
+	// keys and the QQ account's chat entries.
+	write := func(prompt, extra, groups string) {
 		t.Helper()
 		body := fmt.Sprintf(`{
   store: { path: %q },
   models: { providers: { openai: { baseUrl: %q, apiKey: 'sk-test' } } },
   agents: { defaults: { model: { primary: 'openai/gpt-4o-mini' }, workspace: %q, systemPrompt: %q } },
   channels: { onebot: { wsUrl: %q, selfId: %d, sendGapMs: 0,
-    receive: { realtime: { enabled: true, windowMs: 600000, maxWindowMs: 600000, maxMessages: 2 } } } },
+    receive: { realtime: { enabled: true, windowMs: 600000, maxWindowMs: 600000, maxMessages: 2 } },
+    groups: { %s } } },
   %s
-}`, filepath.Join(dir, "data", "pincer.db"), model.URL+"/v1", filepath.Join(dir, "ws"), prompt, peer.URL, botQQ, extra)
+}`, filepath.Join(dir, "data", "pincer.db"), model.URL+"/v1", filepath.Join(dir, "ws"), prompt, peer.URL, botQQ, groups, extra)
 		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	write("你是学习助手，只在被@时回答。", "")
+	write("你是学习助手，只在被@时回答。", "", "")
 	load := func(p string) (config.Config, error) {
 		return config.LoadFile(p, func(string) (string, bool) { return "", false })
 	}
@@ -191,7 +183,7 @@ func TestReloadWhileAWindowIsOpen(t *testing.T) {
 
 	push(1, atBot(), text(" 第一题怎么做"))
 	logs.wait(t, "decision=triggered", 1) // the window holds it from now on
-	write("你是游戏公会的开心果。", "")
+	write("你是游戏公会的开心果。", "", "")
 	logs.wait(t, "config applied", 1)
 	push(2, text("还有第二题"))
 	reqs := waitRequests(t, model, 1)
@@ -211,7 +203,7 @@ func TestReloadWhileAWindowIsOpen(t *testing.T) {
 		t.Errorf("the refusal does not name the key: %s", line)
 	}
 	// A listener change waits for a restart, and says so.
-	write("你是游戏公会的开心果。", "gateway: { listen: '127.0.0.1:18790' },")
+	write("你是游戏公会的开心果。", "gateway: { listen: '127.0.0.1:18790' },", "")
 	if line := logs.wait(t, "only a restart applies it", 1); !strings.Contains(line, "gateway.listen") {
 		t.Errorf("the restart-only key is not named: %s", line)
 	}
@@ -221,6 +213,23 @@ func TestReloadWhileAWindowIsOpen(t *testing.T) {
 	if got := systemOf(reqs[1]); got != "你是游戏公会的开心果。"+guide {
 		t.Errorf("the next turn had the system prompt %q", strings.TrimSuffix(got, guide))
 	}
+
+	// A chat entry added by a reload gives its group its own prompt and
+	// window; the other group keeps the default.
+	write("你是游戏公会的开心果。", "gateway: { listen: '127.0.0.1:18790' },",
+		`'700000002': { systemPrompt: '你是工作群助手。', receive: { realtime: { enabled: false } } }`)
+	if line := logs.wait(t, "config applied", 2); !strings.Contains(line, "channels.onebot.groups.700000002") {
+		t.Errorf("the new chat entry is not named as applied: %s", line)
+	}
+	work := groupFrom(5, 10002, "李四", atBot(), text(" 今天的会几点"))
+	work["group_id"] = 700000002
+	if err := peer.Push(pctx, work); err != nil {
+		t.Fatal(err)
+	}
+	reqs = waitRequests(t, model, 3)
+	if got := systemOf(reqs[2]); got != "你是工作群助手。"+guide {
+		t.Errorf("the group with a new entry had the system prompt %q", strings.TrimSuffix(got, guide))
+	}
 }
 
 // TestReloadAppliesLimits: a reloaded config's limits hold from the next
@@ -228,7 +237,7 @@ func TestReloadWhileAWindowIsOpen(t *testing.T) {
 func TestReloadAppliesLimits(t *testing.T) {
 	logs := newLogWatch()
 	cfg := config.Default()
-	l := newLive(cfg, agent.NewPrompt("", t.TempDir()), slog.New(logs))
+	l := newLive(cfg, agent.NewPrompt("", t.TempDir()), nil, slog.New(logs))
 	m := msg.Message{Channel: "onebot", Sender: msg.Sender{ID: "10001"}}
 	if got := l.limitSettings(m); got != (limits.Settings{}) {
 		t.Fatalf("limits before the reload: %+v", got)

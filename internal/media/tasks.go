@@ -73,6 +73,10 @@ func (u *Understander) run(ctx context.Context, in Input, t *task, update func(f
 }
 
 func (u *Understander) image(ctx context.Context, in Input, t *task, update func(func(*task))) {
+	describer := in.Describer
+	if describer == nil {
+		describer = u.o.Describer
+	}
 	note := func(format string, args ...any) {
 		s := fmt.Sprintf(format, args...)
 		update(func(t *task) { t.note, t.done = s, true })
@@ -109,8 +113,8 @@ func (u *Understander) image(ctx context.Context, in Input, t *task, update func
 			t.note = fmt.Sprintf("[图片%d: %s]", t.n, st.Name)
 			t.done = true
 		})
-	case u.o.Describer != nil && fitErr == nil:
-		desc, err := u.o.Describer.Describe(ctx, part, st.SHA256)
+	case describer != nil && fitErr == nil:
+		desc, err := describer.Describe(ctx, part, st.SHA256)
 		switch {
 		case err == nil:
 			note("[图片%d描述: %s（文件 %s）]", t.n, desc, st.Name)
@@ -120,7 +124,7 @@ func (u *Understander) image(ctx context.Context, in Input, t *task, update func
 			u.log.Warn("media: describing an image failed", "image", t.n, "err", err)
 			note("[图片%d: %s（描述失败）]", t.n, st.Name)
 		}
-	case in.SeesImages || u.o.Describer != nil:
+	case in.SeesImages || describer != nil:
 		note("[图片%d: %s（%s 格式，当前模型无法查看）]", t.n, st.Name, b.MIME)
 	default:
 		note("[图片%d: %s（当前模型看不到图片）]", t.n, st.Name)

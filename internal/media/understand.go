@@ -97,6 +97,9 @@ type Input struct {
 	Dir string
 	// SeesImages says the model takes image parts.
 	SeesImages bool
+	// Describer, when set, describes pictures for a model that cannot see
+	// them in place of Options.Describer (a chat's own image model).
+	Describer *Describer
 }
 
 // Image is an image to show the model: the staged file and the part to

@@ -109,6 +109,18 @@ func TestUnderstandDescribesForTextModels(t *testing.T) {
 	}
 }
 
+// TestUnderstandWithAChatsDescriber: the describer of the input (a chat's
+// own image model) describes in place of the understander's.
+func TestUnderstandWithAChatsDescriber(t *testing.T) {
+	srv, _ := mediaServer(t)
+	def, own := &fakeModel{reply: "默认模型的描述"}, &fakeModel{reply: "这个群的模型的描述"}
+	u := NewUnderstander(Options{Fetcher: private(), Describer: NewDescriber(DescriberOptions{Provider: def})})
+	r := u.Understand(context.Background(), Input{Attachments: []msg.Attachment{imageAt(srv.URL + "/p3")}, Dir: t.TempDir(), Describer: NewDescriber(DescriberOptions{Provider: own})})
+	if len(r.Notes) != 1 || !strings.Contains(r.Notes[0], "这个群的模型的描述") || def.calls.Load() != 0 {
+		t.Errorf("notes %q, the default describer asked %d times", r.Notes, def.calls.Load())
+	}
+}
+
 func TestUnderstandWithoutDescriber(t *testing.T) {
 	srv, _ := mediaServer(t)
 	r := NewUnderstander(Options{Fetcher: private()}).Understand(context.Background(), Input{

@@ -48,8 +48,9 @@ func (p *Pipeline) runRealtime(ctx context.Context, f aggregate.Flushed[held]) {
 	// A command is a batch of its own; it neither takes the history meant
 	// for the next reply nor needs quotes.
 	command := len(msgs) == 1 && p.isCommand(text)
+	c := p.chat(first.Peer)
 	var history []msg.Message
-	if p.opts.Receive.History.Enabled && !command {
+	if c.Receive.History.Enabled && !command {
 		var refs []int64
 		history, refs = p.history.Take(first.Peer.String(), msgs, time.Now())
 		consume.Marks = p.mark(first, store.ViewHistory, refs)
@@ -75,7 +76,7 @@ func (p *Pipeline) runRealtime(ctx context.Context, f aggregate.Flushed[held]) {
 	for _, m := range msgs {
 		media = append(media, m.Attachments(msg.AttachedHere)...)
 	}
-	if p.opts.Quote != nil && !command {
+	if p.opts.Quote != nil && !command && !c.NoQuote {
 		var summary string
 		var quoted []msg.Attachment
 		quote, summary, quoted = p.quote(ctx, batch)
@@ -97,7 +98,7 @@ func (p *Pipeline) runRealtime(ctx context.Context, f aggregate.Flushed[held]) {
 		p.release(consume)
 		return
 	}
-	body := RealtimeBody(first, text, quote, history, p.opts.Location, p.opts.Receive.History.MaxChars)
+	body := RealtimeBody(first, text, quote, history, p.opts.Location, c.Receive.History.MaxChars)
 	m := first
 	m.Text = text
 	r := &filtered{Wrapper: channel.Wrapper{Replier: f.Entries[0].Tag.r}, mentionable: mentionable(history, msgs)}
@@ -229,6 +230,7 @@ func (p *Pipeline) runDigest(ctx context.Context, f aggregate.Flushed[held]) {
 	msgs = p.enrich(ctx, msgs)
 	first := msgs[0]
 	dg := p.opts.Receive.Digest
+	dg.Prompt = p.chat(first.Peer).Receive.Digest.Prompt
 	consume := store.Consumed{Marks: p.mark(first, store.ViewDigest, refsOf(f.Entries))}
 	body, ok := SummaryBody(dg.Prompt, msgs, p.opts.Location, dg.MaxTranscriptChars)
 	if !ok {
@@ -257,9 +259,9 @@ func (p *Pipeline) runDigest(ctx context.Context, f aggregate.Flushed[held]) {
 
 // summaryCount reports whether m is a /summary command this pipeline
 // honours, and its count; typed is m's text without its leading mention.
-func (p *Pipeline) summaryCount(m msg.Message, typed string) (int, bool) {
+func (p *Pipeline) summaryCount(c *ChatRules, m msg.Message, typed string) (int, bool) {
 	s := p.opts.Receive.Summary
-	if !s.Enabled || !p.summaryScope.covers(m.Peer) {
+	if c.Silent || !c.Receive.Summary.Enabled || !p.summaryScope.covers(m.Peer) {
 		return 0, false
 	}
 	return ParseSummary(typed, s.Commands, s.Count, s.MaxCount)
@@ -270,6 +272,7 @@ func (p *Pipeline) summaryCount(m msg.Message, typed string) (int, bool) {
 // turn of its own, or a notice saying why not.
 func (p *Pipeline) summary(ctx context.Context, m msg.Message, count int, r channel.Replier) error {
 	s := p.opts.Receive.Summary
+	s.Prompt = p.chat(m.Peer).Receive.Summary.Prompt
 	reply := &filtered{Wrapper: channel.Wrapper{Replier: r}, flatten: p.opts.PlainText, noMentions: true}
 	notice := func(text string) {
 		if _, err := reply.Deliver(ctx, msg.Outbound{Account: m.Account, Peer: m.Peer, Text: text}); err != nil {

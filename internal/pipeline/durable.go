@@ -199,12 +199,17 @@ func (p *Pipeline) Restore(ctx context.Context) error {
 	}
 	r := p.opts.Receive
 	counts := map[string]int{}
-	if r.History.Enabled {
+	// Chats with settings of their own may keep a history or digest the
+	// account does not: each message goes back as its chat says.
+	if r.History.Enabled || p.opts.Chat != nil {
 		logged, err := p.opts.Store.HeldInbound(ctx, p.opts.Channel, p.opts.Account, store.ViewHistory, r.History.MaxMessages)
 		if err != nil {
 			return fmt.Errorf("pipeline %s: restore history: %w", p.scope(), err)
 		}
 		for _, lm := range logged {
+			if !p.chat(lm.Message.Peer).Receive.History.Enabled {
+				continue
+			}
 			if lm.Pending && p.opts.Enrich != nil {
 				// Left pending by the run before: completed now.
 				p.history.AddPending(lm.Message.Peer.String(), lm.Message, lm.Seq)
@@ -215,13 +220,17 @@ func (p *Pipeline) Restore(ctx context.Context) error {
 		}
 		counts["history"] = len(logged)
 	}
-	if r.Digest.Enabled {
+	if r.Digest.Enabled || p.opts.Chat != nil {
 		logged, err := p.opts.Store.HeldInbound(ctx, p.opts.Channel, p.opts.Account, store.ViewDigest, r.Digest.MaxMessages)
 		if err != nil {
 			return fmt.Errorf("pipeline %s: restore digests: %w", p.scope(), err)
 		}
 		for _, lm := range logged {
-			p.digest.Accept(lm.Message.Peer.String(), aggregate.Entry[held]{Message: lm.Message, Tag: held{ref: lm.Seq}})
+			c := p.chat(lm.Message.Peer)
+			if c.Silent || !c.Receive.Digest.Enabled {
+				continue
+			}
+			p.digest.AcceptEvery(lm.Message.Peer.String(), aggregate.Entry[held]{Message: lm.Message, Tag: held{ref: lm.Seq}}, c.Receive.Digest.Interval)
 		}
 		counts["digest"] = len(logged)
 	}
@@ -238,7 +247,7 @@ func (p *Pipeline) Restore(ctx context.Context) error {
 		h := held{r: p.opts.ReplierFor(e.Message), ref: e.ID}
 		first := !opened[e.Key]
 		opened[e.Key] = true
-		if !p.realtime.Accept(e.Key, aggregate.Entry[held]{Message: e.Message, Tag: h}, first, e.Trigger) {
+		if !p.realtime.AcceptIn(e.Key, aggregate.Entry[held]{Message: e.Message, Tag: h}, first, e.Trigger, p.chat(e.Message.Peer).shape) {
 			p.unbuffer(e.ID)
 			continue
 		}

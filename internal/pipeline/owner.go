@@ -73,7 +73,7 @@ func (p *Pipeline) askOwner(ctx context.Context, m msg.Message, r channel.Replie
 // its sender's open one), and a command acts at once.
 func (p *Pipeline) lateTrigger(ctx context.Context, m msg.Message, r channel.Replier, typed string, d trigger.Decision) {
 	key := trace.KeyOf(m)
-	d = p.bots.apply(m, d, p.opts.Receive.MaxBotReplyChain)
+	d = p.bots.apply(m, p.chat(m.Peer).gate(m, d), p.opts.Receive.MaxBotReplyChain)
 	if !d.Triggered {
 		p.opts.Trace.Step(key, trace.StageTrigger, "not triggered", d.Why)
 		return
@@ -99,11 +99,11 @@ func (p *Pipeline) lateTrigger(ctx context.Context, m msg.Message, r channel.Rep
 		e := aggregate.Entry[held]{Message: m, Tag: held{r: r, ref: ref}}
 		if command {
 			p.endWindowFor(rtKey, p.opts.IsAbort(typed))
-			waiting = p.realtime.Accept(rtKey, e, true, d.Reason)
+			waiting = p.realtime.AcceptIn(rtKey, e, true, d.Reason, p.chat(m.Peer).shape)
 			p.realtime.FlushNow(rtKey, msg.FlushImmediate)
 			return
 		}
-		if waiting = p.realtime.Accept(rtKey, e, true, d.Reason); !waiting {
+		if waiting = p.realtime.AcceptIn(rtKey, e, true, d.Reason, p.chat(m.Peer).shape); !waiting {
 			p.unbuffer(ref)
 		}
 	})

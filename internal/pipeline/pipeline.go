@@ -86,8 +86,12 @@ type Quoter func(ctx context.Context, b msg.Batch) (block, trace string, media [
 // Options configure one account's pipeline.
 type Options struct {
 	Receive Settings
-	Bot     Bot
-	Engine  Engine
+	// Chat, when set, gives the settings of a chat that has its own, nil
+	// for the account's (Receive). It is called for every message and
+	// must be cheap: a lookup of a Chat built beforehand.
+	Chat   func(peer msg.Peer) *ChatRules
+	Bot    Bot
+	Engine Engine
 	// Send delivers digests, which answer no message.
 	Send func(ctx context.Context, out msg.Outbound) (msg.MessageID, error)
 	// History fetches a chat's recent messages for /summary. LocalHistory
@@ -149,9 +153,10 @@ type held struct {
 
 // Pipeline is one account's inbound path. It implements channel.Sink.
 type Pipeline struct {
-	opts     Options
-	log      *slog.Logger
-	eval     *trigger.Evaluator
+	opts Options
+	log  *slog.Logger
+	// account is how the chats without settings of their own are received.
+	account  *ChatRules
 	bots     botChains
 	history  *aggregate.History
 	realtime *aggregate.Realtime[held]
@@ -199,9 +204,9 @@ func New(o Options) (*Pipeline, []string) {
 		o.AckTimeout = 10 * time.Second
 	}
 	r := o.Receive
-	eval, warnings := trigger.New(r.Mention)
+	account, warnings := NewChatRules(ChatRules{Receive: r})
 	p := &Pipeline{
-		opts: o, log: o.Logger.With("component", "pipeline"), eval: eval,
+		opts: o, log: o.Logger.With("component", "pipeline"), account: account,
 		digestScope:  newScope(r.Digest.Scope, r.Digest.Peers),
 		summaryScope: newScope(r.Summary.Scope, r.Summary.Peers),
 		turns:        gopool.New(turnIdle),
@@ -268,13 +273,14 @@ func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier, d
 	typed := trigger.StripLeadingMention(m, bot.Self)
 	tr, key := p.opts.Trace, trace.KeyOf(m)
 	tr.Begin(m)
-	if count, ok := p.summaryCount(m, typed); ok {
+	c := p.chat(m.Peer)
+	if count, ok := p.summaryCount(c, m, typed); ok {
 		tr.Step(key, trace.StageCommand, "summary", fmt.Sprintf("/summary of the last %d messages", count))
 		p.debugDecision(ctx, m, "summary", "")
 		p.takeSummary(ctx, m, count, r, done)
 		return
 	}
-	d := p.bots.apply(m, p.eval.Evaluate(m, bot), p.opts.Receive.MaxBotReplyChain)
+	d := p.bots.apply(m, c.gate(m, c.eval.Evaluate(m, bot)), p.opts.Receive.MaxBotReplyChain)
 	verdict := "not triggered"
 	if d.Triggered {
 		verdict = "triggered"
@@ -286,10 +292,10 @@ func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier, d
 	}
 	peer := m.Peer.String()
 	rtKey := peer + "::" + string(m.Sender.ID)
-	dg := p.opts.Receive.Digest
+	dg := c.Receive.Digest
 	want := struct{ history, realtime, digest bool }{
-		realtime: p.realtime.Takes(rtKey, d.Triggered),
-		digest:   dg.Enabled && p.digestScope.covers(m.Peer),
+		realtime: p.realtime.TakesIn(rtKey, d.Triggered, c.shape),
+		digest:   !c.Silent && dg.Enabled && (c.DigestAnyChat || p.digestScope.covers(m.Peer)),
 	}
 	// A reply whose author only the platform knows is taken in now as
 	// chatter and asked about off the lane; an open window of its sender
@@ -298,7 +304,7 @@ func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier, d
 	// A command that acts (triggered, or in its sender's open window) is
 	// said to the bot, not to the chat: it is no context for later replies.
 	command := want.realtime && p.isCommand(typed)
-	want.history = p.opts.Receive.History.Enabled && !command
+	want.history = c.Receive.History.Enabled && !command
 	// The message is logged, into the views of the buffers that take it,
 	// before any of them holds it; its realtime entry is stored too.
 	var views store.Views
@@ -346,19 +352,19 @@ func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier, d
 				// A command acts on its own, now: the burst before it is
 				// answered without it, or dropped when the user says stop.
 				p.endWindowFor(rtKey, p.opts.IsAbort(typed))
-				waiting = p.realtime.Accept(rtKey, e, true, d.Reason)
+				waiting = p.realtime.AcceptIn(rtKey, e, true, d.Reason, c.shape)
 				p.realtime.FlushNow(rtKey, msg.FlushImmediate)
 				return
 			}
 			// Accepted, it learns its outcome when its batch is answered.
-			if waiting = p.realtime.Accept(rtKey, e, d.Triggered, d.Reason); !waiting {
+			if waiting = p.realtime.AcceptIn(rtKey, e, d.Triggered, d.Reason, c.shape); !waiting {
 				p.unbuffer(rtRef) // the window it was to join had just ended
 			}
 		})
 	}
 	p.isolate("digest", func() {
 		if want.digest {
-			p.digest.Accept(peer, aggregate.Entry[held]{Message: m, Tag: held{r: r, ref: seq}})
+			p.digest.AcceptEvery(peer, aggregate.Entry[held]{Message: m, Tag: held{r: r, ref: seq}}, dg.Interval)
 		}
 	})
 	if tr != nil {

@@ -21,7 +21,7 @@ const (
 // sits in front of the pipeline lets it through at once, as it does the
 // other commands.
 func (p *Pipeline) IsSummaryCommand(m msg.Message) bool {
-	_, ok := p.summaryCount(m, trigger.StripLeadingMention(m, p.opts.Bot.Self()))
+	_, ok := p.summaryCount(p.chat(m.Peer), m, trigger.StripLeadingMention(m, p.opts.Bot.Self()))
 	return ok
 }
 

@@ -194,6 +194,7 @@ var en = map[Key]string{
 	DashHistory:        "Buffered history (%d)",
 	DashEmpty:          "Empty.",
 	DashDigests:        "Digests and summaries",
+	DashSettings:       "Settings, and the layer each comes from",
 	DashRecent:         "Recent decisions",
 	DashNoTraced:       "No traced messages.",
 	DashTokens:         "Model tokens today (%s)",

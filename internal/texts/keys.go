@@ -214,6 +214,7 @@ const (
 	DashHistory        Key = "dashboard.history"
 	DashEmpty          Key = "dashboard.empty"
 	DashDigests        Key = "dashboard.digests"
+	DashSettings       Key = "dashboard.settings"
 	DashRecent         Key = "dashboard.recent"
 	DashNoTraced       Key = "dashboard.noTraced"
 	// DashTokens heads today's token use, with the day; DashTokensUsers

@@ -194,6 +194,7 @@ var zh = map[Key]string{
 	DashHistory:        "缓存的历史消息（%d）",
 	DashEmpty:          "空。",
 	DashDigests:        "摘要与总结",
+	DashSettings:       "设置及其来源层",
 	DashRecent:         "最近的决策",
 	DashNoTraced:       "没有记录到的消息。",
 	DashTokens:         "今日模型 token（%s）",

@@ -44,12 +44,14 @@ func (a *Account) SendParts(ctx context.Context, out msg.Outbound, from int, con
 	if err := a.opts.backoff.check(out.Peer); err != nil {
 		return err
 	}
-	waited, err := a.opts.Pace.wait(ctx, out.Peer)
+	waited, held, err := a.opts.Pace.wait(ctx, out.Peer)
 	if err != nil {
 		return err
 	}
 	attempted := false // a message may have gone out: the next waits the gap
-	defer func() { a.opts.Pace.done(out.Peer, attempted) }()
+	if held {
+		defer func() { a.opts.Pace.done(out.Peer, attempted) }()
+	}
 	c, err := a.liveCaller()
 	if err != nil {
 		return err
@@ -59,7 +61,7 @@ func (a *Account) SendParts(ctx context.Context, out msg.Outbound, from int, con
 	if a.opts.Debug {
 		a.log.Info("outbound", "peer", out.Peer.String(), "reply_to", string(out.ReplyTo), "text", out.Text, "media", len(out.Media), "from_chunk", from)
 	}
-	ob := &chunkSender{Caller: c, ChunkLimit: a.opts.ChunkLimit, OnSent: a.recordSent, ChunkGap: a.opts.ChunkGap, Media: a.mediaOptions()}
+	ob := &chunkSender{Caller: c, ChunkLimit: a.opts.ChunkLimit, OnSent: a.recordSent, ChunkGap: a.chunkGap(out.Peer), Media: a.mediaOptions()}
 	err = ob.SendFrom(ctx, out, optionsFor(out), from, confirmed)
 	var ae *wire.ActionError
 	switch {
@@ -81,20 +83,32 @@ func (a *Account) SendParts(ctx context.Context, out msg.Outbound, from int, con
 // of a long reply. Nothing is added when nothing waits, or for a payload
 // that answers no message.
 func (a *Account) traceGap(out msg.Outbound, from int, waited time.Duration) {
-	p := a.opts.Pace
-	if a.opts.Trace == nil || out.Answers == "" || p == nil || p.Gap <= 0 {
+	gap, setting := a.opts.Pace.gapOf(out.Peer)
+	if a.opts.Trace == nil || out.Answers == "" || gap <= 0 {
 		return
 	}
+	chunkGap := a.chunkGap(out.Peer)
 	parts := len(chunkText(out.Text, a.opts.ChunkLimit)) + len(out.Media) - max(from, 0)
-	if parts <= 0 || waited <= 0 && (parts == 1 || a.opts.ChunkGap <= 0) {
+	if parts <= 0 || waited <= 0 && (parts == 1 || chunkGap <= 0) {
 		return // nothing waited
 	}
-	detail := fmt.Sprintf("waited %d ms for %s", waited.Round(time.Millisecond).Milliseconds(), cmp.Or(p.Setting, "the send gap"))
-	if parts > 1 && a.opts.ChunkGap > 0 {
-		detail += fmt.Sprintf(", then %d ms before each of its %d other messages", a.opts.ChunkGap.Milliseconds(), parts-1)
+	detail := fmt.Sprintf("waited %d ms for %s", waited.Round(time.Millisecond).Milliseconds(), cmp.Or(setting, "the send gap"))
+	if parts > 1 && chunkGap > 0 {
+		detail += fmt.Sprintf(", then %d ms before each of its %d other messages", chunkGap.Milliseconds(), parts-1)
 	}
 	key := trace.Key{Channel: ChannelID, Account: a.opts.ID, Peer: out.Peer, ID: out.Answers}
 	a.opts.Trace.Step(key, trace.StageDeliver, "", detail)
+}
+
+// chunkGap is the wait between the parts of one payload to peer: the
+// chat's own send gap when it has one, else the account's ChunkGap.
+func (a *Account) chunkGap(peer msg.Peer) time.Duration {
+	if p := a.opts.Pace; p != nil && p.For != nil {
+		if gap, _, ok := p.For(peer); ok {
+			return gap
+		}
+	}
+	return a.opts.ChunkGap
 }
 
 // mediaOptions are the account's rules for sending local media files.

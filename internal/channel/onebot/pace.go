@@ -21,6 +21,9 @@ type Pacer struct {
 	// ("channels.onebot.sendGapMs"), named in the trace of a reply that
 	// waited for it.
 	Setting string
+	// For, when set, gives a chat's own gap and the key path it comes
+	// from; ok false keeps Gap for the chat.
+	For func(peer msg.Peer) (gap time.Duration, setting string, ok bool)
 
 	mu    sync.Mutex
 	chats map[msg.Peer]*chatPace
@@ -38,11 +41,12 @@ type chatPace struct {
 
 // wait blocks until it is peer's next payload's turn and the gap since
 // the chat's last message has passed, and holds the turn for the caller,
-// who must call done after the send. It returns how long it waited: 0
-// when the turn was free and the gap past.
-func (p *Pacer) wait(ctx context.Context, peer msg.Peer) (time.Duration, error) {
-	if p == nil || p.Gap <= 0 {
-		return 0, nil
+// who must call done after the send when held is true. It returns how
+// long it waited: 0 when the turn was free and the gap past.
+func (p *Pacer) wait(ctx context.Context, peer msg.Peer) (waitedFor time.Duration, held bool, err error) {
+	gap, _ := p.gapOf(peer)
+	if gap <= 0 {
+		return 0, false, nil
 	}
 	start := time.Now()
 	p.mu.Lock()
@@ -66,14 +70,14 @@ func (p *Pacer) wait(ctx context.Context, peer msg.Peer) (time.Duration, error) 
 		case c.turn <- struct{}{}:
 		case <-ctx.Done():
 			p.leave(c, false)
-			return time.Since(start), ctx.Err()
+			return time.Since(start), false, ctx.Err()
 		}
 	}
 	p.mu.Lock()
 	at := c.last
 	p.mu.Unlock()
 	if !at.IsZero() {
-		at = at.Add(p.spacing())
+		at = at.Add(spacing(gap))
 	}
 	if d := time.Until(at); d > 0 {
 		waited = true
@@ -82,21 +86,34 @@ func (p *Pacer) wait(ctx context.Context, peer msg.Peer) (time.Duration, error) 
 		select {
 		case <-ctx.Done():
 			p.leave(c, true)
-			return time.Since(start), ctx.Err()
+			return time.Since(start), false, ctx.Err()
 		case <-t.C:
 		}
 	}
 	if !waited {
-		return 0, nil
+		return 0, true, nil
 	}
-	return time.Since(start), nil
+	return time.Since(start), true, nil
 }
 
-// done ends the turn wait gave. sent says a message may have gone out
-// (the send was attempted): the chat's next payload then waits the gap
-// from now.
+// gapOf is the gap of peer's chat and the key path it comes from.
+func (p *Pacer) gapOf(peer msg.Peer) (time.Duration, string) {
+	if p == nil {
+		return 0, ""
+	}
+	if p.For != nil {
+		if gap, setting, ok := p.For(peer); ok {
+			return gap, setting
+		}
+	}
+	return p.Gap, p.Setting
+}
+
+// done ends the turn wait gave (held). sent says a message may have gone
+// out (the send was attempted): the chat's next payload then waits the
+// gap from now.
 func (p *Pacer) done(peer msg.Peer, sent bool) {
-	if p == nil || p.Gap <= 0 {
+	if p == nil {
 		return
 	}
 	p.mu.Lock()
@@ -120,7 +137,7 @@ func (p *Pacer) leave(c *chatPace, held bool) {
 	}
 }
 
-func (p *Pacer) spacing() time.Duration { return p.Gap + rand.N(p.Gap/5+1) }
+func spacing(gap time.Duration) time.Duration { return gap + rand.N(gap/5+1) }
 
 // prune forgets chats nobody is sending to whose last message is long
 // past, so the map stays small; p.mu is held.

@@ -24,20 +24,20 @@ func TestPacerWaits(t *testing.T) {
 		ctx := context.Background()
 		one, two := msg.Peer{Kind: msg.Group, ID: "1"}, msg.Peer{Kind: msg.Group, ID: "2"}
 		p := &Pacer{Gap: time.Second}
-		if d, err := p.wait(ctx, one); d != 0 || err != nil {
+		if d, _, err := p.wait(ctx, one); d != 0 || err != nil {
 			t.Fatalf("the first message waits %s, %v", d, err)
 		}
 		// A second payload waits for the first, which takes 3 s (chunks).
 		start := time.Now()
 		second := make(chan time.Duration, 1)
 		go func() {
-			d, err := p.wait(ctx, one)
+			d, _, err := p.wait(ctx, one)
 			if err != nil {
 				t.Error(err)
 			}
 			second <- d
 		}()
-		if d, _ := p.wait(ctx, two); d != 0 {
+		if d, _, _ := p.wait(ctx, two); d != 0 {
 			t.Errorf("another chat waited %s", d)
 		}
 		p.done(two, true)
@@ -49,36 +49,36 @@ func TestPacerWaits(t *testing.T) {
 		}
 		p.done(one, true)
 		time.Sleep(2 * time.Second)
-		if d, _ := p.wait(ctx, one); d != 0 {
+		if d, _, _ := p.wait(ctx, one); d != 0 {
 			t.Errorf("after the gap passed, a payload waited %s", d)
 		}
 		p.done(one, false) // the send never went out: the gap still counts from the last message
-		if d, _ := p.wait(ctx, one); d != 0 {
+		if d, _, _ := p.wait(ctx, one); d != 0 {
 			t.Errorf("after a send that did not go out, the next waited %s", d)
 		}
 		canceled, cancel := context.WithCancel(ctx)
 		cancel()
-		if _, err := p.wait(canceled, one); err == nil {
+		if _, _, err := p.wait(canceled, one); err == nil {
 			t.Error("a canceled wait must fail")
 		}
 		p.done(one, true)
-		if _, err := p.wait(canceled, one); err == nil {
+		if _, _, err := p.wait(canceled, one); err == nil {
 			t.Error("a wait canceled during the gap must fail")
 		}
-		if d, err := p.wait(ctx, one); err != nil || d < time.Second {
+		if d, _, err := p.wait(ctx, one); err != nil || d < time.Second {
 			t.Errorf("after canceled waits the turn is free again: waited %s, %v", d, err)
 		}
 		p.done(one, true)
 
 		off := &Pacer{}
 		for range 3 {
-			if d, _ := off.wait(ctx, one); d != 0 {
+			if d, _, _ := off.wait(ctx, one); d != 0 {
 				t.Errorf("a zero gap waited %s", d)
 			}
 			off.done(one, true)
 		}
 		var none *Pacer
-		if d, err := none.wait(ctx, one); d != 0 || err != nil {
+		if d, _, err := none.wait(ctx, one); d != 0 || err != nil {
 			t.Errorf("a nil pacer waited %s, %v", d, err)
 		}
 		none.done(one, true)
@@ -278,6 +278,44 @@ func TestSendGapWaitIsTraced(t *testing.T) {
 			if ms, _ := strconv.Atoi(sub[1]); ms < 1000 || ms > 1200 {
 				t.Errorf("trace of %s: waited %d ms, want 1000 to 1200", c.m.ID, ms)
 			}
+		}
+	})
+}
+
+// TestPacerChatGap: a chat with a gap of its own waits that gap, and one
+// whose gap is 0 never waits, whatever the account's gap.
+func TestPacerChatGap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		slow, fast, other := msg.Peer{Kind: msg.Group, ID: "1"}, msg.Peer{Kind: msg.Group, ID: "2"}, msg.Peer{Kind: msg.Group, ID: "3"}
+		p := &Pacer{Gap: time.Second, Setting: "channels.onebot.sendGapMs", For: func(peer msg.Peer) (time.Duration, string, bool) {
+			switch peer {
+			case slow:
+				return 5 * time.Second, "channels.onebot.groups.1.sendGapMs", true
+			case fast:
+				return 0, "channels.onebot.groups.2.sendGapMs", true
+			}
+			return 0, "", false
+		}}
+		for _, c := range []struct {
+			peer     msg.Peer
+			min, max time.Duration
+		}{{slow, 5 * time.Second, 6 * time.Second}, {fast, 0, 0}, {other, time.Second, 1200 * time.Millisecond}} {
+			_, held, _ := p.wait(ctx, c.peer)
+			if held {
+				p.done(c.peer, true)
+			}
+			start := time.Now()
+			_, held, _ = p.wait(ctx, c.peer)
+			if d := time.Since(start); d < c.min || d > c.max {
+				t.Errorf("%v waited %s, want %s to %s", c.peer, d, c.min, c.max)
+			}
+			if held {
+				p.done(c.peer, true)
+			}
+		}
+		if gap, setting := p.gapOf(slow); gap != 5*time.Second || setting != "channels.onebot.groups.1.sendGapMs" {
+			t.Errorf("gapOf = %s, %s", gap, setting)
 		}
 	})
 }

@@ -415,6 +415,18 @@ async function loadChat(chat) {
   } else dig.append(el("p", "muted", tr("dashboard.none")));
   box.append(dig);
 
+  if (view.settings && view.settings.length) {
+    const set = section(tr("dashboard.settings"));
+    const table = el("table", "settings");
+    for (const s of view.settings) {
+      const row = el("tr");
+      row.append(el("td", "", s.path), el("td", "", s.value), el("td", "muted", s.layer));
+      table.append(row);
+    }
+    set.append(table);
+    box.append(set);
+  }
+
   const recent = section(tr("dashboard.recent"));
   const ol = el("ol", "chat-traces");
   const rows = new Map();
