@@ -84,6 +84,8 @@ type View struct {
 	Tools     config.ChatTools `json:"tools"`
 	// SendGapMs is QQ's gap between messages to the chat; 0 on Feishu.
 	SendGapMs int `json:"sendGapMs"`
+	// Limits are the caps of the chat's turns (see limits).
+	Limits config.Limits `json:"limits"`
 
 	// Layers lists the layers with an entry for the chat, lowest first
 	// (the key paths of the '*' and chat entries).
@@ -230,7 +232,7 @@ func baseView(cfg config.Config, channel string, b base) View {
 		SystemPrompt: d.SystemPrompt, Model: config.ModelChoice{Primary: d.Model.Primary, Fallbacks: slices.Clone(d.Model.Fallbacks)},
 		ImageModel: config.ModelChoice{Primary: d.ImageModel.Primary, Fallbacks: slices.Clone(d.ImageModel.Fallbacks)},
 		Queue:      config.ChatQueue{Mode: mode, Cap: q.Cap}, HumanDelay: d.HumanDelay, BlockStreaming: d.BlockStreaming,
-		ResponsePrefix: cfg.Messages.ResponsePrefix, SendGapMs: b.gap,
+		ResponsePrefix: cfg.Messages.ResponsePrefix, SendGapMs: b.gap, Limits: cfg.Limits,
 	}
 }
 
@@ -263,6 +265,8 @@ func resolve(cfg config.Config, a Address, src sources) (*View, error) {
 			}
 		case (strings.HasPrefix(p, "queue.") || p == "responsePrefix") && val != below[p]:
 			layer = "messages"
+		case strings.HasPrefix(p, "limits.") && val != below[p]:
+			layer = "limits"
 		case (strings.HasPrefix(p, "model.") || strings.HasPrefix(p, "imageModel.") || strings.HasPrefix(p, "humanDelay.") || strings.HasPrefix(p, "blockStreaming.") || p == "systemPrompt") && val != below[p]:
 			layer = "agents.defaults"
 		}

@@ -221,3 +221,35 @@ func quote(s string) string {
 	}
 	return string(append(b, '"'))
 }
+
+// TestLimitsLayer: the top-level limits are every chat's, a chat entry
+// replaces them key by key, and each names the layer that set it.
+func TestLimitsLayer(t *testing.T) {
+	cfg := parse(t, `{
+  limits: { perUser: { messagesPerMinute: 5, tokensPerDay: 1000 } },
+  channels: { onebot: { wsUrl: 'ws://x', groups: { '1': { limits: { perUser: { messagesPerMinute: 1 }, perChat: { tokensPerDay: 50 } } } } } },
+}`)
+	for _, c := range []struct {
+		id   string
+		want config.Limits
+		from map[string]string
+	}{
+		{"2", config.Limits{PerUser: config.Limit{MessagesPerMinute: 5, TokensPerDay: 1000}},
+			map[string]string{"limits.perUser.messagesPerMinute": "limits", "limits.perUser.tokensPerDay": "limits", "limits.perChat.tokensPerDay": "default"}},
+		{"1", config.Limits{PerUser: config.Limit{MessagesPerMinute: 1, TokensPerDay: 1000}, PerChat: config.Limit{TokensPerDay: 50}},
+			map[string]string{"limits.perUser.messagesPerMinute": "channels.onebot.groups.1", "limits.perUser.tokensPerDay": "limits", "limits.perChat.tokensPerDay": "channels.onebot.groups.1"}},
+	} {
+		v, err := Resolve(cfg, Address{OneBot, "default", Group, c.id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Limits != c.want {
+			t.Errorf("group %s: limits %+v, want %+v", c.id, v.Limits, c.want)
+		}
+		for p, layer := range c.from {
+			if got := v.Origin(p); got != layer {
+				t.Errorf("group %s: %s from %q, want %q", c.id, p, got, layer)
+			}
+		}
+	}
+}

@@ -51,6 +51,9 @@ type Chat struct {
 	DenyFrom  []string `json:"denyFrom"`
 	// Tools limits the agent tools offered in the chat.
 	Tools ChatTools `json:"tools"`
+	// Limits replaces, key by key, the top-level limits in the chat: a
+	// person's caps count their turns in the chats that share them.
+	Limits Limits `json:"limits"`
 
 	// raw is the entry as decoded, set its key paths.
 	raw []byte
@@ -248,6 +251,7 @@ func (c Chat) validate(models *Models, d AgentDefaults, acct Receive, sender fun
 	if c.Sets("systemPromptMode") {
 		errs = append(errs, oneOf("systemPromptMode", c.SystemPromptMode, "replace", "append"))
 	}
+	errs = append(errs, nest("limits", c.Limits.Validate()))
 	if c.Sets("model.primary") {
 		errs = append(errs, models.checkRef("model.primary", c.Model.Primary))
 	}

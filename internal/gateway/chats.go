@@ -14,6 +14,7 @@ import (
 	"github.com/pincerbot/pincer/internal/chatconf"
 	"github.com/pincerbot/pincer/internal/config"
 	"github.com/pincerbot/pincer/internal/engine"
+	"github.com/pincerbot/pincer/internal/limits"
 	"github.com/pincerbot/pincer/internal/llm"
 	"github.com/pincerbot/pincer/internal/media"
 	"github.com/pincerbot/pincer/internal/msg"
@@ -59,6 +60,8 @@ type chatSettings struct {
 	gapSetting string
 	// describer is the chat's own image model, nil for the default one.
 	describer *media.Describer
+	// limits are the chat's caps.
+	limits limits.Settings
 }
 
 // newChats derives the settings of cfg's chats; system is the prompt of
@@ -105,7 +108,7 @@ func (c *chats) derive(t *chatconf.Table) *chatTable {
 			sys = systemPrompt(agent.NewPrompt(v.SystemPrompt, c.workspace), c.log)
 			prompts[v.SystemPrompt] = sys
 		}
-		s := &chatSettings{view: v, engine: engineSettings(v, sys), describer: c.describerOf(a, v.ImageModel)}
+		s := &chatSettings{view: v, engine: engineSettings(v, sys), describer: c.describerOf(a, v.ImageModel), limits: chatLimits(v)}
 		if d := s.describer; d != nil {
 			s.engine.Describe = func(ctx context.Context, img llm.Image) (string, error) { return d.Describe(ctx, img, "") }
 		}

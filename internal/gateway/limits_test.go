@@ -160,3 +160,25 @@ func TestWebchatTurnsOverALimitEnd(t *testing.T) {
 		t.Errorf("replies %q", replies)
 	}
 }
+
+// TestQQChatLimitsAreLayered: limits set in a chat's entry hold there and
+// are named by their key in the trace; another group, with no entry and
+// no top-level limits, answers the same person every time.
+func TestQQChatLimitsAreLayered(t *testing.T) {
+	r := newQQRig(t, withChats(t, `{ groups: { '700000009': { limits: { perUser: { messagesPerMinute: 1 } } } } }`))
+	strict := func(id int64) map[string]any { return inGroup(700000009, id, 10001, "张三", atBot(), text(" 问题")) }
+	r.push(t, strict(1))
+	r.metric(t, `pincer_turns_total{outcome="replied"}`, 1)
+	r.push(t, strict(2))
+	step := limitStepOf(traceOf(t, r.ctx, r.gw.url, "onebot:default:group:700000009", "2", "channels.onebot.groups.700000009.limits.perUser.messagesPerMinute = 1"))
+	if step.Outcome != "held" {
+		t.Errorf("limit step %+v", step)
+	}
+	for i := range 3 {
+		r.push(t, groupFrom(int64(10+i), 10001, "张三", atBot(), text(" 问题")))
+		r.metric(t, `pincer_turns_total{outcome="replied"}`, float64(2+i))
+	}
+	if n := len(r.model.Requests()); n != 4 {
+		t.Errorf("%d model calls, want 4 (one in the strict group, three in the other)", n)
+	}
+}

@@ -26,8 +26,10 @@ type live struct {
 	chats  *chats
 	// pipes are the receive pipelines, whose open digest windows take a
 	// chat's new interval; set before run starts.
-	pipes  []*pipeline.Pipeline
-	limits atomic.Pointer[func(msg.Message) limits.Settings]
+	pipes []*pipeline.Pipeline
+	// limits are the top-level limits in force, for the messages of a
+	// channel without chat settings (the web chat).
+	limits atomic.Pointer[limits.Settings]
 
 	mu sync.Mutex
 	// running is the config in force: the one pincer started with, with
@@ -58,17 +60,18 @@ func newLive(cfg config.Config, prompt *agent.Prompt, chats *chats, log *slog.Lo
 	return l
 }
 
-// limitSettings are the caps that apply to m under the running config.
+// limitSettings are the caps that apply to m under the running config:
+// its chat's, layered as its other settings are.
 func (l *live) limitSettings(m msg.Message) limits.Settings {
-	if f := *l.limits.Load(); f != nil {
-		return f(m)
+	if s := l.chats.of(m.Channel, m.Account, m.Peer); s != nil {
+		return s.limits
 	}
-	return limits.Settings{}
+	return *l.limits.Load()
 }
 
 func (l *live) setLimits(c config.Limits) {
-	f := limitSettings(c)
-	l.limits.Store(&f)
+	s := limitsOf(c)
+	l.limits.Store(&s)
 }
 
 // run applies each config from configs until ctx ends.

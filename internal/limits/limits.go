@@ -21,6 +21,11 @@ import (
 type Limit struct {
 	MessagesPerMinute int
 	TokensPerDay      int64
+	// MessagesKey and TokensKey, when set, are the configuration keys the
+	// two caps were set at (a chat's own, such as
+	// "channels.onebot.groups.123.limits.perUser.messagesPerMinute"); the
+	// top-level limits' keys when empty.
+	MessagesKey, TokensKey string
 }
 
 // Settings are the caps that apply to one message: its sender's and its
@@ -30,7 +35,9 @@ type Settings struct {
 }
 
 // Zero reports whether s caps nothing.
-func (s Settings) Zero() bool { return s == Settings{} }
+func (s Settings) Zero() bool { return s.PerUser.zero() && s.PerChat.zero() }
+
+func (l Limit) zero() bool { return l.MessagesPerMinute == 0 && l.TokensPerDay == 0 }
 
 // Scopes and kinds of limits, as their configuration keys name them.
 const (
@@ -48,8 +55,9 @@ const Window = time.Minute
 // held it and until when.
 type Verdict struct {
 	// Scope and Kind name the limit that held the turn (ScopeUser,
-	// KindMessages, …); both empty when the turn may run.
-	Scope, Kind string
+	// KindMessages, …); both empty when the turn may run. Key is its
+	// configuration key when a chat set it (see Limit).
+	Scope, Kind, Key string
 	// Limit is the limit's value, Used what was counted against it.
 	Limit, Used int64
 	// Resets is when the limit lets turns through again: the end of the
@@ -65,7 +73,12 @@ func (v Verdict) Held() bool { return v.Kind != "" }
 
 // Setting is the configuration key of the limit that held the turn, such
 // as "limits.perUser.messagesPerMinute".
-func (v Verdict) Setting() string { return "limits." + v.Scope + "." + v.Kind }
+func (v Verdict) Setting() string {
+	if v.Key != "" {
+		return v.Key
+	}
+	return "limits." + v.Scope + "." + v.Kind
+}
 
 // Detail says, for the trace, which limit held the turn and when it
 // resets, the time given in loc.
@@ -225,7 +238,7 @@ func (l *Limiter) Admit(ctx context.Context, m msg.Message) (Verdict, error) {
 		if w == nil || !now.Before(w.start.Add(Window)) || w.n < n {
 			continue
 		}
-		v := Verdict{Scope: c.scope, Kind: KindMessages, Limit: int64(n), Used: int64(w.n), Resets: w.start.Add(Window), Notify: !w.notified}
+		v := Verdict{Scope: c.scope, Kind: KindMessages, Key: c.limit.MessagesKey, Limit: int64(n), Used: int64(w.n), Resets: w.start.Add(Window), Notify: !w.notified}
 		w.notified = true
 		return v, nil
 	}
@@ -306,7 +319,7 @@ func (l *Limiter) spent(ctx context.Context, now time.Time, c check) (Verdict, e
 	if b.used < c.limit.TokensPerDay {
 		return Verdict{}, nil
 	}
-	v := Verdict{Scope: c.scope, Kind: KindTokens, Limit: c.limit.TokensPerDay, Used: b.used, Resets: l.nextDay(now), Notify: !b.notified}
+	v := Verdict{Scope: c.scope, Kind: KindTokens, Key: c.limit.TokensKey, Limit: c.limit.TokensPerDay, Used: b.used, Resets: l.nextDay(now), Notify: !b.notified}
 	b.notified = true
 	return v, nil
 }
