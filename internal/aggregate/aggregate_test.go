@@ -1,8 +1,8 @@
 package aggregate
 
 import (
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"

@@ -166,7 +166,9 @@ func TestWebchatTurnsOverALimitEnd(t *testing.T) {
 // no top-level limits, answers the same person every time.
 func TestQQChatLimitsAreLayered(t *testing.T) {
 	r := newQQRig(t, withChats(t, `{ groups: { '700000009': { limits: { perUser: { messagesPerMinute: 1 } } } } }`))
-	strict := func(id int64) map[string]any { return inGroup(700000009, id, 10001, "张三", atBot(), text(" 问题")) }
+	strict := func(id int64) map[string]any {
+		return inGroup(700000009, id, 10001, "张三", atBot(), text(" 问题"))
+	}
 	r.push(t, strict(1))
 	r.metric(t, `pincer_turns_total{outcome="replied"}`, 1)
 	r.push(t, strict(2))
