@@ -28,17 +28,11 @@ func changed(a, b reflect.Value, path string, out *[]string) {
 	case reflect.Struct:
 		t := a.Type()
 		for i := range t.NumField() {
-			f := t.Field(i)
-			if !f.IsExported() {
-				continue
-			}
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			switch {
-			case name == "-":
-			case name == "" && f.Anonymous:
+			switch key, inline := fieldKey(t.Field(i)); {
+			case inline:
 				changed(a.Field(i), b.Field(i), path, out) // its keys are the section's
-			default:
-				changed(a.Field(i), b.Field(i), join(path, cmp.Or(name, f.Name)), out)
+			case key != "":
+				changed(a.Field(i), b.Field(i), join(path, key), out)
 			}
 		}
 	case reflect.Map:
@@ -93,18 +87,10 @@ func take(dst, src reflect.Value, keys []string, path string) error {
 	case reflect.Struct:
 		t := dst.Type()
 		for i := range t.NumField() {
-			f := t.Field(i)
-			if !f.IsExported() {
-				continue
-			}
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			switch {
-			case name == "-":
-			case name == "" && f.Anonymous:
-				if hasKey(f.Type, keys[0]) {
-					return take(dst.Field(i), src.Field(i), keys, path)
-				}
-			case cmp.Or(name, f.Name) == keys[0]:
+			switch key, inline := fieldKey(t.Field(i)); {
+			case inline && hasKey(t.Field(i).Type, keys[0]):
+				return take(dst.Field(i), src.Field(i), keys, path)
+			case key == keys[0]:
 				return take(dst.Field(i), src.Field(i), keys[1:], path)
 			}
 		}
@@ -151,13 +137,26 @@ func take(dst, src reflect.Value, keys []string, path string) error {
 // inline embedded structs included.
 func hasKey(t reflect.Type, key string) bool {
 	for f := range t.Fields() {
-		if !f.IsExported() {
-			continue
-		}
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "" && f.Anonymous && hasKey(f.Type, key) || name != "-" && cmp.Or(name, f.Name) == key {
+		if k, inline := fieldKey(f); inline && hasKey(f.Type, key) || k == key {
 			return true
 		}
 	}
 	return false
+}
+
+// fieldKey is the key of a struct field in the file, as encoding/json
+// names it: "" for a field that has none (unexported, or "-"), and inline
+// for an embedded struct without a name, whose keys are its parent's.
+func fieldKey(f reflect.StructField) (key string, inline bool) {
+	if !f.IsExported() {
+		return "", false
+	}
+	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+	switch {
+	case name == "-":
+		return "", false
+	case name == "" && f.Anonymous:
+		return "", true
+	}
+	return cmp.Or(name, f.Name), false
 }
