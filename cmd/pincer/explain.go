@@ -18,7 +18,7 @@ const explainValueWidth = 60
 // set it.
 func explain(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("config explain", "config explain [--config FILE] CHAT", `Prints every effective setting of one chat and the layer it came from:
-default, agents.defaults, messages, the channel, the account, the '*' entry
+default, agents.defaults, messages, limits, the channel, the account, the '*' entry
 or the chat's own entry.
 
 CHAT is <channel>:<account>:<group|direct>:<id>, such as
@@ -56,7 +56,7 @@ explains its built-in defaults.
 		return 1
 	}
 	fmt.Fprintf(stdout, "%s (%s)\n", addr, name)
-	layers := "default < agents.defaults, messages < channels." + addr.Channel
+	layers := "default < agents.defaults, messages, limits < channels." + addr.Channel
 	if addr.Account != "default" {
 		layers += " < channels." + addr.Channel + ".accounts." + addr.Account
 	}

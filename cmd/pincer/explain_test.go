@@ -34,7 +34,7 @@ func TestConfigExplain(t *testing.T) {
 		`model.primary +"a/m1" +agents.defaults`,
 		`receive.mention.requireMentionInGroup +true +default`,
 		`sendGapMs +1000 +default`,
-		`layers, lowest first: default < agents.defaults, messages < channels.onebot < channels.onebot.groups.\* < channels.onebot.groups.123`,
+		`layers, lowest first: default < agents.defaults, messages, limits < channels.onebot < channels.onebot.groups.\* < channels.onebot.groups.123`,
 	} {
 		if !regexp.MustCompile(`(?m)^` + line + `$`).MatchString(stdout) {
 			t.Errorf("stdout lacks %s:\n%s", line, stdout)
