@@ -35,15 +35,20 @@ type Options struct {
 	// and write, or write another and rename it over). 0: 300 ms.
 	Settle time.Duration
 	Logger *slog.Logger
+
+	// seen, when set, learns of every file event Watch reads (tests).
+	seen func(fsnotify.Event)
 }
 
 // DefaultSettle is Options.Settle's default.
 const DefaultSettle = 300 * time.Millisecond
 
 // Watch reloads the file on each change and each signal until ctx ends.
-// It watches the file's directory rather than the file, so a file
-// replaced by a rename (as editors save) is followed. It fails only when
-// the directory cannot be watched.
+// It watches the file itself, not its directory, which may hold a busy
+// database whose every write would wake it; when the file is removed or
+// renamed (as editors save: a new file renamed over the old), it watches
+// the directory only until the file is back. It fails only when neither
+// can be watched.
 func Watch(ctx context.Context, o Options) error {
 	log := o.Logger
 	if log == nil {
@@ -62,8 +67,33 @@ func Watch(ctx context.Context, o Options) error {
 		return fmt.Errorf("reload: watch %s: %w", path, err)
 	}
 	defer w.Close()
-	if err := w.Add(filepath.Dir(path)); err != nil {
-		return fmt.Errorf("reload: watch %s: %w", filepath.Dir(path), err)
+	dir := filepath.Dir(path)
+	// follow watches the file when it is there, else its directory until
+	// it is; onDir says which.
+	onDir := false
+	follow := func() error {
+		if err := w.Add(path); err == nil {
+			if onDir {
+				_ = w.Remove(dir)
+				onDir = false
+			}
+			return nil
+		}
+		if onDir {
+			return nil
+		}
+		if err := w.Add(dir); err != nil {
+			return fmt.Errorf("reload: watch %s: %w", dir, err)
+		}
+		onDir = true
+		// The file may have come back before the directory was watched.
+		if _, err := os.Stat(path); err == nil {
+			return w.Add(path)
+		}
+		return nil
+	}
+	if err := follow(); err != nil {
+		return err
 	}
 	timer := time.NewTimer(settle)
 	timer.Stop()
@@ -90,8 +120,20 @@ func Watch(ctx context.Context, o Options) error {
 			if !ok {
 				return nil
 			}
-			if filepath.Clean(ev.Name) == path && ev.Op&(fsnotify.Write|fsnotify.Create|fsnotify.Rename|fsnotify.Remove) != 0 {
-				timer.Reset(settle)
+			if o.seen != nil {
+				o.seen(ev)
+			}
+			if filepath.Clean(ev.Name) != path || ev.Op&(fsnotify.Write|fsnotify.Create|fsnotify.Rename|fsnotify.Remove) == 0 {
+				continue
+			}
+			timer.Reset(settle)
+			if ev.Op&(fsnotify.Create|fsnotify.Rename|fsnotify.Remove) != 0 {
+				// Another file has the name now, or none: the watch of the
+				// old one (renamed away, or gone) is no use.
+				_ = w.Remove(path)
+				if err := follow(); err != nil {
+					log.Warn("watching the config file", "file", path, "err", err)
+				}
 			}
 		case err, ok := <-w.Errors:
 			if !ok {

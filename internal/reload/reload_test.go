@@ -2,13 +2,17 @@ package reload
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fsnotify/fsnotify"
 
 	"github.com/pincerbot/pincer/internal/config"
 )
@@ -165,5 +169,96 @@ func TestSignalReloads(t *testing.T) {
 	r.hup <- syscall.SIGHUP
 	if got := r.next(t).Agents.Defaults.SystemPrompt; got != "v1" {
 		t.Fatalf("applied %q on SIGHUP", got)
+	}
+}
+
+// TestOtherFilesDoNotWakeTheWatch: writes to other files in the config's
+// directory (a database kept beside it) reach the watch not at all, even
+// after the file was replaced by a rename.
+func TestOtherFilesDoNotWakeTheWatch(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "pincer.json5")
+	write := func(p, prompt string) {
+		t.Helper()
+		if err := os.WriteFile(p, []byte(`{ agents: { defaults: { systemPrompt: '`+prompt+`' } } }`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(path, "v1")
+	applied := make(chan string, 8)
+	var mu sync.Mutex
+	var others []string
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- Watch(ctx, Options{
+			Path: path,
+			Load: func(p string) (config.Config, error) {
+				return config.LoadFile(p, func(string) (string, bool) { return "", false })
+			},
+			Apply:  func(c config.Config) { applied <- c.Agents.Defaults.SystemPrompt },
+			Settle: 20 * time.Millisecond,
+			seen: func(ev fsnotify.Event) {
+				if filepath.Base(ev.Name) != "pincer.json5" && !strings.HasSuffix(ev.Name, ".tmp") {
+					mu.Lock()
+					others = append(others, ev.String())
+					mu.Unlock()
+				}
+			},
+		})
+	}()
+	next := func(want string) {
+		t.Helper()
+		for {
+			select {
+			case got := <-applied:
+				if got == want {
+					return
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%q not applied within 10s", want)
+			}
+		}
+	}
+	// The watch is in place once a write of the file is applied.
+	for i := 0; ; i++ {
+		write(path, "ready")
+		select {
+		case got := <-applied:
+			if got != "ready" {
+				t.Fatalf("applied %q", got)
+			}
+		case <-time.After(200 * time.Millisecond):
+			if i < 50 {
+				continue
+			}
+			t.Fatal("the watch never saw the file")
+		}
+		break
+	}
+	db := filepath.Join(dir, "pincer.db-wal")
+	for i := range 50 {
+		write(db, fmt.Sprint(i))
+	}
+	// Replaced by a rename, as editors save; then the database again.
+	write(path+".tmp", "renamed")
+	if err := os.Rename(path+".tmp", path); err != nil {
+		t.Fatal(err)
+	}
+	next("renamed")
+	for i := range 50 {
+		write(db, fmt.Sprint(i))
+	}
+	write(path, "last")
+	next("last")
+	mu.Lock()
+	defer mu.Unlock()
+	if len(others) > 0 {
+		t.Errorf("the watch read %d events of other files, e.g. %s", len(others), others[0])
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Error(err)
 	}
 }
