@@ -33,8 +33,8 @@
 // the database. Log entries and buffered entries are numbered from
 // sequences, a block at a time, so two processes never hand out the same
 // number; migrations take a PostgreSQL advisory lock, so instances that
-// start together migrate once. What still assumes one writer is listed in
-// the package's README section of docs/postgres.md.
+// start together migrate once. What still assumes one writer per chat or
+// session is listed in docs/postgres.md.
 package postgres
 
 import (
@@ -134,7 +134,9 @@ func migrate(ctx context.Context, cc *pgx.ConnConfig, schema string) error {
 	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, migrationLock); err != nil {
 		return fmt.Errorf("lock: %w", err)
 	}
-	defer func() { _, _ = conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, migrationLock) }()
+	defer func() {
+		_, _ = conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, migrationLock)
+	}()
 	if schema != "" {
 		if _, err := conn.ExecContext(ctx, `CREATE SCHEMA IF NOT EXISTS `+pgx.Identifier{schema}.Sanitize()); err != nil {
 			return err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -61,6 +62,9 @@ type writer struct {
 	pool *pgxpool.Pool
 	note func(error)
 	fail func(error)
+	// commits counts the batches ended (committed or rolled back), and
+	// trips the round trips that sent posted statements.
+	commits, trips atomic.Int64
 
 	mu      sync.RWMutex
 	closed  bool
@@ -133,7 +137,7 @@ func (w *writer) batch(first *job) {
 		_ = conn.Conn().Close(ctx) // a broken connection: the pool drops it
 		return
 	}
-	b := &posted{}
+	b := &posted{trips: &w.trips}
 	var waiting []*job
 	var waitErrs []error
 	var broken error // the server error that ended the transaction
@@ -208,6 +212,7 @@ loop:
 	}
 	if broken != nil {
 		_ = tx.Rollback(ctx)
+		w.commits.Add(1)
 		if conn.Conn().PgConn().TxStatus() != 'I' {
 			_ = conn.Conn().Close(ctx) // the pool drops it
 		}
@@ -220,6 +225,7 @@ loop:
 		return
 	}
 	err = tx.Commit(ctx)
+	w.commits.Add(1)
 	w.note(err)
 	if err != nil {
 		w.fail(err)
@@ -268,6 +274,7 @@ func (w *writer) close() {
 
 // posted are the statements of posted jobs not sent yet.
 type posted struct {
+	trips  *atomic.Int64
 	batch  pgx.Batch
 	checks []func(pgconn.CommandTag) error
 }
@@ -288,6 +295,7 @@ func (p *posted) send(ctx context.Context, tx pgx.Tx, fail func(error)) error {
 	if len(p.checks) == 0 {
 		return nil
 	}
+	p.trips.Add(1)
 	br := tx.SendBatch(ctx, &p.batch)
 	var broken error
 	for _, check := range p.checks {
