@@ -80,7 +80,6 @@ type DB struct {
 	seq, bufferID *numbers
 	log           *slog.Logger
 	closeOnce     sync.Once
-	closeErr      error
 }
 
 var _ store.Store = (*DB)(nil)
@@ -94,6 +93,12 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	}
 	if opts.Schema != "" {
 		cfg.ConnConfig.RuntimeParams["search_path"] = opts.Schema
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		// The writer waits for a connection before each batch: a server
+		// that does not answer fails the batch in time rather than
+		// holding every caller for the system's TCP timeout.
+		cfg.ConnConfig.ConnectTimeout = connectTimeout
 	}
 	if err := migrate(ctx, cfg.ConnConfig, opts.Schema); err != nil {
 		return nil, fmt.Errorf("postgres: migrate: %w", err)
@@ -115,6 +120,10 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	}
 	return d, nil
 }
+
+// connectTimeout bounds a connection attempt when the DSN sets none
+// (connect_timeout).
+const connectTimeout = 10 * time.Second
 
 // migrationLock is the advisory lock that makes the instances starting
 // together migrate one after the other: the first migrates, the others
@@ -155,17 +164,15 @@ func migrate(ctx context.Context, cc *pgx.ConnConfig, schema string) error {
 }
 
 // Close lets the work handed in finish and commit, and closes the pool.
-// Calling it again returns what the first call did.
+// Calling it again does nothing. A failure of the last commit goes where
+// every posted write's does: to the log and Health.
 func (d *DB) Close() error {
 	d.closeOnce.Do(func() {
 		d.w.close()
 		d.pool.Close()
 	})
-	return d.closeErr
+	return nil
 }
-
-// Ping checks that the server answers.
-func (d *DB) Ping(ctx context.Context) error { return d.pool.Ping(ctx) }
 
 // writeFailed reports a write nobody waited for.
 func (d *DB) writeFailed(err error) {
