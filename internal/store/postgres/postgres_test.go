@@ -249,3 +249,35 @@ func TestTwoInstances(t *testing.T) {
 		t.Errorf("both instances numbered an entry %d", s1)
 	}
 }
+
+// BenchmarkLogInbound logs messages as the ingest path does, and waits
+// for them to be committed at the end.
+func BenchmarkLogInbound(b *testing.B) {
+	dsn := os.Getenv("PINCER_TEST_PG_DSN")
+	if dsn == "" {
+		b.Skip("PINCER_TEST_PG_DSN is not set")
+	}
+	schema := fmt.Sprintf("b_%x", rand.Text()[:10])
+	ctx := context.Background()
+	db, err := Open(ctx, dsn, Options{Schema: schema})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		db.Close()
+		if conn, err := pgx.Connect(ctx, dsn); err == nil {
+			conn.Exec(ctx, `DROP SCHEMA `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
+			conn.Close(ctx)
+		}
+	}()
+	peer := msg.Peer{Kind: msg.Group, ID: "g"}
+	m := msg.Message{ID: "1", Channel: "onebot", Account: "default", Peer: peer, Text: "a message of a usual length, some twenty words or so, as people write them in a group chat"}
+	for b.Loop() {
+		if _, err := db.LogInbound(ctx, m, store.ViewHistory); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := db.Probe(ctx); err != nil {
+		b.Fatal(err)
+	}
+}
