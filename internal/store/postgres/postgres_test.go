@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -279,5 +280,40 @@ func BenchmarkLogInbound(b *testing.B) {
 	}
 	if err := db.Probe(ctx); err != nil {
 		b.Fatal(err)
+	}
+}
+
+// TestConnectionLost: when the server drops the store's idle
+// connections, the next batch takes a new one and no write fails.
+func TestConnectionLost(t *testing.T) {
+	dsn := testDSN(t)
+	schema := freshSchema(t, dsn)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("application_name", schema)
+	u.RawQuery = q.Encode()
+	ctx := context.Background()
+	db, err := Open(ctx, u.String(), Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	admin, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	var killed int
+	if err := admin.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`, schema).Scan(&killed); err != nil || killed == 0 {
+		t.Fatalf("terminated %d connections, %v", killed, err)
+	}
+	if _, err := db.AddOutbox(ctx, store.OutboxEntry{ID: "t#1", Channel: "onebot"}); err != nil {
+		t.Errorf("the first write after the connections were dropped: %v", err)
+	}
+	if err := db.Probe(ctx); err != nil || db.Health() != nil {
+		t.Errorf("after reconnecting: probe %v, health %v", err, db.Health())
 	}
 }

@@ -123,20 +123,13 @@ func (w *writer) run() {
 // batch runs first and whatever else comes in time in one transaction.
 func (w *writer) batch(first *job) {
 	ctx := context.Background()
-	conn, err := w.pool.Acquire(ctx)
-	if err != nil {
-		w.note(err)
-		w.finish(first, fmt.Errorf("postgres: connect: %w", err))
-		return
-	}
-	defer conn.Release()
-	tx, err := conn.Begin(ctx)
+	conn, tx, err := w.begin(ctx)
 	if err != nil {
 		w.note(err)
 		w.finish(first, err)
-		_ = conn.Conn().Close(ctx) // a broken connection: the pool drops it
 		return
 	}
+	defer conn.Release()
 	b := &posted{trips: &w.trips}
 	var waiting []*job
 	var waitErrs []error
@@ -233,6 +226,27 @@ loop:
 	for i, d := range waiting {
 		d.done <- errors.Join(waitErrs[i], err)
 	}
+}
+
+// begin takes a connection and begins the batch's transaction on it. A
+// connection the server dropped while it sat in the pool (a restart, an
+// idle timeout) fails at BEGIN, before anything was sent: it is closed
+// and another one tried.
+func (w *writer) begin(ctx context.Context) (*pgxpool.Conn, pgx.Tx, error) {
+	var err error
+	for range 2 {
+		var conn *pgxpool.Conn
+		if conn, err = w.pool.Acquire(ctx); err != nil {
+			return nil, nil, fmt.Errorf("postgres: connect: %w", err)
+		}
+		var tx pgx.Tx
+		if tx, err = conn.Begin(ctx); err == nil {
+			return conn, tx, nil
+		}
+		_ = conn.Conn().Close(ctx) // the pool drops it
+		conn.Release()
+	}
+	return nil, nil, err
 }
 
 // exec runs one job inside tx.
