@@ -441,3 +441,30 @@ func TestInboundDedupTTL(t *testing.T) {
 		}
 	}
 }
+
+func TestStorePostgres(t *testing.T) {
+	env := func(name string) (string, bool) {
+		if name == "PINCER_PG_DSN" {
+			return "postgres://pincer:pw@db:5432/pincer", true
+		}
+		return "", false
+	}
+	cfg, err := Parse([]byte(`{ store: { driver: 'postgres', dsn: '${PINCER_PG_DSN}', path: '' } }`), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Store.DSN.Value() != "postgres://pincer:pw@db:5432/pincer" {
+		t.Errorf("dsn: %q", cfg.Store.DSN.Value())
+	}
+	if s := fmt.Sprint(cfg.Store); strings.Contains(s, "pw") {
+		t.Errorf("the dsn prints: %s", s)
+	}
+	_, err = Parse([]byte(`{ store: { driver: 'postgres' } }`), noEnv)
+	if diff := cmp.Diff([]string{"store.dsn"}, paths(err)); diff != "" {
+		t.Errorf("postgres without a dsn (-want +got):\n%s\nerror: %v", diff, err)
+	}
+	_, err = Parse([]byte(`{ store: { driver: 'mysql' } }`), noEnv)
+	if diff := cmp.Diff([]string{"store.driver"}, paths(err)); diff != "" {
+		t.Errorf("an unknown driver (-want +got):\n%s\nerror: %v", diff, err)
+	}
+}

@@ -111,11 +111,16 @@ func (l Log) Validate() error {
 
 // Store configures persistence.
 type Store struct {
-	// Driver is the store implementation; "sqlite" is built in.
+	// Driver is the store implementation: "sqlite" (a file at Path) or
+	// "postgres" (the server DSN names).
 	Driver string `json:"driver"`
 	// Path is the SQLite database file.
 	Path string `json:"path"`
-	// BusyTimeoutMs is how long a writer waits for a lock.
+	// DSN names the PostgreSQL database for the postgres driver, as a
+	// postgres:// URL or key=value pairs; it may hold a password, so it
+	// is a secret (usually "${PINCER_PG_DSN}").
+	DSN Secret `json:"dsn"`
+	// BusyTimeoutMs is how long a SQLite writer waits for a lock.
 	BusyTimeoutMs int `json:"busyTimeoutMs"`
 	// KeepMessagesHours is how long the log of received messages (chat
 	// history, digests, /summary of the web chat) keeps them; what a
@@ -129,11 +134,17 @@ func (s Store) KeepMessages() time.Duration { return time.Duration(s.KeepMessage
 // Validate checks the store section.
 func (s Store) Validate() error {
 	var errs []error
-	if s.Driver != "sqlite" {
-		errs = append(errs, problem("driver", "want sqlite, got %q", s.Driver))
-	}
-	if strings.TrimSpace(s.Path) == "" {
-		errs = append(errs, problem("path", "must not be empty"))
+	switch s.Driver {
+	case "sqlite":
+		if strings.TrimSpace(s.Path) == "" {
+			errs = append(errs, problem("path", "must not be empty"))
+		}
+	case "postgres":
+		if strings.TrimSpace(s.DSN.Value()) == "" {
+			errs = append(errs, crossProblem("dsn", []string{"driver"}, "required with driver postgres"))
+		}
+	default:
+		errs = append(errs, problem("driver", "want sqlite or postgres, got %q", s.Driver))
 	}
 	if s.BusyTimeoutMs < 0 {
 		errs = append(errs, problem("busyTimeoutMs", "must not be negative"))

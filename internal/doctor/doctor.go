@@ -109,8 +109,13 @@ func Check(ctx context.Context, cfg config.Config, o Options) []Result {
 	add := func(fn func(context.Context) Result) {
 		checks = append(checks, func(ctx context.Context) []Result { return []Result{fn(ctx)} })
 	}
-	add(func(ctx context.Context) Result { return checkStore(ctx, cfg.Store) })
-	add(func(context.Context) Result { return checkDataDir(cfg.Store) })
+	if cfg.Store.Driver == "postgres" {
+		// No data directory is locked for a store on a server.
+		add(func(ctx context.Context) Result { return checkPostgres(ctx, cfg.Store) })
+	} else {
+		add(func(ctx context.Context) Result { return checkStore(ctx, cfg.Store) })
+		add(func(context.Context) Result { return checkDataDir(cfg.Store) })
+	}
 	checks = append(checks, oneBotChecks(cfg, o)...)
 	checks = append(checks, feishuChecks(cfg, o)...)
 	checks = append(checks, modelChecks(cfg, o)...)

@@ -12,7 +12,6 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -31,7 +30,6 @@ import (
 	"github.com/pincerbot/pincer/internal/command"
 	"github.com/pincerbot/pincer/internal/config"
 	"github.com/pincerbot/pincer/internal/dashboard"
-	"github.com/pincerbot/pincer/internal/dirlock"
 	"github.com/pincerbot/pincer/internal/engine"
 	"github.com/pincerbot/pincer/internal/httpapi"
 	"github.com/pincerbot/pincer/internal/lanes"
@@ -46,7 +44,6 @@ import (
 	"github.com/pincerbot/pincer/internal/pipeline"
 	"github.com/pincerbot/pincer/internal/reply"
 	"github.com/pincerbot/pincer/internal/store"
-	"github.com/pincerbot/pincer/internal/store/sqlite"
 	"github.com/pincerbot/pincer/internal/trace"
 )
 
@@ -151,10 +148,10 @@ func (webchatBackend) IsPreview(model string) bool { return model == preview.Ref
 // connections, gives in-flight replies gateway.shutdownTimeoutMs to finish
 // (cutting and persisting them after that), and closes the store.
 //
-// Before it writes anything it locks the data directory, the directory
-// of store.path, until it returns: while another process holds it, Run
-// returns an error that wraps dirlock.ErrHeld and names the directory
-// and its holder.
+// With SQLite, before it writes anything it locks the data directory,
+// the directory of store.path, until it returns: while another process
+// holds it, Run returns an error that wraps dirlock.ErrHeld and names the
+// directory and its holder.
 func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	log := o.Logger
 	if log == nil {
@@ -168,32 +165,17 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		return err
 	}
 
-	// One pincer at a time on a data directory: a second would write the
-	// same database, workspace and staged media. The directory is locked
-	// before anything is written there (after the store's own read-only
-	// check, which writes nothing and names a read-only directory more
-	// clearly than the lock file could), until Run returns; the system
-	// drops the lock when the process dies, however it dies.
-	if err := sqlite.CheckWritable(cfg.Store.Path); err != nil {
+	// With SQLite, one pincer at a time on a data directory (see
+	// openStore).
+	st, release, err := openStore(ctx, cfg.Store, o.Version, log)
+	if err != nil {
 		return err
 	}
-	held, err := dirlock.Acquire(filepath.Dir(cfg.Store.Path), o.Version)
-	if errors.Is(err, dirlock.ErrHeld) {
-		return fmt.Errorf("store.path %s: %w; stop that pincer first, or give this one a store.path in another directory", cfg.Store.Path, err)
-	}
-	if err != nil {
-		return fmt.Errorf("store.path %s: %w", cfg.Store.Path, err)
-	}
 	defer func() {
-		if rerr := held.Release(); rerr != nil {
+		if rerr := release(); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
 	}()
-
-	st, err := sqlite.Open(ctx, cfg.Store.Path, sqlite.Options{BusyTimeout: time.Duration(cfg.Store.BusyTimeoutMs) * time.Millisecond, Logger: log})
-	if err != nil {
-		return err
-	}
 	defer func() {
 		if cerr := st.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("close store: %w", cerr))
@@ -548,7 +530,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		// Without the web chat the page at the root is the dashboard.
 		page, what = strings.TrimSuffix(url, "/")+"/dashboard", "dashboard"
 	}
-	log.Info("pincer ready", what, page, "listen", ln.Addr().String(), "models", fmt.Sprint(chain), "store", cfg.Store.Path)
+	log.Info("pincer ready", what, page, "listen", ln.Addr().String(), "models", fmt.Sprint(chain), "store", storeName(cfg.Store))
 	if o.Ready != nil {
 		hint := ""
 		if cfg.Gateway.Token != "" {
