@@ -12,6 +12,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
