@@ -333,16 +333,14 @@ const qTraceRecord = `INSERT INTO traces (chat, msg, key, sender, preview, at, s
 // AddTraceRecords implements trace.Store: posted.
 func (d *DB) AddTraceRecords(ctx context.Context, recs []trace.Record) error {
 	stmts := make([]stmt, 0, len(recs))
+	var buf []byte
 	for _, r := range recs {
-		key, err := json.Marshal(r.Key)
-		if err != nil {
+		key := string(r.Key.AppendJSON(buf[:0]))
+		var err error
+		if buf, err = trace.AppendStepsJSON(buf[:0], r.Steps); err != nil {
 			return fmt.Errorf("trace of %s: %w", r.Key.ID, err)
 		}
-		steps, err := json.Marshal(r.Steps)
-		if err != nil {
-			return fmt.Errorf("trace of %s: %w", r.Key.ID, err)
-		}
-		stmts = append(stmts, stmt{sql: qTraceRecord, args: []any{r.Chat, string(r.Key.ID), string(key), r.Sender, r.Preview, millis(r.At), string(steps)}})
+		stmts = append(stmts, stmt{sql: qTraceRecord, args: []any{r.Chat, string(r.Key.ID), key, r.Sender, r.Preview, millis(r.At), string(buf)}})
 	}
 	return d.w.post(stmts...)
 }

@@ -24,16 +24,14 @@ func (d *DB) AddTraceRecords(ctx context.Context, recs []trace.Record) error {
 		key, steps string
 	}
 	rows := make([]row, 0, len(recs))
+	var buf []byte
 	for _, r := range recs {
-		key, err := json.Marshal(r.Key)
-		if err != nil {
+		key := string(r.Key.AppendJSON(buf[:0]))
+		var err error
+		if buf, err = trace.AppendStepsJSON(buf[:0], r.Steps); err != nil {
 			return fmt.Errorf("trace of %s: %w", r.Key.ID, err)
 		}
-		steps, err := json.Marshal(r.Steps)
-		if err != nil {
-			return fmt.Errorf("trace of %s: %w", r.Key.ID, err)
-		}
-		rows = append(rows, row{r, string(key), string(steps)})
+		rows = append(rows, row{r, key, string(buf)})
 	}
 	return d.w.post(func(tx *sql.Conn) error {
 		for _, r := range rows {
