@@ -124,7 +124,7 @@ func TestMessagesPerMinuteHoldsTheThirdTurn(t *testing.T) {
 				notices = append(notices, out.Text)
 			}
 		}
-		want := "⏳ No reply: at most 2 messages a minute are answered here. Please try again after 00:01:00."
+		want := "⏳ No reply: the limit here is 2 per minute. Please try again after 00:01:00."
 		if len(notices) != 1 || notices[0] != want {
 			t.Errorf("direct chat notices %q, want one: %q", notices, want)
 		}

@@ -53,7 +53,7 @@ func TestQQPerUserMessagesPerMinute(t *testing.T) {
 	if n := len(r.model.Requests()); n != 2 {
 		t.Errorf("%d model calls, want 2", n)
 	}
-	notice := "⏳ No reply: at most 2 messages a minute are answered here."
+	notice := "⏳ No reply: the limit here is 2 per minute."
 	if sends := r.sends(); len(sends) != 3 || !strings.HasPrefix(sends[2], notice) {
 		t.Errorf("sent %q, want two replies and the notice", sends)
 	}

@@ -100,7 +100,7 @@ var en = map[Key]string{
 	NoticeInvalid:     "⚠️ No reply: %s refused the request as invalid%s.",
 	NoticeFailed:      "⚠️ No reply: %s failed%s.",
 
-	NoticeLimitMessages: "⏳ No reply: at most %d messages a minute are answered here. Please try again after %s.",
+	NoticeLimitMessages: "⏳ No reply: the limit here is %d per minute. Please try again after %s.",
 	NoticeLimitTokens:   "⏳ No reply: today's budget of %d tokens is used up. It resets at %s.",
 
 	WebchatModelHint:     "the model answering",
