@@ -156,7 +156,7 @@ func TestWebchatTurnsOverALimitEnd(t *testing.T) {
 	if n := len(fake.Requests()); n != 1 {
 		t.Errorf("%d model calls, want 1", n)
 	}
-	if !strings.HasPrefix(replies[1], "⏳ No reply: at most 1 messages a minute") || replies[2] != "" {
+	if !strings.HasPrefix(replies[1], "⏳ No reply: the limit here is 1 per minute.") || replies[2] != "" {
 		t.Errorf("replies %q", replies)
 	}
 }
