@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/pincerbot/pincer/internal/channel/webchat"
 	"github.com/pincerbot/pincer/internal/channel/webchat/webchattest"
+	"github.com/pincerbot/pincer/internal/store/postgres/pgtest"
 )
 
 // TestServeOnPostgres: pincer serve with store.driver 'postgres' and the
@@ -22,29 +22,15 @@ func TestServeOnPostgres(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	dsn := os.Getenv("PINCER_TEST_PG_DSN")
-	if dsn == "" {
-		t.Skip("PINCER_TEST_PG_DSN is not set: the PostgreSQL store's tests need a server, e.g. postgres://pincer@127.0.0.1:5432/pincer_test?sslmode=disable")
-	}
 	// A schema of its own, named by the DSN's search_path.
+	dsn := pgtest.SchemaDSN(t)
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS serve_on_postgres CASCADE; CREATE SCHEMA serve_on_postgres`); err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Exec(ctx, `DROP SCHEMA serve_on_postgres CASCADE`)
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", "serve_on_postgres")
-	u.RawQuery = q.Encode()
-	t.Setenv("PINCER_PG_DSN", u.String())
+	t.Setenv("PINCER_PG_DSN", dsn)
 
 	dir := t.TempDir()
 	cfg := freePortConfig(`store: { driver: 'postgres', dsn: '${PINCER_PG_DSN}' }`)
@@ -68,7 +54,7 @@ func TestServeOnPostgres(t *testing.T) {
 		t.Errorf("the DSN is in the log:\n%s", p.stderr)
 	}
 	var turns int
-	if err := conn.QueryRow(ctx, `SELECT count(*) FROM serve_on_postgres.turns WHERE text LIKE '%hello from postgres%'`).Scan(&turns); err != nil || turns == 0 {
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM turns WHERE text LIKE '%hello from postgres%'`).Scan(&turns); err != nil || turns == 0 {
 		t.Errorf("turns in the database: %d, %v", turns, err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "data", "pincer.db")); err == nil {

@@ -1,11 +1,11 @@
 package doctor
 
 import (
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/pincerbot/pincer/internal/config"
+	"github.com/pincerbot/pincer/internal/store/postgres/pgtest"
 )
 
 func TestCheckPostgres(t *testing.T) {
@@ -13,10 +13,7 @@ func TestCheckPostgres(t *testing.T) {
 	if r.Status != Fail || strings.Contains(r.Detail, "pw") || r.Hint == "" {
 		t.Errorf("no server: %s %q (hint %q); want a failure that hides the password", r.Status, r.Detail, r.Hint)
 	}
-	dsn := os.Getenv("PINCER_TEST_PG_DSN")
-	if dsn == "" {
-		t.Skip("PINCER_TEST_PG_DSN is not set: the PostgreSQL store's tests need a server, e.g. postgres://pincer@127.0.0.1:5432/pincer_test?sslmode=disable")
-	}
+	dsn := pgtest.DSN(t)
 	r = checkPostgres(t.Context(), config.Store{Driver: "postgres", DSN: config.Secret(dsn)})
 	if r.Status != OK || !strings.Contains(r.Detail, "PostgreSQL") {
 		t.Errorf("a server: %s %q", r.Status, r.Detail)

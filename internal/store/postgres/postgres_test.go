@@ -3,11 +3,9 @@ package postgres
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -17,43 +15,15 @@ import (
 
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/store"
+	"github.com/pincerbot/pincer/internal/store/postgres/pgtest"
 	"github.com/pincerbot/pincer/internal/store/storetest"
 )
-
-// testDSN returns the server the tests use, or skips the test.
-func testDSN(t *testing.T) string {
-	t.Helper()
-	dsn := os.Getenv("PINCER_TEST_PG_DSN")
-	if dsn == "" {
-		t.Skip("PINCER_TEST_PG_DSN is not set: the PostgreSQL store's tests need a server, e.g. postgres://pincer@127.0.0.1:5432/pincer_test?sslmode=disable")
-	}
-	return dsn
-}
-
-// freshSchema names a schema of its own for one test, dropped after it.
-func freshSchema(t *testing.T, dsn string) string {
-	t.Helper()
-	schema := fmt.Sprintf("t_%x", rand.Text()[:10])
-	t.Cleanup(func() {
-		ctx := context.Background()
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	return schema
-}
 
 // openTest opens a store in a fresh schema.
 func openTest(t *testing.T) *DB {
 	t.Helper()
-	dsn := testDSN(t)
-	db, err := Open(context.Background(), dsn, Options{Schema: freshSchema(t, dsn)})
+	dsn := pgtest.DSN(t)
+	db, err := Open(context.Background(), dsn, Options{Schema: pgtest.Schema(t, dsn)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +31,7 @@ func openTest(t *testing.T) *DB {
 }
 
 func TestConformance(t *testing.T) {
-	testDSN(t)
+	pgtest.DSN(t)
 	storetest.Run(t, func(t *testing.T) store.Store { return openTest(t) })
 }
 
@@ -69,8 +39,8 @@ func TestConformance(t *testing.T) {
 // again (the migrations find nothing to do), and the log's numbers go on
 // growing.
 func TestReopenKeepsData(t *testing.T) {
-	dsn := testDSN(t)
-	schema := freshSchema(t, dsn)
+	dsn := pgtest.DSN(t)
+	schema := pgtest.Schema(t, dsn)
 	ctx := context.Background()
 	db, err := Open(ctx, dsn, Options{Schema: schema})
 	if err != nil {
@@ -112,8 +82,8 @@ func TestReopenKeepsData(t *testing.T) {
 // TestMigrateTogether: instances opening a new database at once migrate
 // it once, one after the other, and all open.
 func TestMigrateTogether(t *testing.T) {
-	dsn := testDSN(t)
-	schema := freshSchema(t, dsn)
+	dsn := pgtest.DSN(t)
+	schema := pgtest.Schema(t, dsn)
 	const n = 4
 	errs := make(chan error, n)
 	dbs := make(chan *DB, n)
@@ -165,7 +135,7 @@ func TestGroupCommit(t *testing.T) {
 // and to Health, rolls back its batch, and fails the durable write that
 // waited for that batch; the next batch works.
 func TestPostedFailure(t *testing.T) {
-	dsn := testDSN(t)
+	dsn := pgtest.DSN(t)
 	var logged bytes.Buffer
 	var mu sync.Mutex
 	log := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
@@ -173,7 +143,7 @@ func TestPostedFailure(t *testing.T) {
 		defer mu.Unlock()
 		return logged.Write(p)
 	}), nil))
-	db, err := Open(context.Background(), dsn, Options{Schema: freshSchema(t, dsn), Logger: log})
+	db, err := Open(context.Background(), dsn, Options{Schema: pgtest.Schema(t, dsn), Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,8 +179,8 @@ func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 // committed writes: a dedup key claimed by one is taken for the other,
 // and the ids one sent are known to the other.
 func TestTwoInstances(t *testing.T) {
-	dsn := testDSN(t)
-	schema := freshSchema(t, dsn)
+	dsn := pgtest.DSN(t)
+	schema := pgtest.Schema(t, dsn)
 	ctx := context.Background()
 	a, err := Open(ctx, dsn, Options{Schema: schema})
 	if err != nil {
@@ -254,23 +224,13 @@ func TestTwoInstances(t *testing.T) {
 // BenchmarkLogInbound logs messages as the ingest path does, and waits
 // for them to be committed at the end.
 func BenchmarkLogInbound(b *testing.B) {
-	dsn := os.Getenv("PINCER_TEST_PG_DSN")
-	if dsn == "" {
-		b.Skip("PINCER_TEST_PG_DSN is not set")
-	}
-	schema := fmt.Sprintf("b_%x", rand.Text()[:10])
+	dsn := pgtest.DSN(b)
 	ctx := context.Background()
-	db, err := Open(ctx, dsn, Options{Schema: schema})
+	db, err := Open(ctx, dsn, Options{Schema: pgtest.Schema(b, dsn)})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer func() {
-		db.Close()
-		if conn, err := pgx.Connect(ctx, dsn); err == nil {
-			conn.Exec(ctx, `DROP SCHEMA `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
-			conn.Close(ctx)
-		}
-	}()
+	defer db.Close()
 	peer := msg.Peer{Kind: msg.Group, ID: "g"}
 	m := msg.Message{ID: "1", Channel: "onebot", Account: "default", Peer: peer, Text: "a message of a usual length, some twenty words or so, as people write them in a group chat"}
 	for b.Loop() {
@@ -286,8 +246,8 @@ func BenchmarkLogInbound(b *testing.B) {
 // TestConnectionLost: when the server drops the store's idle
 // connections, the next batch takes a new one and no write fails.
 func TestConnectionLost(t *testing.T) {
-	dsn := testDSN(t)
-	schema := freshSchema(t, dsn)
+	dsn := pgtest.DSN(t)
+	schema := pgtest.Schema(t, dsn)
 	u, err := url.Parse(dsn)
 	if err != nil {
 		t.Fatal(err)
