@@ -42,24 +42,35 @@ func startGatewayIn(t *testing.T, cfg config.Config, dataDir string) *started {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s := &started{url: "http://" + ln.Addr().String(), dataDir: dataDir, workspace: cfg.Agents.Defaults.Workspace}
+	s.stop, s.result = runGateway(t, cfg, Options{Listener: ln, StoreProbeInterval: 200 * time.Millisecond})
+	return s
+}
+
+// runGateway runs the gateway on cfg with o (whose Listener is set; Ready
+// is runGateway's) and returns once it is ready. It runs until stop is
+// called or the test ends, which waits for Run's error on result; a test
+// that takes the error itself puts nil back.
+func runGateway(t *testing.T, cfg config.Config, o Options) (stop context.CancelFunc, result chan error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &started{url: "http://" + ln.Addr().String(), dataDir: dataDir, workspace: cfg.Agents.Defaults.Workspace, stop: cancel, result: make(chan error, 1)}
+	result = make(chan error, 1)
 	ready := make(chan struct{})
-	go func() {
-		s.result <- Run(ctx, cfg, Options{Listener: ln, Ready: readyWriter(ready), StoreProbeInterval: 200 * time.Millisecond})
-	}()
+	o.Ready = readyWriter(ready)
+	go func() { result <- Run(ctx, cfg, o) }()
 	select {
 	case <-ready:
-	case err := <-s.result:
+	case err := <-result:
+		cancel()
 		t.Fatalf("gateway stopped before ready: %v", err)
 	}
 	t.Cleanup(func() {
 		cancel()
-		if err := <-s.result; err != nil {
+		if err := <-result; err != nil {
 			t.Errorf("gateway: %v", err)
 		}
 	})
-	return s
+	return cancel, result
 }
 
 type readyWriter chan struct{}

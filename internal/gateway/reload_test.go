@@ -141,6 +141,12 @@ func TestReloadWhileAWindowIsOpen(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	configs := make(chan config.Config)
 	watched := make(chan error, 1)
+	t.Cleanup(func() { // after the gateway's: cleanups run last first
+		cancel()
+		if err := <-watched; err != nil {
+			t.Errorf("watch: %v", err)
+		}
+	})
 	go func() {
 		watched <- reload.Watch(ctx, reload.Options{Path: path, Load: load, Logger: log, Settle: 50 * time.Millisecond,
 			Apply: func(c config.Config) {
@@ -150,25 +156,7 @@ func TestReloadWhileAWindowIsOpen(t *testing.T) {
 				}
 			}})
 	}()
-	ready := make(chan struct{})
-	result := make(chan error, 1)
-	go func() {
-		result <- Run(ctx, cfg, Options{Listener: ln, Ready: readyWriter(ready), Logger: log, Reload: configs})
-	}()
-	select {
-	case <-ready:
-	case err := <-result:
-		t.Fatalf("gateway stopped before ready: %v", err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		if err := <-result; err != nil {
-			t.Errorf("gateway: %v", err)
-		}
-		if err := <-watched; err != nil {
-			t.Errorf("watch: %v", err)
-		}
-	})
+	runGateway(t, cfg, Options{Listener: ln, Logger: log, Reload: configs})
 	pctx, pcancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer pcancel()
 	if err := peer.Connected(pctx); err != nil {

@@ -49,23 +49,7 @@ func startExposed(t *testing.T, cfg config.Config) *exposed {
 	cfg.Gateway.Listen = listen
 	_, port, _ := net.SplitHostPort(listen)
 	e := &exposed{url: "http://127.0.0.1:" + port, ws: "ws://127.0.0.1:" + port, logs: &lines{}}
-	ctx, cancel := context.WithCancel(context.Background())
-	result := make(chan error, 1)
-	ready := make(chan struct{})
-	go func() {
-		result <- Run(ctx, cfg, Options{Listener: ln, Ready: readyWriter(ready), Logger: slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-	}()
-	select {
-	case <-ready:
-	case err := <-result:
-		t.Fatalf("gateway stopped before ready: %v", err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		if err := <-result; err != nil {
-			t.Errorf("gateway: %v", err)
-		}
-	})
+	runGateway(t, cfg, Options{Listener: ln, Logger: slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	return e
 }
 
