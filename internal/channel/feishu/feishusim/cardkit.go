@@ -201,6 +201,38 @@ func (s *Sim) createCard(q *request) *answer {
 	}{id})
 }
 
+// stepReq is what every update of a card carries besides its change.
+type stepReq struct {
+	UUID     string `json:"uuid"`
+	Sequence int    `json:"sequence"`
+}
+
+// cardUpdate decodes an update of the card q names into req, whose
+// stepReq is step, and checks the step (see cardStep): it returns the
+// card to change, or the answer to give instead (a failure, or success
+// for a uuid the card took already).
+func (s *Sim) cardUpdate(q *request, req any, step *stepReq) (*cardEntity, *answer) {
+	if a := decodeBody(q, req); a != nil {
+		return nil, a
+	}
+	c, done, a := s.cardStep(q.params[0], step.UUID, step.Sequence)
+	switch {
+	case a != nil:
+		return nil, a
+	case done:
+		return nil, ok(struct{}{})
+	}
+	return c, nil
+}
+
+// took records that the card took an update: its sequence and its uuid.
+func (c *cardEntity) took(st stepReq) {
+	c.lastSeq = st.Sequence
+	if st.UUID != "" {
+		c.uuids[st.UUID] = true
+	}
+}
+
 // cardStep checks what every update of a card checks: the card, its
 // uuid (a uuid it took already answers success and changes nothing) and
 // its sequence. done reports a repeated uuid.
@@ -232,19 +264,12 @@ func (s *Sim) cardStep(id, uuid string, seq int) (c *cardEntity, done bool, a *a
 // /open-apis/cardkit/v1/cards/:card_id/elements/:element_id/content.
 func (s *Sim) cardContent(q *request) *answer {
 	var req struct {
-		UUID     string `json:"uuid"`
-		Content  string `json:"content"`
-		Sequence int    `json:"sequence"`
+		stepReq
+		Content string `json:"content"`
 	}
-	if a := decodeBody(q, &req); a != nil {
+	c, a := s.cardUpdate(q, &req, &req.stepReq)
+	if a != nil {
 		return a
-	}
-	c, done, a := s.cardStep(q.params[0], req.UUID, req.Sequence)
-	switch {
-	case a != nil:
-		return a
-	case done:
-		return ok(struct{}{})
 	}
 	el := q.params[2]
 	if _, known := c.Elements[el]; !known {
@@ -256,10 +281,7 @@ func (s *Sim) cardContent(q *request) *answer {
 	if len(req.Content) > maxRichContent {
 		return failCode(CodeContentTooLong)
 	}
-	c.lastSeq = req.Sequence
-	if req.UUID != "" {
-		c.uuids[req.UUID] = true
-	}
+	c.took(req.stepReq)
 	c.Elements[el] = req.Content
 	c.Updates = append(c.Updates, CardUpdate{ElementID: el, Content: req.Content, Sequence: req.Sequence, UUID: req.UUID, Time: q.now})
 	return ok(struct{}{})
@@ -268,19 +290,12 @@ func (s *Sim) cardContent(q *request) *answer {
 // cardSettings serves PATCH /open-apis/cardkit/v1/cards/:card_id/settings.
 func (s *Sim) cardSettings(q *request) *answer {
 	var req struct {
+		stepReq
 		Settings string `json:"settings"`
-		UUID     string `json:"uuid"`
-		Sequence int    `json:"sequence"`
 	}
-	if a := decodeBody(q, &req); a != nil {
+	c, a := s.cardUpdate(q, &req, &req.stepReq)
+	if a != nil {
 		return a
-	}
-	c, done, a := s.cardStep(q.params[0], req.UUID, req.Sequence)
-	switch {
-	case a != nil:
-		return a
-	case done:
-		return ok(struct{}{})
 	}
 	var settings struct {
 		Config *struct {
@@ -290,10 +305,7 @@ func (s *Sim) cardSettings(q *request) *answer {
 	if err := json.Unmarshal([]byte(req.Settings), &settings); err != nil {
 		return invalidField("settings: %v", err)
 	}
-	c.lastSeq = req.Sequence
-	if req.UUID != "" {
-		c.uuids[req.UUID] = true
-	}
+	c.took(req.stepReq)
 	if settings.Config != nil && settings.Config.StreamingMode != nil {
 		c.Streaming = *settings.Config.StreamingMode
 	}
