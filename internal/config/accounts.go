@@ -49,16 +49,25 @@ func allAccounts[A any](def A, named map[string]A) map[string]A {
 // with their key paths under section.
 func receiveWarnings[A any](section string, all map[string]A, receive func(A) Receive) []string {
 	var out []string
+	eachAccount(section, all, func(prefix string, a A) {
+		for _, w := range receive(a).Warnings() {
+			out = append(out, prefix+w)
+		}
+	})
+	return out
+}
+
+// eachAccount calls f with each account of all, in id order, and the
+// prefix of its keys under section: "<section>." for the default account,
+// "<section>.accounts.<id>." for the others.
+func eachAccount[A any](section string, all map[string]A, f func(prefix string, a A)) {
 	for _, id := range slices.Sorted(maps.Keys(all)) {
 		prefix := section + "."
 		if id != "default" {
 			prefix += "accounts." + id + "."
 		}
-		for _, w := range receive(all[id]).Warnings() {
-			out = append(out, prefix+w)
-		}
+		f(prefix, all[id])
 	}
-	return out
 }
 
 // cloned returns r with its lists copied, so an account that inherits it

@@ -365,14 +365,7 @@ func validateChats[C any](prefix string, kinds map[string]map[string]C, chat fun
 func (c *Config) validateChats() error {
 	var errs []error
 	d := c.Agents.Defaults
-	ob := c.Channels.OneBot
-	obAll := ob.All()
-	for _, id := range slices.Sorted(maps.Keys(obAll)) {
-		a := obAll[id]
-		prefix := "onebot."
-		if id != "default" {
-			prefix += "accounts." + id + "."
-		}
+	eachAccount("onebot", c.Channels.OneBot.All(), func(prefix string, a OneBotAccount) {
 		errs = append(errs, validateChats(prefix, map[string]map[string]OneBotChat{"groups": a.Groups, "direct": a.Direct},
 			func(e OneBotChat) Chat { return e.Chat }, &c.Models, d, a.Receive, qqNumber, qqNumber, "a group number", "a QQ number")...)
 		for _, kind := range []struct {
@@ -385,18 +378,11 @@ func (c *Config) validateChats() error {
 				}
 			}
 		}
-	}
-	fs := c.Channels.Feishu
-	fsAll := fs.All()
-	for _, id := range slices.Sorted(maps.Keys(fsAll)) {
-		a := fsAll[id]
-		prefix := "feishu."
-		if id != "default" {
-			prefix += "accounts." + id + "."
-		}
+	})
+	eachAccount("feishu", c.Channels.Feishu.All(), func(prefix string, a FeishuAccount) {
 		errs = append(errs, validateChats(prefix, map[string]map[string]Chat{"groups": a.Groups, "direct": a.Direct},
 			func(e Chat) Chat { return e }, &c.Models, d, a.Receive, feishuID, feishuID, "a chat id (oc_…) or open id (ou_…)", "an open id (ou_…)")...)
-	}
+	})
 	return errors.Join(errs...)
 }
 

@@ -267,13 +267,8 @@ func validFeishuPeerPattern(e string) bool {
 // refused, with their key paths.
 func (f Feishu) Warnings() []string {
 	out := receiveWarnings("channels.feishu", f.All(), func(a FeishuAccount) Receive { return a.Receive })
-	all := f.All()
-	for _, id := range slices.Sorted(maps.Keys(all)) {
-		a, prefix := all[id], "channels.feishu."
-		if id != "default" {
-			prefix += "accounts." + id + "."
-		}
+	eachAccount("channels.feishu", f.All(), func(prefix string, a FeishuAccount) {
 		out = append(out, chatWarnings(prefix, a.Receive, map[string]map[string]Chat{"groups": a.Groups, "direct": a.Direct})...)
-	}
+	})
 	return out
 }

@@ -345,14 +345,9 @@ func validPeerPattern(e string) bool {
 // refused, with their key paths.
 func (o OneBot) Warnings() []string {
 	out := receiveWarnings("channels.onebot", o.All(), func(a OneBotAccount) Receive { return a.Receive })
-	all := o.All()
-	for _, id := range slices.Sorted(maps.Keys(all)) {
-		a, prefix := all[id], "channels.onebot."
-		if id != "default" {
-			prefix += "accounts." + id + "."
-		}
+	eachAccount("channels.onebot", o.All(), func(prefix string, a OneBotAccount) {
 		out = append(out, chatWarnings(prefix, a.Receive, map[string]map[string]Chat{"groups": onebotChats(a.Groups), "direct": onebotChats(a.Direct)})...)
-	}
+	})
 	return out
 }
 
