@@ -46,20 +46,21 @@ type DispatcherOptions struct {
 	HumanDelay DelayRange
 	// OnError learns of failed deliveries; delivery goes on with the next.
 	OnError func(err error, kind Kind)
-	// OnIdle runs once, after MarkComplete, when every payload is done.
+	// OnIdle runs once, after Finish was called, when every payload is
+	// done.
 	OnIdle func()
 }
 
 // Dispatcher delivers the payloads of one turn strictly in order, one at a
-// time. A reservation held from creation until MarkComplete keeps it from
-// going idle between payloads, however fast each is delivered, so idle means
-// the turn is over and everything is out.
+// time. A reservation held from creation until Finish keeps it from going
+// idle between payloads, however fast each is delivered, so idle means the
+// turn is over and everything is out.
 //
 // Tool results and blocks go out in the background as they come, on a
 // goroutine of the dispatcher's. The final reply, which ends the turn, goes
-// out with them when they are still going out, else once the dispatcher
-// is marked complete: Finish delivers it on the caller's goroutine, which
-// waits for it anyway, rather than handing it to a goroutine of its own.
+// out with them when they are still going out, else at Finish, on the
+// caller's goroutine, which waits for it anyway, rather than on a goroutine
+// of its own.
 type Dispatcher struct {
 	ctx  context.Context
 	opts DispatcherOptions
@@ -67,7 +68,7 @@ type Dispatcher struct {
 	mu        sync.Mutex
 	queue     []job
 	running   bool
-	pending   int // queued or delivering, plus 1 until MarkComplete
+	pending   int // queued or delivering, plus 1 until Finish
 	completed bool
 	blocks    int // blocks delivered or being delivered
 	idle      chan struct{}
@@ -93,8 +94,8 @@ func (d *Dispatcher) SendBlock(p msg.Outbound) bool { return d.Send(KindBlock, p
 func (d *Dispatcher) SendFinal(p msg.Outbound) bool { return d.Send(KindFinal, p) }
 
 // Send queues p. It returns false when p is dropped by normalization or the
-// dispatcher has completed. A final reply waits for MarkComplete or Finish
-// unless earlier payloads are still going out (see Dispatcher).
+// dispatcher has finished. A final reply waits for Finish unless earlier
+// payloads are still going out (see Dispatcher).
 func (d *Dispatcher) Send(kind Kind, p msg.Outbound) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -157,57 +158,27 @@ func (d *Dispatcher) release() {
 	}
 }
 
-// MarkComplete says no more payloads will come and releases the
-// reservation; what is queued goes out in the background. Calling it
-// again does nothing.
-func (d *Dispatcher) MarkComplete() {
-	if d.complete() {
-		go d.drain()
-	}
-}
-
-// Finish is MarkComplete followed by a wait for idle, except that what is
-// queued and not going out yet (the final reply) is delivered on the
-// caller's goroutine.
+// Finish says no more payloads will come, releases the reservation and
+// returns once everything queued went out; what is queued and not going
+// out yet (the final reply) goes out on the caller's goroutine. Calling it
+// again only waits.
 func (d *Dispatcher) Finish() {
-	if d.complete() {
-		d.drain()
-	}
-	<-d.idle
-}
-
-// complete marks the dispatcher complete and releases the reservation,
-// and reports whether payloads wait for a drain to start (the caller
-// starts it).
-func (d *Dispatcher) complete() (start bool) {
 	d.mu.Lock()
-	if d.completed {
-		d.mu.Unlock()
-		return false
-	}
+	first := !d.completed
 	d.completed = true
-	start = !d.running && len(d.queue) > 0
+	start := first && !d.running && len(d.queue) > 0
 	if start {
 		d.running = true
 	}
 	d.mu.Unlock()
-	d.release()
-	return start
-}
-
-// WaitForIdle blocks until the dispatcher is idle (after MarkComplete) or
-// ctx ends.
-func (d *Dispatcher) WaitForIdle(ctx context.Context) error {
-	select {
-	case <-d.idle:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	if first {
+		d.release()
 	}
+	if start {
+		d.drain()
+	}
+	<-d.idle
 }
-
-// Idle is closed when the dispatcher goes idle.
-func (d *Dispatcher) Idle() <-chan struct{} { return d.idle }
 
 func wait(ctx context.Context, dur time.Duration) {
 	t := time.NewTimer(dur)

@@ -59,10 +59,7 @@ func TestDispatcherSerializesInOrder(t *testing.T) {
 		d.SendBlock(msg.Outbound{Text: "b1"})
 		d.SendBlock(msg.Outbound{Text: "b2"})
 		d.SendFinal(msg.Outbound{Text: "final"})
-		d.MarkComplete()
-		if err := d.WaitForIdle(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		d.Finish()
 		want := []delivery{{KindTool, "tool", 100 * time.Millisecond}, {KindBlock, "b1", 200 * time.Millisecond}, {KindBlock, "b2", 300 * time.Millisecond}, {KindFinal, "final", 400 * time.Millisecond}}
 		if diff := cmp.Diff(want, s.got, cmp.AllowUnexported(delivery{})); diff != "" {
 			t.Errorf("deliveries (-want +got):\n%s", diff)
@@ -80,8 +77,7 @@ func TestHumanDelayNeverBeforeFirstBlock(t *testing.T) {
 		d.SendBlock(msg.Outbound{Text: "b1"})
 		d.SendBlock(msg.Outbound{Text: "b2"})
 		d.SendBlock(msg.Outbound{Text: "b3"})
-		d.MarkComplete()
-		<-d.Idle()
+		d.Finish()
 		var at []time.Duration
 		for _, g := range s.got {
 			at = append(at, g.at)
@@ -99,8 +95,7 @@ func TestHumanDelayStaysInRange(t *testing.T) {
 		for i := range 50 {
 			d.SendBlock(msg.Outbound{Text: fmt.Sprint("block ", i)})
 		}
-		d.MarkComplete()
-		<-d.Idle()
+		d.Finish()
 		for i := 1; i < len(s.got); i++ {
 			gap := s.got[i].at - s.got[i-1].at
 			if gap < DefaultHumanDelay.Min || gap > DefaultHumanDelay.Max {
@@ -112,8 +107,7 @@ func TestHumanDelayStaysInRange(t *testing.T) {
 
 // TestReservationRace is the dispatcher's reservation regression test:
 // payloads that are delivered instantly must not make it idle before
-// MarkComplete, or a late final would be lost after the turn was declared
-// over.
+// Finish, or a late final would be lost after the turn was declared over.
 func TestReservationRace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := &sink{start: time.Now()}
@@ -121,32 +115,26 @@ func TestReservationRace(t *testing.T) {
 		d := NewDispatcher(context.Background(), DispatcherOptions{Deliver: s.deliver, OnIdle: func() { idleCalls++ }})
 		d.SendBlock(msg.Outbound{Text: "instant"})
 		synctest.Wait() // the block is fully delivered; nothing is pending but the reservation
-		select {
-		case <-d.Idle():
-			t.Fatal("idle before MarkComplete")
-		default:
+		if idleCalls != 0 {
+			t.Fatal("idle before Finish")
 		}
 		if !d.SendFinal(msg.Outbound{Text: "late final"}) {
-			t.Fatal("final refused before MarkComplete")
+			t.Fatal("final refused before Finish")
 		}
-		d.MarkComplete()
-		<-d.Idle()
+		d.Finish()
 		if len(s.got) != 2 || idleCalls != 1 {
 			t.Errorf("got %v, idle called %d times", s.got, idleCalls)
 		}
 		if d.SendFinal(msg.Outbound{Text: "after"}) {
-			t.Error("payloads after MarkComplete must be refused")
+			t.Error("payloads after Finish must be refused")
 		}
-		d.MarkComplete() // harmless twice
+		d.Finish() // harmless twice
 	})
 }
 
 func TestIdleWithNothingSent(t *testing.T) {
 	d := NewDispatcher(context.Background(), DispatcherOptions{Deliver: (&sink{}).deliver})
-	d.MarkComplete()
-	if err := d.WaitForIdle(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	d.Finish()
 }
 
 func TestDeliveryErrorsDoNotStopLaterPayloads(t *testing.T) {
@@ -155,8 +143,7 @@ func TestDeliveryErrorsDoNotStopLaterPayloads(t *testing.T) {
 	d := NewDispatcher(context.Background(), DispatcherOptions{Deliver: s.deliver, OnError: func(_ error, k Kind) { errs = append(errs, k) }})
 	d.SendBlock(msg.Outbound{Text: "bad"})
 	d.SendFinal(msg.Outbound{Text: "good"})
-	d.MarkComplete()
-	<-d.Idle()
+	d.Finish()
 	if len(s.got) != 2 || len(errs) != 1 || errs[0] != KindBlock {
 		t.Errorf("got %v errors %v", s.got, errs)
 	}
@@ -169,8 +156,7 @@ func TestDispatcherNormalizes(t *testing.T) {
 	if d.SendFinal(msg.Outbound{Text: "NO_REPLY"}) {
 		t.Error("a silent reply was queued")
 	}
-	d.MarkComplete()
-	<-d.Idle()
+	d.Finish()
 	if len(s.got) != 0 || len(skipped) != 1 || skipped[0] != SkipSilent {
 		t.Errorf("delivered %v, skipped %v", s.got, skipped)
 	}
