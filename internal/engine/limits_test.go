@@ -96,18 +96,7 @@ func TestMessagesPerMinuteHoldsTheThirdTurn(t *testing.T) {
 		e, tr := limitedEngine(t, p, limits.Settings{PerUser: limits.Limit{MessagesPerMinute: 2}}, time.UTC)
 		ctx := context.Background()
 		r := &recorder{}
-		for i, id := range []string{"1", "2"} {
-			if err := e.Dispatch(ctx, message(id, "b1", "hi", t0), r); err != nil {
-				t.Fatal(err)
-			}
-			if p.count() != i+1 {
-				t.Fatalf("turn %s: %d model calls", id, p.count())
-			}
-		}
-		third := message("3", "b1", "hi", t0)
-		if err := e.Dispatch(ctx, third, r); err != nil {
-			t.Fatal(err)
-		}
+		third := twoTurnsAndOne(t, e, p, r)
 		if p.count() != 2 {
 			t.Errorf("the third turn called the model (%d calls)", p.count())
 		}
@@ -172,18 +161,7 @@ func TestTokensPerDayHoldsUntilMidnight(t *testing.T) {
 		e, tr := limitedEngine(t, p, limits.Settings{PerUser: limits.Limit{TokensPerDay: 100}}, cst)
 		ctx := context.Background()
 		r := &recorder{}
-		for i, id := range []string{"1", "2"} {
-			if err := e.Dispatch(ctx, message(id, "b1", "hi", t0), r); err != nil {
-				t.Fatal(err)
-			}
-			if p.count() != i+1 {
-				t.Fatalf("turn %s: %d model calls", id, p.count())
-			}
-		}
-		held := message("3", "b1", "hi", t0)
-		if err := e.Dispatch(ctx, held, r); err != nil {
-			t.Fatal(err)
-		}
+		held := twoTurnsAndOne(t, e, p, r)
 		if p.count() != 2 {
 			t.Fatalf("the turn after the budget called the model (%d calls)", p.count())
 		}
@@ -217,4 +195,24 @@ func TestTokensPerDayHoldsUntilMidnight(t *testing.T) {
 			t.Errorf("after midnight: %d model calls, want 3", p.count())
 		}
 	})
+}
+
+// twoTurnsAndOne dispatches two messages of b1, each of which must call
+// the model, then a third, and returns the third.
+func twoTurnsAndOne(t *testing.T, e *Engine, p *usageProvider, r *recorder) msg.Message {
+	t.Helper()
+	ctx := context.Background()
+	for i, id := range []string{"1", "2"} {
+		if err := e.Dispatch(ctx, message(id, "b1", "hi", t0), r); err != nil {
+			t.Fatal(err)
+		}
+		if p.count() != i+1 {
+			t.Fatalf("turn %s: %d model calls", id, p.count())
+		}
+	}
+	third := message("3", "b1", "hi", t0)
+	if err := e.Dispatch(ctx, third, r); err != nil {
+		t.Fatal(err)
+	}
+	return third
 }
