@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -32,13 +31,8 @@ func scanSession(row pgx.Row) (store.Session, error) {
 		return s, err
 	}
 	s.CreatedAt, s.UpdatedAt = fromMillis(created), fromMillis(updated)
-	if err := json.Unmarshal([]byte(options), &s.Options); err != nil {
-		return s, fmt.Errorf("options: %w", err)
-	}
-	if s.Options == nil {
-		s.Options = map[string]string{}
-	}
-	return s, nil
+	s.Options, err = store.SessionOptions(options)
+	return s, err
 }
 
 // OpenSession implements store.Sessions.
@@ -235,7 +229,7 @@ func (d *DB) AppendTurn(ctx context.Context, key string, t store.Turn) (store.Tu
 		t.At = now()
 	}
 	t.At = t.At.Truncate(time.Millisecond)
-	calls, images, err := turnJSON(t)
+	calls, images, err := store.TurnColumns(t)
 	if err != nil {
 		return t, fmt.Errorf("append turn to %s: %w", key, err)
 	}
@@ -265,7 +259,7 @@ func (d *DB) PostTurn(ctx context.Context, key string, t store.Turn) error {
 		t.At = now()
 	}
 	t.At = t.At.Truncate(time.Millisecond)
-	calls, images, err := turnJSON(t)
+	calls, images, err := store.TurnColumns(t)
 	if err != nil {
 		return fmt.Errorf("post turn to %s: %w", key, err)
 	}
@@ -284,26 +278,8 @@ func (d *DB) PostTurn(ctx context.Context, key string, t store.Turn) error {
 	return nil
 }
 
-func turnJSON(t store.Turn) (calls, images string, err error) {
-	if len(t.ToolCalls) > 0 {
-		b, err := json.Marshal(t.ToolCalls)
-		if err != nil {
-			return "", "", err
-		}
-		calls = string(b)
-	}
-	if len(t.Images) > 0 {
-		b, err := json.Marshal(t.Images)
-		if err != nil {
-			return "", "", err
-		}
-		images = string(b)
-	}
-	return calls, images, nil
-}
-
 func insertTurn(ctx context.Context, tx pgx.Tx, key string, gen int, seq int64, t store.Turn) error {
-	calls, images, err := turnJSON(t)
+	calls, images, err := store.TurnColumns(t)
 	if err != nil {
 		return err
 	}
@@ -343,15 +319,8 @@ func transcriptIn(ctx context.Context, tx pgx.Tx, key string) ([]store.Turn, err
 			return t, err
 		}
 		t.Role, t.At = store.Role(role), fromMillis(at)
-		if calls != "" {
-			if err := json.Unmarshal([]byte(calls), &t.ToolCalls); err != nil {
-				return t, fmt.Errorf("turn %d tool calls: %w", t.Seq, err)
-			}
-		}
-		if images != "" {
-			if err := json.Unmarshal([]byte(images), &t.Images); err != nil {
-				return t, fmt.Errorf("turn %d images: %w", t.Seq, err)
-			}
+		if err := store.ReadTurnColumns(&t, calls, images); err != nil {
+			return t, err
 		}
 		return t, nil
 	})

@@ -29,17 +29,9 @@ func collect[T any](d *DB, query string, args []any, scan pgx.RowToFunc[T]) ([]T
 // Buffer implements store.Buffers: the entries are numbered now and
 // posted.
 func (d *DB) Buffer(ctx context.Context, entries []store.Buffered) ([]int64, error) {
-	bodies := make([]string, len(entries))
-	for i, e := range entries {
-		if i > 0 && e.Message.ID == entries[i-1].Message.ID && e.Message.Peer == entries[i-1].Message.Peer {
-			bodies[i] = bodies[i-1] // one message in several buffers
-			continue
-		}
-		b, err := json.Marshal(e.Message)
-		if err != nil {
-			return nil, fmt.Errorf("buffer %s: %w", e.Message.ID, err)
-		}
-		bodies[i] = string(b)
+	bodies, err := store.BufferedBodies(entries)
+	if err != nil {
+		return nil, err
 	}
 	ids, err := d.bufferID.take(ctx, len(entries))
 	if err != nil {

@@ -18,24 +18,16 @@ const (
 // Buffer implements store.Buffers: the entries are numbered now and
 // written by the writer's next batch, without waiting for it.
 func (d *DB) Buffer(ctx context.Context, entries []store.Buffered) ([]int64, error) {
-	bodies := make([]string, len(entries))
-	for i, e := range entries {
-		if i > 0 && e.Message.ID == entries[i-1].Message.ID && e.Message.Peer == entries[i-1].Message.Peer {
-			bodies[i] = bodies[i-1] // one message in several buffers
-			continue
-		}
-		b, err := json.Marshal(e.Message)
-		if err != nil {
-			return nil, fmt.Errorf("buffer %s: %w", e.Message.ID, err)
-		}
-		bodies[i] = string(b)
+	bodies, err := store.BufferedBodies(entries)
+	if err != nil {
+		return nil, err
 	}
 	ids := make([]int64, len(entries))
 	for i := range ids {
 		ids[i] = d.bufferID.Add(1)
 	}
 	at := millis(now())
-	err := d.w.post(func(tx *sql.Conn) error {
+	err = d.w.post(func(tx *sql.Conn) error {
 		for i, e := range entries {
 			if _, err := d.exec(ctx, tx, qBuffer, ids[i], e.Scope, e.Kind, e.Key, string(e.Trigger), at, bodies[i]); err != nil {
 				return err

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -31,16 +30,8 @@ func scanSession(row interface{ Scan(...any) error }) (store.Session, error) {
 		return s, err
 	}
 	s.CreatedAt, s.UpdatedAt = fromMillis(created), fromMillis(updated)
-	// Most sessions set no option: their column holds the default.
-	if options != "{}" {
-		if err := json.Unmarshal([]byte(options), &s.Options); err != nil {
-			return s, fmt.Errorf("options: %w", err)
-		}
-	}
-	if s.Options == nil {
-		s.Options = map[string]string{}
-	}
-	return s, nil
+	s.Options, err = store.SessionOptions(options)
+	return s, err
 }
 
 // OpenSession implements store.Sessions: the look-up and, when the

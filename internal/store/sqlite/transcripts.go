@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -33,7 +32,7 @@ func (d *DB) AppendTurn(ctx context.Context, key string, t store.Turn) (store.Tu
 		t.At = now()
 	}
 	t.At = t.At.Truncate(time.Millisecond)
-	calls, images, err := turnJSON(t)
+	calls, images, err := store.TurnColumns(t)
 	if err != nil {
 		return t, fmt.Errorf("append turn to %s: %w", key, err)
 	}
@@ -63,7 +62,7 @@ func (d *DB) PostTurn(ctx context.Context, key string, t store.Turn) error {
 		t.At = now()
 	}
 	t.At = t.At.Truncate(time.Millisecond)
-	calls, images, err := turnJSON(t)
+	calls, images, err := store.TurnColumns(t)
 	if err != nil {
 		return fmt.Errorf("post turn to %s: %w", key, err)
 	}
@@ -87,29 +86,9 @@ func (d *DB) PostTurn(ctx context.Context, key string, t store.Turn) error {
 	return nil
 }
 
-// turnJSON encodes the JSON columns of t: its tool calls and its images,
-// each "" when there are none.
-func turnJSON(t store.Turn) (calls, images string, err error) {
-	if len(t.ToolCalls) > 0 {
-		b, err := json.Marshal(t.ToolCalls)
-		if err != nil {
-			return "", "", err
-		}
-		calls = string(b)
-	}
-	if len(t.Images) > 0 {
-		b, err := json.Marshal(t.Images)
-		if err != nil {
-			return "", "", err
-		}
-		images = string(b)
-	}
-	return calls, images, nil
-}
-
 // insertTurn writes t as turn seq of a generation, inside tx.
 func (d *DB) insertTurn(ctx context.Context, tx *sql.Conn, key string, gen int, seq int64, t store.Turn) error {
-	calls, images, err := turnJSON(t)
+	calls, images, err := store.TurnColumns(t)
 	if err != nil {
 		return err
 	}
@@ -150,15 +129,8 @@ func (d *DB) transcriptIn(ctx context.Context, tx *sql.Conn, key string) ([]stor
 			return err
 		}
 		t.Role, t.At = store.Role(role), fromMillis(at)
-		if calls != "" {
-			if err := json.Unmarshal([]byte(calls), &t.ToolCalls); err != nil {
-				return fmt.Errorf("turn %d tool calls: %w", t.Seq, err)
-			}
-		}
-		if images != "" {
-			if err := json.Unmarshal([]byte(images), &t.Images); err != nil {
-				return fmt.Errorf("turn %d images: %w", t.Seq, err)
-			}
+		if err := store.ReadTurnColumns(&t, calls, images); err != nil {
+			return err
 		}
 		out = append(out, t)
 		return nil
