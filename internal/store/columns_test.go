@@ -1,6 +1,9 @@
 package store
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -48,5 +51,28 @@ func TestColumns(t *testing.T) {
 	}
 	if len(bodies) != 3 || bodies[0] != bodies[1] || bodies[1] == bodies[2] {
 		t.Errorf("bodies %q", bodies)
+	}
+}
+
+// TestWriteHealth: a failed write is the store's health until a write
+// succeeds; a job's own outcomes (no such row, a cancelled context) are
+// not failures of the store.
+func TestWriteHealth(t *testing.T) {
+	noRows := errors.New("no rows")
+	h := WriteHealth{NoRows: noRows}
+	h.Failed(fmt.Errorf("scan: %w", noRows))
+	h.Failed(context.Canceled)
+	h.Failed(nil)
+	if err := h.Last(); err != nil {
+		t.Fatalf("health after outcomes: %v", err)
+	}
+	disk := errors.New("disk full")
+	h.Failed(disk)
+	if err := h.Last(); !errors.Is(err, disk) {
+		t.Errorf("health after a failure: %v", err)
+	}
+	h.OK()
+	if err := h.Last(); err != nil {
+		t.Errorf("health after a write that succeeded: %v", err)
 	}
 }

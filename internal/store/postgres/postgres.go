@@ -40,12 +40,10 @@ package postgres
 import (
 	"context"
 	"embed"
-	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -74,7 +72,7 @@ type DB struct {
 	pool *pgxpool.Pool
 	w    *writer
 	// health is the outcome of the latest write.
-	health dbHealth
+	health store.WriteHealth
 	// seq and bufferID hand out the numbers of log entries and buffered
 	// entries from the database's sequences (see numbers.go).
 	seq, bufferID *numbers
@@ -108,6 +106,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("postgres: connect: %w", err)
 	}
 	d := &DB{pool: pool, log: opts.Logger}
+	d.health.NoRows = pgx.ErrNoRows
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}
@@ -182,14 +181,14 @@ func (d *DB) writeFailed(err error) {
 // note records the outcome of a write for Health.
 func (d *DB) note(err error) {
 	if err != nil {
-		d.health.failed(err)
+		d.health.Failed(err)
 	} else {
-		d.health.ok()
+		d.health.OK()
 	}
 }
 
 // Health reports the outcome of the latest write: nil when it succeeded.
-func (d *DB) Health() error { return d.health.last() }
+func (d *DB) Health() error { return d.health.Last() }
 
 // Probe implements store.Store: a write to the meta table, committed.
 func (d *DB) Probe(ctx context.Context) error {
@@ -199,30 +198,10 @@ func (d *DB) Probe(ctx context.Context) error {
 		return err
 	}, true, true)
 	if err != nil {
-		d.health.failed(err)
+		d.health.Failed(err)
 		return fmt.Errorf("store is not writable: %w", err)
 	}
-	d.health.ok()
-	return nil
-}
-
-// dbHealth keeps the latest write failure.
-type dbHealth struct {
-	err atomic.Pointer[error]
-}
-
-func (h *dbHealth) failed(err error) {
-	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, pgx.ErrNoRows) {
-		h.err.Store(&err)
-	}
-}
-
-func (h *dbHealth) ok() { h.err.Store(nil) }
-
-func (h *dbHealth) last() error {
-	if p := h.err.Load(); p != nil {
-		return *p
-	}
+	d.health.OK()
 	return nil
 }
 

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync/atomic"
 	"time"
 
 	"github.com/pincerbot/pincer/internal/msg"
@@ -212,16 +211,16 @@ func (d *DB) Probe(ctx context.Context) error {
 		err = d.fileGone()
 	}
 	if err != nil {
-		d.health.failed(err)
+		d.health.Failed(err)
 		return fmt.Errorf("store is not writable: %w", err)
 	}
-	d.health.ok()
+	d.health.OK()
 	return nil
 }
 
 // Health reports the store's condition: the last write error, if the
 // latest write failed.
-func (d *DB) Health() error { return d.health.last() }
+func (d *DB) Health() error { return d.health.Last() }
 
 // fileGone reports a database file that was removed (with its directory)
 // while open: SQLite goes on writing to the unlinked file, and everything
@@ -232,26 +231,6 @@ func (d *DB) fileGone() error {
 	}
 	if _, err := os.Stat(d.path); err != nil {
 		return fmt.Errorf("the database file is gone: %w", err)
-	}
-	return nil
-}
-
-// dbHealth remembers whether the latest write failed.
-type dbHealth struct {
-	err atomic.Pointer[error]
-}
-
-func (h *dbHealth) failed(err error) {
-	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, sql.ErrNoRows) {
-		h.err.Store(&err)
-	}
-}
-
-func (h *dbHealth) ok() { h.err.Store(nil) }
-
-func (h *dbHealth) last() error {
-	if p := h.err.Load(); p != nil {
-		return *p
 	}
 	return nil
 }

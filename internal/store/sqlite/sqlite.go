@@ -50,7 +50,7 @@ type DB struct {
 	w  *writer
 	cp *checkpointer
 	// health is the outcome of the latest write.
-	health dbHealth
+	health store.WriteHealth
 	// seq and bufferID number log entries and buffered entries as they
 	// are handed in, so their writers need not wait for the database.
 	seq, bufferID atomic.Int64
@@ -126,6 +126,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("sqlite: migrate %s: %w", path, err)
 	}
 	d := &DB{db: db, path: path, log: opts.Logger}
+	d.health.NoRows = sql.ErrNoRows
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}
@@ -367,9 +368,9 @@ func several(n int) bool { return n > 1 }
 // note records the outcome of a write for Health.
 func (d *DB) note(err error) {
 	if err != nil {
-		d.health.failed(err)
+		d.health.Failed(err)
 	} else {
-		d.health.ok()
+		d.health.OK()
 	}
 }
 
