@@ -27,6 +27,7 @@ type Config struct {
 	Media    Media    `json:"media"`
 	UI       UI       `json:"ui"`
 	Limits   Limits   `json:"limits"`
+	Cluster  Cluster  `json:"cluster"`
 }
 
 // Default returns the built-in configuration that pincer runs on when no
@@ -60,6 +61,7 @@ func Default() Config {
 		Trace:    Trace{PerAccount: 500, KeepHours: 72},
 		Media:    DefaultMedia(),
 		UI:       UI{Locale: string(texts.Default)},
+		Cluster:  Cluster{Partitions: DefaultClusterPartitions, LeaseTTLMs: DefaultLeaseTTLMs},
 	}
 }
 
@@ -83,6 +85,8 @@ func (c *Config) Validate() error {
 		nest("media", c.Media.Validate(&c.Models)),
 		nest("ui", c.UI.Validate()),
 		nest("limits", c.Limits.Validate()),
+		nest("cluster", c.Cluster.Validate()),
+		c.validateCluster(),
 	)
 }
 

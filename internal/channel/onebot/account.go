@@ -32,6 +32,10 @@ type AccountOptions struct {
 	// HTTPURL is the implementation's HTTP API, used for actions while no
 	// WebSocket is connected; empty for none.
 	HTTPURL string
+	// Remote runs actions while this process holds no connection of the
+	// account and has no HTTP API: in a cluster, through the process that
+	// holds the connection. Nil: such actions fail as not connected.
+	Remote Caller
 	Token   string
 	SelfID  wire.ID
 	Filter  PeerFilter
@@ -274,6 +278,16 @@ func (a *Account) Call(ctx context.Context, action string, params any, timeout t
 }
 
 func (a *Account) liveCaller() (caller, error) {
+	c, err := a.localCaller()
+	if err != nil && a.opts.Remote != nil {
+		return a.opts.Remote, nil
+	}
+	return c, err
+}
+
+// localCaller is the newest live WebSocket of this process, else the HTTP
+// API.
+func (a *Account) localCaller() (caller, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if n := len(a.live); n > 0 {
