@@ -36,9 +36,9 @@ type AccountOptions struct {
 	// account and has no HTTP API: in a cluster, through the process that
 	// holds the connection. Nil: such actions fail as not connected.
 	Remote Caller
-	Token   string
-	SelfID  wire.ID
-	Filter  PeerFilter
+	Token  string
+	SelfID wire.ID
+	Filter PeerFilter
 	// Trace, when set, learns why a message was dropped before the
 	// pipeline saw it.
 	Trace *trace.Recorder
