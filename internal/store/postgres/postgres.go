@@ -260,3 +260,26 @@ func millis(t time.Time) int64 { return t.UnixMilli() }
 func fromMillis(ms int64) time.Time { return time.UnixMilli(ms) }
 
 func now() time.Time { return time.Now().Truncate(time.Millisecond) }
+
+// Flush returns once everything handed to the store before it was called
+// is committed: a cluster's partition owner calls it before it records
+// the messages of its partition as taken in.
+func (d *DB) Flush(ctx context.Context) error {
+	if err := d.w.do(func(context.Context, pgx.Tx) error { return nil }, false, true); err != nil {
+		return fmt.Errorf("flush: %w", err)
+	}
+	return nil
+}
+
+// FreshNumbers makes the log entries and buffered messages this process
+// numbers from now on come after every number any process has handed out
+// so far. A cluster's instance calls it when it takes a partition over,
+// so the chats' entries it logs sort after those of the owner before it,
+// which may have numbered from a later block than its own.
+func (d *DB) FreshNumbers() {
+	for _, s := range []*numbers{d.seq, d.bufferID} {
+		s.mu.Lock()
+		s.next = s.end
+		s.mu.Unlock()
+	}
+}

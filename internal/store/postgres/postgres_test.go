@@ -277,3 +277,57 @@ func TestConnectionLost(t *testing.T) {
 		t.Errorf("after reconnecting: probe %v, health %v", err, db.Health())
 	}
 }
+
+// TestFreshNumbersComeAfterEveryOther: after FreshNumbers, an instance
+// numbers its entries after those of another instance that took its
+// block later, so a chat taken over keeps its log in arrival order.
+func TestFreshNumbersComeAfterEveryOther(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	schema := pgtest.Schema(t, dsn)
+	ctx := context.Background()
+	a, err := Open(ctx, dsn, Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open(ctx, dsn, Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	peer := msg.Peer{Kind: msg.Group, ID: "g"}
+	log := func(db *DB, id string) int64 {
+		t.Helper()
+		s, err := db.LogInbound(ctx, msg.Message{ID: msg.MessageID(id), Channel: "onebot", Account: "default", Peer: peer, Text: "在吗？"}, store.ViewHistory)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	first := log(a, "1")  // a's block
+	second := log(b, "2") // b's block, after a's
+	if second < first {
+		t.Fatalf("blocks out of order: %d then %d", first, second)
+	}
+	if again := log(a, "3"); again > second {
+		t.Fatalf("without FreshNumbers a keeps numbering from its block, so this test proves nothing: %d > %d", again, second)
+	}
+	a.FreshNumbers()
+	if third := log(a, "4"); third <= second {
+		t.Errorf("after FreshNumbers a numbered %d, not after b's %d", third, second)
+	}
+	if err := a.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.RecentInbound(ctx, "onebot", "default", peer, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 4 || got[len(got)-1].Message.ID != "4" {
+		ids := []msg.MessageID{}
+		for _, lm := range got {
+			ids = append(ids, lm.Message.ID)
+		}
+		t.Errorf("after a's Flush the other instance reads %v, want 4 entries ending with 4", ids)
+	}
+}
