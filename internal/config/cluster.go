@@ -96,6 +96,9 @@ func (c *Config) validateCluster() error {
 	if c.Session.GroupScope == "main" {
 		errs = append(errs, problem("session.groupScope", "'main' is not supported with cluster.nats.url: groups of different instances would write one session; use 'per-group'"))
 	}
+	if c.Channels.Webchat.Enabled {
+		errs = append(errs, problem("channels.webchat.enabled", "must be false with cluster.nats.url: the web chat answers on the instance a browser reached, which a cluster cannot hand over; the dashboard stays"))
+	}
 	for id, a := range c.Channels.OneBot.All() {
 		if !a.Active() {
 			continue

@@ -20,7 +20,7 @@ func TestClusterRefusesWhatItCannotHonour(t *testing.T) {
 	}
 	for _, want := range []string{
 		"cluster.instance", "cluster.partitions", "cluster.leaseTtlMs", "store.driver",
-		"session.groupScope", "session.dmScope",
+		"session.groupScope", "session.dmScope", "channels.webchat.enabled",
 		"channels.onebot.reverseWs.enabled", "channels.onebot.accounts.b.httpPost.enabled",
 	} {
 		if !strings.Contains(err.Error(), want) {
@@ -36,7 +36,7 @@ func TestClusterAccepted(t *testing.T) {
 	doc := `{
   store: { driver: 'postgres', dsn: 'postgres://p@127.0.0.1/p' },
   cluster: { instance: 'node-a', nats: { url: 'nats://127.0.0.1:4222' } },
-  channels: { onebot: { enabled: true, wsUrl: 'ws://127.0.0.1:3001' } },
+  channels: { webchat: { enabled: false }, onebot: { enabled: true, wsUrl: 'ws://127.0.0.1:3001' } },
 }`
 	cfg, err := Parse([]byte(doc), noEnv)
 	if err != nil {

@@ -102,7 +102,7 @@ func Run(ctx context.Context, path string, o Options) Report {
 
 // Check runs every check but the config one on a loaded configuration,
 // concurrently, and returns their results in a stable order: store, data
-// directory, QQ accounts, Feishu apps, model providers.
+// directory, cluster, QQ accounts, Feishu apps, model providers.
 func Check(ctx context.Context, cfg config.Config, o Options) []Result {
 	o = o.withDefaults()
 	var checks []func(context.Context) []Result
@@ -115,6 +115,9 @@ func Check(ctx context.Context, cfg config.Config, o Options) []Result {
 	} else {
 		add(func(ctx context.Context) Result { return checkStore(ctx, cfg.Store) })
 		add(func(context.Context) Result { return checkDataDir(cfg.Store) })
+	}
+	if cfg.Cluster.Enabled() {
+		add(func(ctx context.Context) Result { return checkNATS(ctx, cfg.Cluster) })
 	}
 	checks = append(checks, oneBotChecks(cfg, o)...)
 	checks = append(checks, feishuChecks(cfg, o)...)

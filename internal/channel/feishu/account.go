@@ -179,6 +179,12 @@ func (a *Account) botName() string {
 	return ""
 }
 
+// Identify asks the platform who the bot is, retrying with backoff until
+// it answers or ctx ends: for a process that answers the app's chats
+// without running its connection (a cluster's other instances), which Run
+// would otherwise ask.
+func (a *Account) Identify(ctx context.Context) error { return a.learnSelf(ctx) }
+
 // learnSelf asks the platform who the bot is, retrying with backoff until
 // it answers or ctx ends.
 func (a *Account) learnSelf(ctx context.Context) error {
@@ -224,6 +230,10 @@ func (a *Account) Run(ctx context.Context, sink channel.Sink) error {
 	wg.Go(func() { _ = a.learnSelf(ctx) })
 	return a.runLongConnection(ctx)
 }
+
+// Webhook reports whether the app's events come to its webhook rather
+// than over the long connection.
+func (a *Account) Webhook() bool { return a.opts.Mode == ModeWebhook }
 
 // WebhookHandler is the handler of the app's event request URL.
 func (a *Account) WebhookHandler() (http.Handler, error) {
