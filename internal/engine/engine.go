@@ -171,6 +171,8 @@ type Engine struct {
 	state    sync.RWMutex
 	closed   bool
 	inflight sync.WaitGroup
+	// flights are the turns in flight, by message (see Release).
+	flights flights
 	// shards hold the per-session state, spread by session key so that
 	// sessions never contend on one lock.
 	shards [64]shard
@@ -319,10 +321,12 @@ func (e *Engine) DispatchContext(ctx context.Context, mc MsgContext, r channel.R
 	e.state.RUnlock()
 	defer e.inflight.Done()
 
-	turnCtx, cancel := context.WithCancel(e.base)
-	defer cancel()
+	turnCtx, cancel := context.WithCancelCause(e.base)
+	defer cancel(nil)
 	log := e.log.With("channel", string(m.Channel), "peer", m.Peer.String(), "msg_id", string(m.ID))
 	key := TurnKey(m)
+	f := e.track(m, key, cancel)
+	defer e.untrack(f)
 	var journal []byte
 	if mc.Delivery != nil {
 		var err error
@@ -331,6 +335,9 @@ func (e *Engine) DispatchContext(ctx context.Context, mc MsgContext, r channel.R
 		}
 	}
 	admitted, err := e.opts.Store.AdmitTurn(turnCtx, key, e.opts.DedupTTL, journal, mc.Consume)
+	if err != nil && released(turnCtx) {
+		return ErrReleased
+	}
 	if err != nil {
 		e.storageFailed(ctx, log, m, r, err)
 		return fmt.Errorf("dispatch %s: %w", m.ID, err)
@@ -346,13 +353,18 @@ func (e *Engine) DispatchContext(ctx context.Context, mc MsgContext, r channel.R
 	mc.finished = new(atomic.Bool)
 	defer func() {
 		// A turn cut by shutdown before it concluded stays in the journal,
-		// to be resumed; the turns that concluded finished themselves, and
-		// what was dropped or refused is finished here.
-		if journal != nil && e.base.Err() == nil && !mc.finished.Load() {
+		// to be resumed, and so does one cut by Release; the turns that
+		// concluded finished themselves, and what was dropped or refused
+		// is finished here.
+		if journal != nil && e.base.Err() == nil && !f.cut.Load() && !mc.finished.Load() {
 			e.finish(log, key)
 		}
 	}()
-	return e.dispatch(turnCtx, log, Finalize(mc, e.opts.Policy), r)
+	err = e.dispatch(turnCtx, log, Finalize(mc, e.opts.Policy), r)
+	if f.cut.Load() && !mc.finished.Load() {
+		return ErrReleased
+	}
+	return err
 }
 
 // TurnKey is the dedup key of an inbound message, which also names its
@@ -392,6 +404,9 @@ func (e *Engine) dispatch(ctx context.Context, log *slog.Logger, mc MsgContext, 
 			return nil
 		}
 		return e.enqueue(ctx, log, mc, r)
+	}
+	if released(ctx) {
+		return ErrReleased // the chat's next owner answers it
 	}
 	if err != nil {
 		log.Error("command failed", "err", err)

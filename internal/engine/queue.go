@@ -98,6 +98,10 @@ type lane struct {
 	steered    []*waiting
 	// dropped holds summaries of messages a full queue gave up.
 	dropped []string
+	// current is the newest message of the turn drain runs, and cancel
+	// cuts that turn (see Release); nil when no drained turn runs.
+	current msg.Message
+	cancel  context.CancelCauseFunc
 }
 
 // pending counts the messages waiting in the lane.
@@ -122,6 +126,12 @@ func (e *Engine) enqueue(ctx context.Context, log *slog.Logger, mc MsgContext, r
 	key := mc.SessionKey
 	sh := e.shard(key)
 	sh.mu.Lock()
+	if released(ctx) {
+		// Cut by Release on its way here: neither run nor queued (see
+		// Release, which looks at the queues after it cut the turns).
+		sh.mu.Unlock()
+		return ErrReleased
+	}
 	l := sh.lanes[key]
 	if l == nil {
 		l = &lane{mu: &sh.mu, channel: mc.Message.Channel, chat: e.chatOf(mc.Message)}
@@ -154,6 +164,10 @@ func (e *Engine) enqueue(ctx context.Context, log *slog.Logger, mc MsgContext, r
 	sh.mu.Unlock()
 	qs := e.queueSettingsFor(ctx, key, mc.Message.Channel, e.chatOf(mc.Message))
 	sh.mu.Lock()
+	if released(ctx) {
+		sh.mu.Unlock()
+		return ErrReleased
+	}
 	if !l.running || sh.lanes[key] != l {
 		// The turn ended meanwhile: start over, as the session may be idle.
 		sh.mu.Unlock()
@@ -246,10 +260,17 @@ func (e *Engine) drain(key string, l *lane) {
 		batch := all[:n:n]
 		l.queue = all[n:]
 		l.standalone = batch[0].standalone()
+		ctx, cancel := context.WithCancelCause(e.base)
+		l.current, l.cancel = batch[n-1].mc.Message, cancel
 		sh.mu.Unlock()
-		ctx, cancel := context.WithCancel(e.base)
 		err := e.turn(ctx, batch[0].log, batch, l)
-		cancel()
+		sh.mu.Lock()
+		l.current, l.cancel = msg.Message{}, nil
+		sh.mu.Unlock()
+		cancel(nil)
+		if released(ctx) {
+			err = ErrReleased
+		}
 		answer(batch, err)
 	}
 }

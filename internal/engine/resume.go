@@ -46,7 +46,18 @@ import (
 // turn, through the newest of them, which their reply was for. A turn is
 // run again once: one that was resumed before and still did not finish is
 // given up, with an error in the log.
+//
+// Resume is ResumeWhere for every turn.
 func (e *Engine) Resume(ctx context.Context, replier func(MsgContext) (channel.Replier, bool)) (int, error) {
+	return e.ResumeWhere(ctx, replier, nil)
+}
+
+// ResumeWhere is Resume for the pending turns whose message keep accepts
+// (nil: all), for a process that takes those chats over from another
+// (see Release): a turn the other process admitted and did not finish is
+// answered here, by the rules above. A turn in flight here already is
+// left to run.
+func (e *Engine) ResumeWhere(ctx context.Context, replier func(MsgContext) (channel.Replier, bool), keep func(msg.Message) bool) (int, error) {
 	pending, err := e.opts.Store.PendingTurns(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("resume turns: %w", err)
@@ -55,10 +66,20 @@ func (e *Engine) Resume(ctx context.Context, replier func(MsgContext) (channel.R
 	bySession := map[string][]*pendingTurn{}
 	for _, p := range pending {
 		log := e.log.With("turn", p.Key)
+		if e.inFlight(p.Key) {
+			continue
+		}
 		mc, err := decodeTurn(p.Turn)
 		if err != nil {
+			// Which chat it is of, its key says.
+			if m, ok := keyMessage(p.Key); keep != nil && (!ok || !keep(m)) {
+				continue
+			}
 			log.Error("turn given up: its journal record cannot be read", "err", err)
 			e.drop(ctx, log, p.Key, "turn given up")
+			continue
+		}
+		if keep != nil && !keep(mc.Message) {
 			continue
 		}
 		mc.Key, mc.Resumed, mc.SessionKey = p.Key, true, e.SessionKey(mc.Message)
@@ -141,8 +162,8 @@ func (e *Engine) resumeSession(ctx context.Context, key string, turns []*pending
 				continue
 			}
 			p.log.Info("turn answered before the restart; the rest of its reply is delivered", "stored", len(stored))
-			if !e.start(p, func() {
-				e.deliverRest(p.log, p.mc, r, rest, res.from()+1, vars)
+			if !e.start(p, func(ctx context.Context, _ *flight) {
+				e.deliverRest(ctx, p.log, p.mc, r, rest, res.from()+1, vars)
 			}) {
 				return started, channel.ErrClosed
 			}
@@ -174,10 +195,8 @@ func (e *Engine) resumeSession(ctx context.Context, key string, turns []*pending
 		} else {
 			log.Info("resuming a turn admitted before the restart")
 		}
-		if !e.start(p, func() {
-			turnCtx, cancel := context.WithCancel(e.base)
-			defer cancel()
-			if err := e.dispatch(turnCtx, log, Finalize(mc, e.opts.Policy), r); err != nil {
+		if !e.start(p, func(ctx context.Context, f *flight) {
+			if err := e.dispatch(ctx, log, Finalize(mc, e.opts.Policy), r); err != nil && !f.cut.Load() {
 				log.Warn("resumed turn", "err", err)
 			}
 		}) {
@@ -197,9 +216,10 @@ func (e *Engine) drop(ctx context.Context, log *slog.Logger, key, why string) {
 }
 
 // start runs a resumed turn's work like any other turn's, so that Close
-// waits for it, and then takes the turn out of the journal unless shutdown
-// cut it. It is false once the engine is closed.
-func (e *Engine) start(p *pendingTurn, work func()) bool {
+// waits for it and Release finds it, and then takes the turn out of the
+// journal unless shutdown or Release cut it. work runs with the turn's
+// context. It is false once the engine is closed.
+func (e *Engine) start(p *pendingTurn, work func(ctx context.Context, f *flight)) bool {
 	e.state.RLock()
 	if e.closed {
 		e.state.RUnlock()
@@ -207,10 +227,14 @@ func (e *Engine) start(p *pendingTurn, work func()) bool {
 	}
 	e.inflight.Add(1)
 	e.state.RUnlock()
+	ctx, cancel := context.WithCancelCause(e.base)
+	f := e.track(p.mc.Message, p.Key, cancel)
 	go func() {
 		defer e.inflight.Done()
-		work()
-		if e.base.Err() == nil {
+		defer e.untrack(f)
+		defer cancel(nil)
+		work(ctx, f)
+		if e.base.Err() == nil && !f.cut.Load() {
 			e.finish(p.log, p.Key)
 		}
 	}()
@@ -219,8 +243,8 @@ func (e *Engine) start(p *pendingTurn, work func()) bool {
 
 // deliverRest sends the part of a finished reply that was not stored
 // before the restart, as payload n of the turn.
-func (e *Engine) deliverRest(log *slog.Logger, mc MsgContext, r channel.Replier, rest string, n int, vars reply.PrefixVars) {
-	ctx := context.WithoutCancel(e.base)
+func (e *Engine) deliverRest(turnCtx context.Context, log *slog.Logger, mc MsgContext, r channel.Replier, rest string, n int, vars reply.PrefixVars) {
+	ctx := context.WithoutCancel(turnCtx)
 	m := mc.Message
 	p := msg.Outbound{Account: m.Account, Peer: m.Peer, Text: rest}
 	e.attach(ctx, log, m, &p)
@@ -232,6 +256,9 @@ func (e *Engine) deliverRest(log *slog.Logger, mc MsgContext, r channel.Replier,
 		return
 	}
 	p.ID = mc.Key + "#" + strconv.Itoa(n)
+	if released(turnCtx) {
+		return // the chat's next owner sends it
+	}
 	if _, err := r.Deliver(ctx, p); err != nil {
 		log.Error("deliver reply", "kind", string(reply.KindFinal), "err", err)
 	}

@@ -220,7 +220,9 @@ func (e *Engine) call(ctx context.Context, batch []*waiting, l *lane) (ok bool, 
 	e.opts.Metrics.turnSeconds.Observe(time.Since(start).Seconds())
 	// The turn concluded unless shutdown cut it before anything went out:
 	// then its messages stay journaled, to be answered after the restart.
-	if e.base.Err() == nil || delivered {
+	// A turn Release cut stays journaled whatever went out, for the
+	// chat's next owner to finish.
+	if (e.base.Err() == nil || delivered) && !released(ctx) {
 		keys := make([]string, 0, len(batch)+len(absorbed))
 		var finished []*atomic.Bool
 		for _, w := range append(slices.Clone(batch), absorbed...) {
@@ -311,7 +313,10 @@ func (e *Engine) run(ctx context.Context, log *slog.Logger, mc MsgContext, r cha
 	deliverCtx := context.WithoutCancel(ctx)
 	seq := res.from()
 	disp := reply.NewDispatcher(deliverCtx, reply.DispatcherOptions{
-		Deliver: func(ctx context.Context, _ reply.Kind, p msg.Outbound) error {
+		Deliver: func(dctx context.Context, _ reply.Kind, p msg.Outbound) error {
+			if released(ctx) {
+				return nil // the chat's next owner sends the rest
+			}
 			// Payloads are numbered in delivery order: a resumed turn's
 			// replies carry the same ids and are never sent twice, and a
 			// run resumed in the middle of its reply numbers on after the
@@ -320,7 +325,7 @@ func (e *Engine) run(ctx context.Context, log *slog.Logger, mc MsgContext, r cha
 			if mc.Key != "" {
 				p.ID = mc.Key + "#" + strconv.Itoa(seq)
 			}
-			id, err := r.Deliver(ctx, p)
+			id, err := r.Deliver(dctx, p)
 			if err == nil {
 				delivered.Add(1)
 			}
@@ -378,16 +383,24 @@ func (e *Engine) run(ctx context.Context, log *slog.Logger, mc MsgContext, r cha
 	// budgets of the day, whatever became of the reply.
 	e.opts.Limits.Spend(ctx, m, out.Usage.InputTokens+out.Usage.OutputTokens)
 	shutdown := e.base.Err() != nil
-	stream.finish(runErr, shutdown)
+	// Cut by Release, the turn ends as a crash would end it: nothing more
+	// of it is sent or stored.
+	cut := released(ctx)
+	stream.finish(runErr, shutdown && !cut)
 	text := stream.text()
 	turns := out.Turns
 	if runErr != nil && text != "" {
 		turns = append(turns, store.Turn{Role: store.RoleAssistant, Text: text, Partial: true})
 	}
-	persist(turns)
+	if !cut {
+		persist(turns)
+	}
 	cause := context.Cause(ctx)
 	outcome := "empty"
 	switch {
+	case cut:
+		log.Info("turn released: the chat's next owner answers it", "partial", text != "")
+		outcome = "released"
 	case errors.Is(cause, errAborted), errors.Is(cause, errInterrupted):
 		// The user said stop and was told so, or a newer message took
 		// over: nothing more goes out.
@@ -417,13 +430,13 @@ func (e *Engine) run(ctx context.Context, log *slog.Logger, mc MsgContext, r cha
 		outcome = "silent"
 	}
 	disp.Finish()
-	if l, ok := r.(channel.LiveEnder); ok && stream.live {
+	if l, ok := r.(channel.LiveEnder); ok && stream.live && !cut {
 		l.EndLive(deliverCtx)
 	}
 	typing.Stop()
 
 	switch {
-	case outcome == "failed" || outcome == "stopped" || outcome == "silent":
+	case outcome == "failed" || outcome == "stopped" || outcome == "silent" || outcome == "released":
 	case runErr != nil:
 		outcome = "cut"
 		log.Warn("in-flight reply cut by shutdown", "err", runErr, "partial", text != "")

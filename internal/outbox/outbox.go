@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,6 +72,10 @@ var (
 	ErrNoSender = errors.New("outbox: no sender for this channel account")
 	// ErrExpired: the reply was not confirmed before it was too old.
 	ErrExpired = errors.New("outbox: the reply was too old to send")
+	// ErrReleased: the reply's chat was released (see Release and
+	// Options.MaySend); the reply stays pending in the store for the
+	// process that sends the chat's replies now.
+	ErrReleased = errors.New("outbox: the chat's replies are no longer sent here")
 )
 
 // Options configure an Outbox.
@@ -83,7 +88,13 @@ type Options struct {
 	MinBackoff, MaxBackoff time.Duration
 	// Keep is how long delivered and given-up replies are remembered (so a
 	// resumed turn does not send them again); 24 h when zero.
-	Keep    time.Duration
+	Keep time.Duration
+	// MaySend, when set, is asked right before each part of a reply is
+	// sent (the first attempt's first part included): false means the
+	// chat's replies are not this process's to send any more, and the
+	// chat is released as by Release (its replies are neither failed nor
+	// retried here; they stay pending in the store). nil: always.
+	MaySend func(ch msg.ChannelID, acct msg.AccountID, peer msg.Peer) bool
 	Metrics *Metrics
 	Logger  *slog.Logger
 }
@@ -99,8 +110,15 @@ type Outbox struct {
 	mu      sync.Mutex
 	senders map[route]Sender
 	queues  map[queueKey]*queue
+	// ids are the replies queued here, by id.
+	ids     map[string]*item
 	pending int
 	changed chan struct{}
+	// restoring counts the StartWhere calls in progress; while there are
+	// any, recent holds the ids of the replies finished meanwhile, which
+	// they must not queue again.
+	restoring int
+	recent    map[string]bool
 }
 
 // route is a channel account.
@@ -119,6 +137,11 @@ type queue struct {
 	items      []*item
 	backingOff bool
 	wake       chan struct{}
+	// released: the chat was released (see Release); no attempt starts,
+	// and the next part of the one on the wire is not sent.
+	released bool
+	// sending is the reply whose attempt is on the wire, if any.
+	sending *item
 }
 
 // item is one reply in a queue. done is closed once its first attempt is
@@ -166,7 +189,7 @@ func New(o Options) *Outbox {
 	ctx, stop := context.WithCancel(context.Background())
 	return &Outbox{
 		opts: o, log: log.With("component", "outbox"), ctx: ctx, stop: stop,
-		senders: map[route]Sender{}, queues: map[queueKey]*queue{}, changed: make(chan struct{}),
+		senders: map[route]Sender{}, queues: map[queueKey]*queue{}, ids: map[string]*item{}, changed: make(chan struct{}),
 	}
 }
 
@@ -178,8 +201,17 @@ func (o *Outbox) Register(ch msg.ChannelID, acct msg.AccountID, s Sender) {
 }
 
 // Start queues the replies an earlier run left pending, for every
-// registered channel account, and forgets long-finished ones.
+// registered channel account, and forgets long-finished ones. It is
+// StartWhere for every reply.
 func (o *Outbox) Start(ctx context.Context) error {
+	return o.StartWhere(ctx, nil)
+}
+
+// StartWhere is Start for the pending replies whose chat keep accepts (nil:
+// all), for a process that takes those chats over from another (see
+// Release). A reply queued here already is not queued again, nor is one
+// that finished here while StartWhere ran.
+func (o *Outbox) StartWhere(ctx context.Context, keep func(ch msg.ChannelID, acct msg.AccountID, peer msg.Peer) bool) error {
 	if n, err := o.opts.Store.PruneOutbox(ctx, time.Now().Add(-o.opts.Keep)); err != nil {
 		o.log.Warn("old replies not pruned", "err", err)
 	} else if n > 0 {
@@ -190,7 +222,18 @@ func (o *Outbox) Start(ctx context.Context) error {
 	for r := range o.senders {
 		routes = append(routes, r)
 	}
+	o.restoring++
+	if o.recent == nil {
+		o.recent = map[string]bool{}
+	}
 	o.mu.Unlock()
+	defer func() {
+		o.mu.Lock()
+		if o.restoring--; o.restoring == 0 {
+			o.recent = nil
+		}
+		o.mu.Unlock()
+	}()
 	restored := 0
 	for _, r := range routes {
 		entries, err := o.opts.Store.PendingOutbox(ctx, r.channel, r.account)
@@ -198,15 +241,100 @@ func (o *Outbox) Start(ctx context.Context) error {
 			return fmt.Errorf("outbox: restore %s/%s: %w", r.channel, r.account, err)
 		}
 		for _, e := range entries {
+			if keep != nil && !keep(r.channel, r.account, e.Out.Peer) {
+				continue
+			}
 			it := &item{e: e, done: make(chan struct{})}
-			o.enqueue(r, it)
-			restored++
+			if key, q, queued, start := o.queueUp(r, it, true); queued == it {
+				restored++
+				if start {
+					o.wg.Add(1)
+					go o.work(key, q, nil, o.opts.MinBackoff)
+				}
+			}
 		}
 	}
 	if restored > 0 {
 		o.log.Info("replies from before the restart are being delivered", "count", restored)
 	}
 	return nil
+}
+
+// Release stops sending the replies of the chats keep accepts here, for
+// a process that gives those chats up to another: they are dropped from
+// memory and stay pending in the store (StartWhere, here or in the next
+// owner, queues them again); their Deliver calls still waiting learn
+// ErrReleased. A part already on the wire may finish, and what the
+// platform confirms of it is still recorded; no attempt, and no further
+// part, starts after Release returns.
+func (o *Outbox) Release(keep func(ch msg.ChannelID, acct msg.AccountID, peer msg.Peer) bool) {
+	if keep == nil {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	dropped := 0
+	for key, q := range o.queues {
+		if !keep(key.channel, key.account, key.peer) {
+			continue
+		}
+		q.released = true
+		dropped += o.dropLocked(q)
+		select {
+		case q.wake <- struct{}{}: // a worker backing off returns
+		default:
+		}
+	}
+	if dropped > 0 {
+		o.log.Info("replies released: they stay pending for the chats' next owner", "count", dropped)
+	}
+}
+
+// dropLocked forgets q's replies but the one on the wire, which its
+// worker forgets when the attempt is over; they learn ErrReleased.
+func (o *Outbox) dropLocked(q *queue) int {
+	kept := q.items[:0]
+	n := 0
+	for _, it := range q.items {
+		if it == q.sending {
+			kept = append(kept, it)
+			continue
+		}
+		o.forgetLocked(it)
+		settle(it, ErrReleased)
+		n++
+	}
+	clear(q.items[len(kept):])
+	q.items = kept
+	return n
+}
+
+// forgetLocked counts it out of the replies queued here.
+func (o *Outbox) forgetLocked(it *item) {
+	if o.ids[it.e.ID] == it {
+		delete(o.ids, it.e.ID)
+	}
+	o.pending--
+	o.opts.Metrics.pending.Set(float64(o.pending))
+	o.notifyLocked()
+}
+
+// maySend asks Options.MaySend about key's chat.
+func (o *Outbox) maySend(key queueKey) bool {
+	return o.opts.MaySend == nil || o.opts.MaySend(key.channel, key.account, key.peer)
+}
+
+// mayGoOn reports whether the next part of the attempt on the wire in q
+// may go: the chat was not released, and MaySend agrees (when it does
+// not, the chat is released).
+func (o *Outbox) mayGoOn(key queueKey, q *queue) bool {
+	ok := o.maySend(key)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !ok {
+		q.released = true
+	}
+	return !q.released
 }
 
 // Deliver stores out under id and sends it after the chat's earlier
@@ -226,18 +354,30 @@ func (o *Outbox) Deliver(ctx context.Context, ch msg.ChannelID, id string, out m
 	if s == nil {
 		return "", fmt.Errorf("%w: %s/%s", ErrNoSender, ch, out.Account)
 	}
+	key := queueKey{r, out.Peer}
 	e := store.OutboxEntry{ID: id, Channel: ch, Out: out, State: store.OutboxPending, Created: time.Now()}
 	added, err := o.opts.Store.AddOutbox(ctx, e)
 	if err != nil {
 		// The store is failing: a reply sent without a retry net is better
 		// than none.
 		o.log.Error("reply not stored; sending it once, without retries", "id", id, "err", err)
+		if !o.maySend(key) {
+			return "", ErrReleased
+		}
+		sendCtx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
 		var first msg.MessageID
-		err := s.SendParts(ctx, out, 0, func(part int, mid msg.MessageID, _ bool) {
+		err := s.SendParts(sendCtx, out, 0, func(part int, mid msg.MessageID, more bool) {
 			if part == 0 {
 				first = mid
 			}
+			if more && !o.maySend(key) {
+				cancel(ErrReleased)
+			}
 		})
+		if cause := context.Cause(sendCtx); err != nil && errors.Is(cause, ErrReleased) {
+			err = cause
+		}
 		return first, err
 	}
 	if !added {
@@ -250,14 +390,16 @@ func (o *Outbox) Deliver(ctx context.Context, ch msg.ChannelID, id string, out m
 		// Nothing can end the wait but the first attempt: when the chat
 		// has no worker, this goroutine makes the attempt itself rather
 		// than start one and wait for it.
-		if key, q, start := o.queueUp(r, it); start {
+		key, q, queued, start := o.queueUp(r, it, false)
+		if start {
 			o.wg.Add(1)
 			o.work(key, q, it, o.opts.MinBackoff)
 		}
+		it = queued
 		<-it.done
 		return it.firstID(), it.err
 	}
-	o.enqueue(r, it)
+	it = o.enqueue(r, it)
 	select {
 	case <-it.done:
 		return it.firstID(), it.err
@@ -267,26 +409,40 @@ func (o *Outbox) Deliver(ctx context.Context, ch msg.ChannelID, id string, out m
 }
 
 // enqueue puts it last in its chat's queue, starting the queue's worker if
-// it is idle; a queue that is backing off settles it at once.
-func (o *Outbox) enqueue(r route, it *item) {
-	if key, q, start := o.queueUp(r, it); start {
+// it is idle; a queue that is backing off settles it at once. It returns
+// the item queued under it's id: it, or the one queued before.
+func (o *Outbox) enqueue(r route, it *item) *item {
+	key, q, queued, start := o.queueUp(r, it, false)
+	if start {
 		o.wg.Add(1)
 		go o.work(key, q, nil, o.opts.MinBackoff)
 	}
+	return queued
 }
 
 // queueUp puts it last in its chat's queue; start says the queue is new
-// and needs a worker.
-func (o *Outbox) queueUp(r route, it *item) (key queueKey, q *queue, start bool) {
+// and needs a worker. A reply queued under it's id already is not queued
+// again: queued is that one, else it. restoring says the reply was read
+// from the store (see StartWhere): one that finished since is not queued
+// either (queued is nil then).
+func (o *Outbox) queueUp(r route, it *item, restoring bool) (key queueKey, q *queue, queued *item, start bool) {
 	key = queueKey{r, it.e.Out.Peer}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if old := o.ids[it.e.ID]; old != nil {
+		return key, nil, old, false
+	}
+	if restoring && o.recent[it.e.ID] {
+		return key, nil, nil, false
+	}
 	q = o.queues[key]
 	start = q == nil
 	if start {
 		q = &queue{wake: make(chan struct{}, 1)}
 		o.queues[key] = q
 	}
+	q.released = false // the chat's replies are sent here (again)
+	o.ids[it.e.ID] = it
 	q.items = append(q.items, it)
 	o.pending++
 	o.opts.Metrics.pending.Set(float64(o.pending))
@@ -294,7 +450,7 @@ func (o *Outbox) queueUp(r route, it *item) (key queueKey, q *queue, start bool)
 	if q.backingOff {
 		settle(it, nil)
 	}
-	return key, q, start
+	return key, q, it, start
 }
 
 // work sends a chat's replies in order until its queue is empty, waiting
@@ -306,8 +462,13 @@ func (o *Outbox) work(key queueKey, q *queue, caller *item, backoff time.Duratio
 	defer o.wg.Done()
 	for {
 		o.mu.Lock()
+		if q.released {
+			o.dropLocked(q)
+		}
 		if len(q.items) == 0 {
-			delete(o.queues, key)
+			if o.queues[key] == q {
+				delete(o.queues, key)
+			}
 			o.mu.Unlock()
 			return
 		}
@@ -325,6 +486,15 @@ func (o *Outbox) work(key queueKey, q *queue, caller *item, backoff time.Duratio
 			return
 		}
 
+		// The chat is still this process's to send (asked before the
+		// attempt's first part, and before each of the others), and no
+		// Release came before the attempt starts.
+		if !o.maySend(key) {
+			o.mu.Lock()
+			q.released = true
+			o.mu.Unlock()
+			continue
+		}
 		if time.Since(it.e.Created) > o.opts.MaxAge {
 			o.finish(q, it, store.OutboxExpired, ErrExpired)
 			o.log.Error("reply given up: not delivered in time", "id", it.e.ID, "peer", key.peer.String(),
@@ -332,8 +502,16 @@ func (o *Outbox) work(key queueKey, q *queue, caller *item, backoff time.Duratio
 			o.opts.Metrics.expired.Inc()
 			continue
 		}
+		o.mu.Lock()
+		if q.released || len(q.items) == 0 || q.items[0] != it {
+			o.mu.Unlock()
+			continue
+		}
+		q.sending = it
+		o.mu.Unlock()
+		attempt, cancel := context.WithCancelCause(o.ctx)
 		unsaved := false // the last part's progress, stored with the outcome
-		err := s.SendParts(o.ctx, it.e.Out, it.e.Sent, func(part int, mid msg.MessageID, more bool) {
+		err := s.SendParts(attempt, it.e.Out, it.e.Sent, func(part int, mid msg.MessageID, more bool) {
 			if part == 0 {
 				it.first.CompareAndSwap(nil, &mid)
 			}
@@ -347,9 +525,25 @@ func (o *Outbox) work(key queueKey, q *queue, caller *item, backoff time.Duratio
 			if err := o.opts.Store.UpdateOutbox(o.ctx, it.e.ID, it.e.Sent, it.e.Attempts, store.OutboxPending, ""); err != nil {
 				o.log.Warn("reply progress not stored", "id", it.e.ID, "err", err)
 			}
+			if !o.mayGoOn(key, q) {
+				cancel(ErrReleased) // the next part is not sent
+			}
 		})
+		released := errors.Is(context.Cause(attempt), ErrReleased)
+		cancel(nil)
+		o.mu.Lock()
+		q.sending = nil
+		o.mu.Unlock()
 		it.e.Attempts++
 		switch {
+		case released && err != nil && !IsPermanent(err):
+			// Stopped before a part: what went out is stored, and the rest
+			// waits in the store for the chat's next owner (or for this
+			// process again, when the chat came back meanwhile).
+			if uerr := o.opts.Store.UpdateOutbox(context.WithoutCancel(o.ctx), it.e.ID, it.e.Sent, it.e.Attempts, store.OutboxPending, ""); uerr != nil {
+				o.log.Warn("reply progress not stored", "id", it.e.ID, "err", uerr)
+			}
+			continue
 		case err == nil:
 			o.finish(q, it, store.OutboxSent, nil)
 			o.opts.Metrics.sent.Inc()
@@ -428,10 +622,13 @@ func (o *Outbox) finish(q *queue, it *item, state store.OutboxState, err error) 
 		o.log.Warn("reply state not stored", "id", it.e.ID, "state", string(state), "err", uerr)
 	}
 	o.mu.Lock()
-	q.items = q.items[1:]
-	o.pending--
-	o.opts.Metrics.pending.Set(float64(o.pending))
-	o.notifyLocked()
+	if i := slices.Index(q.items, it); i >= 0 {
+		q.items = slices.Delete(q.items, i, i+1)
+		o.forgetLocked(it)
+	}
+	if o.restoring > 0 {
+		o.recent[it.e.ID] = true
+	}
 	settle(it, err)
 	o.mu.Unlock()
 }

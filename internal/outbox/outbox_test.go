@@ -40,6 +40,9 @@ type chat struct {
 func (c *chat) SendParts(ctx context.Context, out msg.Outbound, from int, confirmed Confirmed) error {
 	parts := strings.Split(out.Text, "|")
 	for i := from; i < len(parts); i++ {
+		if err := ctx.Err(); err != nil {
+			return err // as the real senders do, waiting for their pace
+		}
 		c.mu.Lock()
 		switch {
 		case c.refuse:

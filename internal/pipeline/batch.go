@@ -28,6 +28,10 @@ func (p *Pipeline) runRealtime(ctx context.Context, f aggregate.Flushed[held]) {
 	if len(msgs) == 0 {
 		return
 	}
+	if p.stale(f.Entries) {
+		err = ErrReleased // the chat's next owner restores the window
+		return
+	}
 	msgs = p.enrich(ctx, msgs)
 	p.writeBack(f.Entries, msgs)
 	if !slices.ContainsFunc(msgs, func(m msg.Message) bool { return !m.Recalled }) {
@@ -104,6 +108,10 @@ func (p *Pipeline) runRealtime(ctx context.Context, f aggregate.Flushed[held]) {
 	r := &filtered{Wrapper: channel.Wrapper{Replier: f.Entries[0].Tag.r}, mentionable: mentionable(history, msgs)}
 	t := Turn{Message: m, Body: text, BodyForAgent: body, RawBody: text, CommandBody: text, Consume: consume, Delivery: replyDelivery(first, r), Media: media}
 	p.log.Debug("realtime batch", "peer", first.Peer.String(), "messages", len(msgs), "history", len(history), "trigger", string(f.Trigger), "flush", string(f.Reason))
+	if p.stale(f.Entries) {
+		err = ErrReleased
+		return
+	}
 	if err = p.opts.Engine.Turn(ctx, t, r); err != nil {
 		p.log.Warn("realtime batch", "peer", first.Peer.String(), "err", err)
 	}
@@ -224,10 +232,13 @@ const digestPrefix = "digest:"
 // command, and stays silent when the agent says SKIP.
 func (p *Pipeline) runDigest(ctx context.Context, f aggregate.Flushed[held]) {
 	msgs := f.Messages()
-	if len(msgs) == 0 {
+	if len(msgs) == 0 || p.stale(f.Entries) {
 		return
 	}
 	msgs = p.enrich(ctx, msgs)
+	if p.stale(f.Entries) {
+		return
+	}
 	first := msgs[0]
 	dg := p.opts.Receive.Digest
 	dg.Prompt = p.chat(first.Peer).Receive.Digest.Prompt
@@ -252,6 +263,9 @@ func (p *Pipeline) runDigest(ctx context.Context, f aggregate.Flushed[held]) {
 	r := &peerReplier{send: p.opts.Send, account: first.Account, peer: first.Peer, flatten: p.opts.PlainText, skip: true}
 	t := Turn{Message: m, Body: body, BodyForAgent: body, NoCommands: true, Standalone: true, Consume: consume, Delivery: chatDelivery(r)}
 	p.log.Debug("digest batch", "peer", first.Peer.String(), "messages", len(msgs), "flush", string(f.Reason))
+	if p.stale(f.Entries) {
+		return
+	}
 	if err := p.opts.Engine.Turn(ctx, t, r); err != nil {
 		p.log.Warn("digest batch", "peer", first.Peer.String(), "err", err)
 	}

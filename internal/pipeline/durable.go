@@ -67,9 +67,16 @@ func (p *Pipeline) completesLater(m msg.Message) bool {
 // order, and rewrites its entry and its history line with the outcome —
 // completed, or as it came when that failed (the enricher logs why) —
 // lifting the watermark it was. Cut by Close, it leaves the entry pending
-// for the next start (see Restore).
+// for the next start (see Restore); so does a Release of its chat.
 func (p *Pipeline) enrichLater(m msg.Message, seq int64) {
 	p.enriching.Add(1)
+	p.mu.Lock()
+	epoch := p.epochs[m.Peer]
+	if p.completing == nil {
+		p.completing = map[msg.Peer][]int64{}
+	}
+	p.completing[m.Peer] = append(p.completing[m.Peer], seq)
+	p.mu.Unlock()
 	go func() {
 		defer p.enriching.Done()
 		out := p.enrich(p.enrichCtx, []msg.Message{m})
@@ -81,6 +88,21 @@ func (p *Pipeline) enrichLater(m msg.Message, seq int64) {
 			done = out[0]
 		}
 		done.ForwardIDs, done.Deferred = nil, nil
+		// Released meanwhile, the chat is another process's: the entry
+		// stays pending for it to complete.
+		p.mu.Lock()
+		released := p.epochs[m.Peer] != epoch
+		if !released {
+			if rest := slices.DeleteFunc(p.completing[m.Peer], func(s int64) bool { return s == seq }); len(rest) > 0 {
+				p.completing[m.Peer] = rest
+			} else {
+				delete(p.completing, m.Peer)
+			}
+		}
+		p.mu.Unlock()
+		if released {
+			return
+		}
 		if err := p.opts.Store.CompleteInbound(context.Background(), seq, done); err != nil {
 			p.log.Warn("completed message not written back to the log; the next start completes it again", "msg_id", string(m.ID), "err", err)
 		}
@@ -187,74 +209,4 @@ func (p *Pipeline) mark(m msg.Message, view store.Views, refs []int64) []store.M
 		return nil
 	}
 	return []store.Mark{{Channel: p.opts.Channel, Account: p.opts.Account, Peer: m.Peer, View: view, Seq: upto}}
-}
-
-// Restore refills the buffers from the store after a restart: history and
-// digest windows as they were, realtime windows reopened (their first
-// message opens the window again, with fresh timers). Call it before
-// messages flow.
-func (p *Pipeline) Restore(ctx context.Context) error {
-	if p.opts.Store == nil {
-		return nil
-	}
-	r := p.opts.Receive
-	counts := map[string]int{}
-	// Chats with settings of their own may keep a history or digest the
-	// account does not: each message goes back as its chat says.
-	if r.History.Enabled || p.opts.Chat != nil {
-		logged, err := p.opts.Store.HeldInbound(ctx, p.opts.Channel, p.opts.Account, store.ViewHistory, r.History.MaxMessages)
-		if err != nil {
-			return fmt.Errorf("pipeline %s: restore history: %w", p.scope(), err)
-		}
-		for _, lm := range logged {
-			if !p.chat(lm.Message.Peer).Receive.History.Enabled {
-				continue
-			}
-			if lm.Pending && p.opts.Enrich != nil {
-				// Left pending by the run before: completed now.
-				p.history.AddPending(lm.Message.Peer.String(), lm.Message, lm.Seq)
-				p.enrichLater(lm.Message, lm.Seq)
-				continue
-			}
-			p.history.Add(lm.Message.Peer.String(), lm.Message, lm.Seq)
-		}
-		counts["history"] = len(logged)
-	}
-	if r.Digest.Enabled || p.opts.Chat != nil {
-		logged, err := p.opts.Store.HeldInbound(ctx, p.opts.Channel, p.opts.Account, store.ViewDigest, r.Digest.MaxMessages)
-		if err != nil {
-			return fmt.Errorf("pipeline %s: restore digests: %w", p.scope(), err)
-		}
-		for _, lm := range logged {
-			c := p.chat(lm.Message.Peer)
-			if c.Silent || !c.Receive.Digest.Enabled {
-				continue
-			}
-			p.digest.AcceptEvery(lm.Message.Peer.String(), aggregate.Entry[held]{Message: lm.Message, Tag: held{ref: lm.Seq}}, c.Receive.Digest.Interval)
-		}
-		counts["digest"] = len(logged)
-	}
-	entries, err := p.opts.Store.BufferedEntries(ctx, p.scope())
-	if err != nil {
-		return fmt.Errorf("pipeline %s: restore: %w", p.scope(), err)
-	}
-	opened := map[string]bool{}
-	for _, e := range entries {
-		if e.Kind != kindRealtime || p.opts.ReplierFor == nil {
-			p.unbuffer(e.ID) // that buffer is off now
-			continue
-		}
-		h := held{r: p.opts.ReplierFor(e.Message), ref: e.ID}
-		first := !opened[e.Key]
-		opened[e.Key] = true
-		if !p.realtime.AcceptIn(e.Key, aggregate.Entry[held]{Message: e.Message, Tag: h}, first, e.Trigger, p.chat(e.Message.Peer).shape) {
-			p.unbuffer(e.ID)
-			continue
-		}
-		counts[kindRealtime]++
-	}
-	if counts["history"]+counts["digest"]+counts[kindRealtime] > 0 {
-		p.log.Info("buffered messages restored", "history", counts["history"], "realtime", counts[kindRealtime], "digest", counts["digest"])
-	}
-	return nil
 }

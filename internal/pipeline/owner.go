@@ -28,7 +28,7 @@ import (
 
 // askOwner asks whose message m quotes and takes m as a trigger when it
 // is the bot's. typed is m's text without its leading mention.
-func (p *Pipeline) askOwner(ctx context.Context, m msg.Message, r channel.Replier, typed string) {
+func (p *Pipeline) askOwner(ctx context.Context, m msg.Message, r channel.Replier, typed string, epoch uint64) {
 	key := trace.KeyOf(m)
 	asker, ok := p.opts.Bot.(Asker)
 	if !ok {
@@ -62,7 +62,7 @@ func (p *Pipeline) askOwner(ctx context.Context, m msg.Message, r channel.Replie
 			go func() {
 				defer p.asks.Done()
 				why := fmt.Sprintf("a reply to the bot's message %s (the platform said so after %s)", m.ReplyTo, took)
-				p.lateTrigger(ctx, m, r, typed, trigger.Decision{Triggered: true, Reason: msg.TriggerReplyToSelf, Why: why})
+				p.lateTrigger(ctx, m, r, typed, epoch, trigger.Decision{Triggered: true, Reason: msg.TriggerReplyToSelf, Why: why})
 			}()
 		}
 	})
@@ -70,8 +70,9 @@ func (p *Pipeline) askOwner(ctx context.Context, m msg.Message, r channel.Replie
 
 // lateTrigger takes m, already in the chat's history and digest buffers,
 // as the trigger d says it is: its realtime window opens now (or it joins
-// its sender's open one), and a command acts at once.
-func (p *Pipeline) lateTrigger(ctx context.Context, m msg.Message, r channel.Replier, typed string, d trigger.Decision) {
+// its sender's open one), and a command acts at once. epoch is its chat's
+// when it was taken in: a chat released since is not acted on.
+func (p *Pipeline) lateTrigger(ctx context.Context, m msg.Message, r channel.Replier, typed string, epoch uint64, d trigger.Decision) {
 	key := trace.KeyOf(m)
 	d = p.bots.apply(m, p.chat(m.Peer).gate(m, d), p.opts.Receive.MaxBotReplyChain)
 	if !d.Triggered {
@@ -79,8 +80,12 @@ func (p *Pipeline) lateTrigger(ctx context.Context, m msg.Message, r channel.Rep
 		return
 	}
 	p.mu.Lock()
-	flushed := p.flushed
+	flushed, released := p.flushed, p.epochs[m.Peer] != epoch
 	p.mu.Unlock()
+	if released {
+		p.opts.Trace.Step(key, trace.StageTrigger, "not triggered", d.Why+"; learned of after its chat was released to another process")
+		return
+	}
 	if flushed {
 		p.log.Warn("a reply to the bot was learned of after the shutdown answered the open bursts; it is not answered", "peer", m.Peer.String(), "msg_id", string(m.ID))
 		p.opts.Trace.Step(key, trace.StageTrigger, "not triggered", d.Why+"; learned of after pincer had answered its open bursts for the shutdown")
@@ -96,7 +101,7 @@ func (p *Pipeline) lateTrigger(ctx context.Context, m msg.Message, r channel.Rep
 	command := p.isCommand(typed)
 	waiting := false
 	p.isolate("realtime", func() {
-		e := aggregate.Entry[held]{Message: m, Tag: held{r: r, ref: ref}}
+		e := aggregate.Entry[held]{Message: m, Tag: held{r: r, ref: ref, epoch: epoch}}
 		if command {
 			p.endWindowFor(rtKey, p.opts.IsAbort(typed))
 			waiting = p.realtime.AcceptIn(rtKey, e, true, d.Reason, p.chat(m.Peer).shape)

@@ -149,6 +149,8 @@ type held struct {
 	seq int64
 	// done, when set, learns the outcome of the entry's batch.
 	done func(error)
+	// epoch is the chat's epoch when the entry was taken (see Release).
+	epoch uint64
 }
 
 // Pipeline is one account's inbound path. It implements channel.Sink.
@@ -160,7 +162,7 @@ type Pipeline struct {
 	bots     botChains
 	history  *aggregate.History
 	realtime *aggregate.Realtime[held]
-	digest   *aggregate.Digest[held]
+	digest   *digests
 
 	digestScope, summaryScope scope
 
@@ -181,6 +183,19 @@ type Pipeline struct {
 	// flushed: Close answered the open windows; a late trigger no longer
 	// opens one.
 	flushed bool
+	// epochs count the releases of each chat released once (see
+	// Release): what was taken in before a release is not acted on
+	// after it.
+	epochs map[msg.Peer]uint64
+	// restored are the chats RestoreWhere restored and no Release has
+	// released since.
+	restored map[msg.Peer]struct{}
+	// completing are the log entries of each chat being completed off
+	// its order (see enrichLater).
+	completing map[msg.Peer][]int64
+	// chats, once RestoreWhere was called with a filter, are the chats
+	// taken in since, for Release to find; nil before.
+	chats map[msg.Peer]struct{}
 }
 
 var _ channel.Sink = (*Pipeline)(nil)
@@ -220,11 +235,12 @@ func New(o Options) (*Pipeline, []string) {
 			p.spawn(func(ctx context.Context) { p.runRealtime(ctx, f) })
 		},
 	})
-	p.digest = aggregate.NewDigest(aggregate.DigestOptions[held]{
+	p.digest = newDigests(aggregate.DigestOptions[held]{
 		Interval:    r.Digest.Interval,
 		MinMessages: r.Digest.MinMessages, MaxMessages: r.Digest.MaxMessages,
 		MaxChars: r.Digest.MaxTranscriptChars,
-		Flush:    func(f aggregate.Flushed[held]) { p.spawn(func(ctx context.Context) { p.runDigest(ctx, f) }) },
+	}, func(f aggregate.Flushed[held], forget func()) {
+		p.spawn(func(ctx context.Context) { forget(); p.runDigest(ctx, f) })
 	})
 	return p, warnings
 }
@@ -261,7 +277,10 @@ func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier, d
 		done = func(error) {}
 	}
 	p.mu.Lock()
-	closed := p.closed
+	closed, epoch := p.closed, p.epochs[m.Peer]
+	if p.chats != nil && !closed {
+		p.chats[m.Peer] = struct{}{}
+	}
 	p.mu.Unlock()
 	if closed {
 		done(channel.ErrClosed)
@@ -347,7 +366,7 @@ func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier, d
 	waiting := false // for its batch to be answered
 	if want.realtime {
 		p.isolate("realtime", func() {
-			e := aggregate.Entry[held]{Message: m, Tag: held{r: r, ref: rtRef, seq: seq, done: done}}
+			e := aggregate.Entry[held]{Message: m, Tag: held{r: r, ref: rtRef, seq: seq, done: done, epoch: epoch}}
 			if command {
 				// A command acts on its own, now: the burst before it is
 				// answered without it, or dropped when the user says stop.
@@ -364,14 +383,14 @@ func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier, d
 	}
 	p.isolate("digest", func() {
 		if want.digest {
-			p.digest.AcceptEvery(peer, aggregate.Entry[held]{Message: m, Tag: held{r: r, ref: seq}}, dg.Interval)
+			p.digest.AcceptEvery(peer, aggregate.Entry[held]{Message: m, Tag: held{r: r, ref: seq, epoch: epoch}}, dg.Interval)
 		}
 	})
 	if tr != nil {
 		tr.Step(key, trace.StageBuffer, "", buffersTaken(want.history, want.realtime, want.digest, command, waiting))
 	}
 	if ask {
-		p.askOwner(ctx, m, r, typed)
+		p.askOwner(ctx, m, r, typed, epoch)
 	}
 	// Like a message sent to a person, a message in a window is done when
 	// its batch is answered; any other once it is buffered.
