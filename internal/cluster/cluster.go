@@ -82,7 +82,11 @@ type Node struct {
 	keepers sync.WaitGroup // goroutines running a held lease
 	bg      sync.WaitGroup // the lease watcher
 	closed  chan struct{}  // closed by the connection's closed handler
-	once    sync.Once
+
+	// reconnected restarts the lease watcher, whose consumer may not have
+	// survived (a restarted server has lost it).
+	reconnected chan struct{}
+	once        sync.Once
 
 	mu      sync.Mutex
 	held    map[string]uint64 // lease name → current revision
@@ -147,17 +151,18 @@ func Open(ctx context.Context, o Options) (*Node, error) {
 	}
 	ttl := o.LeaseTTL
 	n := &Node{
-		o:          o,
-		log:        o.Logger.With("component", "cluster", "instance", o.Instance),
-		stream:     o.Prefix + "_inbound",
-		value:      []byte(o.Instance + " " + nuid.Next()),
-		renewEvery: ttl / 3,
-		margin:     ttl / 5,
-		retryEvery: max(ttl/10, 10*time.Millisecond),
-		poll:       min(time.Second, ttl/4),
-		opTimeout:  min(max(ttl, 500*time.Millisecond), 5*time.Second),
-		closed:     make(chan struct{}),
-		held:       map[string]uint64{},
+		o:           o,
+		log:         o.Logger.With("component", "cluster", "instance", o.Instance),
+		stream:      o.Prefix + "_inbound",
+		value:       []byte(o.Instance + " " + nuid.Next()),
+		renewEvery:  ttl / 3,
+		margin:      ttl / 5,
+		retryEvery:  max(ttl/10, 10*time.Millisecond),
+		poll:        min(time.Second, ttl/4),
+		opTimeout:   min(max(ttl, 500*time.Millisecond), 5*time.Second),
+		closed:      make(chan struct{}),
+		reconnected: make(chan struct{}, 1),
+		held:        map[string]uint64{},
 	}
 	n.view = newView(ttl)
 
@@ -176,6 +181,10 @@ func Open(ctx context.Context, o Options) (*Node, error) {
 		}),
 		nats.ReconnectHandler(func(c *nats.Conn) {
 			n.log.Info("nats reconnected", "server", c.ConnectedUrlRedacted())
+			select {
+			case n.reconnected <- struct{}{}:
+			default:
+			}
 		}),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 			n.noteErr(err)
@@ -349,8 +358,13 @@ func (n *Node) Status() Status {
 		Members:   n.view.members(),
 	}
 	n.mu.Lock()
+	_, member := n.held[memberPrefix+n.o.Instance]
 	s.LastError = n.lastErr
 	n.mu.Unlock()
+	if member && !slices.Contains(s.Members, n.o.Instance) {
+		s.Members = append(s.Members, n.o.Instance)
+		slices.Sort(s.Members)
+	}
 	return s
 }
 
@@ -379,6 +393,18 @@ func (n *Node) scope(ctx context.Context) (context.Context, context.CancelFunc) 
 		stop()
 		cancel()
 	}
+}
+
+// errNotConnected replaces nats.go's "outbound buffer limit exceeded",
+// which is what a request gets while the connection is down (the reconnect
+// buffer is off).
+var errNotConnected = errors.New("not connected to NATS")
+
+func connErr(err error) error {
+	if errors.Is(err, nats.ErrReconnectBufExceeded) {
+		return errNotConnected
+	}
+	return err
 }
 
 // isConflict reports whether err is JetStream's "wrong last sequence": the

@@ -101,7 +101,7 @@ func (n *Node) tryAcquire(ctx context.Context, key string) (rev uint64, sent tim
 		n.view.markHeld(key)
 		return 0, sent, errTaken
 	}
-	return 0, sent, fmt.Errorf("cluster: acquire %s: %w", key, err)
+	return 0, sent, fmt.Errorf("cluster: acquire %s: %w", key, connErr(err))
 }
 
 // waitTurn waits until the view shows key free, or for the poll period, or
@@ -196,7 +196,8 @@ loop:
 			break loop
 		default:
 			if runCtx.Err() == nil {
-				n.noteErr(err)
+				err = connErr(err)
+				n.noteErr(fmt.Errorf("renew %s: %w", key, err))
 				n.log.Warn("lease renewal failed", "lease", key, "token", token, "error", err)
 			}
 			renew.Reset(n.retryEvery)

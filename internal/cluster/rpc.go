@@ -98,7 +98,7 @@ func (n *Node) Request(ctx context.Context, name string, req []byte) ([]byte, er
 	case errors.Is(err, nats.ErrNoResponders):
 		return nil, fmt.Errorf("cluster: request %s: %w", name, ErrNoHolder)
 	case err != nil:
-		return nil, fmt.Errorf("cluster: request %s: %w", name, err)
+		return nil, fmt.Errorf("cluster: request %s: %w", name, connErr(err))
 	}
 	if msg := m.Header.Get(errorHeader); msg != "" {
 		return nil, &RemoteError{Name: name, Message: msg}

@@ -47,7 +47,7 @@ func (n *Node) Publish(ctx context.Context, p int, id string, data []byte) error
 		opts = append(opts, jetstream.WithMsgID(id))
 	}
 	if _, err := n.js.PublishMsg(ctx, m, opts...); err != nil {
-		return fmt.Errorf("cluster: publish to partition %d: %w", p, err)
+		return fmt.Errorf("cluster: publish to partition %d: %w", p, connErr(err))
 	}
 	return nil
 }
@@ -289,6 +289,6 @@ func (pr *progress) save(ctx context.Context) error {
 		return ErrFenced
 	default:
 		pr.uncertain = seq
-		return fmt.Errorf("save progress: %w", err)
+		return fmt.Errorf("save progress: %w", connErr(err))
 	}
 }

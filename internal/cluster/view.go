@@ -134,6 +134,8 @@ func (n *Node) follow(ctx context.Context, w jetstream.KeyWatcher) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-n.reconnected:
+			return
 		case e, ok := <-w.Updates():
 			if !ok {
 				return
