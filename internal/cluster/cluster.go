@@ -90,6 +90,7 @@ type Node struct {
 
 	mu      sync.Mutex
 	held    map[string]uint64 // lease name → current revision
+	closing bool              // set by Close: no lease may be kept any more
 	lastErr string
 }
 
@@ -302,6 +303,9 @@ func (n *Node) ensureKV(ctx context.Context, cfg jetstream.KeyValueConfig) (jets
 // waited for; its lease then runs out by itself.
 func (n *Node) Close() error {
 	n.once.Do(func() {
+		n.mu.Lock()
+		n.closing = true
+		n.mu.Unlock()
 		n.cancel()
 		if !waitGroup(&n.keepers, n.o.LeaseTTL) {
 			n.log.Warn("closing with leases whose runs have not returned; they expire by ttl", "held", n.heldNames())

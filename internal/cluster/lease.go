@@ -139,7 +139,15 @@ func sleep(ctx context.Context, d time.Duration) {
 // unless another holder has it. It reports whether the lease was still held
 // when run returned.
 func (n *Node) keep(ctx context.Context, key string, rev uint64, sent time.Time, run func(ctx context.Context)) (held bool) {
+	n.mu.Lock()
+	if n.closing {
+		// Won as Close began: give it straight back.
+		n.mu.Unlock()
+		n.release(key, rev, rev)
+		return false
+	}
 	n.keepers.Add(1)
+	n.mu.Unlock()
 	defer n.keepers.Done()
 	token := rev
 	ttl := n.o.LeaseTTL

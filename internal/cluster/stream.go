@@ -76,6 +76,22 @@ func (n *Node) Consume(ctx context.Context, p int, handle func(ctx context.Conte
 		}
 		return fmt.Errorf("cluster: consume partition %d: %w", p, err)
 	}
+	if pr.saved > 0 {
+		// A stream deleted and created again starts its sequences anew;
+		// progress beyond its end would skip every new message.
+		s, err := n.js.Stream(ctx, n.stream)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("cluster: consume partition %d: %w", p, err)
+		}
+		if last := s.CachedInfo().State.LastSeq; pr.saved > last {
+			n.log.Warn("progress beyond the end of the stream; reading the partition from the start",
+				"partition", p, "progress", pr.saved, "last_seq", last)
+			pr.saved, pr.done = 0, 0
+		}
+	}
 	cfg := jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{n.inboundSubject(p)},
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
@@ -129,6 +145,12 @@ func (n *Node) Consume(ctx context.Context, p int, handle func(ctx context.Conte
 	cancel(nil)
 	<-saverDone
 	it.Stop()
+	dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), n.opTimeout)
+	defer dcancel()
+	if info := cons.CachedInfo(); info != nil {
+		// Otherwise the server keeps it until it has been idle for minutes.
+		_ = n.js.DeleteConsumer(dctx, n.stream, info.Name)
+	}
 	if pr.fenced {
 		return fmt.Errorf("cluster: consume partition %d: %w", p, ErrFenced)
 	}
