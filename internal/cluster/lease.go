@@ -180,6 +180,9 @@ loop:
 				lost = c
 			}
 			break loop
+		case <-n.closed:
+			lost = errConnClosed
+			break loop
 		case <-renew.C:
 		}
 		rctx, cancel := context.WithTimeout(runCtx, n.opTimeout)
