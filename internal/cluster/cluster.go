@@ -40,6 +40,9 @@ type Options struct {
 	Logger     *slog.Logger
 }
 
+// drainTimeout bounds the drain of the connection in Close.
+const drainTimeout = 2 * time.Second
+
 // Key prefixes in the lease bucket that Hold may not use.
 const (
 	memberPrefix    = "member."
@@ -174,6 +177,7 @@ func Open(ctx context.Context, o Options) (*Node, error) {
 		nats.ReconnectBufSize(-1),
 		nats.PingInterval(min(max(2*ttl, time.Second), 20*time.Second)),
 		nats.MaxPingsOutstanding(2),
+		nats.DrainTimeout(drainTimeout),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
 				n.noteErr(fmt.Errorf("disconnected: %w", err))
@@ -310,15 +314,18 @@ func (n *Node) Close() error {
 		if !waitGroup(&n.keepers, n.o.LeaseTTL) {
 			n.log.Warn("closing with leases whose runs have not returned; they expire by ttl", "held", n.heldNames())
 		}
-		n.bg.Wait()
+		// Stopping the watcher deletes its consumer, which waits for a
+		// reply a connection cut off from the server never gets.
+		waitGroup(&n.bg, time.Second)
 		if !n.nc.IsConnected() || n.nc.Drain() != nil {
 			n.nc.Close()
 		}
 		select {
 		case <-n.closed:
-		case <-time.After(5 * time.Second):
+		case <-time.After(drainTimeout + time.Second):
 			n.nc.Close()
 		}
+		n.bg.Wait()
 		n.log.Info("cluster node closed")
 	})
 	return nil
