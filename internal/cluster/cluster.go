@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -55,7 +56,7 @@ const partitionsKey = "partitions"
 
 var (
 	tokenRE    = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
-	leaseKeyRE = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
+	leaseKeyRE = regexp.MustCompile(`^[A-Za-z0-9_=/-]+(\.[A-Za-z0-9_=/-]+)*$`)
 )
 
 // Node is this process's membership in the cluster: one NATS connection, the
@@ -111,6 +112,29 @@ func PartitionOf(partitions int, key string) int {
 	h := fnv.New32a()
 	h.Write([]byte(key))
 	return int(h.Sum32() % uint32(partitions))
+}
+
+// Token turns any string (an account id, a chat id) into one token of a
+// lease or request name: letters, digits, '-' and '_' stay, every other byte
+// becomes '=' and two hex digits. Different strings give different tokens.
+func Token(s string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_':
+			b.WriteByte(c)
+		default:
+			b.WriteByte('=')
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&15])
+		}
+	}
+	if b.Len() == 0 {
+		return "="
+	}
+	return b.String()
 }
 
 func (o *Options) normalize() error {

@@ -38,8 +38,9 @@ var (
 // once. Hold returns nil when ctx ends, ErrClosed after Close, and an error
 // when the connection was closed for good.
 //
-// Names are dot-separated tokens of letters, digits, '-' and '_'; the
-// prefixes "member." and "part." belong to RunPartitions.
+// Names are dot-separated tokens of letters, digits and "-_=/" (Token makes
+// one from any string); the prefixes "member." and "part." belong to
+// RunPartitions.
 func (n *Node) Hold(ctx context.Context, name string, run func(ctx context.Context, l Lease)) error {
 	if !leaseKeyRE.MatchString(name) || strings.HasPrefix(name, memberPrefix) || strings.HasPrefix(name, partitionPrefix) {
 		return fmt.Errorf("cluster: invalid lease name %q", name)
