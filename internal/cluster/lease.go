@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -171,6 +172,7 @@ func (n *Node) keep(ctx context.Context, key string, rev uint64, sent time.Time,
 	renew := time.NewTimer(n.renewEvery)
 	defer renew.Stop()
 	var lost error
+	failing := false // renewals are failing: only the first failure is a warning
 loop:
 	for {
 		select {
@@ -200,6 +202,10 @@ loop:
 			expiry.Reset(time.Until(s.Add(ttl - n.margin)))
 			n.setHeld(key, rev)
 			renew.Reset(n.renewEvery)
+			if failing {
+				failing = false
+				n.log.Info("lease renewed again", "lease", key, "token", token)
+			}
 		case isConflict(err):
 			lost = errLeaseFenced
 			break loop
@@ -210,7 +216,12 @@ loop:
 			if runCtx.Err() == nil {
 				err = connErr(err)
 				n.noteErr(fmt.Errorf("renew %s: %w", key, err))
-				n.log.Warn("lease renewal failed", "lease", key, "token", token, "error", err)
+				level := slog.LevelDebug
+				if !failing {
+					level, failing = slog.LevelWarn, true
+				}
+				n.log.Log(runCtx, level, "lease renewal failed; retrying until the lease runs out",
+					"lease", key, "token", token, "error", err)
 			}
 			renew.Reset(n.retryEvery)
 		}
