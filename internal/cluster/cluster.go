@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -15,7 +16,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/nats-io/nuid"
 )
 
 // Defaults for the zero values of Options.
@@ -182,7 +182,7 @@ func Open(ctx context.Context, o Options) (*Node, error) {
 		o:           o,
 		log:         o.Logger.With("component", "cluster", "instance", o.Instance),
 		stream:      o.Prefix + "_inbound",
-		value:       []byte(o.Instance + " " + nuid.Next()),
+		value:       []byte(o.Instance + " " + rand.Text()),
 		renewEvery:  ttl / 3,
 		margin:      ttl / 5,
 		retryEvery:  max(ttl/10, 10*time.Millisecond),
