@@ -244,9 +244,10 @@ loop:
 	return lost == nil
 }
 
-// release deletes the lease entry if it is still at revision rev.
+// release deletes the lease entry if it is still at revision rev. It gives
+// up after a second: the entry then expires by itself.
 func (n *Node) release(key string, rev, token uint64) {
-	ctx, cancel := context.WithTimeout(context.Background(), n.opTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), min(n.opTimeout, time.Second))
 	defer cancel()
 	err := n.leases.Delete(ctx, key, jetstream.LastRevision(rev))
 	switch {
