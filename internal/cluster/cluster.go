@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -9,12 +10,12 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/nats-io/nuid"
 )
 
 // Defaults for the zero values of Options.
@@ -40,6 +41,9 @@ type Options struct {
 	Logger     *slog.Logger
 }
 
+// drainTimeout bounds the drain of the connection in Close.
+const drainTimeout = 2 * time.Second
+
 // Key prefixes in the lease bucket that Hold may not use.
 const (
 	memberPrefix    = "member."
@@ -52,7 +56,7 @@ const partitionsKey = "partitions"
 
 var (
 	tokenRE    = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
-	leaseKeyRE = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
+	leaseKeyRE = regexp.MustCompile(`^[A-Za-z0-9_=/-]+(\.[A-Za-z0-9_=/-]+)*$`)
 )
 
 // Node is this process's membership in the cluster: one NATS connection, the
@@ -110,6 +114,29 @@ func PartitionOf(partitions int, key string) int {
 	return int(h.Sum32() % uint32(partitions))
 }
 
+// Token turns any string (an account id, a chat id) into one token of a
+// lease or request name: letters, digits, '-' and '_' stay, every other byte
+// becomes '=' and two hex digits. Different strings give different tokens.
+func Token(s string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_':
+			b.WriteByte(c)
+		default:
+			b.WriteByte('=')
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&15])
+		}
+	}
+	if b.Len() == 0 {
+		return "="
+	}
+	return b.String()
+}
+
 func (o *Options) normalize() error {
 	if o.URL == "" {
 		return errors.New("cluster: cluster.nats.url is required")
@@ -155,7 +182,7 @@ func Open(ctx context.Context, o Options) (*Node, error) {
 		o:           o,
 		log:         o.Logger.With("component", "cluster", "instance", o.Instance),
 		stream:      o.Prefix + "_inbound",
-		value:       []byte(o.Instance + " " + nuid.Next()),
+		value:       []byte(o.Instance + " " + rand.Text()),
 		renewEvery:  ttl / 3,
 		margin:      ttl / 5,
 		retryEvery:  max(ttl/10, 10*time.Millisecond),
@@ -174,6 +201,7 @@ func Open(ctx context.Context, o Options) (*Node, error) {
 		nats.ReconnectBufSize(-1),
 		nats.PingInterval(min(max(2*ttl, time.Second), 20*time.Second)),
 		nats.MaxPingsOutstanding(2),
+		nats.DrainTimeout(drainTimeout),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
 				n.noteErr(fmt.Errorf("disconnected: %w", err))
@@ -310,15 +338,18 @@ func (n *Node) Close() error {
 		if !waitGroup(&n.keepers, n.o.LeaseTTL) {
 			n.log.Warn("closing with leases whose runs have not returned; they expire by ttl", "held", n.heldNames())
 		}
-		n.bg.Wait()
+		// Stopping the watcher deletes its consumer, which waits for a
+		// reply a connection cut off from the server never gets.
+		waitGroup(&n.bg, time.Second)
 		if !n.nc.IsConnected() || n.nc.Drain() != nil {
 			n.nc.Close()
 		}
 		select {
 		case <-n.closed:
-		case <-time.After(5 * time.Second):
+		case <-time.After(drainTimeout + time.Second):
 			n.nc.Close()
 		}
+		n.bg.Wait()
 		n.log.Info("cluster node closed")
 	})
 	return nil

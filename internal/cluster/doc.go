@@ -52,5 +52,25 @@
 // <prefix>_progress, with a compare-and-set on its revision, so a consumer
 // that has been replaced and still writes finds out (ErrFenced). The next
 // owner starts after the saved progress: a message whose done never came is
-// read again, so handlers must be idempotent; none is lost.
+// read again, so handlers must be idempotent; none is lost. The stream keeps
+// messages for 24 hours.
+//
+// # Requests to a holder
+//
+// Serve answers requests for a name over core NATS request/reply (subject
+// <prefix>.rpc.<name>); the holder of a lease serves its name, and any
+// node can Request it. Nobody serving gives ErrNoHolder at once.
+//
+// # Timing, with the default TTL of 6 s
+//
+// Renewals go out every 2 s; a holder that cannot renew stops 4.8 s after
+// its last successful renewal was sent (TTL minus a fifth). A lease that is
+// released is taken by a waiting node within a few milliseconds; a holder
+// that dies is replaced about 6 to 7 s after its last renewal (the entry
+// expires a TTL after it was written, then the next contender's retry, at
+// most a second later, wins). A NATS server restart shorter than the
+// holder's patience keeps every lease (the entries and their revisions are
+// on disk); a longer one ends them all, and they are won again once the
+// server is back. While disconnected, requests fail at once with "not
+// connected to NATS" instead of being buffered.
 package cluster

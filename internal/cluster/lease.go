@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -38,8 +39,9 @@ var (
 // once. Hold returns nil when ctx ends, ErrClosed after Close, and an error
 // when the connection was closed for good.
 //
-// Names are dot-separated tokens of letters, digits, '-' and '_'; the
-// prefixes "member." and "part." belong to RunPartitions.
+// Names are dot-separated tokens of letters, digits and "-_=/" (Token makes
+// one from any string); the prefixes "member." and "part." belong to
+// RunPartitions.
 func (n *Node) Hold(ctx context.Context, name string, run func(ctx context.Context, l Lease)) error {
 	if !leaseKeyRE.MatchString(name) || strings.HasPrefix(name, memberPrefix) || strings.HasPrefix(name, partitionPrefix) {
 		return fmt.Errorf("cluster: invalid lease name %q", name)
@@ -170,6 +172,7 @@ func (n *Node) keep(ctx context.Context, key string, rev uint64, sent time.Time,
 	renew := time.NewTimer(n.renewEvery)
 	defer renew.Stop()
 	var lost error
+	failing := false // renewals are failing: only the first failure is a warning
 loop:
 	for {
 		select {
@@ -179,6 +182,9 @@ loop:
 			if c := context.Cause(runCtx); c == errLeaseExpired {
 				lost = c
 			}
+			break loop
+		case <-n.closed:
+			lost = errConnClosed
 			break loop
 		case <-renew.C:
 		}
@@ -196,6 +202,10 @@ loop:
 			expiry.Reset(time.Until(s.Add(ttl - n.margin)))
 			n.setHeld(key, rev)
 			renew.Reset(n.renewEvery)
+			if failing {
+				failing = false
+				n.log.Info("lease renewed again", "lease", key, "token", token)
+			}
 		case isConflict(err):
 			lost = errLeaseFenced
 			break loop
@@ -206,7 +216,12 @@ loop:
 			if runCtx.Err() == nil {
 				err = connErr(err)
 				n.noteErr(fmt.Errorf("renew %s: %w", key, err))
-				n.log.Warn("lease renewal failed", "lease", key, "token", token, "error", err)
+				level := slog.LevelDebug
+				if !failing {
+					level, failing = slog.LevelWarn, true
+				}
+				n.log.Log(runCtx, level, "lease renewal failed; retrying until the lease runs out",
+					"lease", key, "token", token, "error", err)
 			}
 			renew.Reset(n.retryEvery)
 		}
@@ -229,9 +244,10 @@ loop:
 	return lost == nil
 }
 
-// release deletes the lease entry if it is still at revision rev.
+// release deletes the lease entry if it is still at revision rev. It gives
+// up after a second: the entry then expires by itself.
 func (n *Node) release(key string, rev, token uint64) {
-	ctx, cancel := context.WithTimeout(context.Background(), n.opTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), min(n.opTimeout, time.Second))
 	defer cancel()
 	err := n.leases.Delete(ctx, key, jetstream.LastRevision(rev))
 	switch {

@@ -14,6 +14,7 @@ type holdEvent struct {
 	node  string
 	token uint64
 	kind  string // "acquired" or "lost"
+	cause error  // why the run's context ended, for "lost"
 }
 
 // eventLog records events in the order they happened.
@@ -59,9 +60,9 @@ func (l *eventLog) next(t *testing.T, kind string, d time.Duration) holdEvent {
 func hold(t *testing.T, g *group, n *Node, name string, log *eventLog) {
 	g.spawn(func() {
 		err := n.Hold(g.ctx, name, func(ctx context.Context, l Lease) {
-			log.add(holdEvent{n.Instance(), l.Token, "acquired"})
+			log.add(holdEvent{n.Instance(), l.Token, "acquired", nil})
 			<-ctx.Done()
-			log.add(holdEvent{n.Instance(), l.Token, "lost"})
+			log.add(holdEvent{n.Instance(), l.Token, "lost", context.Cause(ctx)})
 		})
 		if err != nil && err != ErrClosed {
 			t.Errorf("Hold(%s) on %s: %v", name, n.Instance(), err)
@@ -168,6 +169,9 @@ func TestHoldTakeoverAfterPartition(t *testing.T) {
 	if lost.node != "a" || won.node != "b" {
 		t.Fatalf("after the partition got %v then %v, want a lost then b acquired", lost, won)
 	}
+	if lost.cause != errLeaseExpired {
+		t.Errorf("a's run ended with %v, want its own TTL clock (%v)", lost.cause, errLeaseExpired)
+	}
 	if won.token <= first.token {
 		t.Errorf("b's token %d is not above a's %d", won.token, first.token)
 	}
@@ -198,8 +202,8 @@ func TestHoldFencedByOverwrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	lost := log.next(t, "lost", ttl)
-	if lost.token != got.token {
-		t.Fatalf("lost %v, want the run of token %d", lost, got.token)
+	if lost.token != got.token || lost.cause != errLeaseFenced {
+		t.Fatalf("lost %v, want the run of token %d ended by %v", lost, got.token, errLeaseFenced)
 	}
 	e, err := a.leases.Get(wctx, "conn.x")
 	if err != nil {

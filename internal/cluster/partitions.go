@@ -32,7 +32,8 @@ func partitionKey(p int) string { return partitionPrefix + strconv.Itoa(p) }
 // lease is lost, given back, or ctx ends.
 //
 // A process that restarts under the same name before its previous member
-// lease ran out waits up to one TTL for it. RunPartitions returns nil when
+// lease ran out waits up to one TTL for it. Call RunPartitions once per node
+// at a time. RunPartitions returns nil when
 // ctx ends, ErrClosed after Close, and an error when the connection was
 // closed for good.
 func (n *Node) RunPartitions(ctx context.Context, run func(ctx context.Context, p int, l Lease)) error {

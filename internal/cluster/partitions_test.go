@@ -184,3 +184,22 @@ func TestRunPartitionsRestartSameName(t *testing.T) {
 	})
 	recv(t, got, 10*time.Second, "the restarted process to run a partition")
 }
+
+func TestToken(t *testing.T) {
+	for in, want := range map[string]string{
+		"":             "=",
+		"cli_a1b2-C3":  "cli_a1b2-C3",
+		"group:7000.1": "group=3A7000=2E1",
+		"飞书":           "=E9=A3=9E=E4=B9=A6",
+		"a=b":          "a=3Db",
+		"oc_x y/z\n":   "oc_x=20y=2Fz=0A",
+	} {
+		got := Token(in)
+		if got != want {
+			t.Errorf("Token(%q) = %q, want %q", in, got, want)
+		}
+		if !leaseKeyRE.MatchString("conn." + got) {
+			t.Errorf("Token(%q) = %q is not a valid name token", in, got)
+		}
+	}
+}

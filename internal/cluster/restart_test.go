@@ -149,3 +149,43 @@ func TestOpenMismatch(t *testing.T) {
 		t.Errorf("Open with matching options: %v", err)
 	}
 }
+
+// A restart shorter than the holder's patience keeps the lease (the entry
+// and its revision are on disk) and Consume carries on by itself.
+func TestShortServerRestart(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t)
+	ttl := 5 * time.Second
+	a := openNode(t, Options{URL: ts.url(), Instance: "a", Prefix: uniquePrefix(), LeaseTTL: ttl, Partitions: 1})
+	g := newGroup(t)
+	log := newEventLog()
+	hold(t, g, a, "conn.s", log)
+	log.next(t, "acquired", 10*time.Second)
+	msgs, res := consume(g, g.ctx, a, 0)
+	publish := func(data string) {
+		t.Helper()
+		await(t, 20*time.Second, "Publish to succeed", func() bool {
+			ctx, cancel := context.WithTimeout(g.ctx, time.Second)
+			defer cancel()
+			return a.Publish(ctx, 0, data, []byte(data)) == nil
+		})
+	}
+	publish("before")
+	if d := recv(t, msgs, 10*time.Second, "the message before"); d.data != "before" {
+		t.Fatalf("got %q", d.data)
+	}
+
+	ts.stop()
+	ts.start()
+	publish("after")
+	if d := recv(t, msgs, 20*time.Second, "the message after the restart"); d.data != "after" {
+		t.Fatalf("got %q, want after", d.data)
+	}
+	select {
+	case e := <-log.ch:
+		t.Errorf("lease event %v across a short restart", e)
+	case err := <-res:
+		t.Errorf("Consume returned %v across a short restart", err)
+	default:
+	}
+}

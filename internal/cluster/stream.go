@@ -145,22 +145,21 @@ func (n *Node) Consume(ctx context.Context, p int, handle func(ctx context.Conte
 	cancel(nil)
 	<-saverDone
 	it.Stop()
-	dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), n.opTimeout)
-	defer dcancel()
+	// The last save and the clean-up are quick or hopeless: a connection
+	// cut off from the server must not hold Consume for long.
+	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), min(n.opTimeout, time.Second))
+	defer fcancel()
+	if !pr.fenced {
+		if err := pr.save(fctx); err != nil && !errors.Is(err, ErrFenced) {
+			n.log.Warn("saving progress failed", "partition", p, "error", err)
+		}
+	}
 	if info := cons.CachedInfo(); info != nil {
 		// Otherwise the server keeps it until it has been idle for minutes.
-		_ = n.js.DeleteConsumer(dctx, n.stream, info.Name)
+		_ = n.js.DeleteConsumer(fctx, n.stream, info.Name)
 	}
 	if pr.fenced {
 		return fmt.Errorf("cluster: consume partition %d: %w", p, ErrFenced)
-	}
-	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), n.opTimeout)
-	defer scancel()
-	if err := pr.save(sctx); err != nil {
-		if errors.Is(err, ErrFenced) {
-			return fmt.Errorf("cluster: consume partition %d: %w", p, ErrFenced)
-		}
-		n.log.Warn("saving progress failed", "partition", p, "error", err)
 	}
 	return result
 }

@@ -71,13 +71,13 @@ func (v *view) held(key string) bool {
 }
 
 // markHeld records that key was found held (a Create failed) when the
-// watcher has not told about it yet, so the contender waits for an event or
-// the poll instead of retrying at once.
+// watcher has not told about it (yet, or any more), so the contender waits
+// for an event or the poll instead of retrying at once.
 func (v *view) markHeld(key string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if _, ok := v.entries[key]; !ok {
-		v.entries[key] = viewEntry{seen: time.Now()}
+	if e, ok := v.entries[key]; !ok || time.Since(e.seen) >= v.ttl {
+		v.entries[key] = viewEntry{value: e.value, seen: time.Now()}
 	}
 }
 
