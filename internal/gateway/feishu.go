@@ -98,7 +98,7 @@ func buildFeishu(cfg config.Feishu, workspace string, kit *mediaKit, st store.St
 const quoteLogWithin = 500
 
 // pipelines builds the receive pipeline of every app, routed by account.
-func (l *lark) pipelines(ctx context.Context, eng *engine.Engine, st store.Store, loc *time.Location, log *slog.Logger) (accountRouter, []*pipeline.Pipeline, error) {
+func (l *lark) pipelines(ctx context.Context, eng *engine.Engine, st store.Store, loc *time.Location, log *slog.Logger, restore bool) (accountRouter, []*pipeline.Pipeline, error) {
 	router := accountRouter{}
 	var all []*pipeline.Pipeline
 	for _, id := range slices.Sorted(maps.Keys(l.accounts)) {
@@ -117,7 +117,7 @@ func (l *lark) pipelines(ctx context.Context, eng *engine.Engine, st store.Store
 		})
 		settings := ReceiveSettings(l.receive[id])
 		settings.MaxBotReplyChain = l.botChain[id]
-		p, err := accountPipeline(ctx, eng, st, loc, log, feishu.ChannelID, id, "channels.feishu", pipeline.Options{
+		p, err := accountPipeline(ctx, eng, st, loc, log, feishu.ChannelID, id, "channels.feishu", restore, pipeline.Options{
 			Quote: resolver.Resolved, Enrich: a.Enrich, Receive: settings, Chat: l.chats.rulesFor(feishu.ChannelID, id),
 			Bot: a, Send: a.Send, History: a, ReplierFor: a.ReplierFor,
 		})

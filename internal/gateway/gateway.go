@@ -183,6 +183,19 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		}
 	}()
 
+	// In a cluster, the instances meet on NATS and share the store.
+	mem, err := joinCluster(ctx, cfg.Cluster, st, log)
+	if err != nil {
+		return err
+	}
+	if mem != nil {
+		defer func() {
+			if cerr := mem.node.Close(); cerr != nil {
+				err = errors.Join(err, fmt.Errorf("leave the cluster: %w", cerr))
+			}
+		}()
+	}
+
 	reg := prometheus.NewRegistry()
 	for _, c := range []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		if err := reg.Register(c); err != nil {
@@ -199,7 +212,13 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	if err != nil {
 		return err
 	}
-	out := outbox.New(outbox.Options{Store: st, MaxAge: cfg.Messages.Outbox.MaxAge(), Metrics: outboxMetrics, Logger: log})
+	oo := outbox.Options{Store: st, MaxAge: cfg.Messages.Outbox.MaxAge(), Metrics: outboxMetrics, Logger: log}
+	var remote func(msg.AccountID) onebot.Caller
+	if mem != nil {
+		// A reply goes out only while its chat is this instance's.
+		oo.MaySend, remote = mem.owns, mem.remoteQQ
+	}
+	out := outbox.New(oo)
 	defer out.Close()
 	// Every inbound message is taken in on its chat's lane, in arrival
 	// order, by a bounded set of workers shared by all chats; a full queue
@@ -261,7 +280,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	if err != nil {
 		return err
 	}
-	qqs, err := buildOneBot(cfg.Channels.OneBot, cfg.Messages.Inbound, cfg.Gateway, kit, st, out, tracer, chatSet, log)
+	qqs, err := buildOneBot(cfg.Channels.OneBot, cfg.Messages.Inbound, cfg.Gateway, kit, st, out, tracer, chatSet, remote, log)
 	if err != nil {
 		return err
 	}
@@ -348,14 +367,14 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	var pipes []*pipeline.Pipeline
 	var router accountRouter
 	if qqs != nil {
-		if router, pipes, err = qqs.pipelines(ctx, eng, st, loc, log); err != nil {
+		if router, pipes, err = qqs.pipelines(ctx, eng, st, loc, log, mem == nil); err != nil {
 			return err
 		}
 	}
 	var larkRouter accountRouter
 	if larks != nil {
 		var lp []*pipeline.Pipeline
-		if larkRouter, lp, err = larks.pipelines(ctx, eng, st, loc, log); err != nil {
+		if larkRouter, lp, err = larks.pipelines(ctx, eng, st, loc, log, mem == nil); err != nil {
 			return err
 		}
 		pipes = append(pipes, lp...)
@@ -409,14 +428,19 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	}
 	app = appMux
 	// What a previous run left undone goes on: replies not yet confirmed,
-	// then turns admitted and never answered.
-	if err := out.Start(ctx); err != nil {
-		return err
-	}
-	if n, err := eng.Resume(ctx, resumeReplier(router, larkRouter, wp)); err != nil {
-		return err
-	} else if n > 0 {
-		log.Info("turns admitted before the restart are being answered", "count", n)
+	// then turns admitted and never answered. In a cluster each
+	// partition's owner does it for the partition's chats.
+	if mem != nil {
+		mem.wire(ingest, router, larkRouter, eng, out, resumeReplier(router, larkRouter, wp), qqs, larks)
+	} else {
+		if err := out.Start(ctx); err != nil {
+			return err
+		}
+		if n, err := eng.Resume(ctx, resumeReplier(router, larkRouter, wp)); err != nil {
+			return err
+		} else if n > 0 {
+			log.Info("turns admitted before the restart are being answered", "count", n)
+		}
 	}
 	watch := &storeWatch{st: st, log: log}
 	started := time.Now()
@@ -424,7 +448,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		Handler: httpapi.New(httpapi.Options{
 			Token: cfg.Gateway.Token.Value(), Loopback: cfg.Gateway.Loopback(), AllowedHosts: cfg.Gateway.AllowedHosts,
 			Pprof: cfg.Gateway.Pprof, Gatherer: reg, App: app, Endpoints: endpoints, Started: started,
-			Health: healthReport(watch, qqs.accounts(), larks),
+			Health: healthReport(watch, qqs.accounts(), larks, mem),
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
@@ -478,20 +502,22 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		}
 		return watch.run(gctx, every)
 	})
-	g.Go(func() error {
-		return eng.RunHeartbeat(gctx, func(ch msg.ChannelID) (channel.Adapter, bool) {
-			if ch == webchat.ID && wc != nil {
-				return wc, true
-			}
-			if ch == onebot.ChannelID && qqs != nil {
-				return qqs.channel, true
-			}
-			if ch == feishu.ChannelID && larks != nil {
-				return larks.adapter(), true
-			}
-			return nil, false
-		})
-	})
+	adapters := func(ch msg.ChannelID) (channel.Adapter, bool) {
+		if ch == webchat.ID && wc != nil {
+			return wc, true
+		}
+		if ch == onebot.ChannelID && qqs != nil {
+			return qqs.channel, true
+		}
+		if ch == feishu.ChannelID && larks != nil {
+			return larks.adapter(), true
+		}
+		return nil, false
+	}
+	if mem == nil {
+		// In a cluster, the holder of the heartbeat's lease runs it.
+		g.Go(func() error { return eng.RunHeartbeat(gctx, adapters) })
+	}
 	if wc != nil {
 		g.Go(func() error { return wc.Run(gctx, webchatBackend{Sink: sink, engine: eng}) })
 	}
@@ -499,14 +525,23 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	// closed only once the replies of the last turns are out (or stored).
 	chCtx, closeChannels := context.WithCancel(context.WithoutCancel(ctx))
 	defer closeChannels()
-	if qqs != nil {
+	if mem != nil {
+		// The connections whose leases this instance wins, the partitions
+		// it owns and the heartbeat, if it holds its lease.
+		beat := func(ctx context.Context) error { return eng.RunHeartbeat(ctx, adapters) }
+		if heartbeat.Every <= 0 && heartbeat.Schedule == nil {
+			beat = nil
+		}
+		g.Go(func() error { return mem.run(chCtx, gctx, beat) })
+	}
+	if qqs != nil && mem == nil {
 		// A QQ message is taken in on its connection's reader while the
 		// lanes are idle: taking it in never waits for the implementation
 		// (a quote's get_msg goes out beside it), and a trickle then costs
 		// no worker's wake-up.
 		g.Go(func() error { return qqs.channel.Run(chCtx, lanes.Sink{Lanes: ingest, Next: router, Inline: true}) })
 	}
-	if larks != nil {
+	if larks != nil && mem == nil {
 		g.Go(func() error { return larks.run(chCtx, lanes.Sink{Lanes: ingest, Next: larkRouter}) })
 	}
 	g.Go(func() error {

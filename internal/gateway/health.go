@@ -77,7 +77,11 @@ func (w *storeWatch) last() error {
 // connects or waits to reconnect, down when it gave up) and each Feishu
 // app (ok when connected or listening, degraded while it starts,
 // connects or reconnects, down when the platform refused it).
-func healthReport(w *storeWatch, accounts map[msg.AccountID]*onebot.Account, larks *lark) func(context.Context) httpapi.Health {
+//
+// In a cluster, a connection another instance holds is ok here ("held
+// elsewhere"), and the cluster itself is a component: ok while NATS is
+// reachable, down when it is not (this instance then answers nothing).
+func healthReport(w *storeWatch, accounts map[msg.AccountID]*onebot.Account, larks *lark, mem *member) func(context.Context) httpapi.Health {
 	return func(ctx context.Context) httpapi.Health {
 		err := w.last()
 		var h httpapi.Health
@@ -86,12 +90,28 @@ func healthReport(w *storeWatch, accounts map[msg.AccountID]*onebot.Account, lar
 			store.Status, store.Reason = httpapi.StatusDown, err.Error()
 		}
 		h.Components = append(h.Components, store)
+		var held map[string]bool
+		if mem != nil {
+			var c httpapi.Component
+			c, held = mem.health()
+			h.Components = append(h.Components, c)
+		}
+		elsewhere := func(c httpapi.Component, lease string) httpapi.Component {
+			if mem != nil && !held[lease] {
+				c.Status, c.Reason = httpapi.StatusOK, "held elsewhere"
+			}
+			return c
+		}
 		for _, id := range slices.Sorted(maps.Keys(accounts)) {
-			h.Components = append(h.Components, accountHealth(id, accounts[id]))
+			h.Components = append(h.Components, elsewhere(accountHealth(id, accounts[id]), "conn.onebot."+string(id)))
 		}
 		if larks != nil {
 			for _, id := range slices.Sorted(maps.Keys(larks.accounts)) {
-				h.Components = append(h.Components, larkHealth(id, larks.accounts[id].Health()))
+				c := larkHealth(id, larks.accounts[id].Health())
+				if !larks.accounts[id].Webhook() {
+					c = elsewhere(c, "conn.feishu."+string(id))
+				}
+				h.Components = append(h.Components, c)
 			}
 		}
 		return h

@@ -87,7 +87,7 @@ func forwardOf(id string, a config.OneBotAccount) forwardWS {
 // buildOneBot builds the active QQ accounts; nil when there are none.
 // in bounds inbound messages; sent keeps the ids of the bot's messages
 // across restarts; the accounts deliver through out and are its senders.
-func buildOneBot(cfg config.OneBot, in config.Inbound, gw config.Gateway, kit *mediaKit, sent store.SentLog, out *outbox.Outbox, tr *trace.Recorder, cs *chats, log *slog.Logger) (*qq, error) {
+func buildOneBot(cfg config.OneBot, in config.Inbound, gw config.Gateway, kit *mediaKit, sent store.SentLog, out *outbox.Outbox, tr *trace.Recorder, cs *chats, remote func(msg.AccountID) onebot.Caller, log *slog.Logger) (*qq, error) {
 	all := cfg.All()
 	var accounts []*onebot.Account
 	q := &qq{endpoints: map[string]http.Handler{}, tools: map[msg.AccountID]*onebot.Account{}, receive: map[msg.AccountID]config.Receive{}, quote: map[msg.AccountID]config.Quote{}, forward: map[msg.AccountID]forwardWS{}, chats: cs}
@@ -102,6 +102,9 @@ func buildOneBot(cfg config.OneBot, in config.Inbound, gw config.Gateway, kit *m
 			return nil, err
 		}
 		o.Sent, o.Outbox = sent, out
+		if remote != nil {
+			o.Remote = remote(msg.AccountID(id))
+		}
 		if cs != nil {
 			o.Pace.For = cs.gapFor(msg.AccountID(id))
 		}
@@ -171,7 +174,7 @@ func (q *qq) addTools(tools *agent.Tools, loc *time.Location) error {
 
 // pipelines builds the receive pipeline of every account, routed by
 // account id.
-func (q *qq) pipelines(ctx context.Context, eng *engine.Engine, st store.Store, loc *time.Location, log *slog.Logger) (accountRouter, []*pipeline.Pipeline, error) {
+func (q *qq) pipelines(ctx context.Context, eng *engine.Engine, st store.Store, loc *time.Location, log *slog.Logger, restore bool) (accountRouter, []*pipeline.Pipeline, error) {
 	router := accountRouter{}
 	var all []*pipeline.Pipeline
 	for id, r := range q.receive {
@@ -181,7 +184,7 @@ func (q *qq) pipelines(ctx context.Context, eng *engine.Engine, st store.Store, 
 			Enabled: qc.Enabled, ResolveForward: qc.ResolveForward, MaxDepth: qc.MaxDepth, MaxNodes: qc.MaxNodes, MaxChars: qc.MaxChars,
 			Timeout: time.Duration(qc.TimeoutMs) * time.Millisecond,
 		}, loc)
-		p, err := accountPipeline(ctx, eng, st, loc, log, onebot.ChannelID, id, "channels.onebot", pipeline.Options{
+		p, err := accountPipeline(ctx, eng, st, loc, log, onebot.ChannelID, id, "channels.onebot", restore, pipeline.Options{
 			Quote: resolver.Resolved, Receive: ReceiveSettings(r), Chat: q.chats.rulesFor(onebot.ChannelID, id), PlainText: true,
 			Bot: qqBot{a}, Send: a.Send, History: a, Ack: a, ReplierFor: a.ReplierFor,
 		})

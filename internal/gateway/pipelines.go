@@ -17,14 +17,19 @@ import (
 )
 
 // startPipeline builds a receive pipeline, logs the settings it skipped
-// (under configKey) and restores what it buffered before a restart.
-func startPipeline(ctx context.Context, o pipeline.Options, configKey string) (*pipeline.Pipeline, error) {
+// (under configKey) and, when restore says, restores what it buffered
+// before a restart (in a cluster, each partition's owner restores its
+// chats instead).
+func startPipeline(ctx context.Context, o pipeline.Options, configKey string, restore bool) (*pipeline.Pipeline, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	p, warnings := pipeline.New(o)
 	for _, w := range warnings {
 		o.Logger.Warn("config: " + configKey + " receive.mention: " + w)
+	}
+	if !restore {
+		return p, nil
 	}
 	if err := p.Restore(ctx); err != nil {
 		return nil, err
@@ -35,13 +40,13 @@ func startPipeline(ctx context.Context, o pipeline.Options, configKey string) (*
 // accountPipeline starts the receive pipeline of account id of channel
 // ch: o holds what is the account's own (its bot, sending, history,
 // quotes), the rest is the same for every chat account.
-func accountPipeline(ctx context.Context, eng *engine.Engine, st store.Store, loc *time.Location, log *slog.Logger, ch msg.ChannelID, id msg.AccountID, section string, o pipeline.Options) (*pipeline.Pipeline, error) {
+func accountPipeline(ctx context.Context, eng *engine.Engine, st store.Store, loc *time.Location, log *slog.Logger, ch msg.ChannelID, id msg.AccountID, section string, restore bool, o pipeline.Options) (*pipeline.Pipeline, error) {
 	o.Engine, o.Trace = engineTurns{eng}, eng.Tracer()
 	o.IsCommand, o.IsAbort = eng.Commands().IsControl, command.IsAbort
 	o.Location, o.Store, o.Channel, o.Account = loc, st, ch, id
 	o.LocalHistory = pipeline.LocalHistory{Log: st, Channel: ch, Account: id}
 	o.Logger = log.With("channel", string(ch), "account", string(id))
-	return startPipeline(ctx, o, section)
+	return startPipeline(ctx, o, section, restore)
 }
 
 // engineTurns runs the pipeline's turns on the engine.
@@ -90,7 +95,7 @@ func webchatPipeline(ctx context.Context, c config.Webchat, wc *webchat.Channel,
 		IsCommand: eng.Commands().IsControl, IsAbort: command.IsAbort, Location: loc, Logger: plog,
 		Store: st, Channel: webchat.ID, Account: msg.DefaultAccount, Trace: eng.Tracer(),
 		ReplierFor: func(msg.Message) channel.Replier { return channel.SenderReplier{Adapter: wc} },
-	}, "channels.webchat")
+	}, "channels.webchat", true)
 }
 
 // noBot: the web chat has no bot user to mention or reply to.

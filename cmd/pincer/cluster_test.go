@@ -1,0 +1,368 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/pincerbot/pincer/internal/config"
+	"github.com/pincerbot/pincer/internal/llm/llmtest"
+	"github.com/pincerbot/pincer/internal/store/postgres/pgtest"
+)
+
+// natsServer is an embedded nats-server with JetStream on loopback, for
+// the cluster's processes to meet on.
+type natsServer struct {
+	t    *testing.T
+	dir  string
+	port int
+	s    *server.Server
+}
+
+func startNATS(t *testing.T) *natsServer {
+	t.Helper()
+	n := &natsServer{t: t, dir: t.TempDir(), port: -1}
+	n.start()
+	n.port = n.s.Addr().(*net.TCPAddr).Port
+	t.Cleanup(func() { n.s.Shutdown() })
+	return n
+}
+
+func (n *natsServer) start() {
+	n.t.Helper()
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: n.port, JetStream: true, StoreDir: n.dir, NoLog: true, NoSigs: true})
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		n.t.Fatal("nats-server did not start")
+	}
+	n.s = s
+}
+
+func (n *natsServer) url() string { return n.s.ClientURL() }
+
+// clusterConfig is the configuration of instance name of a cluster on
+// nats and the PostgreSQL schema dsn names.
+func clusterConfig(name, natsURL, model, wsURL string, extra string) string {
+	return freePortConfig(`
+		store: { driver: 'postgres', dsn: '${PINCER_PG_DSN}' },
+		cluster: { instance: '` + name + `', nats: { url: '` + natsURL + `' }, partitions: 8, leaseTtlMs: 1500 },
+		models: { providers: { openai: { baseUrl: '` + model + `/v1', apiKey: 'k' } } },
+		agents: { defaults: { model: { primary: 'openai/m' }, maxConcurrent: 32 } },
+		messages: { queue: { mode: 'followup' } },
+		log: { level: 'info' },
+		channels: { webchat: { enabled: false }, onebot: {
+			wsUrl: '` + wsURL + `', selfId: 3300000001,
+			reconnect: { minDelayMs: 200, maxDelayMs: 500 },` + extra + `
+		} },`)
+}
+
+// clusterHealth is an instance's cluster component on /healthz.
+func clusterHealth(base string) (status, reason string) {
+	// Without the web chat, the ready line names the dashboard.
+	base = strings.TrimSuffix(base, "/dashboard")
+	res, err := http.Get(base + "/healthz")
+	if err != nil {
+		return "", err.Error()
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	var h struct {
+		Components []struct{ Name, Status, Reason string } `json:"components"`
+	}
+	_ = json.Unmarshal(body, &h)
+	for _, c := range h.Components {
+		if c.Name == "cluster" {
+			return c.Status, c.Reason
+		}
+	}
+	return "", string(body)
+}
+
+// owned is how many partitions an instance says it owns.
+func owned(base string) int {
+	_, reason := clusterHealth(base)
+	var inst string
+	var members, n, of int
+	if _, err := fmt.Sscanf(reason, "instance %s of %d, owns %d of %d partitions", &inst, &members, &n, &of); err != nil {
+		return -1
+	}
+	return n
+}
+
+// waitShared waits until the running instances own every partition
+// between them, each some.
+func waitShared(t *testing.T, ctx context.Context, parts int, procs ...*proc) {
+	t.Helper()
+	for {
+		sum, each := 0, true
+		for _, p := range procs {
+			n := owned(p.url)
+			sum += max(n, 0)
+			each = each && n > 0
+		}
+		if sum == parts && each {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			var says []string
+			for _, p := range procs {
+				_, reason := clusterHealth(p.url)
+				says = append(says, reason)
+			}
+			t.Fatalf("the partitions were never shared out (%d owned): %q", sum, says)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// TestClusterKillMidBurst is the cluster's promise under load: three
+// pincers share one PostgreSQL database and one NATS server; the one
+// holding the QQ connection is killed with SIGKILL halfway through a
+// burst of chatter and mentions in ten groups, with realtime windows and
+// digest windows open on every instance. The others take the connection
+// and its chats over; every mention that was taken in, before the kill or
+// after, is answered exactly once, every chat's log keeps the order the
+// messages were sent in, and every message taken in is in exactly one
+// digest.
+func TestClusterKillMidBurst(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs three pincers")
+	}
+	const (
+		groups   = 10
+		total    = 1200
+		killAt   = 600
+		every    = 41
+		interval = 5000 // digest interval, ms
+	)
+	dsn := pgtest.SchemaDSN(t)
+	t.Setenv("PINCER_PG_DSN", dsn)
+	nats := startNATS(t)
+	model := llmtest.NewOpenAI(t)
+	model.Script(llmtest.Reply{Text: []string{"好"}})
+	w := newQQWorld(t)
+	extra := `
+			receive: {
+				realtime: { windowMs: 300 },
+				digest: { enabled: true, intervalMs: ` + strconv.Itoa(interval) + `, minMessages: 1, maxMessages: 1000, maxTranscriptChars: 1000000 },
+			},`
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+
+	procs := map[string]*proc{}
+	for _, name := range []string{"a", "b", "c"} {
+		p, _ := startServe(t, t.TempDir(), clusterConfig(name, nats.url(), model.URL, w.peer.URL, extra))
+		procs[name] = p
+		defer func() {
+			if t.Failed() {
+				t.Logf("pincer %s's log:\n%s", name, p.stderr)
+			}
+		}()
+		defer p.cmd.Process.Kill()
+	}
+	waitLink(t, ctx, w)
+	waitShared(t, ctx, 8, procs["a"], procs["b"], procs["c"])
+	holder := ""
+	for name, p := range procs {
+		if strings.Contains(p.stderr.String(), "holding the QQ connection") {
+			holder = name
+		}
+	}
+	if holder == "" {
+		t.Fatal("no instance says it holds the QQ connection")
+	}
+
+	type sent struct {
+		id      int64
+		group   int64
+		trigger bool
+	}
+	var burst []sent
+	for i := int64(1); i <= total; i++ {
+		burst = append(burst, sent{id: i, group: 700000000 + i%groups, trigger: i%every == 0})
+	}
+	frame := func(s sent) map[string]any {
+		if s.trigger {
+			ev := w.mention(s.id, s.group)
+			ev["user_id"] = 50000 + s.id
+			ev["sender"] = map[string]any{"user_id": 50000 + s.id, "nickname": "提问者"}
+			return ev
+		}
+		ev := mentionEvent(s.id, "")
+		ev["group_id"] = s.group
+		ev["user_id"] = 10000 + s.id%7
+		ev["sender"] = map[string]any{"user_id": 10000 + s.id%7, "nickname": "群友"}
+		ev["message"] = []any{map[string]any{"type": "text", "data": map[string]any{"text": chatter(s.id)}}}
+		return ev
+	}
+	for _, s := range burst[:killAt] {
+		if err := w.peer.Push(ctx, frame(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	killed := time.Now()
+	if err := procs[holder].cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = procs[holder].cmd.Wait()
+	var alive []*proc
+	for name, p := range procs {
+		if name != holder {
+			alive = append(alive, p)
+		}
+	}
+	waitLink(t, ctx, w)
+	t.Logf("instance %s held the connection and was killed; another held it %v later", holder, time.Since(killed).Round(time.Millisecond))
+	waitShared(t, ctx, 8, alive...)
+	for _, s := range burst[killAt:] {
+		if err := w.peer.Push(ctx, frame(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// What the cluster took in: the shared log, read from the database.
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	logged := func() (map[int64]bool, map[string][]int64) {
+		ids, byChat := map[int64]bool{}, map[string][]int64{}
+		rows, err := conn.Query(ctx, `SELECT chat, message_id FROM messages ORDER BY seq`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var chat, id string
+			if err := rows.Scan(&chat, &id); err != nil {
+				t.Fatal(err)
+			}
+			n, _ := strconv.ParseInt(id, 10, 64)
+			if ids[n] {
+				t.Errorf("message %d is logged twice", n)
+			}
+			ids[n] = true
+			byChat[chat] = append(byChat[chat], n)
+		}
+		return ids, byChat
+	}
+	taken := func(s sent, in map[int64]bool) bool { return s.id > killAt || in[s.id] }
+
+	answered := func(in map[int64]bool) (int, int, string) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		n, want, bad := 0, 0, ""
+		for _, s := range burst {
+			if !s.trigger {
+				continue
+			}
+			id := strconv.FormatInt(s.id, 10)
+			c := w.replies[id]
+			if !taken(s, in) {
+				if c > 0 {
+					bad += fmt.Sprintf(" %s (not taken in) answered %d times;", id, c)
+				}
+				continue
+			}
+			want++
+			switch {
+			case c == 1:
+				n++
+			case c > 1:
+				bad += fmt.Sprintf(" %s answered %d times;", id, c)
+			}
+		}
+		return n, want, bad
+	}
+	digested := func() map[int64]int {
+		counts := map[int64]int{}
+		for _, r := range model.Requests() {
+			body, _ := json.Marshal(r.Body["messages"])
+			text := string(body)
+			if !strings.Contains(text, config.DefaultDigestPrompt[:30]) {
+				continue
+			}
+			for _, s := range burst {
+				if !s.trigger && strings.Contains(text, chatter(s.id)) {
+					counts[s.id]++
+				}
+			}
+		}
+		return counts
+	}
+	for {
+		in, _ := logged()
+		n, want, bad := answered(in)
+		if bad != "" {
+			t.Fatalf("replies:%s", bad)
+		}
+		counts := digested()
+		done := n == want
+		for _, s := range burst {
+			if !s.trigger && taken(s, in) && counts[s.id] == 0 {
+				done = false
+			}
+		}
+		if done {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%d of %d mentions answered, %d messages digested", n, want, len(counts))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	for _, p := range alive {
+		waitMetric(t, ctx, strings.TrimSuffix(p.url, "/dashboard"), "pincer_outbox_pending 0")
+	}
+	in, byChat := logged()
+	if _, _, bad := answered(in); bad != "" {
+		t.Errorf("replies:%s", bad)
+	}
+	for id, n := range digested() {
+		if n > 1 {
+			t.Errorf("message %d is in %d digests", id, n)
+		}
+	}
+	// Every chat's log is in the order its messages were sent, across the
+	// takeover, and only the newest before the kill can be missing.
+	missing := 0
+	for chat, ids := range byChat {
+		for i := 1; i < len(ids); i++ {
+			if ids[i] < ids[i-1] {
+				t.Errorf("chat %q: message %d logged after %d", chat, ids[i], ids[i-1])
+			}
+		}
+	}
+	for g := int64(0); g < groups; g++ {
+		gap := false
+		for _, s := range burst[:killAt] {
+			if s.group != 700000000+g {
+				continue
+			}
+			switch {
+			case !in[s.id]:
+				gap = true
+				missing++
+			case gap:
+				t.Errorf("group %d: message %d was taken in, but one before it was lost", s.group, s.id)
+			}
+		}
+	}
+	t.Logf("%d of the %d messages sent before the kill were taken in; every mention taken in answered once, every message in one digest", killAt-missing, killAt)
+}
