@@ -81,6 +81,10 @@ type Node struct {
 
 	view *view
 
+	// acks holds PublishAsync's acknowledgements still awaited, in the
+	// order the messages went out; ackLoop tells their callers.
+	acks chan pendingAck
+
 	ctx     context.Context // ends with Close
 	cancel  context.CancelFunc
 	keepers sync.WaitGroup // goroutines running a held lease
@@ -229,13 +233,15 @@ func Open(ctx context.Context, o Options) (*Node, error) {
 		nc.Close()
 		return nil, err
 	}
-	if n.js, err = jetstream.New(nc); err != nil {
+	if n.js, err = jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(asyncPending), jetstream.WithPublishAsyncTimeout(asyncTimeout)); err != nil {
 		return fail(fmt.Errorf("cluster: jetstream: %w", err))
 	}
 	if err := n.ensure(ctx); err != nil {
 		return fail(err)
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
+	n.acks = make(chan pendingAck, asyncPending)
+	n.bg.Go(n.ackLoop)
 	n.bg.Add(1)
 	go func() {
 		defer n.bg.Done()

@@ -52,6 +52,77 @@ func (n *Node) Publish(ctx context.Context, p int, id string, data []byte) error
 	return nil
 }
 
+// PublishAsync is Publish without waiting for the acknowledgement: done
+// learns the outcome once the stream acknowledged the message, refused it,
+// or did not answer within asyncTimeout (and with ErrClosed when the node
+// closes first). Messages published one after another from one goroutine
+// are stored in that order. While asyncPending acknowledgements are
+// outstanding it waits for room, so a slow stream holds the publisher back
+// rather than letting messages pile up in memory. done must not block.
+func (n *Node) PublishAsync(p int, id string, data []byte, done func(error)) {
+	if err := n.checkPartition(p); err != nil {
+		done(err)
+		return
+	}
+	m := nats.NewMsg(n.inboundSubject(p))
+	m.Data = data
+	opts := []jetstream.PublishOpt{jetstream.WithStallWait(asyncTimeout)}
+	if id != "" {
+		opts = append(opts, jetstream.WithMsgID(id))
+	}
+	f, err := n.js.PublishMsgAsync(m, opts...)
+	if err != nil {
+		done(fmt.Errorf("cluster: publish to partition %d: %w", p, connErr(err)))
+		return
+	}
+	select {
+	case n.acks <- pendingAck{f: f, p: p, done: done}:
+	case <-n.ctx.Done():
+		done(ErrClosed)
+	}
+}
+
+// Bounds of PublishAsync.
+const (
+	asyncPending = 4096
+	asyncTimeout = 10 * time.Second
+)
+
+// pendingAck is a PublishAsync awaiting its acknowledgement.
+type pendingAck struct {
+	f    jetstream.PubAckFuture
+	p    int
+	done func(error)
+}
+
+// ackLoop tells PublishAsync's callers their outcomes, in publishing
+// order, until the node closes; what is still awaited then fails with
+// ErrClosed.
+func (n *Node) ackLoop() {
+	for {
+		select {
+		case a := <-n.acks:
+			select {
+			case <-a.f.Ok():
+				a.done(nil)
+			case err := <-a.f.Err():
+				a.done(fmt.Errorf("cluster: publish to partition %d: %w", a.p, connErr(err)))
+			case <-n.ctx.Done():
+				a.done(ErrClosed)
+			}
+		case <-n.ctx.Done():
+			for {
+				select {
+				case a := <-n.acks:
+					a.done(ErrClosed)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
 // Consume reads partition p in stream order from where it was left (a
 // progress record per partition in the progress bucket: the highest stream
 // sequence whose message and every earlier one were done), with an ordered

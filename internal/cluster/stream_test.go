@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 )
@@ -187,5 +188,60 @@ func TestPublishDedup(t *testing.T) {
 	}
 	if msgs := s.CachedInfo().State.Msgs; msgs != 2 {
 		t.Errorf("stream holds %d messages, want 2", msgs)
+	}
+}
+
+// TestPublishAsync: messages published without waiting are acknowledged
+// to their callers in publishing order, stored in that order (a repeated
+// id once), and after Close a publish fails with ErrClosed.
+func TestPublishAsync(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t)
+	a := openNode(t, Options{URL: ts.url(), Instance: "a", Prefix: uniquePrefix(), Partitions: 4})
+	const n = 2000
+	var mu sync.Mutex
+	var order []int
+	acked := make(chan struct{}, n+1)
+	for i := range n {
+		a.PublishAsync(1, "m-"+strconv.Itoa(i), []byte(strconv.Itoa(i)), func(err error) {
+			if err != nil {
+				t.Errorf("message %d: %v", i, err)
+			}
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			acked <- struct{}{}
+		})
+	}
+	a.PublishAsync(1, "m-7", []byte("again"), func(err error) {
+		if err != nil {
+			t.Errorf("a repeated id: %v", err)
+		}
+		acked <- struct{}{}
+	})
+	for range n + 1 {
+		recv(t, acked, 10*time.Second, "an acknowledgement")
+	}
+	mu.Lock()
+	for i, got := range order {
+		if got != i {
+			t.Fatalf("acknowledgement %d was for message %d", i, got)
+		}
+	}
+	mu.Unlock()
+	g := newGroup(t)
+	msgs, _ := consume(g, g.ctx, a, 1)
+	for i := range n {
+		if d := recv(t, msgs, 10*time.Second, "message"); d.data != strconv.Itoa(i) {
+			t.Fatalf("message %d of the stream is %q", i, d.data)
+		}
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	failed := make(chan error, 1)
+	a.PublishAsync(1, "late", []byte("late"), func(err error) { failed <- err })
+	if err := recv(t, failed, 10*time.Second, "the late publish's outcome"); err == nil {
+		t.Error("a publish after Close succeeded")
 	}
 }

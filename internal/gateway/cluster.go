@@ -140,28 +140,44 @@ func (p publisher) Dispatch(ctx context.Context, m msg.Message, _ channel.Replie
 	return p.publish(ctx, m)
 }
 
+// Take publishes without waiting for the stream: the connection's reader
+// goes on at once, and the stream stores the messages in the order they
+// were read. done learns whether the stream took the message.
 func (p publisher) Take(ctx context.Context, m msg.Message, _ channel.Replier, done func(error)) {
-	err := p.publish(ctx, m)
-	if done != nil {
-		done(err)
+	if done == nil {
+		done = func(error) {}
 	}
+	part, id, data, err := p.encode(m)
+	if err != nil {
+		done(err)
+		return
+	}
+	p.m.node.PublishAsync(part, id, data, done)
 }
 
 func (p publisher) publish(ctx context.Context, m msg.Message) error {
+	part, id, data, err := p.encode(m)
+	if err != nil {
+		return err
+	}
+	return p.m.node.Publish(ctx, part, id, data)
+}
+
+// encode is a message's partition, its id in the stream and its envelope.
+func (p publisher) encode(m msg.Message) (part int, id string, data []byte, err error) {
 	body, err := m.AppendJSON(nil)
 	if err != nil {
-		return fmt.Errorf("cluster: encode %s: %w", m.ID, err)
+		return 0, "", nil, fmt.Errorf("cluster: encode %s: %w", m.ID, err)
 	}
 	env := envelope{At: time.Now().UnixMilli(), M: body}
 	if p.self != nil {
 		env.Self = p.self()
 	}
-	data, err := json.Marshal(env)
-	if err != nil {
-		return fmt.Errorf("cluster: encode %s: %w", m.ID, err)
+	if data, err = json.Marshal(env); err != nil {
+		return 0, "", nil, fmt.Errorf("cluster: encode %s: %w", m.ID, err)
 	}
 	key := chatKey(m.Channel, m.Account, m.Peer)
-	return p.m.node.Publish(ctx, cluster.PartitionOf(len(p.m.owned), key), key+"\x00"+string(m.ID), data)
+	return cluster.PartitionOf(len(p.m.owned), key), key + "\x00" + string(m.ID), data, nil
 }
 
 // run holds what this process wins until ctx ends: the connections, the
