@@ -366,3 +366,80 @@ func TestClusterKillMidBurst(t *testing.T) {
 	}
 	t.Logf("%d of the %d messages sent before the kill were taken in; every mention taken in answered once, every message in one digest", killAt-missing, killAt)
 }
+
+// stop shuts the NATS server down; start brings it back on the same port
+// and store.
+func (n *natsServer) stop() { n.s.Shutdown(); n.s.WaitForShutdown() }
+
+// TestClusterSurvivesNATSRestart: two pincers answer mentions; NATS
+// restarts at once, with mentions arriving while it is down, and then
+// stays down longer than a lease. Every mention that reached the
+// connection's holder is answered exactly once: the short restart loses
+// nothing (the holder publishes again what the stream did not take), and
+// after the long one the instances win their leases back, the
+// connection is opened again and the chats are answered again.
+func TestClusterSurvivesNATSRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two pincers")
+	}
+	dsn := pgtest.SchemaDSN(t)
+	t.Setenv("PINCER_PG_DSN", dsn)
+	nats := startNATS(t)
+	model := llmtest.NewOpenAI(t)
+	model.Script(llmtest.Reply{Text: []string{"好"}})
+	w := newQQWorld(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var procs []*proc
+	for _, name := range []string{"a", "b"} {
+		p, _ := startServe(t, t.TempDir(), clusterConfig(name, nats.url(), model.URL, w.peer.URL, ""))
+		procs = append(procs, p)
+		defer func() {
+			if t.Failed() {
+				t.Logf("pincer %s's log:\n%s", name, p.stderr)
+			}
+		}()
+		defer p.cmd.Process.Kill()
+	}
+	waitLink(t, ctx, w)
+	waitShared(t, ctx, 8, procs...)
+	var ids []int64
+	mention := func(from, n int64) {
+		for id := from; id < from+n; id++ {
+			ids = append(ids, id)
+			if err := w.peer.Push(ctx, w.mention(id, 700000000+id)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	mention(1, 20)
+	w.waitReplies(t, ctx, 20)
+
+	// A restart at once: the mentions pushed meanwhile reach the holder,
+	// whose stream is gone for a moment.
+	nats.stop()
+	mention(21, 10)
+	nats.start()
+	w.waitReplies(t, ctx, 10)
+	w.tally(t, ids)
+
+	// Down for longer than a lease: the holder lets the connection go.
+	nats.stop()
+	select {
+	case <-w.peer.Called(): // drain what was called before
+	default:
+	}
+	for w.peer.Conns() > 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the holder kept the connection without NATS")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	nats.start()
+	waitLink(t, ctx, w)
+	waitShared(t, ctx, 8, procs...)
+	mention(31, 20)
+	w.waitReplies(t, ctx, 20)
+	w.tally(t, ids)
+}

@@ -58,25 +58,30 @@ func (n *Node) Publish(ctx context.Context, p int, id string, data []byte) error
 // closes first). Messages published one after another from one goroutine
 // are stored in that order. While asyncPending acknowledgements are
 // outstanding it waits for room, so a slow stream holds the publisher back
-// rather than letting messages pile up in memory. done must not block.
+// rather than letting messages pile up in memory.
+//
+// done runs on one goroutine for every PublishAsync of the node, in
+// publishing order, failures included: while it runs, the outcomes of
+// the messages after it wait. A caller may publish a failed message again
+// there (synchronously, with Publish and the same id, which the stream
+// stores once) and keep its order, at the price of holding the others.
 func (n *Node) PublishAsync(p int, id string, data []byte, done func(error)) {
+	a := pendingAck{p: p, done: done}
 	if err := n.checkPartition(p); err != nil {
-		done(err)
-		return
-	}
-	m := nats.NewMsg(n.inboundSubject(p))
-	m.Data = data
-	opts := []jetstream.PublishOpt{jetstream.WithStallWait(asyncTimeout)}
-	if id != "" {
-		opts = append(opts, jetstream.WithMsgID(id))
-	}
-	f, err := n.js.PublishMsgAsync(m, opts...)
-	if err != nil {
-		done(fmt.Errorf("cluster: publish to partition %d: %w", p, connErr(err)))
-		return
+		a.err = err
+	} else {
+		m := nats.NewMsg(n.inboundSubject(p))
+		m.Data = data
+		opts := []jetstream.PublishOpt{jetstream.WithStallWait(asyncTimeout)}
+		if id != "" {
+			opts = append(opts, jetstream.WithMsgID(id))
+		}
+		if a.f, err = n.js.PublishMsgAsync(m, opts...); err != nil {
+			a.err = fmt.Errorf("cluster: publish to partition %d: %w", p, connErr(err))
+		}
 	}
 	select {
-	case n.acks <- pendingAck{f: f, p: p, done: done}:
+	case n.acks <- a:
 	case <-n.ctx.Done():
 		done(ErrClosed)
 	}
@@ -88,9 +93,11 @@ const (
 	asyncTimeout = 10 * time.Second
 )
 
-// pendingAck is a PublishAsync awaiting its acknowledgement.
+// pendingAck is a PublishAsync awaiting its acknowledgement, or one that
+// failed at once (err).
 type pendingAck struct {
 	f    jetstream.PubAckFuture
+	err  error
 	p    int
 	done func(error)
 }
@@ -102,6 +109,10 @@ func (n *Node) ackLoop() {
 	for {
 		select {
 		case a := <-n.acks:
+			if a.err != nil {
+				a.done(a.err)
+				continue
+			}
 			select {
 			case <-a.f.Ok():
 				a.done(nil)

@@ -142,7 +142,11 @@ func (p publisher) Dispatch(ctx context.Context, m msg.Message, _ channel.Replie
 
 // Take publishes without waiting for the stream: the connection's reader
 // goes on at once, and the stream stores the messages in the order they
-// were read. done learns whether the stream took the message.
+// were read. done learns whether the stream took the message. A message
+// the stream did not take (NATS restarting, say) is published again, in
+// its place, until it is taken or this process no longer holds the
+// connection (ctx ends): meanwhile the messages after it wait, and the
+// reader with them once enough do.
 func (p publisher) Take(ctx context.Context, m msg.Message, _ channel.Replier, done func(error)) {
 	if done == nil {
 		done = func(error) {}
@@ -152,7 +156,38 @@ func (p publisher) Take(ctx context.Context, m msg.Message, _ channel.Replier, d
 		done(err)
 		return
 	}
-	p.m.node.PublishAsync(part, id, data, done)
+	p.m.node.PublishAsync(part, id, data, func(err error) {
+		if err != nil && !errors.Is(err, cluster.ErrClosed) {
+			err = p.again(ctx, m, part, id, data, err)
+		}
+		done(err)
+	})
+}
+
+// again publishes a message the stream did not take until it does, or
+// ctx ends; the stream stores it once even if it had taken it after all.
+func (p publisher) again(ctx context.Context, m msg.Message, part int, id string, data []byte, first error) error {
+	p.m.log.Warn("a message was not taken by the stream; publishing it again until it is", "msg_id", string(m.ID), "peer", m.Peer.String(), "err", first)
+	wait := 50 * time.Millisecond
+	for {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			err := fmt.Errorf("cluster: message %s lost: the connection was given up before the stream took it: %w", m.ID, first)
+			p.m.log.Error("a message read from the connection was lost", "msg_id", string(m.ID), "peer", m.Peer.String(), "err", err)
+			return err
+		case <-t.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := p.m.node.Publish(pctx, part, id, data)
+		cancel()
+		if err == nil {
+			p.m.log.Info("the stream took the message", "msg_id", string(m.ID))
+			return nil
+		}
+		wait = min(2*wait, time.Second)
+	}
 }
 
 func (p publisher) publish(ctx context.Context, m msg.Message) error {
@@ -323,13 +358,20 @@ func (m *member) ownPartition(ctx context.Context, p int, l cluster.Lease) {
 	}
 	log.Info("partition owned")
 
-	taken := &takenIn{shared: m.shared}
+	// When the store fails, the partition is given up and read again,
+	// by whichever instance takes it next, from the last message whose
+	// writes were committed: what the failed writes held is not lost.
+	cctx, giveUp := context.WithCancelCause(ctx)
+	defer giveUp(nil)
+	taken := &takenIn{shared: m.shared, giveUp: giveUp}
 	var wg sync.WaitGroup
-	wg.Go(func() { taken.run(ctx, log) })
-	err := m.node.Consume(ctx, p, func(ctx context.Context, seq uint64, data []byte, done func()) {
-		m.take(ctx, p, acquired, data, func() { taken.add(done) }, log)
+	wg.Go(func() { taken.run(cctx, log) })
+	err := m.node.Consume(cctx, p, func(ctx context.Context, seq uint64, data []byte, done func()) {
+		m.take(ctx, p, acquired, data, func() { taken.add(done) }, giveUp, log)
 	})
-	if err != nil && ctx.Err() == nil {
+	if cause := context.Cause(cctx); cause != nil && ctx.Err() == nil {
+		log.Warn("the partition is given up to be read again from its last message the store committed", "err", cause)
+	} else if err != nil && ctx.Err() == nil {
 		log.Warn("reading the partition stopped", "err", err)
 	}
 	wg.Wait()
@@ -337,7 +379,7 @@ func (m *member) ownPartition(ctx context.Context, p int, l cluster.Lease) {
 
 // take hands one message of partition p to its pipeline, on its chat's
 // lane; done is called once it is taken in.
-func (m *member) take(ctx context.Context, p int, acquired time.Time, data []byte, done func(), log *slog.Logger) {
+func (m *member) take(ctx context.Context, p int, acquired time.Time, data []byte, done func(), giveUp context.CancelCauseFunc, log *slog.Logger) {
 	var env envelope
 	var in msg.Message
 	err := json.Unmarshal(data, &env)
@@ -359,7 +401,12 @@ func (m *member) take(ctx context.Context, p int, acquired time.Time, data []byt
 	// What was published before this process took the partition may have
 	// been taken in by the owner before it: the log tells.
 	if env.At < acquired.Add(m.ttl).UnixMilli() {
-		if _, logged, err := m.st.FindInbound(ctx, in.Channel, in.Account, in.Peer, in.ID, takeoverLookback); err == nil && logged {
+		_, logged, err := m.st.FindInbound(ctx, in.Channel, in.Account, in.Peer, in.ID, takeoverLookback)
+		if err != nil {
+			giveUp(fmt.Errorf("look %s up in the log: %w", in.ID, err))
+			return
+		}
+		if logged {
 			done()
 			return
 		}
@@ -443,6 +490,8 @@ func (o owned) Take(ctx context.Context, in msg.Message, r channel.Replier, done
 // lose.
 type takenIn struct {
 	shared sharedStore
+	// giveUp ends the partition's run when a commit failed.
+	giveUp context.CancelCauseFunc
 	mu     sync.Mutex
 	due    []func()
 }
@@ -478,10 +527,8 @@ func (t *takenIn) flush(ctx context.Context, log *slog.Logger) {
 		return
 	}
 	if err := t.shared.Flush(ctx); err != nil {
-		log.Warn("the store did not commit; the partition's progress waits", "err", err)
-		t.mu.Lock()
-		t.due = append(due, t.due...)
-		t.mu.Unlock()
+		// Those messages are never recorded as taken in here.
+		t.giveUp(fmt.Errorf("the store did not commit what the partition's messages wrote: %w", err))
 		return
 	}
 	for _, done := range due {

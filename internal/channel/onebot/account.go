@@ -178,6 +178,10 @@ type intake struct {
 	stopped chan struct{}
 }
 
+func newIntake() *intake {
+	return &intake{conns: make(chan reverseConn), posts: make(chan post, 256), stopped: make(chan struct{})}
+}
+
 type reverseConn struct {
 	ws     *websocket.Conn
 	header string
@@ -216,7 +220,7 @@ func NewAccount(o AccountOptions) *Account {
 		opts: o, log: o.Logger.With("channel", string(ChannelID), "account", string(o.ID)),
 		sent: newSentIDs(0), seen: newSeen(seenTTL, seenMax), self: o.SelfID,
 		state:  stateIdle,
-		intake: &intake{conns: make(chan reverseConn), posts: make(chan post, 256), stopped: make(chan struct{})},
+		intake: newIntake(),
 	}
 	if o.HTTPURL != "" {
 		a.http = &httpCaller{BaseURL: o.HTTPURL, Token: o.Token, Timeout: o.RequestTimeout, Client: o.httpClient}
@@ -304,7 +308,8 @@ func (a *Account) localCaller() (caller, error) {
 // never stalls a connection; Run waits for them before returning. A
 // forward connection whose retries run out leaves the account in
 // StateFailed (logged as an error); Run goes on serving the other
-// transports until ctx ends.
+// transports until ctx ends. One Run at a time: a second one while it runs
+// fails; after it returned, Run may run again.
 func (a *Account) Run(ctx context.Context, sink channel.Sink) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -314,12 +319,24 @@ func (a *Account) Run(ctx context.Context, sink channel.Sink) error {
 	a.mu.Lock()
 	if a.started {
 		a.mu.Unlock()
-		return errors.New("onebot: account runs only once")
+		return errors.New("onebot: account already running")
 	}
 	a.started = true
+	select {
+	case <-a.intake.stopped:
+		// Run again (a cluster's instance that holds the connection once
+		// more): connections and events are taken from here on.
+		a.intake = newIntake()
+	default:
+	}
 	in := a.intake
 	a.mu.Unlock()
-	defer close(in.stopped)
+	defer func() {
+		close(in.stopped)
+		a.mu.Lock()
+		a.started = false
+		a.mu.Unlock()
+	}()
 
 	switch {
 	case a.opts.WSURL != "":

@@ -200,12 +200,15 @@ func (a *Account) foreignSelf(header string, body []byte) (self wire.ID, named s
 // running returns Run's intake, or answers 503 and returns nil once the
 // account has stopped. Before Run starts, callers wait on the intake.
 func (a *Account) running(w http.ResponseWriter) *intake {
+	a.mu.Lock()
+	in := a.intake
+	a.mu.Unlock()
 	select {
-	case <-a.intake.stopped:
+	case <-in.stopped:
 		http.Error(w, "not running", http.StatusServiceUnavailable)
 		return nil
 	default:
-		return a.intake
+		return in
 	}
 }
 

@@ -630,8 +630,17 @@ func TestImplementationDialingBeforeRunWaits(t *testing.T) {
 		if status, _ := onebottest.Post(ctx, "http://pincer.test/post", raw, onebottest.PostOptions{Client: n.Client()}); status != http.StatusServiceUnavailable {
 			t.Errorf("after Run: %d", status)
 		}
+		// It runs again (a cluster's instance that holds it once more),
+		// one Run at a time.
+		again, stop := context.WithCancel(ctx)
+		go func() { done <- a.Run(again, sink) }()
+		synctest.Wait()
 		if err := a.Run(ctx, sink); err == nil {
-			t.Error("an account runs once")
+			t.Error("an account ran twice at once")
+		}
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("the second Run: %v", err)
 		}
 	})
 }
