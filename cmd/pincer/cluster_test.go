@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -441,5 +442,73 @@ func TestClusterSurvivesNATSRestart(t *testing.T) {
 	waitShared(t, ctx, 8, procs...)
 	mention(31, 20)
 	w.waitReplies(t, ctx, 20)
+	w.tally(t, ids)
+}
+
+// TestClusterSurvivesAPostgreSQLOutage: two pincers reach PostgreSQL
+// through a link the test cuts for a few seconds while mentions arrive.
+// The failures are logged, and once the database is back every mention
+// is answered exactly once: a partition whose writes failed is read
+// again from its last message the database committed.
+func TestClusterSurvivesAPostgreSQLOutage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two pincers")
+	}
+	dsn := pgtest.SchemaDSN(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := newLinkProxy(t, u.Host)
+	u.Host = link.ln.Addr().String()
+	t.Setenv("PINCER_PG_DSN", u.String())
+	nats := startNATS(t)
+	model := llmtest.NewOpenAI(t)
+	model.Script(llmtest.Reply{Text: []string{"好"}})
+	w := newQQWorld(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var procs []*proc
+	for _, name := range []string{"a", "b"} {
+		p, _ := startServe(t, t.TempDir(), clusterConfig(name, nats.url(), model.URL, w.peer.URL, ""))
+		procs = append(procs, p)
+		defer func() {
+			if t.Failed() {
+				t.Logf("pincer %s's log:\n%s", name, p.stderr)
+			}
+		}()
+		defer p.cmd.Process.Kill()
+	}
+	waitLink(t, ctx, w)
+	waitShared(t, ctx, 8, procs...)
+	var ids []int64
+	mention := func(from, n int64) {
+		for id := from; id < from+n; id++ {
+			ids = append(ids, id)
+			if err := w.peer.Push(ctx, w.mention(id, 700000000+id)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	mention(1, 10)
+	w.waitReplies(t, ctx, 10)
+
+	link.cut()
+	mention(11, 10)
+	// The instances notice: a write or a look-up fails.
+	for !strings.Contains(procs[0].stderr.String()+procs[1].stderr.String(), "read again") {
+		select {
+		case <-ctx.Done():
+			t.Fatal("no instance noticed the database was gone")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	link.restore()
+	w.waitReplies(t, ctx, 10)
+	mention(21, 10)
+	w.waitReplies(t, ctx, 10)
+	for _, p := range procs {
+		waitMetric(t, ctx, strings.TrimSuffix(p.url, "/dashboard"), "pincer_outbox_pending 0")
+	}
 	w.tally(t, ids)
 }

@@ -358,23 +358,54 @@ func (m *member) ownPartition(ctx context.Context, p int, l cluster.Lease) {
 	}
 	log.Info("partition owned")
 
-	// When the store fails, the partition is given up and read again,
-	// by whichever instance takes it next, from the last message whose
-	// writes were committed: what the failed writes held is not lost.
+	for {
+		cause, err := m.consume(ctx, p, acquired, log)
+		if ctx.Err() != nil {
+			return
+		}
+		if cause == nil {
+			if err != nil {
+				log.Warn("reading the partition stopped", "err", err)
+			}
+			return
+		}
+		// The store failed. The windows, turns and replies stay here
+		// (each retries its own writes, as in one process); the messages
+		// are read again, once the store answers, from the last one whose
+		// writes were committed, and the log tells which of the ones after
+		// it were taken in after all.
+		log.Warn("the store failed: the partition waits for it, then is read again from its last message the store committed", "err", cause)
+		for m.shared.Flush(ctx) != nil {
+			t := time.NewTimer(500 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+		log.Info("the store answers again: the partition is read again")
+		acquired = time.Now()
+	}
+}
+
+// consume reads partition p until ctx ends, the reading stops (err), or
+// the store fails (cause).
+func (m *member) consume(ctx context.Context, p int, acquired time.Time, log *slog.Logger) (cause, err error) {
 	cctx, giveUp := context.WithCancelCause(ctx)
 	defer giveUp(nil)
 	taken := &takenIn{shared: m.shared, giveUp: giveUp}
 	var wg sync.WaitGroup
 	wg.Go(func() { taken.run(cctx, log) })
-	err := m.node.Consume(cctx, p, func(ctx context.Context, seq uint64, data []byte, done func()) {
+	err = m.node.Consume(cctx, p, func(ctx context.Context, seq uint64, data []byte, done func()) {
 		m.take(ctx, p, acquired, data, func() { taken.add(done) }, giveUp, log)
 	})
-	if cause := context.Cause(cctx); cause != nil && ctx.Err() == nil {
-		log.Warn("the partition is given up to be read again from its last message the store committed", "err", cause)
-	} else if err != nil && ctx.Err() == nil {
-		log.Warn("reading the partition stopped", "err", err)
-	}
+	giveUp(nil)
 	wg.Wait()
+	if c := context.Cause(cctx); c != nil && !errors.Is(c, context.Canceled) {
+		return c, err
+	}
+	return nil, err
 }
 
 // take hands one message of partition p to its pipeline, on its chat's
@@ -425,10 +456,16 @@ func (m *member) take(ctx context.Context, p int, acquired time.Time, data []byt
 	}
 	next := owned{m: m, p: p, next: router}
 	lanes.Sink{Lanes: m.ingest, Next: next}.Take(ctx, in, r, func(err error) {
-		if errors.Is(err, errNotOwned) {
-			return // the next owner reads it again
+		switch {
+		case err == nil, errors.Is(err, channel.ErrDuplicate), errors.Is(err, channel.ErrMerged), errors.Is(err, channel.ErrStopped):
+			done()
+		case errors.Is(err, errNotOwned), errors.Is(err, pipeline.ErrReleased), errors.Is(err, engine.ErrReleased), errors.Is(err, channel.ErrClosed):
+			// Given up here: the next owner reads it again.
+		default:
+			// Not taken in (the store failing, say): read again from the
+			// last message recorded, where the log tells what was.
+			giveUp(fmt.Errorf("message %s: %w", in.ID, err))
 		}
-		done()
 	})
 }
 
