@@ -512,3 +512,75 @@ func TestClusterSurvivesAPostgreSQLOutage(t *testing.T) {
 	}
 	w.tally(t, ids)
 }
+
+// TestClusterHandsOverOnSIGTERM: the instance holding the connection is
+// stopped with SIGTERM while mentions are being answered; it exits
+// cleanly, the other takes the connection and every chat over at once,
+// and every mention is answered exactly once.
+func TestClusterHandsOverOnSIGTERM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two pincers")
+	}
+	t.Setenv("PINCER_PG_DSN", pgtest.SchemaDSN(t))
+	nats := startNATS(t)
+	model := llmtest.NewOpenAI(t)
+	model.Script(llmtest.Reply{Text: []string{"好"}})
+	w := newQQWorld(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	procs := map[string]*proc{}
+	for _, name := range []string{"a", "b"} {
+		p, _ := startServe(t, t.TempDir(), clusterConfig(name, nats.url(), model.URL, w.peer.URL, ""))
+		procs[name] = p
+		defer func() {
+			if t.Failed() {
+				t.Logf("pincer %s's log:\n%s", name, p.stderr)
+			}
+		}()
+		defer p.cmd.Process.Kill()
+	}
+	waitLink(t, ctx, w)
+	waitShared(t, ctx, 8, procs["a"], procs["b"])
+	holder, other := "a", "b"
+	if !strings.Contains(procs["a"].stderr.String(), "holding the QQ connection") {
+		holder, other = "b", "a"
+	}
+	var ids []int64
+	mention := func(from, n int64) {
+		for id := from; id < from+n; id++ {
+			ids = append(ids, id)
+			if err := w.peer.Push(ctx, w.mention(id, 700000000+id)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	mention(1, 20)
+	stopped := time.Now()
+	if err := procs[holder].stop(); err != nil {
+		t.Errorf("exit after SIGTERM: %v", err)
+	}
+	waitLink(t, ctx, w)
+	t.Logf("the connection was held again %v after the SIGTERM", time.Since(stopped).Round(time.Millisecond))
+	waitShared(t, ctx, 8, procs[other])
+	mention(21, 20)
+	for len(ids) > 0 {
+		w.mu.Lock()
+		n := 0
+		for _, id := range ids {
+			if w.replies[strconv.FormatInt(id, 10)] > 0 {
+				n++
+			}
+		}
+		w.mu.Unlock()
+		if n == len(ids) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%d of %d mentions answered", n, len(ids))
+		case <-w.replied:
+		}
+	}
+	waitMetric(t, ctx, strings.TrimSuffix(procs[other].url, "/dashboard"), "pincer_outbox_pending 0")
+	w.tally(t, ids)
+}
