@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats-server/v2/server"
 
+	"github.com/pincerbot/pincer/internal/channel/feishu/feishusim"
 	"github.com/pincerbot/pincer/internal/config"
 	"github.com/pincerbot/pincer/internal/llm/llmtest"
 	"github.com/pincerbot/pincer/internal/store/postgres/pgtest"
@@ -583,4 +584,97 @@ func TestClusterHandsOverOnSIGTERM(t *testing.T) {
 	}
 	waitMetric(t, ctx, strings.TrimSuffix(procs[other].url, "/dashboard"), "pincer_outbox_pending 0")
 	w.tally(t, ids)
+}
+
+// TestClusterFeishuWebhookReachesAnyInstance: two pincers answer one
+// Feishu app in webhook mode behind what would be a load balancer. Each
+// group's mention is posted to one instance and delivered again (the
+// same event) to the other; each is answered once, by its chat's owner,
+// through the open platform, whichever instance the event reached.
+func TestClusterFeishuWebhookReachesAnyInstance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two pincers")
+	}
+	const key = "an-encrypt-key"
+	groups := []string{"oc_cluster0000000000000000000001", "oc_cluster0000000000000000000002", "oc_cluster0000000000000000000003", "oc_cluster0000000000000000000004", "oc_cluster0000000000000000000005", "oc_cluster0000000000000000000006"}
+	const user = "ou_cluster000000000000000000000a"
+	sim, platform := feishuPlatform(t, key, groups[0], map[string]string{user: "张三"})
+	for _, g := range groups[1:] {
+		if err := sim.AddChat(g, feishusim.ChatGroup); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PINCER_PG_DSN", pgtest.SchemaDSN(t))
+	nats := startNATS(t)
+	model := llmtest.NewOpenAI(t)
+	model.Script(llmtest.Reply{Text: []string{"收到，马上处理。"}})
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var procs []*proc
+	for _, name := range []string{"a", "b"} {
+		cfg := freePortConfig(fmt.Sprintf(`
+			store: { driver: 'postgres', dsn: '${PINCER_PG_DSN}' },
+			cluster: { instance: '%s', nats: { url: '%s' }, partitions: 8, leaseTtlMs: 1500 },
+			models: { providers: { openai: { baseUrl: '%s/v1', apiKey: 'k' } } },
+			agents: { defaults: { model: { primary: 'openai/m' } } },
+			channels: { webchat: { enabled: false }, feishu: {
+			  appId: '%s', appSecret: '%s', domain: '%s', mode: 'webhook',
+			  verificationToken: '%s', encryptKey: '%s', streaming: 'off',
+			  receive: { realtime: { windowMs: 50 } },
+			} },`, name, nats.url(), model.URL, feishusim.DefaultAppID, feishusim.DefaultAppSecret, platform, feishusim.DefaultVerificationToken, key))
+		p, _ := startServe(t, t.TempDir(), cfg)
+		p.url = strings.TrimSuffix(p.url, "/dashboard")
+		procs = append(procs, p)
+		defer func() {
+			if t.Failed() {
+				t.Logf("pincer %s's log:\n%s", name, p.stderr)
+			}
+		}()
+		defer p.cmd.Process.Kill()
+	}
+	waitShared(t, ctx, 8, procs...)
+	var asked []string
+	for i, g := range groups {
+		m := feishusim.Message{
+			ID: fmt.Sprintf("om_cluster_%d", i), ChatID: g, SenderID: user,
+			Mentions: []feishusim.Mention{{Key: "@_user_1", ID: feishusim.DefaultBotOpenID, Name: feishusim.DefaultBotName}},
+			Content:  `{"text":"@_user_1 服务器是不是挂了？"}`,
+		}
+		first := postFeishu(t, ctx, sim, procs[i%2].url, m)
+		// The same event again, at the other instance.
+		if d, err := sim.PostEvent(ctx, procs[(i+1)%2].url+"/feishu/events", m.ID, feishusim.EventOptions{EventID: first.EventID}); err != nil || d.Status != 200 {
+			t.Fatalf("redelivery to the other instance: %v %+v", err, d)
+		}
+		asked = append(asked, m.ID)
+	}
+	for {
+		replied := map[string]int{}
+		for _, s := range sim.Sent() {
+			replied[s.ReplyTo]++
+		}
+		done := true
+		for _, id := range asked {
+			if replied[id] > 1 {
+				t.Fatalf("%s answered %d times", id, replied[id])
+			}
+			done = done && replied[id] == 1
+		}
+		if done && len(sim.Sent()) == len(asked) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("replies: %v", replied)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	for _, p := range procs {
+		waitMetric(t, ctx, p.url, "pincer_outbox_pending 0")
+	}
+	if n := len(sim.Sent()); n != len(asked) {
+		t.Errorf("%d replies for %d mentions", n, len(asked))
+	}
+	if n := len(model.Requests()); n != len(asked) {
+		t.Errorf("%d model requests for %d mentions", n, len(asked))
+	}
 }
