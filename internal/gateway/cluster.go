@@ -343,16 +343,24 @@ func (m *member) ownPartition(ctx context.Context, p int, l cluster.Lease) {
 		m.out.Release(inChat)
 		log.Info("partition given up")
 	}()
+	// What cannot be restored now (the store failing) is not answered
+	// without: the partition is given back, to be taken again.
 	for _, pp := range m.pipes {
 		if err := pp.p.RestoreWhere(ctx, inPeer(pp.ch, pp.acct)); err != nil {
-			log.Error("restoring the partition's buffered messages", "err", err)
+			log.Error("restoring the partition's buffered messages failed; the partition is given back", "err", err)
+			pause(ctx, time.Second)
+			return
 		}
 	}
 	if err := m.out.StartWhere(ctx, inChat); err != nil {
-		log.Error("restoring the partition's replies", "err", err)
+		log.Error("restoring the partition's replies failed; the partition is given back", "err", err)
+		pause(ctx, time.Second)
+		return
 	}
 	if n, err := m.eng.ResumeWhere(ctx, m.resume, inMsg); err != nil {
-		log.Error("resuming the partition's turns", "err", err)
+		log.Error("resuming the partition's turns failed; the partition is given back", "err", err)
+		pause(ctx, time.Second)
+		return
 	} else if n > 0 {
 		log.Info("turns taken over are being answered", "count", n)
 	}
@@ -376,12 +384,8 @@ func (m *member) ownPartition(ctx context.Context, p int, l cluster.Lease) {
 		// it were taken in after all.
 		log.Warn("the store failed: the partition waits for it, then is read again from its last message the store committed", "err", cause)
 		for m.shared.Flush(ctx) != nil {
-			t := time.NewTimer(500 * time.Millisecond)
-			select {
-			case <-ctx.Done():
-				t.Stop()
+			if !pause(ctx, 500*time.Millisecond) {
 				return
-			case <-t.C:
 			}
 		}
 		log.Info("the store answers again: the partition is read again")
@@ -613,4 +617,16 @@ func (m *member) health() (httpapi.Component, map[string]bool) {
 		}
 	}
 	return c, held
+}
+
+// pause waits d, or until ctx ends (false).
+func pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
