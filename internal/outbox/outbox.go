@@ -34,6 +34,20 @@ type Sender interface {
 	SendParts(ctx context.Context, out msg.Outbound, from int, confirmed Confirmed) error
 }
 
+// Finder is a Sender that can look on the platform for a part an earlier
+// attempt may have sent without learning so: its connection dropped before
+// the answer came, or the process making it (or, in a cluster, holding the
+// connection) died. FindSent reports the message part became when the chat
+// shows one sent since that is not recorded as sent for anything else;
+// found is false when it shows none, or when there is no such part. Before
+// it sends the rest of a payload that an earlier attempt may have sent
+// (one restored from the store, or retried after a failure), the outbox
+// asks, part after part, and records what it finds as sent rather than
+// send it again.
+type Finder interface {
+	FindSent(ctx context.Context, out msg.Outbound, part int, since time.Time) (id msg.MessageID, found bool, err error)
+}
+
 // Confirmed learns that the platform took part of a payload (id is the
 // message it became; empty when a part was passed over), and whether
 // another part follows.
@@ -151,6 +165,9 @@ type item struct {
 	done    chan struct{}
 	settled bool
 	err     error
+	// restored is set for a reply read from the store: an attempt before
+	// it was read may have sent part of it.
+	restored bool
 	// first is the id of its first part once the platform took it: set
 	// by the attempt that sent it, which may run after the item was
 	// settled (a retry), while its Deliver reads it.
@@ -244,7 +261,7 @@ func (o *Outbox) StartWhere(ctx context.Context, keep func(ch msg.ChannelID, acc
 			if keep != nil && !keep(r.channel, r.account, e.Out.Peer) {
 				continue
 			}
-			it := &item{e: e, done: make(chan struct{})}
+			it := &item{e: e, done: make(chan struct{}), restored: true}
 			if key, q, queued, start := o.queueUp(r, it, true); queued == it {
 				restored++
 				if start {
@@ -510,6 +527,9 @@ func (o *Outbox) work(key queueKey, q *queue, caller *item, backoff time.Duratio
 		q.sending = it
 		o.mu.Unlock()
 		attempt, cancel := context.WithCancelCause(o.ctx)
+		if f, ok := s.(Finder); ok && (it.restored || it.e.Attempts > 0) {
+			o.findSent(attempt, f, it)
+		}
 		unsaved := false // the last part's progress, stored with the outcome
 		err := s.SendParts(attempt, it.e.Out, it.e.Sent, func(part int, mid msg.MessageID, more bool) {
 			if part == 0 {
@@ -591,6 +611,29 @@ func (o *Outbox) work(key queueKey, q *queue, caller *item, backoff time.Duratio
 			return
 		}
 		backoff = o.wait(q, wait, backoff)
+	}
+}
+
+// findSent records as sent the parts of it, from the first not known to
+// be sent on, that the platform shows an earlier attempt sent.
+func (o *Outbox) findSent(ctx context.Context, f Finder, it *item) {
+	for {
+		id, found, err := f.FindSent(ctx, it.e.Out, it.e.Sent, it.e.Created)
+		if err != nil {
+			o.log.Debug("could not look for the reply's parts on the platform; sending them", "id", it.e.ID, "err", err)
+			return
+		}
+		if !found {
+			return
+		}
+		o.log.Info("a part of the reply an earlier attempt sent is on the platform; not sent again", "id", it.e.ID, "part", it.e.Sent, "msg_id", string(id))
+		if it.e.Sent == 0 {
+			it.first.CompareAndSwap(nil, &id)
+		}
+		it.e.Sent++
+		if err := o.opts.Store.UpdateOutbox(o.ctx, it.e.ID, it.e.Sent, it.e.Attempts, store.OutboxPending, it.e.LastError); err != nil {
+			o.log.Warn("reply progress not stored", "id", it.e.ID, "err", err)
+		}
 	}
 }
 
