@@ -334,7 +334,10 @@ func (e *Engine) DispatchContext(ctx context.Context, mc MsgContext, r channel.R
 			return fmt.Errorf("dispatch %s: %w", m.ID, err)
 		}
 	}
-	admitted, err := e.opts.Store.AdmitTurn(turnCtx, key, e.opts.DedupTTL, journal, mc.Consume)
+	// The admission is not cut halfway by a shutdown or a Release: once
+	// it is in the journal, the turn is resumed (here after a restart, or
+	// by the chat's next owner) rather than lost between the two.
+	admitted, err := e.opts.Store.AdmitTurn(context.WithoutCancel(turnCtx), key, e.opts.DedupTTL, journal, mc.Consume)
 	if err != nil && released(turnCtx) {
 		return ErrReleased
 	}

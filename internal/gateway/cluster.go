@@ -51,6 +51,9 @@ type member struct {
 	// owned is, by partition, whether this process owns it now: the
 	// outbox asks before every send.
 	owned []atomic.Bool
+	// given is closed once this process owns no partition any more, at
+	// the start of a shutdown: its chats are the others' then.
+	given chan struct{}
 
 	// Set by wire once the gateway is built.
 	ingest  *lanes.Lanes
@@ -87,7 +90,7 @@ func joinCluster(ctx context.Context, c config.Cluster, st store.Store, log *slo
 	if err != nil {
 		return nil, err
 	}
-	m := &member{node: node, st: st, shared: shared, ttl: c.LeaseTTL(), log: log.With("component", "cluster", "instance", c.Instance)}
+	m := &member{node: node, st: st, shared: shared, ttl: c.LeaseTTL(), log: log.With("component", "cluster", "instance", c.Instance), given: make(chan struct{})}
 	m.owned = make([]atomic.Bool, node.Partitions())
 	return m, nil
 }
@@ -244,10 +247,22 @@ func (m *member) run(ctx, stop context.Context, heartbeat func(context.Context) 
 		wg.Go(func() { m.holdHeartbeat(stop, heartbeat) })
 	}
 	err := m.node.RunPartitions(stop, m.ownPartition)
+	close(m.given)
 	if err != nil && stop.Err() == nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
 	return nil
+}
+
+// handedOver waits until this process owns no partition (their windows,
+// turns and replies given up for the next owners), or ctx ends: a
+// shutdown closes the pipelines and the engine only after that, so none
+// of its chats is answered halfway here.
+func (m *member) handedOver(ctx context.Context) {
+	select {
+	case <-m.given:
+	case <-ctx.Done():
+	}
 }
 
 // holdHeartbeat runs the heartbeat while this instance holds its lease,

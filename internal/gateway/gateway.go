@@ -549,6 +549,12 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 		case <-gctx.Done():
 		case <-chCtx.Done():
 		}
+		if mem != nil {
+			// The chats go to the other instances first.
+			hctx, cancel := context.WithTimeout(context.WithoutCancel(gctx), cfg.Gateway.ShutdownTimeout())
+			mem.handedOver(hctx)
+			cancel()
+		}
 		return shutdown(context.WithoutCancel(gctx), log, cfg.Gateway.ShutdownTimeout(), srv, pipes, deb, eng, out, closeChannels)
 	})
 
