@@ -296,6 +296,11 @@ type rig struct {
 	nats *natsRun
 	pg   *pgSchema
 	keep bool
+	// With -kill: partsTaken gets the seconds from the kill until the
+	// others owned every partition (-1: not within three TTLs and 30 s),
+	// which partsSeconds keeps once read.
+	partsTaken   chan float64
+	partsSeconds float64
 }
 
 var readyURL = regexp.MustCompile(`open (http://[^\s/]+)`)

@@ -593,6 +593,11 @@ func (r *rig) finishCluster(ctx context.Context, c *ClusterRun, want int) int {
 		time.Sleep(50 * time.Millisecond)
 		total = read()
 	}
+	if r.partsTaken != nil {
+		// The kill's report is filled in after the instances stop; this
+		// is read before.
+		r.partsSeconds = <-r.partsTaken
+	}
 	for i, inst := range r.insts {
 		if !inst.killed {
 			c.Shares[i].PartitionsEnd = partitions(ctx, inst.at)
@@ -658,7 +663,28 @@ func (r *rig) killAndWait(ctx context.Context, cfg *Config, atFrame int) (*KillR
 	if err != nil {
 		return nil, err
 	}
-	k := &KillReport{Instance: inst.name, AtFrame: atFrame, TakeoverSeconds: -1}
+	k := &KillReport{Instance: inst.name, AtFrame: atFrame, TakeoverSeconds: -1, PartitionsSeconds: -1}
+	// Beside the connection, the partitions: from the kill until the
+	// others own them all.
+	r.partsTaken = make(chan float64, 1)
+	go func() {
+		wait, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*cfg.LeaseTTL+30*time.Second)
+		defer cancel()
+		for wait.Err() == nil {
+			sum := 0
+			for _, other := range r.insts {
+				if !other.killed {
+					sum += max(partitions(wait, other.at), 0)
+				}
+			}
+			if sum == DefaultPartitions {
+				r.partsTaken <- time.Since(at).Seconds()
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		r.partsTaken <- -1
+	}()
 	wait, cancel := context.WithTimeout(ctx, 3*cfg.LeaseTTL+30*time.Second)
 	defer cancel()
 	if next, err := r.qq.ws.acceptedAfter(wait, at); err == nil {
@@ -711,6 +737,7 @@ func (r *rig) account(ctx context.Context, load Load, mentions map[int64]bool, c
 	if kill != nil {
 		kill.MentionsSent, kill.MentionsTakenIn = len(mentions), len(expected)
 		kill.RepliesLost, kill.RepliesDoubled = len(expected)-delivered, duplicated
+		kill.PartitionsSeconds = r.partsSeconds
 		stray -= kill.AnsweredNotTakenIn // the kill's report says it
 		c.Kill = kill
 	}

@@ -137,6 +137,10 @@ type KillReport struct {
 	// TakeoverSeconds is from the kill to the simulator's next
 	// connection, -1 when none came.
 	TakeoverSeconds float64 `json:"takeover_seconds"`
+	// PartitionsSeconds is from the kill until the other instances own
+	// every partition between them (the killed one's chats are answered
+	// again), -1 when they did not within three lease TTLs and 30 s.
+	PartitionsSeconds float64 `json:"partitions_seconds"`
 	// The @s of the bot sent, and those the cluster took in (in its
 	// log): each of those must be answered once, the others not at all.
 	MentionsSent    int `json:"mentions_sent"`
@@ -363,6 +367,9 @@ func (k *KillReport) problems(what string) []string {
 	var out []string
 	if k.TakeoverSeconds < 0 {
 		out = append(out, fmt.Sprintf("%s: no instance took the QQ connection over after %s was killed", what, k.Instance))
+	}
+	if k.PartitionsSeconds < 0 {
+		out = append(out, fmt.Sprintf("%s: the other instances did not take %s's partitions over", what, k.Instance))
 	}
 	if k.AnsweredNotTakenIn > 0 {
 		out = append(out, fmt.Sprintf("%s: %d replies to @s the cluster had not taken in", what, k.AnsweredNotTakenIn))
@@ -707,6 +714,12 @@ func clusterRows(row func(cells ...string), runs ...*ClusterRun) {
 			return "none"
 		}
 		return secs(k.TakeoverSeconds)
+	})
+	kill("partitions taken over (s)", func(k *KillReport) string {
+		if k.PartitionsSeconds < 0 {
+			return "not all"
+		}
+		return secs(k.PartitionsSeconds)
 	})
 	kill("@s taken in / sent", func(k *KillReport) string {
 		return fmt.Sprintf("%s / %s", count(k.MentionsTakenIn), count(k.MentionsSent))
