@@ -487,10 +487,20 @@ type watch struct {
 	insts    []*instance
 	samplers []*sampler
 	before   []usage
+	// The nats-server the bench started for the run, and its CPU time as
+	// the window began.
+	nats    *child
+	nats0   time.Duration
+	natsCPU time.Duration // over the window, once now was called
 }
 
 func (r *rig) watch(ctx context.Context) (*watch, error) {
 	w := &watch{insts: r.insts}
+	if r.nats != nil && r.nats.server != nil {
+		if u, err := procUsage(r.nats.server.cmd.Process.Pid); err == nil {
+			w.nats, w.nats0 = r.nats.server, u.cpu
+		}
+	}
 	for _, inst := range r.insts {
 		pid := inst.pincer.cmd.Process.Pid
 		w.samplers = append(w.samplers, startSampler(ctx, pid, inst.at))
@@ -507,6 +517,11 @@ func (r *rig) watch(ctx context.Context) (*watch, error) {
 // before the kill.
 func (w *watch) now() ([]usage, error) {
 	var out []usage
+	if w.nats != nil && w.natsCPU == 0 {
+		if u, err := procUsage(w.nats.cmd.Process.Pid); err == nil {
+			w.natsCPU = u.cpu - w.nats0
+		}
+	}
 	for _, inst := range w.insts {
 		if inst.killed {
 			out = append(out, inst.final)
@@ -551,7 +566,7 @@ func (w *watch) report(events int, wall time.Duration, after, peak []usage, seen
 	if len(w.insts) == 1 && w.insts[0].name == "" {
 		return p, nil
 	}
-	c := &ClusterRun{Instances: len(w.insts), Partitions: DefaultPartitions}
+	c := &ClusterRun{Instances: len(w.insts), Partitions: DefaultPartitions, NATSCPUSeconds: w.natsCPU.Seconds()}
 	for i, inst := range w.insts {
 		cpu := (after[i].cpu - w.before[i].cpu).Seconds()
 		sh := Share{Instance: inst.name, CPUSeconds: cpu, PeakRSSBytes: peak[i].hwm, PartitionsStart: inst.parts0, Killed: inst.killed}

@@ -109,6 +109,9 @@ type ClusterRun struct {
 	Shares            []Share `json:"shares"`
 	// Connections counts the connections the simulator accepted in the
 	// run, MaxConnections the most it had up at once (one holder: 1).
+	// NATSCPUSeconds is the CPU time of the nats-server the bench
+	// started for the run, over the window (0 with -nats).
+	NATSCPUSeconds float64     `json:"nats_cpu_seconds,omitempty"`
 	Connections    int         `json:"connections"`
 	MaxConnections int         `json:"max_connections"`
 	Kill           *KillReport `json:"kill,omitempty"`
@@ -681,6 +684,12 @@ func clusterRows(row func(cells ...string), runs ...*ClusterRun) {
 	})
 	each("QQ connections (most at once)", func(c *ClusterRun) string {
 		return fmt.Sprintf("%d (%d)", c.Connections, c.MaxConnections)
+	})
+	each("nats-server CPU seconds", func(c *ClusterRun) string {
+		if c.NATSCPUSeconds == 0 {
+			return "–"
+		}
+		return secs(c.NATSCPUSeconds)
 	})
 	each("peak RSS, all instances (MiB)", func(c *ClusterRun) string { return mib(c.PeakRSSSumBytes) })
 	row(append([]string{"each instance's share"}, make([]string, len(runs))...)...)
