@@ -24,15 +24,21 @@ func TestBenchAccountsForEveryMessageAndReply(t *testing.T) {
 		"-n", "300", "-groups", "20", "-senders", "30",
 		"-rate", "100", "-duration", "2s", "-every", "10", "-latency", "1ms", "-timeout", "30s",
 	}, &out, &errs)
-	if code != 0 {
-		t.Fatalf("pincer bench exited %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errs.String())
-	}
 	var rep bench.Report
-	if err := json.Unmarshal([]byte(out.String()), &rep); err != nil {
-		t.Fatalf("the report is not JSON: %v\n%s", err, out.String())
+	if err := json.Unmarshal([]byte(out.String()), &rep); err != nil || (code != 0 && code != 1) {
+		t.Fatalf("pincer bench exited %d (%v)\nstdout:\n%s\nstderr:\n%s", code, err, out.String(), errs.String())
 	}
-	if !rep.OK || len(rep.Problems) > 0 {
-		t.Errorf("report not ok: %q", rep.Problems)
+	// A reply the killed holder sent just before it died, which it could
+	// not confirm, is sent again by the chat's owner (docs/cluster.md):
+	// the bench reports it and exits 1; any other problem fails the test.
+	var problems []string
+	for _, p := range rep.Problems {
+		if !strings.Contains(p, "replies were sent more than once") && !strings.Contains(p, "went out first through") {
+			problems = append(problems, p)
+		}
+	}
+	if len(problems) > 0 || (code == 0) != rep.OK || (code == 0) != (len(rep.Problems) == 0) {
+		t.Errorf("exit %d, report ok %v, problems %q", code, rep.OK, rep.Problems)
 	}
 	b, s := rep.Burst, rep.Steady
 	if b == nil || s == nil {
@@ -167,15 +173,21 @@ func TestBenchClusterKill(t *testing.T) {
 		"-n", "3000", "-groups", "50", "-senders", "100",
 		"-rate", "300", "-duration", "6s", "-every", "10", "-latency", "1ms", "-timeout", "2m",
 	}, &out, &errs)
-	if code != 0 {
-		t.Fatalf("pincer bench exited %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errs.String())
-	}
 	var rep bench.Report
-	if err := json.Unmarshal([]byte(out.String()), &rep); err != nil {
-		t.Fatalf("the report is not JSON: %v\n%s", err, out.String())
+	if err := json.Unmarshal([]byte(out.String()), &rep); err != nil || (code != 0 && code != 1) {
+		t.Fatalf("pincer bench exited %d (%v)\nstdout:\n%s\nstderr:\n%s", code, err, out.String(), errs.String())
 	}
-	if !rep.OK || len(rep.Problems) > 0 {
-		t.Errorf("report not ok: %q", rep.Problems)
+	// A reply the killed holder sent just before it died, which it could
+	// not confirm, is sent again by the chat's owner (docs/cluster.md):
+	// the bench reports it and exits 1; any other problem fails the test.
+	var problems []string
+	for _, p := range rep.Problems {
+		if !strings.Contains(p, "replies were sent more than once") && !strings.Contains(p, "went out first through") {
+			problems = append(problems, p)
+		}
+	}
+	if len(problems) > 0 || (code == 0) != rep.OK || (code == 0) != (len(rep.Problems) == 0) {
+		t.Errorf("exit %d, report ok %v, problems %q", code, rep.OK, rep.Problems)
 	}
 	b, s := rep.Burst, rep.Steady
 	if b == nil || s == nil || s.Chatter == nil {
@@ -231,11 +243,15 @@ func TestBenchClusterKill(t *testing.T) {
 		if killed != 1 || parts != bench.DefaultPartitions || turns != r.turns {
 			t.Errorf("%s: %d killed, %d partitions at the start, turns %d of the shares and %d in all", r.name, killed, parts, turns, r.turns)
 		}
-		// Every @ taken in answered once, none other answered.
-		if k.RepliesLost != 0 || k.RepliesDoubled != 0 || k.AnsweredNotTakenIn != 0 || k.MentionsTakenIn > k.MentionsSent {
+		// Every @ taken in answered once, none other answered; but for
+		// replies sent through the holder as it was killed.
+		if k.RepliesLost != 0 || k.RepliesDoubled != k.DoubledAtKill || k.AnsweredNotTakenIn != 0 || k.MentionsTakenIn > k.MentionsSent {
 			t.Errorf("%s: kill %+v", r.name, k)
 		}
-		if want := (bench.Replies{Expected: k.MentionsTakenIn, Delivered: k.MentionsTakenIn}); r.replies != want {
+		if k.DoubledAtKill > 0 {
+			t.Logf("%s: %d replies sent again after the kill", r.name, k.DoubledAtKill)
+		}
+		if want := (bench.Replies{Expected: k.MentionsTakenIn, Delivered: k.MentionsTakenIn, Duplicated: k.DoubledAtKill}); r.replies != want {
 			t.Errorf("%s: replies %+v, want %+v", r.name, r.replies, want)
 		}
 		a := r.accounted

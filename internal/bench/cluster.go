@@ -608,11 +608,7 @@ func (r *rig) finishCluster(ctx context.Context, c *ClusterRun, want int) int {
 		time.Sleep(50 * time.Millisecond)
 		total = read()
 	}
-	if r.partsTaken != nil {
-		// The kill's report is filled in after the instances stop; this
-		// is read before.
-		r.partsSeconds = <-r.partsTaken
-	}
+	r.waitPartitions()
 	for i, inst := range r.insts {
 		if !inst.killed {
 			c.Shares[i].PartitionsEnd = partitions(ctx, inst.at)
@@ -678,7 +674,7 @@ func (r *rig) killAndWait(ctx context.Context, cfg *Config, atFrame int) (*KillR
 	if err != nil {
 		return nil, err
 	}
-	k := &KillReport{Instance: inst.name, AtFrame: atFrame, TakeoverSeconds: -1, PartitionsSeconds: -1}
+	k := &KillReport{Instance: inst.name, AtFrame: atFrame, TakeoverSeconds: -1, PartitionsSeconds: -1, at: at}
 	// Beside the connection, the partitions: from the kill until the
 	// others own them all.
 	r.partsTaken = make(chan float64, 1)
@@ -753,6 +749,11 @@ func (r *rig) account(ctx context.Context, load Load, mentions map[int64]bool, c
 		kill.MentionsSent, kill.MentionsTakenIn = len(mentions), len(expected)
 		kill.RepliesLost, kill.RepliesDoubled = len(expected)-delivered, duplicated
 		kill.PartitionsSeconds = r.partsSeconds
+		for id := range expected {
+			if sent := r.qq.sent(id); len(sent) > 1 && sent[0].Before(kill.at) && sent[1].After(kill.at) {
+				kill.DoubledAtKill++
+			}
+		}
 		stray -= kill.AnsweredNotTakenIn // the kill's report says it
 		c.Kill = kill
 	}
@@ -773,6 +774,7 @@ func (r *rig) awaitReplies(ctx context.Context, mentions map[int64]bool, killed 
 		return err
 	}
 	defer l.close()
+	r.settle(ctx, l)
 	answered := 0
 	for ctx.Err() == nil {
 		seen, err := l.ids(ctx)
@@ -797,4 +799,37 @@ func (r *rig) awaitReplies(ctx context.Context, mentions map[int64]bool, killed 
 	}
 	time.Sleep(200 * time.Millisecond)
 	return nil
+}
+
+// waitPartitions waits, after a kill, until the other instances own
+// every partition (or gave up on it, see killAndWait), and keeps how long
+// it took for the kill's report, which is filled in after the instances
+// stop.
+func (r *rig) waitPartitions() {
+	if r.partsTaken != nil {
+		r.partsSeconds = <-r.partsTaken
+		r.partsTaken = nil
+	}
+}
+
+// settle waits, after a kill, until the other instances own every
+// partition and then until the shared log has not grown for 2 s: what
+// the stream holds for the killed instance's partitions is taken in by
+// their new owners only once they own them, after the connection is back.
+// It returns when the log last grew.
+func (r *rig) settle(ctx context.Context, l rowCounter) time.Time {
+	r.waitPartitions()
+	seen, grewAt := -1, time.Now()
+	for ctx.Err() == nil {
+		n, err := l.count(ctx)
+		if err == nil {
+			if n != seen {
+				seen, grewAt = n, time.Now()
+			} else if time.Since(grewAt) > 2*time.Second {
+				break
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return grewAt
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/pincerbot/pincer/internal/config"
 )
@@ -153,6 +154,13 @@ type KillReport struct {
 	RepliesLost        int `json:"replies_lost"`
 	RepliesDoubled     int `json:"replies_doubled"`
 	AnsweredNotTakenIn int `json:"answered_not_taken_in"`
+	// DoubledAtKill counts the doubled replies whose first copy reached
+	// the simulator before the kill, through the killed holder, and the
+	// next after it: a send whose outcome died with the holder, which
+	// the chat's owner sends again (docs/cluster.md, "Limits").
+	DoubledAtKill int `json:"doubled_at_kill"`
+
+	at time.Time // when the holder was killed
 }
 
 // Latency summarizes a latency's samples, in milliseconds.
@@ -370,6 +378,10 @@ func (k *KillReport) problems(what string) []string {
 	var out []string
 	if k.TakeoverSeconds < 0 {
 		out = append(out, fmt.Sprintf("%s: no instance took the QQ connection over after %s was killed", what, k.Instance))
+	}
+	if k.DoubledAtKill > 0 {
+		out = append(out, fmt.Sprintf("%s: %d of the doubled replies went out first through %s just before it was killed, "+
+			"which died before it could tell the chat's owner, who sent them again", what, k.DoubledAtKill, k.Instance))
 	}
 	if k.PartitionsSeconds < 0 {
 		out = append(out, fmt.Sprintf("%s: the other instances did not take %s's partitions over", what, k.Instance))
@@ -735,6 +747,9 @@ func clusterRows(row func(cells ...string), runs ...*ClusterRun) {
 	})
 	kill("replies lost / doubled", func(k *KillReport) string {
 		s := fmt.Sprintf("%d / %d", k.RepliesLost, k.RepliesDoubled)
+		if k.DoubledAtKill > 0 {
+			s += fmt.Sprintf(" (%d across the kill)", k.DoubledAtKill)
+		}
 		if k.AnsweredNotTakenIn > 0 {
 			s += fmt.Sprintf(" (+%d to @s not taken in)", k.AnsweredNotTakenIn)
 		}

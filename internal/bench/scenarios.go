@@ -231,27 +231,21 @@ wait:
 	}
 	// The @'s chat may be done before the others: wait until every
 	// message is in the inbound log too. After a kill some never come:
-	// then until the log has not grown for 2 s, and its last growth ends
-	// the run.
+	// then until the others own every partition and the log has not
+	// grown for 2 s, and its last growth ends the run.
 	var loggedAt time.Time
+	if cfg.Kill {
+		loggedAt = r.settle(run, logged)
+	}
 	poll := 10 * time.Millisecond
 	if r.pg != nil {
 		poll = 50 * time.Millisecond
 	}
-	seenRows, grewAt := -1, time.Now()
-	for {
+	for !cfg.Kill {
 		n, err := logged.count(run)
 		if err == nil && n-before >= len(load.Frames) {
 			loggedAt = time.Now()
 			break
-		}
-		if err == nil && cfg.Kill {
-			if n != seenRows {
-				seenRows, grewAt = n, time.Now()
-			} else if time.Since(grewAt) > 2*time.Second {
-				loggedAt = grewAt
-				break
-			}
 		}
 		if run.Err() != nil {
 			break
