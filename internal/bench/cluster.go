@@ -764,8 +764,8 @@ func (r *rig) account(ctx context.Context, load Load, mentions map[int64]bool, c
 // kill, every @ the cluster took in (the log holds it), until that has
 // held for half a second; then a moment more for doubled replies to
 // show.
-func (r *rig) awaitReplies(ctx context.Context, mentions map[int64]bool, killed bool) error {
-	if !killed || r.pg == nil {
+func (r *rig) awaitReplies(ctx context.Context, cfg *Config, mentions map[int64]bool) error {
+	if !cfg.Kill || r.pg == nil {
 		awaitReplies(ctx, r.qq, mentions)
 		return nil
 	}
@@ -774,7 +774,7 @@ func (r *rig) awaitReplies(ctx context.Context, mentions map[int64]bool, killed 
 		return err
 	}
 	defer l.close()
-	r.settle(ctx, l)
+	r.settle(ctx, l, quiet(cfg))
 	answered := 0
 	for ctx.Err() == nil {
 		seen, err := l.ids(ctx)
@@ -813,11 +813,13 @@ func (r *rig) waitPartitions() {
 }
 
 // settle waits, after a kill, until the other instances own every
-// partition and then until the shared log has not grown for 2 s: what
+// partition and then until the shared log has not grown for quiet: what
 // the stream holds for the killed instance's partitions is taken in by
-// their new owners only once they own them, after the connection is back.
-// It returns when the log last grew.
-func (r *rig) settle(ctx context.Context, l rowCounter) time.Time {
+// their new owners only once they own them, which may be seconds after
+// the connection is back, and once they restored the partitions' chats
+// from the database, which takes seconds more under load. It returns
+// when the log last grew.
+func (r *rig) settle(ctx context.Context, l rowCounter, quiet time.Duration) time.Time {
 	r.waitPartitions()
 	seen, grewAt := -1, time.Now()
 	for ctx.Err() == nil {
@@ -825,7 +827,7 @@ func (r *rig) settle(ctx context.Context, l rowCounter) time.Time {
 		if err == nil {
 			if n != seen {
 				seen, grewAt = n, time.Now()
-			} else if time.Since(grewAt) > 2*time.Second {
+			} else if time.Since(grewAt) > quiet {
 				break
 			}
 		}
@@ -833,3 +835,7 @@ func (r *rig) settle(ctx context.Context, l rowCounter) time.Time {
 	}
 	return grewAt
 }
+
+// quiet is how long the log must not grow, after a kill, for the run to
+// be over: a lease's TTL, at least 5 s.
+func quiet(cfg *Config) time.Duration { return max(5*time.Second, cfg.LeaseTTL) }

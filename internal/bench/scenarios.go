@@ -232,10 +232,10 @@ wait:
 	// The @'s chat may be done before the others: wait until every
 	// message is in the inbound log too. After a kill some never come:
 	// then until the others own every partition and the log has not
-	// grown for 2 s, and its last growth ends the run.
+	// grown for a while (quiet), and its last growth ends the run.
 	var loggedAt time.Time
 	if cfg.Kill {
-		loggedAt = r.settle(run, logged)
+		loggedAt = r.settle(run, logged, quiet(cfg))
 	}
 	poll := 10 * time.Millisecond
 	if r.pg != nil {
@@ -510,8 +510,14 @@ func steadyPincer(ctx context.Context, cfg *Config, dir string, load Load, what 
 		}
 	}
 	// The last @s get their answers.
-	drain, cancel := context.WithTimeout(ctx, min(cfg.Timeout, 30*time.Second+2*cfg.Latency))
-	if err := r.awaitReplies(drain, mentions, cfg.Kill); err != nil {
+	wait := min(cfg.Timeout, 30*time.Second+2*cfg.Latency)
+	if cfg.Kill {
+		// The killed instance's partitions are owned again within about
+		// two TTLs, and the log must then stay quiet for one.
+		wait += 3 * cfg.LeaseTTL
+	}
+	drain, cancel := context.WithTimeout(ctx, wait)
+	if err := r.awaitReplies(drain, cfg, mentions); err != nil {
 		cancel()
 		return nil, err
 	}
