@@ -629,7 +629,7 @@ func clusterMethod(cfg *Config) string {
 		kill = "; halfway through each pincer run's frames the instance holding the QQ connection is killed (SIGKILL)"
 	}
 	return fmt.Sprintf("each pincer run is %d pincer serve processes in cluster mode (%d partitions, leases of %s), "+
-		"on %s and a PostgreSQL schema of the run's own; CPU seconds and goroutines are their sum, the memory figures "+
+		"on %s, and on a PostgreSQL schema of the run's own; CPU seconds and goroutines are their sum, the memory figures "+
 		"the largest instance's; the OneBot simulator, the fake model and the load generator run in the bench process%s",
 		cfg.Instances, DefaultPartitions, cfg.LeaseTTL, nats, kill)
 }
