@@ -39,6 +39,12 @@ and the same rate of chatter only on another fresh pincer), each beside
 a baseline reader that only decodes the same frames and answers the @s.
 Exits 1 when a message or a reply was lost or doubled.
 
+With --instances N every pincer run is N pincer processes in cluster
+mode, on one NATS server with JetStream (-nats, or nats-server on PATH
+started for each run) and the PostgreSQL server PINCER_BENCH_PG_DSN names
+(a schema of each run's own); -kill kills the instance holding the QQ
+connection halfway through each run and reports the takeover.
+
 Flags:
 `)
 		fs.PrintDefaults()
@@ -61,6 +67,10 @@ Flags:
 	binary := fs.String("pincer", "", "the pincer binary to measure (default: this one)")
 	keep := fs.Bool("keep", false, "keep the runs' files (configuration, logs, databases)")
 	profile := fs.String("profile", "", "a directory for pincer's CPU profile of each run's window (go tool pprof reads them), taken through gateway.pprof")
+	instances := fs.Int("instances", 0, "run every pincer as this many processes in cluster mode, on one NATS server and the PostgreSQL server PINCER_BENCH_PG_DSN names (0: one pincer on SQLite)")
+	natsURL := fs.String("nats", "", "with --instances: a running NATS server with JetStream (its stream pincer_inbound and buckets pincer_leases, pincer_progress are deleted before each run); default: nats-server on PATH, started for each run")
+	leaseTTL := fs.Duration("lease-ttl", bench.DefaultLeaseTTL, "with --instances: the cluster's leaseTtlMs")
+	kill := fs.Bool("kill", false, "with --instances 2 or more: kill (SIGKILL) the instance holding the QQ connection halfway through each pincer run, and report the takeover and the replies lost or doubled")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -92,6 +102,7 @@ Flags:
 			return exec.Command(bin, "bench", "baseline-reader", "--url", url, "--self", strconv.FormatInt(self, 10))
 		},
 		Version: describe(bin, self), Keep: *keep, Profile: *profile, Progress: stderr,
+		Instances: *instances, PostgresDSN: os.Getenv("PINCER_BENCH_PG_DSN"), NATS: *natsURL, LeaseTTL: *leaseTTL, Kill: *kill,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "pincer bench: %v\n", err)

@@ -117,6 +117,20 @@ type Config struct {
 	Profile string
 	// Progress, when set, receives a line as each phase starts.
 	Progress io.Writer
+
+	// Instances, when more than 0, runs every pincer of a scenario as
+	// that many processes in cluster mode, on one NATS server and a
+	// PostgreSQL schema of the run's own (PostgresDSN names the server).
+	Instances   int
+	PostgresDSN string
+	// NATS is a running NATS server with JetStream; when empty each run
+	// starts NATSServer (nats-server on PATH) with a store of its own.
+	NATS, NATSServer string
+	// LeaseTTL is the cluster's cluster.leaseTtlMs (DefaultLeaseTTL).
+	LeaseTTL time.Duration
+	// Kill kills (SIGKILL) the instance holding the QQ connection
+	// halfway through each pincer run's frames.
+	Kill bool
 }
 
 func (c *Config) fill() error {
@@ -155,7 +169,7 @@ func (c *Config) fill() error {
 	if !(c.Quotes >= 0 && c.Quotes <= 1) {
 		return fmt.Errorf("bench: quotes is a share of the messages, from 0 to 1, got %v", c.Quotes)
 	}
-	return nil
+	return c.clusterFill()
 }
 
 func (c *Config) groups(def int) int {
@@ -197,6 +211,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		defer os.RemoveAll(dir)
 	}
 	rep := &Report{Machine: machine(), Pincer: cfg.Version, Method: method}
+	if cfg.Instances > 0 {
+		rep.Method = clusterMethod(&cfg)
+	}
 	unix := time.Now().Unix()
 	if cfg.Scenario != Steady {
 		b, err := runBurst(ctx, &cfg, filepath.Join(dir, "burst"), unix)
@@ -263,15 +280,27 @@ func (m *model) options(latency time.Duration) llmsim.Options {
 	}
 }
 
-// rig is one pincer under test with its simulated QQ and model.
+// rig is one pincer under test, or a cluster of them, with its
+// simulated QQ and model.
 type rig struct {
 	dir    string
-	db     string
+	db     string // the SQLite store, of a single pincer
 	qq     *qq
 	llm    *llmsim.Server
 	model  *model
 	pincer *child
-	at     endpoint // pincer's HTTP root
+	at     endpoint // pincer's HTTP root (the first instance's)
+	// insts are the pincer processes: one, unnamed, for a single pincer.
+	insts []*instance
+	// A cluster's NATS server and PostgreSQL schema.
+	nats *natsRun
+	pg   *pgSchema
+	keep bool
+	// With -kill: partsTaken gets the seconds from the kill until the
+	// others owned every partition (-1: not within three TTLs and 30 s),
+	// which partsSeconds keeps once read.
+	partsTaken   chan float64
+	partsSeconds float64
 }
 
 var readyURL = regexp.MustCompile(`open (http://[^\s/]+)`)
@@ -282,7 +311,7 @@ func startPincer(ctx context.Context, cfg *Config, dir string) (_ *rig, err erro
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
-	r := &rig{dir: dir, db: filepath.Join(dir, "pincer.db"), model: newModel()}
+	r := &rig{dir: dir, db: filepath.Join(dir, "pincer.db"), model: newModel(), keep: cfg.Keep}
 	defer func() {
 		if err != nil {
 			r.close()
@@ -291,6 +320,7 @@ func startPincer(ctx context.Context, cfg *Config, dir string) (_ *rig, err erro
 	if r.qq, err = startQQ(SelfID, cfg.WriteBatch); err != nil {
 		return nil, err
 	}
+	r.qq.lossy = cfg.Instances > 0
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("bench: fake model: %w", err)
@@ -299,6 +329,9 @@ func startPincer(ctx context.Context, cfg *Config, dir string) (_ *rig, err erro
 	var token string
 	if cfg.Profile != "" {
 		token = "bench-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	}
+	if cfg.Instances > 0 {
+		return r, r.startCluster(ctx, cfg, pincerConf(cfg, dir, r.qq.url, r.llm.URL+"/v1", r.db, token))
 	}
 	text, err := pincerConfig(cfg, dir, r.qq.url, r.llm.URL+"/v1", r.db, token)
 	if err != nil {
@@ -322,6 +355,7 @@ func startPincer(ctx context.Context, cfg *Config, dir string) (_ *rig, err erro
 		return nil, fmt.Errorf("bench: no URL in pincer's ready line %q", line)
 	}
 	r.at = endpoint{base: m[1], token: token}
+	r.insts = []*instance{{pincer: r.pincer, at: r.at}}
 	if err := r.qq.connected(wait); err != nil {
 		return nil, fmt.Errorf("bench: pincer did not connect to the simulator: %w%s", err, r.pincer.logTail())
 	}
@@ -339,6 +373,16 @@ func startPincer(ctx context.Context, cfg *Config, dir string) (_ *rig, err erro
 // workspace in dir.
 // With a token (-profile), the gateway serves Go's profiles behind it.
 func pincerConfig(cfg *Config, dir, wsURL, modelURL, db, token string) ([]byte, error) {
+	text, err := json.MarshalIndent(pincerConf(cfg, dir, wsURL, modelURL, db, token), "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("bench: config: %w", err)
+	}
+	return text, nil
+}
+
+// pincerConf is pincerConfig's content, which a cluster's instances
+// start from.
+func pincerConf(cfg *Config, dir, wsURL, modelURL, db, token string) map[string]any {
 	onebot := map[string]any{
 		"wsUrl": wsURL, "selfId": strconv.FormatInt(SelfID, 10), "accessToken": "",
 		"receive": map[string]any{
@@ -370,11 +414,7 @@ func pincerConfig(cfg *Config, dir, wsURL, modelURL, db, token string) ([]byte, 
 			"onebot":  onebot,
 		},
 	}
-	text, err := json.MarshalIndent(conf, "", "  ")
-	if err != nil {
-		return nil, fmt.Errorf("bench: config: %w", err)
-	}
-	return text, nil
+	return conf
 }
 
 // endpoint is pincer's HTTP root, with the gateway token its requests
@@ -456,15 +496,37 @@ func healthy(ctx context.Context, base string) error {
 	}
 }
 
-// stop ends pincer (SIGTERM, as an operator would) and waits for it.
+// stop ends pincer, every instance of it that was not killed (SIGTERM,
+// as an operator would, all at once), and waits for them.
 func (r *rig) stop() error {
-	return r.pincer.stop(30 * time.Second)
+	errs := make([]error, len(r.insts))
+	var wg sync.WaitGroup
+	for i, inst := range r.insts {
+		if inst.killed {
+			continue
+		}
+		wg.Go(func() { errs[i] = inst.pincer.stop(30 * time.Second) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
-// close stops whatever still runs.
+// close stops whatever still runs, and removes a cluster's schema
+// unless the files are kept.
 func (r *rig) close() {
-	if r.pincer != nil {
+	for _, inst := range r.insts {
+		if !inst.killed {
+			_ = inst.pincer.stop(30 * time.Second)
+		}
+	}
+	if len(r.insts) == 0 && r.pincer != nil {
 		_ = r.pincer.stop(30 * time.Second)
+	}
+	r.nats.stop()
+	if r.pg != nil && !r.keep {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		_ = r.pg.drop(ctx)
+		cancel()
 	}
 	if r.qq != nil {
 		r.qq.close()

@@ -22,6 +22,12 @@ type qq struct {
 
 	pushMu sync.Mutex
 	framer framer // under pushMu
+	// lossy (a cluster's runs) drops a connection a write fails on and
+	// goes on, as an implementation does when its client dies, rather
+	// than failing the push; the frames pushed while no connection is up
+	// are not delivered, and counted in undelivered.
+	lossy       bool
+	undelivered int // under pushMu
 
 	nextID atomic.Int64
 
@@ -106,6 +112,7 @@ func (q *qq) push(ctx context.Context, frames []Frame) error {
 	defer q.pushMu.Unlock()
 	conns := q.ws.open()
 	if len(conns) == 0 {
+		q.undelivered += len(frames)
 		return nil
 	}
 	stop := context.AfterFunc(ctx, func() {
@@ -120,6 +127,9 @@ func (q *qq) push(ctx context.Context, frames []Frame) error {
 		}
 		return fmt.Errorf("bench: push: %w", err)
 	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("bench: push: %w", ctx.Err())
+	}
 	return nil
 }
 
@@ -132,10 +142,21 @@ func (q *qq) pushRaw(ctx context.Context, frame []byte) error {
 func (q *qq) writeAll(b []byte) error {
 	for _, c := range q.ws.open() {
 		if err := c.write(b); err != nil {
-			return err
+			if !q.lossy {
+				return err
+			}
+			_ = c.nc.Close()
+			q.ws.forget(c)
 		}
 	}
 	return nil
+}
+
+// notDelivered counts the frames pushed while no connection was up.
+func (q *qq) notDelivered() int {
+	q.pushMu.Lock()
+	defer q.pushMu.Unlock()
+	return q.undelivered
 }
 
 // writes counts the writes the events went out in so far.

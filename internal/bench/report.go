@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/pincerbot/pincer/internal/config"
 )
@@ -86,6 +87,80 @@ type Accounting struct {
 	Logged  int    `json:"logged"`
 	Missing int    `json:"missing"`
 	Source  string `json:"source"`
+	// Doubled counts log entries of a message beyond its first (a
+	// cluster's shared log).
+	Doubled int `json:"doubled,omitempty"`
+	// MayLose is set when an instance was killed (-kill): what it had
+	// read and not published is lost, as documented, so Missing is no
+	// problem. NotDelivered counts the frames the simulator had no
+	// connection to write to, while no instance held it.
+	MayLose      bool `json:"may_lose,omitempty"`
+	NotDelivered int  `json:"not_delivered,omitempty"`
+}
+
+// ClusterRun is what a pincer run in cluster mode (--instances) adds:
+// how its instances shared the work, and with -kill, the takeover.
+type ClusterRun struct {
+	Instances  int `json:"instances"`
+	Partitions int `json:"partitions"`
+	// PeakRSSSumBytes and RSSBeforeSumBytes add up the instances'; the
+	// run's Process has the largest instance's.
+	PeakRSSSumBytes   int64   `json:"peak_rss_sum_bytes"`
+	RSSBeforeSumBytes int64   `json:"rss_before_sum_bytes"`
+	Shares            []Share `json:"shares"`
+	// Connections counts the connections the simulator accepted in the
+	// run, MaxConnections the most it had up at once (one holder: 1).
+	// NATSCPUSeconds is the CPU time of the nats-server the bench
+	// started for the run, over the window (0 with -nats).
+	NATSCPUSeconds float64     `json:"nats_cpu_seconds,omitempty"`
+	Connections    int         `json:"connections"`
+	MaxConnections int         `json:"max_connections"`
+	Kill           *KillReport `json:"kill,omitempty"`
+}
+
+// Share is one instance's part of a run.
+type Share struct {
+	Instance   string  `json:"instance"`
+	CPUSeconds float64 `json:"cpu_seconds"`
+	// CPUShare is its part of the run's CPU seconds, 0 to 1.
+	CPUShare     float64 `json:"cpu_share"`
+	TurnsReplied int     `json:"turns_replied"`
+	PeakRSSBytes int64   `json:"peak_rss_bytes"`
+	// PartitionsStart is what it owned as the load began, PartitionsEnd
+	// as the run ended (not read from a killed instance).
+	PartitionsStart int  `json:"partitions_start"`
+	PartitionsEnd   int  `json:"partitions_end"`
+	Killed          bool `json:"killed,omitempty"`
+}
+
+// KillReport is the kill of the instance holding the QQ connection.
+type KillReport struct {
+	Instance string `json:"instance"`
+	// AtFrame is the frames sent before it.
+	AtFrame int `json:"at_frame"`
+	// TakeoverSeconds is from the kill to the simulator's next
+	// connection, -1 when none came.
+	TakeoverSeconds float64 `json:"takeover_seconds"`
+	// PartitionsSeconds is from the kill until the other instances own
+	// every partition between them (the killed one's chats are answered
+	// again), -1 when they did not within three lease TTLs and 30 s.
+	PartitionsSeconds float64 `json:"partitions_seconds"`
+	// The @s of the bot sent, and those the cluster took in (in its
+	// log): each of those must be answered once, the others not at all.
+	MentionsSent    int `json:"mentions_sent"`
+	MentionsTakenIn int `json:"mentions_taken_in"`
+	// RepliesLost and RepliesDoubled are among the @s taken in;
+	// AnsweredNotTakenIn the replies to @s not taken in.
+	RepliesLost        int `json:"replies_lost"`
+	RepliesDoubled     int `json:"replies_doubled"`
+	AnsweredNotTakenIn int `json:"answered_not_taken_in"`
+	// DoubledAtKill counts the doubled replies whose first copy reached
+	// the simulator before the kill, through the killed holder, and the
+	// next after it: a send whose outcome died with the holder, which
+	// the chat's owner sends again (docs/cluster.md, "Limits").
+	DoubledAtKill int `json:"doubled_at_kill"`
+
+	at time.Time // when the holder was killed
 }
 
 // Latency summarizes a latency's samples, in milliseconds.
@@ -138,6 +213,8 @@ type BurstReport struct {
 	TurnsReplied     int        `json:"turns_replied"`
 	DriverCPUSeconds float64    `json:"driver_cpu_seconds"`
 	Problems         []string   `json:"problems,omitempty"`
+	// Cluster, with --instances, is how the instances shared the run.
+	Cluster *ClusterRun `json:"cluster,omitempty"`
 	// Quoted, with -quotes, is a fresh pincer on the same burst in which
 	// that share of the messages replies to another.
 	Quoted *BurstRun `json:"quoted,omitempty"`
@@ -151,17 +228,18 @@ type BurstRun struct {
 	Quoting int     `json:"quoting,omitempty"`
 	// Process is first frame written to the later of the @'s reply and
 	// the last message in the inbound log.
-	Process          Process    `json:"pincer"`
-	Ratio            float64    `json:"ratio,omitempty"`
-	WriteSeconds     float64    `json:"write_seconds"`
-	Writes           int        `json:"writes"`
-	ReplySeconds     float64    `json:"reply_seconds"`
-	LoggedSeconds    float64    `json:"logged_seconds"`
-	Replies          Replies    `json:"replies"`
-	Accounted        Accounting `json:"accounted"`
-	ModelRequests    int        `json:"model_requests"`
-	TurnsReplied     int        `json:"turns_replied"`
-	DriverCPUSeconds float64    `json:"driver_cpu_seconds"`
+	Process          Process     `json:"pincer"`
+	Ratio            float64     `json:"ratio,omitempty"`
+	WriteSeconds     float64     `json:"write_seconds"`
+	Writes           int         `json:"writes"`
+	ReplySeconds     float64     `json:"reply_seconds"`
+	LoggedSeconds    float64     `json:"logged_seconds"`
+	Replies          Replies     `json:"replies"`
+	Accounted        Accounting  `json:"accounted"`
+	ModelRequests    int         `json:"model_requests"`
+	TurnsReplied     int         `json:"turns_replied"`
+	DriverCPUSeconds float64     `json:"driver_cpu_seconds"`
+	Cluster          *ClusterRun `json:"cluster,omitempty"`
 	// GetMsg counts the get_msg calls the simulator answered.
 	GetMsg   int      `json:"get_msg"`
 	Problems []string `json:"problems,omitempty"`
@@ -241,6 +319,8 @@ type SteadyRun struct {
 	TurnsReplied     int        `json:"turns_replied"`
 	DriverCPUSeconds float64    `json:"driver_cpu_seconds"`
 	Problems         []string   `json:"problems,omitempty"`
+	// Cluster, with --instances, is how the instances shared the run.
+	Cluster *ClusterRun `json:"cluster,omitempty"`
 }
 
 // derive works out the rows that compare the runs.
@@ -281,10 +361,35 @@ func (r Replies) problems(what string) []string {
 }
 
 func (a Accounting) problems(what string) []string {
-	if a.Missing > 0 {
-		return []string{fmt.Sprintf("%s: %d of %d messages are not in pincer's inbound log", what, a.Missing, a.Sent)}
+	var out []string
+	if a.Missing > 0 && !a.MayLose {
+		out = append(out, fmt.Sprintf("%s: %d of %d messages are not in pincer's inbound log", what, a.Missing, a.Sent))
 	}
-	return nil
+	if a.Doubled > 0 {
+		out = append(out, fmt.Sprintf("%s: %d messages are in the inbound log more than once", what, a.Doubled))
+	}
+	return out
+}
+
+func (k *KillReport) problems(what string) []string {
+	if k == nil {
+		return nil
+	}
+	var out []string
+	if k.TakeoverSeconds < 0 {
+		out = append(out, fmt.Sprintf("%s: no instance took the QQ connection over after %s was killed", what, k.Instance))
+	}
+	if k.DoubledAtKill > 0 {
+		out = append(out, fmt.Sprintf("%s: %d of the doubled replies went out first through %s just before it was killed, "+
+			"which died before it could tell the chat's owner, who sent them again", what, k.DoubledAtKill, k.Instance))
+	}
+	if k.PartitionsSeconds < 0 {
+		out = append(out, fmt.Sprintf("%s: the other instances did not take %s's partitions over", what, k.Instance))
+	}
+	if k.AnsweredNotTakenIn > 0 {
+		out = append(out, fmt.Sprintf("%s: %d replies to @s the cluster had not taken in", what, k.AnsweredNotTakenIn))
+	}
+	return out
 }
 
 func (b *BurstReport) problems() []string {
@@ -420,8 +525,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		if b.BaselineDecoded >= 0 {
 			decoded = count(b.BaselineDecoded) + " decoded"
 		}
-		logged := func(a Accounting) string { return fmt.Sprintf("%s of %s logged", count(a.Logged), count(a.Sent)) }
+		logged := loggedCell
 		row("messages accounted for", decoded, logged(b.Accounted), logged(qr.Accounted))
+		clusterRows(func(cells ...string) { row(append([]string{cells[0], "–"}, cells[1:]...)...) }, b.Cluster, qr.Cluster)
 		if err := t.Flush(); err != nil {
 			return err
 		}
@@ -514,8 +620,9 @@ func (s *SteadyReport) writeText(ew *errWriter) error {
 	if s.BaselineDecoded >= 0 {
 		decoded = count(s.BaselineDecoded) + " decoded"
 	}
-	logged := func(a Accounting) string { return fmt.Sprintf("%s of %s logged", count(a.Logged), count(a.Sent)) }
+	logged := loggedCell
 	row("messages accounted for", decoded, logged(c.Accounted), logged(s.Accounted))
+	clusterRows(func(cells ...string) { row(append([]string{cells[0], "–"}, cells[1:]...)...) }, c.Cluster, s.Cluster)
 	row("latency, pincer with @s (ms)", "p50", "p99", "max")
 	lat := func(name string, l Latency) {
 		if l.N == 0 {
@@ -541,6 +648,113 @@ func (s *SteadyReport) writeText(ew *errWriter) error {
 	ew.printf("        CPU per answered turn = (CPU with @s − CPU per chatter event × its events) ÷ the turns that replied: " +
 		"the difference of two runs, as noisy as both\n")
 	return ew.err
+}
+
+// loggedCell says how many of the messages sent are in the log: with
+// -kill, how many the simulator could not deliver while no instance
+// held the connection, and any logged twice.
+func loggedCell(a Accounting) string {
+	s := fmt.Sprintf("%s of %s logged", count(a.Logged), count(a.Sent))
+	if a.MayLose {
+		s += fmt.Sprintf(" (%s not delivered)", count(a.NotDelivered))
+	}
+	if a.Doubled > 0 {
+		s += fmt.Sprintf(" (%s twice)", count(a.Doubled))
+	}
+	return s
+}
+
+// clusterRows adds the rows of a cluster's runs (--instances), one
+// column a run; row takes the name and a cell for each run.
+func clusterRows(row func(cells ...string), runs ...*ClusterRun) {
+	var some *ClusterRun
+	for _, c := range runs {
+		if c != nil {
+			some = c
+		}
+	}
+	if some == nil {
+		return
+	}
+	each := func(name string, cell func(c *ClusterRun) string) {
+		cells := []string{name}
+		for _, c := range runs {
+			if c == nil {
+				cells = append(cells, "")
+				continue
+			}
+			cells = append(cells, cell(c))
+		}
+		row(cells...)
+	}
+	each("instances", func(c *ClusterRun) string {
+		s := strconv.Itoa(c.Instances)
+		if c.Kill != nil {
+			s += " (" + c.Kill.Instance + " killed)"
+		}
+		return s
+	})
+	each("QQ connections (most at once)", func(c *ClusterRun) string {
+		return fmt.Sprintf("%d (%d)", c.Connections, c.MaxConnections)
+	})
+	each("nats-server CPU seconds", func(c *ClusterRun) string {
+		if c.NATSCPUSeconds == 0 {
+			return "–"
+		}
+		return secs(c.NATSCPUSeconds)
+	})
+	each("peak RSS, all instances (MiB)", func(c *ClusterRun) string { return mib(c.PeakRSSSumBytes) })
+	row(append([]string{"each instance's share"}, make([]string, len(runs))...)...)
+	for i := range some.Shares {
+		each("  "+some.Shares[i].Instance+": CPU s, turns, partitions", func(c *ClusterRun) string {
+			if i >= len(c.Shares) {
+				return ""
+			}
+			sh := c.Shares[i]
+			end := "killed"
+			if !sh.Killed {
+				end = strconv.Itoa(sh.PartitionsEnd)
+			}
+			return fmt.Sprintf("%s (%.0f%%), %s, %d → %s", secs(sh.CPUSeconds), 100*sh.CPUShare, count(sh.TurnsReplied), sh.PartitionsStart, end)
+		})
+	}
+	if some.Kill == nil {
+		return
+	}
+	kill := func(name string, cell func(k *KillReport) string) {
+		each(name, func(c *ClusterRun) string {
+			if c.Kill == nil {
+				return ""
+			}
+			return cell(c.Kill)
+		})
+	}
+	kill("killed after frame", func(k *KillReport) string { return count(k.AtFrame) })
+	kill("takeover time (s)", func(k *KillReport) string {
+		if k.TakeoverSeconds < 0 {
+			return "none"
+		}
+		return secs(k.TakeoverSeconds)
+	})
+	kill("partitions taken over (s)", func(k *KillReport) string {
+		if k.PartitionsSeconds < 0 {
+			return "not all"
+		}
+		return secs(k.PartitionsSeconds)
+	})
+	kill("@s taken in / sent", func(k *KillReport) string {
+		return fmt.Sprintf("%s / %s", count(k.MentionsTakenIn), count(k.MentionsSent))
+	})
+	kill("replies lost / doubled", func(k *KillReport) string {
+		s := fmt.Sprintf("%d / %d", k.RepliesLost, k.RepliesDoubled)
+		if k.DoubledAtKill > 0 {
+			s += fmt.Sprintf(" (%d across the kill)", k.DoubledAtKill)
+		}
+		if k.AnsweredNotTakenIn > 0 {
+			s += fmt.Sprintf(" (+%d to @s not taken in)", k.AnsweredNotTakenIn)
+		}
+		return s
+	})
 }
 
 // writes says how many writes there were.

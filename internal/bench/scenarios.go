@@ -43,6 +43,7 @@ func runBurst(ctx context.Context, cfg *Config, dir string, unix int64) (*BurstR
 	b.Writes = run.Writes
 	b.Replies, b.Accounted, b.ModelRequests, b.TurnsReplied = run.Replies, run.Accounted, run.ModelRequests, run.TurnsReplied
 	b.DriverCPUSeconds, b.Problems = run.DriverCPUSeconds, append(b.Problems, run.Problems...)
+	b.Cluster = run.Cluster
 	if b.Baseline.EventsPerSecond > 0 {
 		b.Ratio = b.Pincer.EventsPerSecond / b.Baseline.EventsPerSecond
 	}
@@ -159,21 +160,18 @@ func burstPincer(ctx context.Context, cfg *Config, dir string, load Load, what s
 		return nil, err
 	}
 	defer r.close()
-	db, err := openStore(r.db)
+	logged, closeLog, err := r.logCounter(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer db.Close()
-	logged, err := newLogCounter(ctx, db)
+	defer closeLog()
+	before, err := logged.count(ctx)
 	if err != nil {
 		return nil, err
 	}
-	before := logged.rows
-	pid := r.pincer.cmd.Process.Pid
 	last := load.Frames[len(load.Frames)-1]
 	replied := r.qq.expect(last.ID)
-	samples := startSampler(ctx, pid, r.at)
-	u0, err := procUsage(pid)
+	w, err := r.watch(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -185,8 +183,25 @@ func burstPincer(ctx context.Context, cfg *Config, dir string, load Load, what s
 	start := time.Now()
 	writeErr := make(chan error, 1)
 	var written time.Duration
+	var kill *KillReport
 	go func() {
-		err := r.qq.push(run, load.Frames)
+		err := func() error {
+			if !cfg.Kill {
+				return r.qq.push(run, load.Frames)
+			}
+			// Halfway, the holder is killed; the rest of the burst waits
+			// for the next connection, as a burst piled up at the
+			// implementation does.
+			half := len(load.Frames) / 2
+			if err := r.qq.push(run, load.Frames[:half]); err != nil {
+				return err
+			}
+			var err error
+			if kill, err = r.killAndWait(run, cfg, half); err != nil {
+				return err
+			}
+			return r.qq.push(run, load.Frames[half:])
+		}()
 		written = time.Since(start)
 		writeErr <- err
 	}()
@@ -198,7 +213,7 @@ wait:
 		case repliedAt = <-replied:
 		case err := <-writing:
 			if err != nil {
-				return nil, fmt.Errorf("bench: %s: %w%s", what, err, r.pincer.logTail())
+				return nil, fmt.Errorf("bench: %s: %w%s", what, err, r.logTails())
 			}
 			writing = nil
 		case <-run.Done():
@@ -208,16 +223,25 @@ wait:
 	if writing != nil {
 		// The @ is the last frame, so the writer is done or failing.
 		if err := <-writing; err != nil && run.Err() == nil {
-			return nil, fmt.Errorf("bench: %s: %w%s", what, err, r.pincer.logTail())
+			return nil, fmt.Errorf("bench: %s: %w%s", what, err, r.logTails())
 		}
 	}
 	if repliedAt.IsZero() {
 		b.Problems = append(b.Problems, fmt.Sprintf("%s: pincer did not answer the final @ within %s", what, cfg.Timeout))
 	}
 	// The @'s chat may be done before the others: wait until every
-	// message is in the inbound log too.
+	// message is in the inbound log too. After a kill some never come:
+	// then until the others own every partition and the log has not
+	// grown for a while (quiet), and its last growth ends the run.
 	var loggedAt time.Time
-	for {
+	if cfg.Kill {
+		loggedAt = r.settle(run, logged, quiet(cfg))
+	}
+	poll := 10 * time.Millisecond
+	if r.pg != nil {
+		poll = 50 * time.Millisecond
+	}
+	for !cfg.Kill {
 		n, err := logged.count(run)
 		if err == nil && n-before >= len(load.Frames) {
 			loggedAt = time.Now()
@@ -226,7 +250,7 @@ wait:
 		if run.Err() != nil {
 			break
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(poll)
 	}
 	end := repliedAt
 	if loggedAt.After(end) {
@@ -235,13 +259,13 @@ wait:
 	if end.IsZero() {
 		end = time.Now()
 	}
-	u1, err := procUsage(pid)
+	after, err := w.now()
 	if err != nil {
 		return nil, err
 	}
 	self1 := selfCPU()
-	seen := samples.finish(ctx)
-	b.Process = processReport(len(load.Frames), end.Sub(start), u0, u1, u1.hwm, seen)
+	seen := w.finish(ctx)
+	b.Process, b.Cluster = w.report(len(load.Frames), end.Sub(start), after, after, seen)
 	b.GetMsg = r.qq.calls("get_msg")
 	b.DriverCPUSeconds = (self1 - self0).Seconds()
 	b.WriteSeconds = written.Seconds()
@@ -253,21 +277,22 @@ wait:
 		b.LoggedSeconds = loggedAt.Sub(start).Seconds()
 	}
 	b.ModelRequests = r.model.count()
-	b.TurnsReplied = turnsReplied(ctx, r.at, seen.metrics, 1)
+	b.TurnsReplied = r.turns(ctx, seen, b.Cluster, 1)
 	if err := profiled(); err != nil {
 		b.Problems = append(b.Problems, err.Error())
 	}
-	db.Close()
+	closeLog()
 	if err := r.stop(); err != nil {
 		b.Problems = append(b.Problems, fmt.Sprintf("%s: pincer did not stop cleanly: %v", what, err))
 	}
-	delivered, duplicated, stray := r.qq.tally(map[int64]bool{last.ID: true})
-	b.Replies = Replies{Expected: 1, Delivered: delivered, Duplicated: duplicated, Stray: stray}
-	if b.Accounted, err = account(ctx, r.db, load); err != nil {
+	if b.Replies, b.Accounted, err = r.account(ctx, load, map[int64]bool{last.ID: true}, b.Cluster, kill); err != nil {
 		return nil, err
 	}
 	b.Problems = append(b.Problems, b.Replies.problems(what)...)
 	b.Problems = append(b.Problems, b.Accounted.problems(what)...)
+	if b.Cluster != nil {
+		b.Problems = append(b.Problems, b.Cluster.Kill.problems(what)...)
+	}
 	return b, nil
 }
 
@@ -347,8 +372,9 @@ type driven struct {
 
 // drive sends the load at rate frames a second, each frame when it is
 // due. With a write batch, the frames due at once (when the writer is
-// behind) go out together.
-func drive(ctx context.Context, q *qq, load Load, rate, batch int) (driven, error) {
+// behind) go out together. halfway, when set, is started on a goroutine
+// of its own once half the frames are written, with their number.
+func drive(ctx context.Context, q *qq, load Load, rate, batch int, halfway func(int)) (driven, error) {
 	d := driven{writtenAt: map[int64]time.Time{}}
 	writes0 := q.writes()
 	start := time.Now()
@@ -374,6 +400,10 @@ func drive(ctx context.Context, q *qq, load Load, rate, batch int) (driven, erro
 			if f.Mention {
 				d.writtenAt[f.ID] = written
 			}
+		}
+		if halfway != nil && j >= len(load.Frames)/2 {
+			go halfway(j)
+			halfway = nil
 		}
 		i = j
 	}
@@ -409,7 +439,7 @@ func steadyBaseline(ctx context.Context, cfg *Config, dir string, load Load, s *
 	if err != nil {
 		return err
 	}
-	d, err := drive(ctx, q, load, cfg.Rate, cfg.WriteBatch)
+	d, err := drive(ctx, q, load, cfg.Rate, cfg.WriteBatch, nil)
 	if err != nil {
 		return fmt.Errorf("bench: steady baseline: %w%s", err, reader.logTail())
 	}
@@ -445,47 +475,74 @@ func steadyPincer(ctx context.Context, cfg *Config, dir string, load Load, what 
 	}
 	defer r.close()
 	s := &SteadyRun{Mentions: load.Mentions, Quoting: load.Quoting}
-	pid := r.pincer.cmd.Process.Pid
 	mentions := mentionIDs(load)
-	samples := startSampler(ctx, pid, r.at)
-	u0, err := procUsage(pid)
+	w, err := r.watch(ctx)
 	if err != nil {
 		return nil, err
 	}
 	self0 := selfCPU()
 	profiled := r.profile(ctx, cfg, profileName(dir), cfg.Duration)
-	d, err := drive(ctx, r.qq, load, cfg.Rate, cfg.WriteBatch)
-	if err != nil {
-		return nil, fmt.Errorf("bench: %s: %w%s", what, err, r.pincer.logTail())
+	// With -kill, the holder is killed halfway, beside the stream, which
+	// goes on at its pace: what falls due while no instance holds the
+	// connection is not delivered.
+	var halfway func(int)
+	killed := make(chan error, 1)
+	var kill *KillReport
+	if cfg.Kill {
+		halfway = func(i int) {
+			var err error
+			kill, err = r.killAndWait(ctx, cfg, i)
+			killed <- err
+		}
 	}
-	u1, err := procUsage(pid)
+	d, err := drive(ctx, r.qq, load, cfg.Rate, cfg.WriteBatch, halfway)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %s: %w%s", what, err, r.logTails())
+	}
+	after, err := w.now()
 	if err != nil {
 		return nil, err
 	}
 	self1 := selfCPU()
+	if cfg.Kill {
+		if err := <-killed; err != nil {
+			return nil, fmt.Errorf("bench: %s: %w", what, err)
+		}
+	}
 	// The last @s get their answers.
-	drain, cancel := context.WithTimeout(ctx, min(cfg.Timeout, 30*time.Second+2*cfg.Latency))
-	awaitReplies(drain, r.qq, mentions)
+	wait := min(cfg.Timeout, 30*time.Second+2*cfg.Latency)
+	if cfg.Kill {
+		// The killed instance's partitions are owned again within about
+		// two TTLs, and the log must then stay quiet for one.
+		wait += 3 * cfg.LeaseTTL
+	}
+	drain, cancel := context.WithTimeout(ctx, wait)
+	if err := r.awaitReplies(drain, cfg, mentions); err != nil {
+		cancel()
+		return nil, err
+	}
 	cancel()
-	u2, err := procUsage(pid)
+	peak, err := w.now()
 	if err != nil {
 		return nil, err
 	}
-	seen := samples.finish(ctx)
-	s.Pincer = processReport(len(load.Frames), d.elapsed, u0, u1, u2.hwm, seen)
+	seen := w.finish(ctx)
+	s.Pincer, s.Cluster = w.report(len(load.Frames), d.elapsed, after, peak, seen)
 	s.WriterLagMaxMs, s.Writes = ms(d.lag), d.writes
 	s.DriverCPUSeconds = (self1 - self0).Seconds()
 	s.ModelRequests = r.model.count()
 	s.GetMsg = r.qq.calls("get_msg")
-	s.TurnsReplied = turnsReplied(ctx, r.at, seen.metrics, len(mentions))
+	want := len(mentions)
+	if cfg.Kill {
+		want, _, _ = r.qq.tally(mentions)
+	}
+	s.TurnsReplied = r.turns(ctx, seen, s.Cluster, want)
 	if err := profiled(); err != nil {
 		s.Problems = append(s.Problems, err.Error())
 	}
 	if err := r.stop(); err != nil {
 		s.Problems = append(s.Problems, fmt.Sprintf("%s: pincer did not stop cleanly: %v", what, err))
 	}
-	delivered, duplicated, stray := r.qq.tally(mentions)
-	s.Replies = Replies{Expected: len(mentions), Delivered: delivered, Duplicated: duplicated, Stray: stray}
 	var toRequest, toSend []time.Duration
 	for id, w := range d.writtenAt {
 		req, done := r.model.times(id)
@@ -497,8 +554,11 @@ func steadyPincer(ctx context.Context, cfg *Config, dir string, load Load, what 
 		}
 	}
 	s.MentionToRequest, s.DoneToSend = latency(toRequest), latency(toSend)
-	if s.Accounted, err = account(ctx, r.db, load); err != nil {
+	if s.Replies, s.Accounted, err = r.account(ctx, load, mentions, s.Cluster, kill); err != nil {
 		return nil, err
+	}
+	if s.Cluster != nil {
+		s.Problems = append(s.Problems, s.Cluster.Kill.problems(what)...)
 	}
 	return s, nil
 }

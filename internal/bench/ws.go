@@ -53,6 +53,10 @@ type wsServer struct {
 	mu     sync.Mutex
 	conns  []*wsConn
 	closed bool
+	// accepts is when each connection was upgraded; maxOpen the most
+	// connections up at once.
+	accepts []time.Time
+	maxOpen int
 }
 
 // serveWS accepts connections on ln until close.
@@ -116,6 +120,8 @@ func (s *wsServer) serve(nc net.Conn) {
 		return
 	}
 	s.conns = append(s.conns, c)
+	s.accepts = append(s.accepts, time.Now())
+	s.maxOpen = max(s.maxOpen, len(s.conns))
 	s.mu.Unlock()
 	defer s.forget(c)
 	select {
@@ -123,6 +129,34 @@ func (s *wsServer) serve(nc net.Conn) {
 	default:
 	}
 	_ = c.readMessages(func(data []byte) { s.onMessage(c, data) })
+}
+
+// acceptedAfter waits for a connection upgraded after t, and returns
+// when it was.
+func (s *wsServer) acceptedAfter(ctx context.Context, t time.Time) (time.Time, error) {
+	for {
+		s.mu.Lock()
+		for _, at := range s.accepts {
+			if at.After(t) {
+				s.mu.Unlock()
+				return at, nil
+			}
+		}
+		s.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return time.Time{}, ctx.Err()
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
+
+// counts returns how many connections were upgraded so far, and the
+// most that were up at once.
+func (s *wsServer) counts() (accepted, maxOpen int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.accepts), s.maxOpen
 }
 
 func (s *wsServer) forget(c *wsConn) {
