@@ -54,6 +54,9 @@ type member struct {
 	// given is closed once this process owns no partition any more, at
 	// the start of a shutdown: its chats are the others' then.
 	given chan struct{}
+	// taken commits what the partitions' messages wrote before they are
+	// recorded as taken in.
+	taken *takenIn
 
 	// Set by wire once the gateway is built.
 	ingest  *lanes.Lanes
@@ -90,7 +93,7 @@ func joinCluster(ctx context.Context, c config.Cluster, st store.Store, log *slo
 	if err != nil {
 		return nil, err
 	}
-	m := &member{node: node, st: st, shared: shared, ttl: c.LeaseTTL(), log: log.With("component", "cluster", "instance", c.Instance), given: make(chan struct{})}
+	m := &member{node: node, st: st, shared: shared, ttl: c.LeaseTTL(), log: log.With("component", "cluster", "instance", c.Instance), given: make(chan struct{}), taken: &takenIn{shared: shared}}
 	m.owned = make([]atomic.Bool, node.Partitions())
 	return m, nil
 }
@@ -246,6 +249,7 @@ func (m *member) run(ctx, stop context.Context, heartbeat func(context.Context) 
 	if heartbeat != nil {
 		wg.Go(func() { m.holdHeartbeat(stop, heartbeat) })
 	}
+	wg.Go(func() { m.taken.run(stop) })
 	err := m.node.RunPartitions(stop, m.ownPartition)
 	close(m.given)
 	if err != nil && stop.Err() == nil {
@@ -413,14 +417,10 @@ func (m *member) ownPartition(ctx context.Context, p int, l cluster.Lease) {
 func (m *member) consume(ctx context.Context, p int, acquired time.Time, log *slog.Logger) (cause, err error) {
 	cctx, giveUp := context.WithCancelCause(ctx)
 	defer giveUp(nil)
-	taken := &takenIn{shared: m.shared, giveUp: giveUp}
-	var wg sync.WaitGroup
-	wg.Go(func() { taken.run(cctx, log) })
 	err = m.node.Consume(cctx, p, func(ctx context.Context, seq uint64, data []byte, done func()) {
-		m.take(ctx, p, acquired, data, func() { taken.add(done) }, giveUp, log)
+		m.take(ctx, p, acquired, data, func() { m.taken.add(done, giveUp) }, giveUp, log)
 	})
 	giveUp(nil)
-	wg.Wait()
 	if c := context.Cause(cctx); c != nil && !errors.Is(c, context.Canceled) {
 		return c, err
 	}
@@ -450,7 +450,7 @@ func (m *member) take(ctx context.Context, p int, acquired time.Time, data []byt
 	}
 	// What was published before this process took the partition may have
 	// been taken in by the owner before it: the log tells.
-	if env.At < acquired.Add(m.ttl).UnixMilli() {
+	if env.At < acquired.Add(clockSkew).UnixMilli() {
 		_, logged, err := m.st.FindInbound(ctx, in.Channel, in.Account, in.Peer, in.ID, takeoverLookback)
 		if err != nil {
 			giveUp(fmt.Errorf("look %s up in the log: %w", in.ID, err))
@@ -487,6 +487,12 @@ func (m *member) take(ctx context.Context, p int, acquired time.Time, data []byt
 		}
 	})
 }
+
+// clockSkew is how far the holder's clock, which dates what it publishes,
+// may be ahead of an owner's: only what was published before the owner
+// took the partition (the owner before it stopped reading before that)
+// may have been taken in already.
+const clockSkew = 2 * time.Second
 
 // takeoverLookback is how far back in a chat's log a new owner looks for
 // a message the owner before it may have taken in already.
@@ -543,38 +549,42 @@ func (o owned) Take(ctx context.Context, in msg.Message, r channel.Replier, done
 // takenIn records messages as taken in only once what their pipeline
 // wrote is committed: the store's writer commits in batches, and a
 // partition's progress must never pass a message the store could still
-// lose.
+// lose. One commit every 50 ms serves every partition this process owns.
 type takenIn struct {
 	shared sharedStore
-	// giveUp ends the partition's run when a commit failed.
-	giveUp context.CancelCauseFunc
 	mu     sync.Mutex
-	due    []func()
+	due    []dueMsg
 }
 
-func (t *takenIn) add(done func()) {
+// dueMsg is a message waiting for the commit: done records it, giveUp
+// ends its partition's reading when the commit failed.
+type dueMsg struct {
+	done   func()
+	giveUp context.CancelCauseFunc
+}
+
+func (t *takenIn) add(done func(), giveUp context.CancelCauseFunc) {
 	t.mu.Lock()
-	t.due = append(t.due, done)
+	t.due = append(t.due, dueMsg{done, giveUp})
 	t.mu.Unlock()
 }
 
-// run commits and releases the messages taken in every 50 ms until ctx
-// ends, and once more then.
-func (t *takenIn) run(ctx context.Context, log *slog.Logger) {
+// run commits and records the messages taken in every 50 ms until ctx
+// ends.
+func (t *takenIn) run(ctx context.Context) {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			t.flush(context.WithoutCancel(ctx), log)
 			return
 		case <-tick.C:
-			t.flush(ctx, log)
+			t.flush(ctx)
 		}
 	}
 }
 
-func (t *takenIn) flush(ctx context.Context, log *slog.Logger) {
+func (t *takenIn) flush(ctx context.Context) {
 	t.mu.Lock()
 	due := t.due
 	t.due = nil
@@ -583,12 +593,16 @@ func (t *takenIn) flush(ctx context.Context, log *slog.Logger) {
 		return
 	}
 	if err := t.shared.Flush(ctx); err != nil {
-		// Those messages are never recorded as taken in here.
-		t.giveUp(fmt.Errorf("the store did not commit what the partition's messages wrote: %w", err))
+		// Those messages are never recorded as taken in here: their
+		// partitions are read again once the store answers.
+		err = fmt.Errorf("the store did not commit what the partition's messages wrote: %w", err)
+		for _, d := range due {
+			d.giveUp(err)
+		}
 		return
 	}
-	for _, done := range due {
-		done()
+	for _, d := range due {
+		d.done()
 	}
 }
 
