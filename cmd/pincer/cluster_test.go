@@ -515,9 +515,11 @@ func TestClusterSurvivesAPostgreSQLOutage(t *testing.T) {
 }
 
 // TestClusterHandsOverOnSIGTERM: the instance holding the connection is
-// stopped with SIGTERM while mentions are being answered; it exits
-// cleanly, the other takes the connection and every chat over at once,
-// and every mention is answered exactly once.
+// stopped with SIGTERM while the turns of 20 mentions are running, the
+// model holding its answers; it exits cleanly, the other takes the
+// connection and every chat over at once, its turns cut there are run
+// again here, and every mention, those and 20 sent after, is answered
+// exactly once.
 func TestClusterHandsOverOnSIGTERM(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs two pincers")
@@ -525,7 +527,8 @@ func TestClusterHandsOverOnSIGTERM(t *testing.T) {
 	t.Setenv("PINCER_PG_DSN", pgtest.SchemaDSN(t))
 	nats := startNATS(t)
 	model := llmtest.NewOpenAI(t)
-	model.Script(llmtest.Reply{Text: []string{"好"}})
+	hold := make(chan struct{})
+	model.Script(llmtest.Reply{Text: []string{"好", "的"}, Hold: hold})
 	w := newQQWorld(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -556,10 +559,14 @@ func TestClusterHandsOverOnSIGTERM(t *testing.T) {
 		}
 	}
 	mention(1, 20)
+	// Every mention is taken in and its turn is running (a mention still
+	// in the socket when a connection closes is lost to any client).
+	waitCalls(t, ctx, model, 20)
 	stopped := time.Now()
 	if err := procs[holder].stop(); err != nil {
 		t.Errorf("exit after SIGTERM: %v", err)
 	}
+	close(hold)
 	waitLink(t, ctx, w)
 	t.Logf("the connection was held again %v after the SIGTERM", time.Since(stopped).Round(time.Millisecond))
 	waitShared(t, ctx, 8, procs[other])

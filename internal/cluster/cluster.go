@@ -82,8 +82,11 @@ type Node struct {
 	view *view
 
 	// acks holds PublishAsync's acknowledgements still awaited, in the
-	// order the messages went out; ackLoop tells their callers.
-	acks chan pendingAck
+	// order the messages went out; ackLoop tells their callers. ackMu
+	// guards acksClosed, set once ackLoop stopped reading acks.
+	acks       chan pendingAck
+	ackMu      sync.RWMutex
+	acksClosed bool
 
 	ctx     context.Context // ends with Close
 	cancel  context.CancelFunc
@@ -337,6 +340,17 @@ func (n *Node) ensureKV(ctx context.Context, cfg jetstream.KeyValueConfig) (jets
 // waited for; its lease then runs out by itself.
 func (n *Node) Close() error {
 	n.once.Do(func() {
+		// What was published without waiting is acknowledged first (or
+		// given a moment): a message read from a connection is not lost
+		// to a shutdown that came just after it.
+		if n.nc.IsConnected() {
+			t := time.NewTimer(asyncDrain)
+			select {
+			case <-n.js.PublishAsyncComplete():
+			case <-t.C:
+			}
+			t.Stop()
+		}
 		n.mu.Lock()
 		n.closing = true
 		n.mu.Unlock()

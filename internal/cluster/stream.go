@@ -80,6 +80,12 @@ func (n *Node) PublishAsync(p int, id string, data []byte, done func(error)) {
 			a.err = fmt.Errorf("cluster: publish to partition %d: %w", p, connErr(err))
 		}
 	}
+	n.ackMu.RLock()
+	defer n.ackMu.RUnlock()
+	if n.acksClosed {
+		done(ErrClosed)
+		return
+	}
 	select {
 	case n.acks <- a:
 	case <-n.ctx.Done():
@@ -87,10 +93,12 @@ func (n *Node) PublishAsync(p int, id string, data []byte, done func(error)) {
 	}
 }
 
-// Bounds of PublishAsync.
+// Bounds of PublishAsync, and how long Close waits for its
+// acknowledgements.
 const (
 	asyncPending = 4096
 	asyncTimeout = 10 * time.Second
+	asyncDrain   = 2 * time.Second
 )
 
 // pendingAck is a PublishAsync awaiting its acknowledgement, or one that
@@ -122,6 +130,11 @@ func (n *Node) ackLoop() {
 				a.done(ErrClosed)
 			}
 		case <-n.ctx.Done():
+			// No publish enqueues after this: the ones waiting to are
+			// told at once, and what is queued is told here.
+			n.ackMu.Lock()
+			n.acksClosed = true
+			n.ackMu.Unlock()
 			for {
 				select {
 				case a := <-n.acks:
