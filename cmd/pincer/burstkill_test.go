@@ -56,36 +56,14 @@ func TestKilledDuringABurstWithWindowsAndDigestsOpen(t *testing.T) {
 		} },
 		log: { level: 'info' },`)
 
-	type sent struct {
-		id      int64
-		group   int64
-		trigger bool
-	}
-	var burst []sent
-	for i := int64(1); i <= total; i++ {
-		burst = append(burst, sent{id: i, group: 700000000 + i%groups, trigger: i%every == 0})
-	}
-	frame := func(s sent) map[string]any {
-		if s.trigger {
-			ev := w.mention(s.id, s.group)
-			ev["user_id"] = 50000 + s.id // one sender a mention: no two share a window
-			ev["sender"] = map[string]any{"user_id": 50000 + s.id, "nickname": "提问者"}
-			return ev
-		}
-		ev := mentionEvent(s.id, "")
-		ev["group_id"] = s.group
-		ev["user_id"] = 10000 + s.id%7
-		ev["sender"] = map[string]any{"user_id": 10000 + s.id%7, "nickname": "群友"}
-		ev["message"] = []any{map[string]any{"type": "text", "data": map[string]any{"text": chatter(s.id)}}}
-		return ev
-	}
+	burst := newBurst(total, groups, every)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
 	first, _ := startServe(t, dir, cfg)
 	waitLink(t, ctx, w)
 	for _, s := range burst[:killAt] {
-		if err := w.peer.Push(ctx, frame(s)); err != nil {
+		if err := w.peer.Push(ctx, w.burstFrame(s)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -115,22 +93,7 @@ func TestKilledDuringABurstWithWindowsAndDigestsOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Only the newest messages of a group can be missing.
-	missing := 0
-	for g := int64(0); g < groups; g++ {
-		gap := false
-		for _, s := range burst[:killAt] {
-			if s.group != 700000000+g {
-				continue
-			}
-			switch {
-			case !logged[s.id]:
-				gap = true
-				missing++
-			case gap:
-				t.Errorf("group %d: message %d was kept, but one before it was lost", s.group, s.id)
-			}
-		}
-	}
+	missing := onlyNewestMissing(t, burst[:killAt], logged)
 	t.Logf("the first pincer had logged %d of the %d messages pushed before the kill; the rest were on their way", len(logged), killAt)
 
 	second, _ := startServe(t, dir, cfg)
@@ -142,7 +105,7 @@ func TestKilledDuringABurstWithWindowsAndDigestsOpen(t *testing.T) {
 	}()
 	waitLink(t, ctx, w)
 	for _, s := range burst[killAt:] {
-		if err := w.peer.Push(ctx, frame(s)); err != nil {
+		if err := w.peer.Push(ctx, w.burstFrame(s)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -176,22 +139,7 @@ func TestKilledDuringABurstWithWindowsAndDigestsOpen(t *testing.T) {
 		return n, bad
 	}
 	// Every message taken in appears in exactly one digest.
-	digested := func() map[int64]int {
-		counts := map[int64]int{}
-		for _, r := range model.Requests() {
-			body, _ := json.Marshal(r.Body["messages"])
-			text := string(body)
-			if !strings.Contains(text, config.DefaultDigestPrompt[:30]) {
-				continue
-			}
-			for _, s := range burst {
-				if !s.trigger && strings.Contains(text, chatter(s.id)) {
-					counts[s.id]++
-				}
-			}
-		}
-		return counts
-	}
+	digested := func() map[int64]int { return digestCounts(model, burst) }
 	for {
 		n, bad := answered()
 		if bad != "" {
@@ -226,6 +174,79 @@ func TestKilledDuringABurstWithWindowsAndDigestsOpen(t *testing.T) {
 		}
 	}
 	t.Logf("%d mentions answered once; the %d messages not logged at the kill were the newest of their groups", len(want), missing)
+}
+
+// burstMsg is one message of a test burst: chatter in its group, or an
+// @ of the bot from a sender of its own.
+type burstMsg struct {
+	id      int64
+	group   int64
+	trigger bool
+}
+
+// newBurst is total messages over groups groups (700000000 on), every
+// every-th an @ of the bot, each group in turn.
+func newBurst(total, groups, every int64) []burstMsg {
+	var burst []burstMsg
+	for i := int64(1); i <= total; i++ {
+		burst = append(burst, burstMsg{id: i, group: 700000000 + i%groups, trigger: i%every == 0})
+	}
+	return burst
+}
+
+// burstFrame is s as the implementation sends it; an @ also joins its
+// group's history.
+func (w *qqWorld) burstFrame(s burstMsg) map[string]any {
+	if s.trigger {
+		ev := w.mention(s.id, s.group)
+		ev["user_id"] = 50000 + s.id // one sender a mention: no two share a window
+		ev["sender"] = map[string]any{"user_id": 50000 + s.id, "nickname": "提问者"}
+		return ev
+	}
+	ev := mentionEvent(s.id, "")
+	ev["group_id"] = s.group
+	ev["user_id"] = 10000 + s.id%7
+	ev["sender"] = map[string]any{"user_id": 10000 + s.id%7, "nickname": "群友"}
+	ev["message"] = []any{map[string]any{"type": "text", "data": map[string]any{"text": chatter(s.id)}}}
+	return ev
+}
+
+// onlyNewestMissing checks that of the messages sent, in every group only
+// the newest can be missing from those kept (the ones still on their way
+// when a pincer was killed), and returns how many are.
+func onlyNewestMissing(t *testing.T, sent []burstMsg, kept map[int64]bool) int {
+	t.Helper()
+	missing := 0
+	gap := map[int64]bool{}
+	for _, s := range sent {
+		switch {
+		case !kept[s.id]:
+			gap[s.group] = true
+			missing++
+		case gap[s.group]:
+			t.Errorf("group %d: message %d was kept, but one before it was lost", s.group, s.id)
+		}
+	}
+	return missing
+}
+
+// digestCounts counts, for each chatter message of burst, the digests it
+// is in: the model requests with the digest prompt that quote it.
+func digestCounts(model *llmtest.Server, burst []burstMsg) map[int64]int {
+	counts := map[int64]int{}
+	for _, r := range model.Requests() {
+		body, _ := json.Marshal(r.Body["messages"])
+		text := string(body)
+		if !strings.Contains(text, config.DefaultDigestPrompt[:30]) {
+			continue
+		}
+		for _, s := range burst {
+			if !s.trigger && strings.Contains(text, chatter(s.id)) {
+				counts[s.id]++
+			}
+		}
+	}
+	return counts
 }
 
 // chatter is the text of chatter message id, unique even as a substring.

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,7 +18,6 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/pincerbot/pincer/internal/channel/feishu/feishusim"
-	"github.com/pincerbot/pincer/internal/config"
 	"github.com/pincerbot/pincer/internal/llm/llmtest"
 	"github.com/pincerbot/pincer/internal/store/postgres/pgtest"
 )
@@ -73,8 +73,6 @@ func clusterConfig(name, natsURL, model, wsURL string, extra string) string {
 
 // clusterHealth is an instance's cluster component on /healthz.
 func clusterHealth(base string) (status, reason string) {
-	// Without the web chat, the ready line names the dashboard.
-	base = strings.TrimSuffix(base, "/dashboard")
 	res, err := http.Get(base + "/healthz")
 	if err != nil {
 		return "", err.Error()
@@ -131,6 +129,58 @@ func waitShared(t *testing.T, ctx context.Context, parts int, procs ...*proc) {
 	}
 }
 
+// startCluster starts a pincer serve for each name, configured by
+// config(name), in the order given; each is killed when the test ends, and
+// its log shown when the test failed. Their url is the gateway's (the
+// ready line of a pincer without the web chat names the dashboard).
+func startCluster(t *testing.T, names []string, config func(name string) string) []*proc {
+	t.Helper()
+	var procs []*proc
+	for _, name := range names {
+		p, _ := startServe(t, t.TempDir(), config(name))
+		p.url = strings.TrimSuffix(p.url, "/dashboard")
+		procs = append(procs, p)
+		t.Cleanup(func() {
+			_ = p.cmd.Process.Kill()
+			if t.Failed() {
+				t.Logf("pincer %s's log:\n%s", name, p.stderr)
+			}
+		})
+	}
+	return procs
+}
+
+// holderOf is the index of the instance that says it holds the QQ
+// connection.
+func holderOf(t *testing.T, procs []*proc) int {
+	t.Helper()
+	for i, p := range procs {
+		if strings.Contains(p.stderr.String(), "holding the QQ connection") {
+			return i
+		}
+	}
+	t.Fatal("no instance says it holds the QQ connection")
+	return -1
+}
+
+// mentions sends @s of the bot, each in a group of its own, and keeps
+// their ids for qqWorld.tally.
+type mentions struct {
+	w   *qqWorld
+	ids []int64
+}
+
+// send sends n @s, ids from on.
+func (m *mentions) send(t *testing.T, ctx context.Context, from, n int64) {
+	t.Helper()
+	for id := from; id < from+n; id++ {
+		m.ids = append(m.ids, id)
+		if err := m.w.peer.Push(ctx, m.w.mention(id, 700000000+id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestClusterKillMidBurst is the cluster's promise under load: three
 // pincers share one PostgreSQL database and one NATS server; the one
 // holding the QQ connection is killed with SIGKILL halfway through a
@@ -165,54 +215,17 @@ func TestClusterKillMidBurst(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 
-	procs := map[string]*proc{}
-	for _, name := range []string{"a", "b", "c"} {
-		p, _ := startServe(t, t.TempDir(), clusterConfig(name, nats.url(), model.URL, w.peer.URL, extra))
-		procs[name] = p
-		defer func() {
-			if t.Failed() {
-				t.Logf("pincer %s's log:\n%s", name, p.stderr)
-			}
-		}()
-		defer p.cmd.Process.Kill()
-	}
+	names := []string{"a", "b", "c"}
+	procs := startCluster(t, names, func(name string) string {
+		return clusterConfig(name, nats.url(), model.URL, w.peer.URL, extra)
+	})
 	waitLink(t, ctx, w)
-	waitShared(t, ctx, 8, procs["a"], procs["b"], procs["c"])
-	holder := ""
-	for name, p := range procs {
-		if strings.Contains(p.stderr.String(), "holding the QQ connection") {
-			holder = name
-		}
-	}
-	if holder == "" {
-		t.Fatal("no instance says it holds the QQ connection")
-	}
+	waitShared(t, ctx, 8, procs...)
+	holder := holderOf(t, procs)
 
-	type sent struct {
-		id      int64
-		group   int64
-		trigger bool
-	}
-	var burst []sent
-	for i := int64(1); i <= total; i++ {
-		burst = append(burst, sent{id: i, group: 700000000 + i%groups, trigger: i%every == 0})
-	}
-	frame := func(s sent) map[string]any {
-		if s.trigger {
-			ev := w.mention(s.id, s.group)
-			ev["user_id"] = 50000 + s.id
-			ev["sender"] = map[string]any{"user_id": 50000 + s.id, "nickname": "提问者"}
-			return ev
-		}
-		ev := mentionEvent(s.id, "")
-		ev["group_id"] = s.group
-		ev["user_id"] = 10000 + s.id%7
-		ev["sender"] = map[string]any{"user_id": 10000 + s.id%7, "nickname": "群友"}
-		ev["message"] = []any{map[string]any{"type": "text", "data": map[string]any{"text": chatter(s.id)}}}
-		return ev
-	}
+	burst := newBurst(total, groups, every)
 	for _, s := range burst[:killAt] {
-		if err := w.peer.Push(ctx, frame(s)); err != nil {
+		if err := w.peer.Push(ctx, w.burstFrame(s)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -221,17 +234,12 @@ func TestClusterKillMidBurst(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = procs[holder].cmd.Wait()
-	var alive []*proc
-	for name, p := range procs {
-		if name != holder {
-			alive = append(alive, p)
-		}
-	}
+	alive := slices.Delete(slices.Clone(procs), holder, holder+1)
 	waitLink(t, ctx, w)
-	t.Logf("instance %s held the connection and was killed; another held it %v later", holder, time.Since(killed).Round(time.Millisecond))
+	t.Logf("instance %s held the connection and was killed; another held it %v later", names[holder], time.Since(killed).Round(time.Millisecond))
 	waitShared(t, ctx, 8, alive...)
 	for _, s := range burst[killAt:] {
-		if err := w.peer.Push(ctx, frame(s)); err != nil {
+		if err := w.peer.Push(ctx, w.burstFrame(s)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -263,7 +271,7 @@ func TestClusterKillMidBurst(t *testing.T) {
 		}
 		return ids, byChat
 	}
-	taken := func(s sent, in map[int64]bool) bool { return s.id > killAt || in[s.id] }
+	taken := func(s burstMsg, in map[int64]bool) bool { return s.id > killAt || in[s.id] }
 
 	answered := func(in map[int64]bool) (int, int, string) {
 		w.mu.Lock()
@@ -291,22 +299,7 @@ func TestClusterKillMidBurst(t *testing.T) {
 		}
 		return n, want, bad
 	}
-	digested := func() map[int64]int {
-		counts := map[int64]int{}
-		for _, r := range model.Requests() {
-			body, _ := json.Marshal(r.Body["messages"])
-			text := string(body)
-			if !strings.Contains(text, config.DefaultDigestPrompt[:30]) {
-				continue
-			}
-			for _, s := range burst {
-				if !s.trigger && strings.Contains(text, chatter(s.id)) {
-					counts[s.id]++
-				}
-			}
-		}
-		return counts
-	}
+	digested := func() map[int64]int { return digestCounts(model, burst) }
 	for {
 		in, _ := logged()
 		n, want, bad := answered(in)
@@ -330,7 +323,7 @@ func TestClusterKillMidBurst(t *testing.T) {
 		}
 	}
 	for _, p := range alive {
-		waitMetric(t, ctx, strings.TrimSuffix(p.url, "/dashboard"), "pincer_outbox_pending 0")
+		waitMetric(t, ctx, p.url, "pincer_outbox_pending 0")
 	}
 	in, byChat := logged()
 	if _, _, bad := answered(in); bad != "" {
@@ -343,7 +336,6 @@ func TestClusterKillMidBurst(t *testing.T) {
 	}
 	// Every chat's log is in the order its messages were sent, across the
 	// takeover, and only the newest before the kill can be missing.
-	missing := 0
 	for chat, ids := range byChat {
 		for i := 1; i < len(ids); i++ {
 			if ids[i] < ids[i-1] {
@@ -351,21 +343,7 @@ func TestClusterKillMidBurst(t *testing.T) {
 			}
 		}
 	}
-	for g := int64(0); g < groups; g++ {
-		gap := false
-		for _, s := range burst[:killAt] {
-			if s.group != 700000000+g {
-				continue
-			}
-			switch {
-			case !in[s.id]:
-				gap = true
-				missing++
-			case gap:
-				t.Errorf("group %d: message %d was taken in, but one before it was lost", s.group, s.id)
-			}
-		}
-	}
+	missing := onlyNewestMissing(t, burst[:killAt], in)
 	t.Logf("%d of the %d messages sent before the kill were taken in; every mention taken in answered once, every message in one digest", killAt-missing, killAt)
 }
 
@@ -392,38 +370,22 @@ func TestClusterSurvivesNATSRestart(t *testing.T) {
 	w := newQQWorld(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var procs []*proc
-	for _, name := range []string{"a", "b"} {
-		p, _ := startServe(t, t.TempDir(), clusterConfig(name, nats.url(), model.URL, w.peer.URL, ""))
-		procs = append(procs, p)
-		defer func() {
-			if t.Failed() {
-				t.Logf("pincer %s's log:\n%s", name, p.stderr)
-			}
-		}()
-		defer p.cmd.Process.Kill()
-	}
+	procs := startCluster(t, []string{"a", "b"}, func(name string) string {
+		return clusterConfig(name, nats.url(), model.URL, w.peer.URL, "")
+	})
 	waitLink(t, ctx, w)
 	waitShared(t, ctx, 8, procs...)
-	var ids []int64
-	mention := func(from, n int64) {
-		for id := from; id < from+n; id++ {
-			ids = append(ids, id)
-			if err := w.peer.Push(ctx, w.mention(id, 700000000+id)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	mention(1, 20)
+	sent := &mentions{w: w}
+	sent.send(t, ctx, 1, 20)
 	w.waitReplies(t, ctx, 20)
 
 	// A restart at once: the mentions pushed meanwhile reach the holder,
 	// whose stream is gone for a moment.
 	nats.stop()
-	mention(21, 10)
+	sent.send(t, ctx, 21, 10)
 	nats.start()
 	w.waitReplies(t, ctx, 10)
-	w.tally(t, ids)
+	w.tally(t, sent.ids)
 
 	// Down for longer than a lease: the holder lets the connection go.
 	nats.stop()
@@ -441,9 +403,9 @@ func TestClusterSurvivesNATSRestart(t *testing.T) {
 	nats.start()
 	waitLink(t, ctx, w)
 	waitShared(t, ctx, 8, procs...)
-	mention(31, 20)
+	sent.send(t, ctx, 31, 20)
 	w.waitReplies(t, ctx, 20)
-	w.tally(t, ids)
+	w.tally(t, sent.ids)
 }
 
 // TestClusterSurvivesAPostgreSQLOutage: two pincers reach PostgreSQL
@@ -469,33 +431,17 @@ func TestClusterSurvivesAPostgreSQLOutage(t *testing.T) {
 	w := newQQWorld(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var procs []*proc
-	for _, name := range []string{"a", "b"} {
-		p, _ := startServe(t, t.TempDir(), clusterConfig(name, nats.url(), model.URL, w.peer.URL, ""))
-		procs = append(procs, p)
-		defer func() {
-			if t.Failed() {
-				t.Logf("pincer %s's log:\n%s", name, p.stderr)
-			}
-		}()
-		defer p.cmd.Process.Kill()
-	}
+	procs := startCluster(t, []string{"a", "b"}, func(name string) string {
+		return clusterConfig(name, nats.url(), model.URL, w.peer.URL, "")
+	})
 	waitLink(t, ctx, w)
 	waitShared(t, ctx, 8, procs...)
-	var ids []int64
-	mention := func(from, n int64) {
-		for id := from; id < from+n; id++ {
-			ids = append(ids, id)
-			if err := w.peer.Push(ctx, w.mention(id, 700000000+id)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	mention(1, 10)
+	sent := &mentions{w: w}
+	sent.send(t, ctx, 1, 10)
 	w.waitReplies(t, ctx, 10)
 
 	link.cut()
-	mention(11, 10)
+	sent.send(t, ctx, 11, 10)
 	// The instances notice: a write or a look-up fails.
 	for !strings.Contains(procs[0].stderr.String()+procs[1].stderr.String(), "read again") {
 		select {
@@ -506,12 +452,12 @@ func TestClusterSurvivesAPostgreSQLOutage(t *testing.T) {
 	}
 	link.restore()
 	w.waitReplies(t, ctx, 10)
-	mention(21, 10)
+	sent.send(t, ctx, 21, 10)
 	w.waitReplies(t, ctx, 10)
 	for _, p := range procs {
-		waitMetric(t, ctx, strings.TrimSuffix(p.url, "/dashboard"), "pincer_outbox_pending 0")
+		waitMetric(t, ctx, p.url, "pincer_outbox_pending 0")
 	}
-	w.tally(t, ids)
+	w.tally(t, sent.ids)
 }
 
 // TestClusterHandsOverOnSIGTERM: the instance holding the connection is
@@ -532,33 +478,15 @@ func TestClusterHandsOverOnSIGTERM(t *testing.T) {
 	w := newQQWorld(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	procs := map[string]*proc{}
-	for _, name := range []string{"a", "b"} {
-		p, _ := startServe(t, t.TempDir(), clusterConfig(name, nats.url(), model.URL, w.peer.URL, ""))
-		procs[name] = p
-		defer func() {
-			if t.Failed() {
-				t.Logf("pincer %s's log:\n%s", name, p.stderr)
-			}
-		}()
-		defer p.cmd.Process.Kill()
-	}
+	procs := startCluster(t, []string{"a", "b"}, func(name string) string {
+		return clusterConfig(name, nats.url(), model.URL, w.peer.URL, "")
+	})
 	waitLink(t, ctx, w)
-	waitShared(t, ctx, 8, procs["a"], procs["b"])
-	holder, other := "a", "b"
-	if !strings.Contains(procs["a"].stderr.String(), "holding the QQ connection") {
-		holder, other = "b", "a"
-	}
-	var ids []int64
-	mention := func(from, n int64) {
-		for id := from; id < from+n; id++ {
-			ids = append(ids, id)
-			if err := w.peer.Push(ctx, w.mention(id, 700000000+id)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	mention(1, 20)
+	waitShared(t, ctx, 8, procs...)
+	holder := holderOf(t, procs)
+	other := 1 - holder
+	sent := &mentions{w: w}
+	sent.send(t, ctx, 1, 20)
 	// Every mention is taken in and its turn is running (a mention still
 	// in the socket when a connection closes is lost to any client).
 	waitCalls(t, ctx, model, 20)
@@ -570,27 +498,27 @@ func TestClusterHandsOverOnSIGTERM(t *testing.T) {
 	waitLink(t, ctx, w)
 	t.Logf("the connection was held again %v after the SIGTERM", time.Since(stopped).Round(time.Millisecond))
 	waitShared(t, ctx, 8, procs[other])
-	mention(21, 20)
-	for len(ids) > 0 {
+	sent.send(t, ctx, 21, 20)
+	for {
 		w.mu.Lock()
 		n := 0
-		for _, id := range ids {
+		for _, id := range sent.ids {
 			if w.replies[strconv.FormatInt(id, 10)] > 0 {
 				n++
 			}
 		}
 		w.mu.Unlock()
-		if n == len(ids) {
+		if n == len(sent.ids) {
 			break
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("%d of %d mentions answered", n, len(ids))
+			t.Fatalf("%d of %d mentions answered", n, len(sent.ids))
 		case <-w.replied:
 		}
 	}
-	waitMetric(t, ctx, strings.TrimSuffix(procs[other].url, "/dashboard"), "pincer_outbox_pending 0")
-	w.tally(t, ids)
+	waitMetric(t, ctx, procs[other].url, "pincer_outbox_pending 0")
+	w.tally(t, sent.ids)
 }
 
 // TestClusterFeishuWebhookReachesAnyInstance: two pincers answer one
@@ -617,9 +545,8 @@ func TestClusterFeishuWebhookReachesAnyInstance(t *testing.T) {
 	model.Script(llmtest.Reply{Text: []string{"收到，马上处理。"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	var procs []*proc
-	for _, name := range []string{"a", "b"} {
-		cfg := freePortConfig(fmt.Sprintf(`
+	procs := startCluster(t, []string{"a", "b"}, func(name string) string {
+		return freePortConfig(fmt.Sprintf(`
 			store: { driver: 'postgres', dsn: '${PINCER_PG_DSN}' },
 			cluster: { instance: '%s', nats: { url: '%s' }, partitions: 8, leaseTtlMs: 1500 },
 			models: { providers: { openai: { baseUrl: '%s/v1', apiKey: 'k' } } },
@@ -629,16 +556,7 @@ func TestClusterFeishuWebhookReachesAnyInstance(t *testing.T) {
 			  verificationToken: '%s', encryptKey: '%s', streaming: 'off',
 			  receive: { realtime: { windowMs: 50 } },
 			} },`, name, nats.url(), model.URL, feishusim.DefaultAppID, feishusim.DefaultAppSecret, platform, feishusim.DefaultVerificationToken, key))
-		p, _ := startServe(t, t.TempDir(), cfg)
-		p.url = strings.TrimSuffix(p.url, "/dashboard")
-		procs = append(procs, p)
-		defer func() {
-			if t.Failed() {
-				t.Logf("pincer %s's log:\n%s", name, p.stderr)
-			}
-		}()
-		defer p.cmd.Process.Kill()
-	}
+	})
 	waitShared(t, ctx, 8, procs...)
 	var asked []string
 	for i, g := range groups {
