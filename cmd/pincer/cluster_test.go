@@ -150,6 +150,24 @@ func startCluster(t *testing.T, names []string, config func(name string) string)
 	return procs
 }
 
+// startQQCluster starts a NATS server, a model answering reply, a QQ
+// implementation and two pincers in a cluster on them (the database is
+// PINCER_PG_DSN's), and waits until one holds the connection and the
+// partitions are shared.
+func startQQCluster(t *testing.T, ctx context.Context, reply llmtest.Reply) (*natsServer, *llmtest.Server, *qqWorld, []*proc) {
+	t.Helper()
+	nats := startNATS(t)
+	model := llmtest.NewOpenAI(t)
+	model.Script(reply)
+	w := newQQWorld(t)
+	procs := startCluster(t, []string{"a", "b"}, func(name string) string {
+		return clusterConfig(name, nats.url(), model.URL, w.peer.URL, "")
+	})
+	waitLink(t, ctx, w)
+	waitShared(t, ctx, 8, procs...)
+	return nats, model, w, procs
+}
+
 // holderOf is the index of the instance that says it holds the QQ
 // connection.
 func holderOf(t *testing.T, procs []*proc) int {
@@ -364,17 +382,9 @@ func TestClusterSurvivesNATSRestart(t *testing.T) {
 	}
 	dsn := pgtest.SchemaDSN(t)
 	t.Setenv("PINCER_PG_DSN", dsn)
-	nats := startNATS(t)
-	model := llmtest.NewOpenAI(t)
-	model.Script(llmtest.Reply{Text: []string{"好"}})
-	w := newQQWorld(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	procs := startCluster(t, []string{"a", "b"}, func(name string) string {
-		return clusterConfig(name, nats.url(), model.URL, w.peer.URL, "")
-	})
-	waitLink(t, ctx, w)
-	waitShared(t, ctx, 8, procs...)
+	nats, _, w, procs := startQQCluster(t, ctx, llmtest.Reply{Text: []string{"好"}})
 	sent := &mentions{w: w}
 	sent.send(t, ctx, 1, 20)
 	w.waitReplies(t, ctx, 20)
@@ -425,17 +435,9 @@ func TestClusterSurvivesAPostgreSQLOutage(t *testing.T) {
 	link := newLinkProxy(t, u.Host)
 	u.Host = link.ln.Addr().String()
 	t.Setenv("PINCER_PG_DSN", u.String())
-	nats := startNATS(t)
-	model := llmtest.NewOpenAI(t)
-	model.Script(llmtest.Reply{Text: []string{"好"}})
-	w := newQQWorld(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	procs := startCluster(t, []string{"a", "b"}, func(name string) string {
-		return clusterConfig(name, nats.url(), model.URL, w.peer.URL, "")
-	})
-	waitLink(t, ctx, w)
-	waitShared(t, ctx, 8, procs...)
+	_, _, w, procs := startQQCluster(t, ctx, llmtest.Reply{Text: []string{"好"}})
 	sent := &mentions{w: w}
 	sent.send(t, ctx, 1, 10)
 	w.waitReplies(t, ctx, 10)
@@ -471,18 +473,10 @@ func TestClusterHandsOverOnSIGTERM(t *testing.T) {
 		t.Skip("runs two pincers")
 	}
 	t.Setenv("PINCER_PG_DSN", pgtest.SchemaDSN(t))
-	nats := startNATS(t)
-	model := llmtest.NewOpenAI(t)
 	hold := make(chan struct{})
-	model.Script(llmtest.Reply{Text: []string{"好", "的"}, Hold: hold})
-	w := newQQWorld(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	procs := startCluster(t, []string{"a", "b"}, func(name string) string {
-		return clusterConfig(name, nats.url(), model.URL, w.peer.URL, "")
-	})
-	waitLink(t, ctx, w)
-	waitShared(t, ctx, 8, procs...)
+	_, model, w, procs := startQQCluster(t, ctx, llmtest.Reply{Text: []string{"好", "的"}, Hold: hold})
 	holder := holderOf(t, procs)
 	other := 1 - holder
 	sent := &mentions{w: w}
