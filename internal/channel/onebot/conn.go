@@ -37,10 +37,8 @@ const maxFrame = 32 << 20
 // an old connection never matches a call on a new one.
 var generation atomic.Uint64
 
-// caller runs OneBot actions; *Conn is one.
-type caller interface {
-	Call(ctx context.Context, action string, params any, timeout time.Duration) (json.RawMessage, error)
-}
+// caller is Caller, by its name inside the package.
+type caller = Caller
 
 var _ caller = (*Conn)(nil)
 
