@@ -34,6 +34,7 @@ import (
 	"github.com/pincerbot/pincer/internal/dirlock"
 	"github.com/pincerbot/pincer/internal/gateway"
 	"github.com/pincerbot/pincer/internal/logthrottle"
+	"github.com/pincerbot/pincer/internal/procs"
 	"github.com/pincerbot/pincer/internal/reload"
 	"github.com/pincerbot/pincer/internal/store/sqlite"
 )
@@ -345,6 +346,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	go watchConfig(ctx, p, hup, configs, log)
+	go procs.Run(ctx, log)
 	if err := gateway.Run(ctx, cfg, gateway.Options{Logger: log, Ready: stdout, Version: versionString(), Errors: errlog, Reload: configs}); err != nil {
 		// Refusals at start: another serve holds the data directory, or
 		// the database may not be written.
