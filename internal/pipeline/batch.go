@@ -283,12 +283,29 @@ func (p *Pipeline) summaryCount(c *ChatRules, m msg.Message, typed string) (int,
 
 // summary answers a /summary command for count messages: the chat's
 // history from the platform (or from pincer's own log), summarized by a
-// turn of its own, or a notice saying why not.
-func (p *Pipeline) summary(ctx context.Context, m msg.Message, count int, r channel.Replier) error {
+// turn of its own, or a notice saying why not. ref is the command's
+// stored entry, which keeps it across a restart or a handover until it is
+// answered: the turn's admission consumes it, a notice removes it. A
+// command of a chat released since epoch is left to the process that
+// took the chat over.
+func (p *Pipeline) summary(ctx context.Context, m msg.Message, count int, r channel.Replier, ref int64, epoch uint64) error {
 	s := p.opts.Receive.Summary
 	s.Prompt = p.chat(m.Peer).Receive.Summary.Prompt
 	reply := &filtered{Wrapper: channel.Wrapper{Replier: r}, flatten: p.opts.PlainText, noMentions: true}
+	answered := false // by a notice, or by a turn admitted or refused
+	defer func() {
+		if ref == 0 || !answered {
+			return
+		}
+		p.mu.Lock()
+		keep := p.flushed || p.epochs[m.Peer] != epoch
+		p.mu.Unlock()
+		if !keep {
+			p.unbuffer(ref) // consumed already when the turn was admitted
+		}
+	}()
 	notice := func(text string) {
+		answered = true
 		if _, err := reply.Deliver(ctx, msg.Outbound{Account: m.Account, Peer: m.Peer, Text: text}); err != nil {
 			p.log.Warn("summary notice", "peer", m.Peer.String(), "err", err)
 		}
@@ -334,9 +351,16 @@ func (p *Pipeline) summary(ctx context.Context, m msg.Message, count int, r chan
 		notice(textSummaryEmpty) // none of them says anything
 		return nil
 	}
+	if p.epoch(m.Peer) != epoch {
+		return ErrReleased // the process that took the chat over answers it
+	}
 	cm := m
 	cm.Sender.Name = "" // attributed to the sender's id, no name in the envelope
 	t := Turn{Message: cm, Body: body, BodyForAgent: body, NoCommands: true, Standalone: true, Delivery: replyDelivery(m, reply)}
+	if ref != 0 {
+		t.Consume.Entries = []int64{ref}
+	}
+	answered = true
 	err = p.opts.Engine.Turn(ctx, t, reply)
 	if err != nil {
 		p.log.Warn("summary", "peer", m.Peer.String(), "err", err)

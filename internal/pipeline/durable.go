@@ -32,6 +32,9 @@ type BufferStore interface {
 // Kinds of stored buffer entries.
 const kindRealtime = "realtime"
 
+// kindSummary is the kind of a stored /summary command not answered yet.
+const kindSummary = "summary"
+
 // scope names the pipeline's buffered entries in the store.
 func (p *Pipeline) scope() string { return string(p.opts.Channel) + "/" + string(p.opts.Account) }
 
@@ -162,6 +165,21 @@ func (p *Pipeline) logBuffered(ctx context.Context, m msg.Message, views store.V
 		return 0, 0
 	}
 	return seq, ref
+}
+
+// logSummary logs a /summary command (in no view: it is no context for
+// later replies) with its stored entry, in one write, and returns the
+// entry's id, 0 when not stored.
+func (p *Pipeline) logSummary(ctx context.Context, m msg.Message) int64 {
+	if p.opts.Store == nil {
+		return 0
+	}
+	_, ref, err := p.opts.Store.LogInboundBuffered(context.WithoutCancel(ctx), m, 0, store.Buffered{Scope: p.scope(), Kind: kindSummary, Key: m.Peer.String(), Message: m})
+	if err != nil {
+		p.log.Error("/summary command not logged nor stored; a restart before its answer would lose it", "msg_id", string(m.ID), "err", err)
+		return 0
+	}
+	return ref
 }
 
 // bufferRealtime stores the realtime entry of m, logged already, before

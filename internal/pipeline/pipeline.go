@@ -472,14 +472,22 @@ func wordBuffers(history, realtime, digest, command, waiting bool) string {
 // takeSummary starts the summary a /summary command asks for. The
 // command enters no buffer; its summary runs on its own.
 func (p *Pipeline) takeSummary(ctx context.Context, m msg.Message, count int, r channel.Replier, done func(error)) {
-	p.logMessage(ctx, m, 0, false)
+	epoch := p.epoch(m.Peer)
+	ref := p.logSummary(ctx, m)
 	if m.Peer.Kind == msg.Group {
 		p.ack(m)
 	}
+	p.runSummary(m, count, r, ref, epoch, done)
+}
+
+// runSummary answers a /summary command on a goroutine of its own; ref
+// is its stored entry (0: none), which its turn's admission consumes
+// (see summary).
+func (p *Pipeline) runSummary(m msg.Message, count int, r channel.Replier, ref int64, epoch uint64, done func(error)) {
 	p.spawn(func(ctx context.Context) {
 		err := errPanicked // until the summary returns
 		defer func() { done(err) }()
-		err = p.summary(ctx, m, count, r)
+		err = p.summary(ctx, m, count, r, ref, epoch)
 	})
 }
 

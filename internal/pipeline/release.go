@@ -10,6 +10,8 @@ import (
 	"github.com/pincerbot/pincer/internal/aggregate"
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/store"
+	"github.com/pincerbot/pincer/internal/trace"
+	"github.com/pincerbot/pincer/internal/trigger"
 )
 
 // What a pipeline that takes part of an account's chats over from
@@ -113,6 +115,12 @@ func (p *Pipeline) RestoreWhere(ctx context.Context, keep func(msg.Peer) bool) e
 	opened := map[string]bool{}
 	for _, e := range entries {
 		peer := e.Message.Peer
+		if e.Kind == kindSummary {
+			if fresh(peer, kindSummary, func() bool { return true }) && p.restoreSummary(e) {
+				counts[kindSummary]++
+			}
+			continue
+		}
 		shape := p.chat(peer).shape
 		if !fresh(peer, kindRealtime, func() bool { return len(p.realtime.Windows(peer.String()+"::")) == 0 }) {
 			continue
@@ -147,10 +155,27 @@ func (p *Pipeline) RestoreWhere(ctx context.Context, keep func(msg.Peer) bool) e
 		}
 	}
 	p.mu.Unlock()
-	if counts["history"]+counts["digest"]+counts[kindRealtime] > 0 {
-		p.log.Info("buffered messages restored", "history", counts["history"], "realtime", counts[kindRealtime], "digest", counts["digest"])
+	if counts["history"]+counts["digest"]+counts[kindRealtime]+counts[kindSummary] > 0 {
+		p.log.Info("buffered messages restored", "history", counts["history"], "realtime", counts[kindRealtime], "digest", counts["digest"], "summary", counts[kindSummary])
 	}
 	return nil
+}
+
+// restoreSummary answers again a stored /summary command that was not
+// answered before a restart or a handover; false when it is not answered
+// any more (its chat's summaries were turned off since), and its entry
+// is removed.
+func (p *Pipeline) restoreSummary(e store.Buffered) bool {
+	m := e.Message
+	typed := trigger.StripLeadingMention(m, p.opts.Bot.Self())
+	count, ok := p.summaryCount(p.chat(m.Peer), m, typed)
+	if !ok || p.opts.ReplierFor == nil {
+		p.unbuffer(e.ID)
+		return false
+	}
+	p.opts.Trace.Step(trace.KeyOf(m), trace.StageCommand, "summary", fmt.Sprintf("/summary of the last %d messages, taken up again after a restart or a handover", count))
+	p.runSummary(m, count, p.opts.ReplierFor(m), e.ID, p.epoch(m.Peer), func(error) {})
+	return true
 }
 
 // Release forgets what the pipeline holds of the chats keep accepts, for
