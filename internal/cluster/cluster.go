@@ -210,9 +210,12 @@ func Open(ctx context.Context, o Options) (*Node, error) {
 		nats.MaxPingsOutstanding(2),
 		nats.DrainTimeout(drainTimeout),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			if err != nil {
-				n.noteErr(fmt.Errorf("disconnected: %w", err))
+			if err == nil {
+				// Closed or drained by Close: nothing went wrong.
+				n.log.Debug("nats connection closed")
+				return
 			}
+			n.noteErr(fmt.Errorf("disconnected: %w", err))
 			n.log.Warn("nats disconnected", "error", err)
 		}),
 		nats.ReconnectHandler(func(c *nats.Conn) {

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -244,5 +245,42 @@ func TestCloseReleases(t *testing.T) {
 	}
 	if st := a.Status(); len(st.Held) != 0 {
 		t.Errorf("a holds %v after Close", st.Held)
+	}
+}
+
+// warnings records the warnings and errors logged to it.
+type warnings struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (w *warnings) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+func (w *warnings) Handle(_ context.Context, r slog.Record) error {
+	w.mu.Lock()
+	w.msgs = append(w.msgs, r.Message)
+	w.mu.Unlock()
+	return nil
+}
+func (w *warnings) WithAttrs([]slog.Attr) slog.Handler { return w }
+func (w *warnings) WithGroup(string) slog.Handler      { return w }
+
+func (w *warnings) list() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.msgs...)
+}
+
+// TestACleanCloseWarnsOfNothing: closing a node with its server up is no
+// disconnection to warn about.
+func TestACleanCloseWarnsOfNothing(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t)
+	w := &warnings{}
+	n := openNode(t, Options{URL: ts.url(), Instance: "a", Prefix: uniquePrefix(), LeaseTTL: 2 * time.Second, Logger: slog.New(w)})
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.list(); len(got) != 0 {
+		t.Fatalf("a clean close logged %q; want no warning", got)
 	}
 }
