@@ -244,3 +244,63 @@ func TestSimulatorAnswersGetMsg(t *testing.T) {
 		t.Error("get_msg without an id succeeded")
 	}
 }
+
+// TestSimulatorKeepsTheBotsSendsAsHistory: what the bot sent to a chat
+// comes back from the chat's history action, newest last, with the
+// reply segment it was sent with; older than an anchor when one is given.
+func TestSimulatorKeepsTheBotsSendsAsHistory(t *testing.T) {
+	q := &qq{self: SelfID, replies: map[int64][]time.Time{}, actions: map[string]int{}, waiters: map[int64]chan time.Time{}, chats: map[chatKey][]botSend{}}
+	send := func(action, params string) int64 {
+		t.Helper()
+		data, code, msg := q.answer(action, json.RawMessage(params))
+		if code != 0 {
+			t.Fatalf("%s: retcode %d %s", action, code, msg)
+		}
+		return data.(map[string]any)["message_id"].(int64)
+	}
+	first := send("send_group_msg", `{"group_id":700,"message":[{"type":"reply","data":{"id":"11"}},{"type":"text","data":{"text":"八点半吧"}}]}`)
+	send("send_private_msg", `{"user_id":42,"message":[{"type":"text","data":{"text":"私聊"}}]}`)
+	second := send("send_msg", `{"message_type":"group","group_id":700,"message":"[CQ:reply,id=12]我也去"}`)
+	type event struct {
+		MessageID     int64           `json:"message_id"`
+		UserID        int64           `json:"user_id"`
+		GroupID       int64           `json:"group_id"`
+		Message       json.RawMessage `json:"message"`
+		MessageFormat string          `json:"message_format"`
+	}
+	history := func(action, params string) []event {
+		t.Helper()
+		data, code, msg := q.answer(action, json.RawMessage(params))
+		if code != 0 {
+			t.Fatalf("%s: retcode %d %s", action, code, msg)
+		}
+		b, err := json.Marshal(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct{ Messages []event }
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatalf("%s: %v in %s", action, err, b)
+		}
+		return got.Messages
+	}
+	got := history("get_group_msg_history", `{"group_id":700,"count":20}`)
+	if len(got) != 2 || got[0].MessageID != first || got[1].MessageID != second {
+		t.Fatalf("group history %+v; want the two sends, oldest first", got)
+	}
+	if got[0].UserID != SelfID || got[0].GroupID != 700 || got[0].MessageFormat != "array" || !strings.Contains(string(got[0].Message), `"reply"`) {
+		t.Errorf("first send as history: %+v", got[0])
+	}
+	if got[1].MessageFormat != "string" || string(got[1].Message) != `"[CQ:reply,id=12]我也去"` {
+		t.Errorf("a CQ-string send as history: %+v", got[1])
+	}
+	if got := history("get_group_msg_history", `{"group_id":700,"count":20,"message_id":`+strconv.FormatInt(second, 10)+`}`); len(got) != 1 || got[0].MessageID != first {
+		t.Errorf("history before the second send: %+v", got)
+	}
+	if got := history("get_friend_msg_history", `{"user_id":42,"count":20}`); len(got) != 1 || got[0].UserID != SelfID {
+		t.Errorf("friend history %+v", got)
+	}
+	if got := history("get_group_msg_history", `{"group_id":701,"count":20}`); len(got) != 0 {
+		t.Errorf("a chat the bot never sent to has %+v", got)
+	}
+}

@@ -36,7 +36,27 @@ type qq struct {
 	unquoted int                   // sends that quote nothing
 	actions  map[string]int
 	waiters  map[int64]chan time.Time
+	// chats keeps each chat's newest sends of the bot, oldest first, for
+	// its history actions: a pincer that does not know whether a send
+	// went out (its connection's holder was killed) reads them.
+	chats map[chatKey][]botSend
 }
+
+// chatKey is a chat the bot sent to: a group, or a person.
+type chatKey struct {
+	group bool
+	id    int64
+}
+
+// botSend is one of the bot's sends as a history action tells it.
+type botSend struct {
+	id      int64
+	at      time.Time
+	message json.RawMessage // as the send gave it
+}
+
+// keptSends is how many of each chat's newest sends the simulator keeps.
+const keptSends = 40
 
 // botIDs are the bot's message ids, handed out from botIDs+1 on.
 const botIDs = 900_000_000
@@ -49,7 +69,7 @@ func startQQ(self int64, batch int) (*qq, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench: OneBot simulator: %w", err)
 	}
-	q := &qq{self: self, replies: map[int64][]time.Time{}, actions: map[string]int{}, waiters: map[int64]chan time.Time{}}
+	q := &qq{self: self, replies: map[int64][]time.Time{}, actions: map[string]int{}, waiters: map[int64]chan time.Time{}, chats: map[chatKey][]botSend{}}
 	q.framer = framer{batch: batch, write: q.writeAll}
 	q.ws = serveWS(ln, q.handle)
 	q.url = q.ws.url
@@ -218,14 +238,15 @@ func (q *qq) answer(action string, params json.RawMessage) (any, int, string) {
 	case "get_version_info":
 		return map[string]any{"app_name": "NapCat.Onebot", "app_version": "4.8.0", "protocol_version": "v11"}, 0, ""
 	case "send_group_msg", "send_private_msg", "send_msg":
-		q.record(at, params)
-		return map[string]any{"message_id": botIDs + q.nextID.Add(1)}, 0, ""
+		id := botIDs + q.nextID.Add(1)
+		q.record(at, id, params)
+		return map[string]any{"message_id": id}, 0, ""
 	case "set_msg_emoji_like":
 		return nil, 0, ""
 	case "get_group_member_list":
 		return []any{}, 0, ""
 	case "get_group_msg_history", "get_friend_msg_history":
-		return map[string]any{"messages": []any{}}, 0, ""
+		return q.history(action == "get_group_msg_history", params)
 	case "get_msg":
 		return q.message(params)
 	}
@@ -273,15 +294,28 @@ func (q *qq) message(params json.RawMessage) (any, int, string) {
 	return json.RawMessage(b), 0, ""
 }
 
-// record notes a send by the message its reply segment quotes.
-func (q *qq) record(at time.Time, params json.RawMessage) {
+// record notes a send, sent as message sent, by the message its reply
+// segment quotes, and keeps it in its chat's history.
+func (q *qq) record(at time.Time, sent int64, params json.RawMessage) {
 	var p struct {
-		Message json.RawMessage `json:"message"`
+		MessageType string          `json:"message_type"`
+		GroupID     int64           `json:"group_id"`
+		UserID      int64           `json:"user_id"`
+		Message     json.RawMessage `json:"message"`
 	}
 	_ = json.Unmarshal(params, &p)
 	id, ok := quoted(p.Message)
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	chat := chatKey{group: p.GroupID != 0 && p.MessageType != "private", id: p.GroupID}
+	if !chat.group {
+		chat.id = p.UserID
+	}
+	kept := append(q.chats[chat], botSend{id: sent, at: at, message: p.Message})
+	if len(kept) > keptSends {
+		kept = kept[len(kept)-keptSends:]
+	}
+	q.chats[chat] = kept
 	if !ok {
 		q.unquoted++
 		return
@@ -291,6 +325,69 @@ func (q *qq) record(at time.Time, params json.RawMessage) {
 		c <- at
 		delete(q.waiters, id)
 	}
+}
+
+// history answers a history action with the bot's sends to the chat, as
+// NapCat does: the newest count (older than the anchor message_id when
+// one is given), oldest first. The chat's other messages are not kept:
+// what reads history here looks for the bot's own.
+func (q *qq) history(group bool, params json.RawMessage) (any, int, string) {
+	var p struct {
+		GroupID   int64 `json:"group_id"`
+		UserID    int64 `json:"user_id"`
+		Count     int   `json:"count"`
+		MessageID int64 `json:"message_id"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return nil, 100, "bad params"
+	}
+	chat := chatKey{group: group, id: p.GroupID}
+	if !group {
+		chat.id = p.UserID
+	}
+	q.mu.Lock()
+	sends := q.chats[chat]
+	q.mu.Unlock()
+	if p.MessageID != 0 {
+		i := 0
+		for i < len(sends) && sends[i].id < p.MessageID {
+			i++
+		}
+		sends = sends[:i]
+	}
+	if p.Count <= 0 {
+		p.Count = 20
+	}
+	sends = sends[max(len(sends)-p.Count, 0):]
+	out := make([]json.RawMessage, 0, len(sends))
+	for _, m := range sends {
+		out = append(out, q.sendEvent(chat, m))
+	}
+	return map[string]any{"messages": out}, 0, ""
+}
+
+// sendEvent is a send of the bot as a message event of its chat.
+func (q *qq) sendEvent(chat chatKey, m botSend) json.RawMessage {
+	format := "array"
+	if len(m.message) > 0 && m.message[0] == '"' {
+		format = "string"
+	}
+	b := make([]byte, 0, 256+len(m.message))
+	b = fmt.Appendf(b, `{"time":%d,"self_id":%d,"post_type":"message",`, m.at.Unix(), q.self)
+	if chat.group {
+		b = fmt.Appendf(b, `"message_type":"group","sub_type":"normal","group_id":%d,`, chat.id)
+	} else {
+		b = fmt.Appendf(b, `"message_type":"private","sub_type":"friend","target_id":%d,`, chat.id)
+	}
+	b = fmt.Appendf(b, `"message_id":%d,"message_seq":%d,"real_id":%d,"user_id":%d,"sender":{"user_id":%d,"nickname":"pincer","card":"","role":"member"},"message":`,
+		m.id, m.id, m.id, q.self, q.self)
+	if len(m.message) == 0 {
+		b = append(b, `[]`...)
+	} else {
+		b = append(b, m.message...)
+	}
+	b = fmt.Appendf(b, `,"raw_message":"","message_format":%q,"font":14}`, format)
+	return b
 }
 
 // quoted finds the id of a send's reply segment, in the array or the CQ
