@@ -135,6 +135,10 @@ type segments struct {
 	array elements
 }
 
+// left is how many segments next is known to return still (those of a
+// streamed array are not counted).
+func (s *segments) left() int { return len(s.list) }
+
 // next returns the next segment, false when there is none.
 func (s *segments) next() (Segment, bool) {
 	if len(s.list) > 0 {

@@ -239,6 +239,9 @@ func fillFrom(m *msg.Message, segs *segments, depth int, self ID, limit int, sho
 				m.ForwardIDs = append(m.ForwardIDs, msg.ForwardID(seg.ID))
 			}
 		}
+		if m.Segments == nil {
+			m.Segments = make([]msg.Segment, 0, 1+segs.left())
+		}
 		m.Segments = append(m.Segments, seg)
 		b.WriteString(text)
 		if cut {

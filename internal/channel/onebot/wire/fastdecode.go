@@ -205,10 +205,23 @@ func (p *probe) set(f int, v *fastjson.Value) bool {
 
 // setID decodes an id as ID.UnmarshalJSON does; false on an error.
 func setID(id *ID, v *fastjson.Value) bool {
+	// The usual forms, an integer or a string of one, without an
+	// allocation; the rest (null, "", 1.7e9) as UnmarshalJSON reads them.
+	switch v.Type() {
+	case fastjson.TypeNumber:
+		if n, err := v.Int64(); err == nil {
+			*id = ID(n)
+			return true
+		}
+	case fastjson.TypeString:
+		if n, err := strconv.ParseInt(string(v.GetStringBytes()), 10, 64); err == nil {
+			*id = ID(n)
+			return true
+		}
+	}
 	switch v.Type() {
 	case fastjson.TypeNumber, fastjson.TypeString, fastjson.TypeNull:
-		var buf [32]byte
-		return id.UnmarshalJSON(v.MarshalTo(buf[:0])) == nil
+		return id.UnmarshalJSON(v.MarshalTo(nil)) == nil
 	}
 	return false
 }
@@ -217,12 +230,57 @@ func setID(id *ID, v *fastjson.Value) bool {
 func setString(s *string, v *fastjson.Value) bool {
 	switch v.Type() {
 	case fastjson.TypeString:
-		*s = string(v.GetStringBytes())
+		*s = word(v.GetStringBytes())
 		return true
 	case fastjson.TypeNull:
 		return true
 	}
 	return false
+}
+
+// word is b as a string, without an allocation for the words every
+// event repeats (its post, message and sub type, a sender's role, a
+// segment's type).
+func word(b []byte) string {
+	switch string(b) {
+	case "message":
+		return "message"
+	case "group":
+		return "group"
+	case "private":
+		return "private"
+	case "normal":
+		return "normal"
+	case "friend":
+		return "friend"
+	case "member":
+		return "member"
+	case "admin":
+		return "admin"
+	case "owner":
+		return "owner"
+	case "text":
+		return "text"
+	case "at":
+		return "at"
+	case "reply":
+		return "reply"
+	case "face":
+		return "face"
+	case "image":
+		return "image"
+	case "notice":
+		return "notice"
+	case "meta_event":
+		return "meta_event"
+	case "heartbeat":
+		return "heartbeat"
+	case "message_sent":
+		return "message_sent"
+	case "":
+		return ""
+	}
+	return string(b)
 }
 
 // setSender decodes a sender object (or null, for none).
@@ -345,10 +403,51 @@ func setData(seg *Segment, v *fastjson.Value) bool {
 	}
 	obj := v.GetObject()
 	seg.Data = make(map[string]json.RawMessage, obj.Len())
+	// The values share one buffer, each capped at its end so none grows
+	// into the next; the usual keys are not allocated anew.
+	var buf []byte
 	obj.Visit(func(key []byte, v *fastjson.Value) {
-		seg.Data[string(key)] = v.MarshalTo(nil)
+		start := len(buf)
+		buf = v.MarshalTo(buf)
+		seg.Data[dataKey(key)] = buf[start:len(buf):len(buf)]
 	})
 	return true
+}
+
+// dataKey is key as a string, without an allocation for the keys of the
+// usual segments' data.
+func dataKey(key []byte) string {
+	switch string(key) {
+	case "text":
+		return "text"
+	case "qq":
+		return "qq"
+	case "id":
+		return "id"
+	case "name":
+		return "name"
+	case "file":
+		return "file"
+	case "url":
+		return "url"
+	case "summary":
+		return "summary"
+	case "sub_type":
+		return "sub_type"
+	case "file_size":
+		return "file_size"
+	case "raw":
+		return "raw"
+	case "resultId":
+		return "resultId"
+	case "chainCount":
+		return "chainCount"
+	case "content":
+		return "content"
+	case "data":
+		return "data"
+	}
+	return string(key)
 }
 
 // usual reports JSON text whose strings decode the same with any decoder:
