@@ -2,6 +2,7 @@ package msg
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/pincerbot/pincer/internal/jsonstr"
 )
@@ -13,10 +14,16 @@ import (
 // json.Marshal refuses (a time past the year 9999) gets its error.
 func (m *Message) AppendJSON(dst []byte) ([]byte, error) {
 	orig := len(dst)
+	// Room for the usual message at once, rather than growing the buffer
+	// from nothing a few times: its text is written twice (the text and
+	// its segments), and the rest is about 300 bytes.
+	dst = slices.Grow(dst, 320+2*len(m.Text)+64*len(m.Segments))
 	if out, ok := m.appendJSON(dst); ok {
 		return out, nil
 	}
-	b, err := json.Marshal(m)
+	// The value, not m: passing m would make every caller's message
+	// escape to the heap for this rare path.
+	b, err := json.Marshal(*m)
 	if err != nil {
 		return dst[:orig], err
 	}
