@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 )
@@ -13,6 +14,12 @@ import (
 // ErrNoHolder is returned (wrapped with the name) by Request when nobody
 // serves the name.
 var ErrNoHolder = errors.New("cluster: no holder serves the request")
+
+// ErrHolderLost is returned (wrapped with the names) by RequestWhileHeld
+// when the lease the request's server held changed hands or lapsed
+// before the answer came: whether the request was carried out is not
+// known.
+var ErrHolderLost = errors.New("cluster: the holder went away before it answered")
 
 // RemoteError is an error returned by the handler of a request on the node
 // that served it.
@@ -104,4 +111,47 @@ func (n *Node) Request(ctx context.Context, name string, req []byte) ([]byte, er
 		return nil, &RemoteError{Name: name, Message: msg}
 	}
 	return m.Data, nil
+}
+
+// RequestWhileHeld is Request to the node that serves name while holding
+// lease: it ends with ErrHolderLost as soon as this node sees the lease
+// change hands or lapse (its holder died, or was cut off and gave it up)
+// before the answer came, rather than waiting out ctx for an answer that
+// will not come. A lease this node does not see held when the request
+// goes out is not watched: the request is Request.
+func (n *Node) RequestWhileHeld(ctx context.Context, name, lease string, req []byte) ([]byte, error) {
+	holder, held := n.view.current(lease)
+	if !held {
+		return n.Request(ctx, name, req)
+	}
+	rctx, cancel := context.WithCancelCause(ctx)
+	watched := make(chan struct{})
+	defer func() {
+		cancel(nil)
+		<-watched
+	}()
+	go func() {
+		defer close(watched)
+		// Expiry produces no event: the view is read again every poll.
+		t := time.NewTicker(n.poll)
+		defer t.Stop()
+		for {
+			changed := n.view.wait()
+			if v, ok := n.view.current(lease); !ok || v != holder {
+				cancel(fmt.Errorf("%w: %s, serving %s", ErrHolderLost, lease, name))
+				return
+			}
+			select {
+			case <-rctx.Done():
+				return
+			case <-changed:
+			case <-t.C:
+			}
+		}
+	}()
+	resp, err := n.Request(rctx, name, req)
+	if cause := context.Cause(rctx); err != nil && ctx.Err() == nil && errors.Is(cause, ErrHolderLost) {
+		return nil, fmt.Errorf("cluster: request %s: %w", name, cause)
+	}
+	return resp, err
 }

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -65,4 +66,61 @@ func TestRequestServe(t *testing.T) {
 		_, err := b.Request(rctx, "conn.onebot.main", []byte("x"))
 		return errors.Is(err, ErrNoHolder)
 	})
+}
+
+// RequestWhileHeld ends with ErrHolderLost soon after the lease of the
+// node serving it lapses (the node cut off from the server), rather than
+// at the request's deadline; while the lease holds, it is Request.
+func TestRequestWhileHeldEndsWhenTheHolderIsLost(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t)
+	px := newProxy(t, fmt.Sprintf("127.0.0.1:%d", ts.port))
+	prefix := uniquePrefix()
+	ttl := 600 * time.Millisecond
+	a := openNode(t, Options{URL: px.url(), Instance: "a", Prefix: prefix, LeaseTTL: ttl})
+	b := openNode(t, Options{URL: ts.url(), Instance: "b", Prefix: prefix, LeaseTTL: ttl})
+	g := newGroup(t)
+
+	answer := make(chan struct{}) // closed: a's handler answers
+	log := newEventLog()
+	g.spawn(func() {
+		_ = a.Hold(g.ctx, "conn.onebot.main", func(ctx context.Context, l Lease) {
+			log.add(holdEvent{node: "a", kind: "acquired", token: l.Token})
+			_ = a.Serve(ctx, "onebot.main", func(ctx context.Context, req []byte) ([]byte, error) {
+				select {
+				case <-answer:
+					return append([]byte("done "), req...), nil
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			})
+		})
+	})
+	log.next(t, "acquired", 10*time.Second)
+	await(t, 10*time.Second, "b to see a's lease", func() bool {
+		_, held := b.view.current("conn.onebot.main")
+		return held
+	})
+	close(answer)
+	ctx, cancel := context.WithTimeout(g.ctx, 30*time.Second)
+	defer cancel()
+	// The subscription is in place once a request gets through.
+	await(t, 10*time.Second, "a to answer", func() bool {
+		resp, err := b.RequestWhileHeld(ctx, "onebot.main", "conn.onebot.main", []byte("hi"))
+		return err == nil && string(resp) == "done hi"
+	})
+
+	// a is cut off with a request of b's on its way: its lease lapses.
+	px.partition()
+	start := time.Now()
+	_, err := b.RequestWhileHeld(ctx, "onebot.main", "conn.onebot.main", []byte("lost"))
+	if !errors.Is(err, ErrHolderLost) {
+		t.Fatalf("a request to a holder cut off: %v, want ErrHolderLost", err)
+	}
+	if took := time.Since(start); took > 2*ttl+2*time.Second {
+		t.Errorf("ErrHolderLost came after %v, want within about the lease's TTL (%v)", took, ttl)
+	}
+	if ctx.Err() != nil {
+		t.Error("the request's own deadline passed first")
+	}
 }

@@ -70,6 +70,17 @@ func (v *view) held(key string) bool {
 	return ok && time.Since(e.seen) < v.ttl
 }
 
+// current is key's value while it counts as held (see held).
+func (v *view) current(key string) (string, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	e, ok := v.entries[key]
+	if !ok || time.Since(e.seen) >= v.ttl {
+		return "", false
+	}
+	return e.value, true
+}
+
 // markHeld records that key was found held (a Create failed) when the
 // watcher has not told about it (yet, or any more), so the contender waits
 // for an event or the poll instead of retrying at once.

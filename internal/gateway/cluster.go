@@ -115,11 +115,17 @@ func (m *member) owns(ch msg.ChannelID, acct msg.AccountID, peer msg.Peer) bool 
 }
 
 // remoteQQ runs a QQ account's actions through the instance holding its
-// connection.
+// connection. A call under way when that instance loses the connection's
+// lease (it died, or was cut off) ends then, as a call over a dropped
+// connection does, rather than at its timeout.
 func (m *member) remoteQQ(id msg.AccountID) onebot.Caller {
 	name := "onebot." + string(id)
 	return onebot.RemoteCaller(func(ctx context.Context, call []byte) ([]byte, error) {
-		return m.node.Request(ctx, name, call)
+		resp, err := m.node.RequestWhileHeld(ctx, name, "conn."+name, call)
+		if errors.Is(err, cluster.ErrHolderLost) {
+			return nil, fmt.Errorf("%w: %w", onebot.ErrHolderGone, err)
+		}
+		return resp, err
 	})
 }
 

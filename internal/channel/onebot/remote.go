@@ -27,6 +27,12 @@ func RemoteCaller(request func(ctx context.Context, call []byte) ([]byte, error)
 
 type remoteCaller func(ctx context.Context, call []byte) ([]byte, error)
 
+// ErrHolderGone is what a RemoteCaller's request returns (wrapped) when
+// the process holding the connection went away with the call under way:
+// whether the action was carried out is not known, as when a connection
+// drops while an action waits for its answer.
+var ErrHolderGone = errors.New("onebot: the connection's holder went away before it answered")
+
 // remoteCall is an action asked of the holder of the connection.
 type remoteCall struct {
 	Action    string          `json:"action"`
@@ -76,6 +82,9 @@ func (r remoteCaller) Call(ctx context.Context, action string, params any, timeo
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, fmt.Errorf("%s: %w through the connection's holder", action, errTimeout)
+		}
+		if errors.Is(err, ErrHolderGone) {
+			return nil, fmt.Errorf("%s: %w: %v", action, errDisconnected, err)
 		}
 		return nil, fmt.Errorf("%s: %w: %v", action, errNotConnected, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -78,4 +79,24 @@ func TestRemoteActionsGoThroughTheHolder(t *testing.T) {
 			t.Errorf("a holder without its connection: %v", err)
 		}
 	})
+}
+
+// TestARemoteCallWhoseHolderWentAwayIsOfUnknownOutcome: a call whose
+// holder went away under way fails as one over a dropped connection does
+// (it may have been carried out), not as one that never reached a
+// connection.
+func TestARemoteCallWhoseHolderWentAwayIsOfUnknownOutcome(t *testing.T) {
+	gone := RemoteCaller(func(ctx context.Context, call []byte) ([]byte, error) {
+		return nil, fmt.Errorf("%w: cluster: the holder went away", ErrHolderGone)
+	})
+	_, err := gone.Call(context.Background(), "send_group_msg", map[string]any{"group_id": 1}, 0)
+	if !errors.Is(err, errDisconnected) || errors.Is(err, errNotConnected) {
+		t.Fatalf("a call whose holder went away: %v; want the error of a dropped connection", err)
+	}
+	none := RemoteCaller(func(ctx context.Context, call []byte) ([]byte, error) {
+		return nil, errors.New("cluster: no holder serves the request")
+	})
+	if _, err := none.Call(context.Background(), "send_group_msg", nil, 0); !errors.Is(err, errNotConnected) {
+		t.Fatalf("a call nobody took: %v; want not connected", err)
+	}
 }
