@@ -24,6 +24,12 @@ type History struct {
 type histBuffer struct {
 	lines []histLine
 	chars int
+	// buf is the whole array lines is a window of: trimming the oldest
+	// line slides the window's start, and once the window reaches the
+	// array's end, add moves it back to buf's start rather than growing a
+	// new array (a full buffer would otherwise reallocate every few
+	// messages).
+	buf []histLine
 }
 
 type histLine struct {
@@ -85,7 +91,16 @@ func (h *History) add(key string, m msg.Message, ref int64, waiting bool) (dropp
 		b = &histBuffer{}
 		h.buffers[key] = b
 	}
+	if n := len(b.lines); n == cap(b.lines) && n < cap(b.buf) {
+		copy(b.buf[:n], b.lines)
+		clear(b.buf[n:cap(b.buf)])
+		b.lines = b.buf[:n]
+	}
+	grown := cap(b.lines)
 	b.lines = append(b.lines, l)
+	if cap(b.lines) != grown {
+		b.buf = b.lines[:0]
+	}
 	b.chars += l.chars
 	for len(b.lines) > 0 && (len(b.lines) > h.maxMessages || b.chars > h.maxChars) {
 		b.chars -= b.lines[0].chars
