@@ -216,13 +216,11 @@ func (p publisher) encode(m msg.Message) (part int, id string, data []byte, err 
 	if err != nil {
 		return 0, "", nil, fmt.Errorf("cluster: encode %s: %w", m.ID, err)
 	}
-	env := envelope{At: time.Now().UnixMilli(), M: body}
+	self := ""
 	if p.self != nil {
-		env.Self = p.self()
+		self = p.self()
 	}
-	if data, err = json.Marshal(env); err != nil {
-		return 0, "", nil, fmt.Errorf("cluster: encode %s: %w", m.ID, err)
-	}
+	data = appendEnvelope(make([]byte, 0, len(body)+64), self, time.Now().UnixMilli(), body)
 	key := chatKey(m.Channel, m.Account, m.Peer)
 	return cluster.PartitionOf(len(p.m.owned), key), key + "\x00" + string(m.ID), data, nil
 }
@@ -436,12 +434,7 @@ func (m *member) consume(ctx context.Context, p int, acquired time.Time, log *sl
 // take hands one message of partition p to its pipeline, on its chat's
 // lane; done is called once it is taken in.
 func (m *member) take(ctx context.Context, p int, acquired time.Time, data []byte, done func(), giveUp context.CancelCauseFunc, log *slog.Logger) {
-	var env envelope
-	var in msg.Message
-	err := json.Unmarshal(data, &env)
-	if err == nil {
-		err = json.Unmarshal(env.M, &in)
-	}
+	env, in, err := decodeEnvelope(data)
 	if err != nil || in.ID == "" {
 		log.Error("a message of the partition cannot be read; skipped", "bytes", len(data), "err", err)
 		done()
