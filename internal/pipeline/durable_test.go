@@ -47,8 +47,15 @@ func durable(t *testing.T, st store.Store, eng Engine) *Pipeline {
 	t.Helper()
 	s := defaults()
 	s.Digest.Enabled, s.Digest.Interval, s.Digest.MinMessages = true, 10*time.Minute, 3
+	return durableWith(t, st, eng, s, nil)
+}
+
+// durableWith is a pipeline on st with settings s that reads the chat's
+// history from h (none when nil).
+func durableWith(t *testing.T, st store.Store, eng Engine, s Settings, h channel.HistoryFetcher) *Pipeline {
+	t.Helper()
 	p, _ := New(Options{
-		Receive: s, Bot: fakeBot{}, Engine: eng, Location: cst, Store: st, Channel: "onebot", Account: "default",
+		Receive: s, Bot: fakeBot{}, Engine: eng, History: h, Location: cst, Store: st, Channel: "onebot", Account: "default",
 		ReplierFor: func(m msg.Message) channel.Replier { return &replier{trigger: m, s: &sent{}} },
 		Send:       func(context.Context, msg.Outbound) (msg.MessageID, error) { return "", nil },
 	})

@@ -24,17 +24,24 @@ func (h *slowHistory) History(ctx context.Context, _ msg.Peer, _ channel.History
 	return h.msgs, nil
 }
 
-// summaryPipeline is durable's pipeline with the chat's history read from
-// h.
+// summaryPipeline is a pipeline on st with the default settings that
+// reads the chat's history from h.
 func summaryPipeline(t *testing.T, st store.Store, eng Engine, h channel.HistoryFetcher) *Pipeline {
 	t.Helper()
-	p, _ := New(Options{
-		Receive: defaults(), Bot: fakeBot{}, Engine: eng, History: h, Location: cst, Store: st, Channel: "onebot", Account: "default",
-		ReplierFor: func(m msg.Message) channel.Replier { return &replier{trigger: m, s: &sent{}} },
-		Send:       func(context.Context, msg.Outbound) (msg.MessageID, error) { return "", nil },
-	})
-	t.Cleanup(p.turns.Close)
-	return p
+	return durableWith(t, st, eng, defaults(), h)
+}
+
+// noneStored fails the test when st holds buffered entries of the
+// pipeline's account.
+func noneStored(t *testing.T, st store.Store, why string) {
+	t.Helper()
+	left, err := st.BufferedEntries(context.Background(), "onebot/default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 0 {
+		t.Fatalf("%s: stored entries left: %+v", why, left)
+	}
 }
 
 // TestASummaryCutByACrashIsAnsweredAfterTheRestart: a /summary whose
@@ -91,13 +98,7 @@ func TestASummaryCutByACrashIsAnsweredAfterTheRestart(t *testing.T) {
 		if got := eng3.turns(); len(got) != 0 {
 			t.Fatalf("a summary answered before was answered again: %+v", got)
 		}
-		left, err := st2.BufferedEntries(ctx, "onebot/default")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(left) != 0 {
-			t.Fatalf("stored entries left: %+v", left)
-		}
+		noneStored(t, st2, "after the summary was answered")
 	})
 }
 
@@ -122,13 +123,7 @@ func TestASummaryAnsweredByANoticeLeavesNothingStored(t *testing.T) {
 		if out := s.list(); len(out) != 1 || out[0].Text != textSummaryEmpty {
 			t.Fatalf("sent %+v; want the notice that there is nothing to summarize", out)
 		}
-		left, err := st.BufferedEntries(ctx, "onebot/default")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(left) != 0 {
-			t.Fatalf("a summary answered by a notice stayed stored: %+v", left)
-		}
+		noneStored(t, st, "a summary answered by a notice")
 	})
 }
 
