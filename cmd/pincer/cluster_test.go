@@ -597,3 +597,114 @@ func TestClusterFeishuWebhookReachesAnyInstance(t *testing.T) {
 		t.Errorf("%d model requests for %d mentions", n, len(asked))
 	}
 }
+
+// TestClusterFeishuLongConnectionMovesToTheSurvivor: two pincers on one
+// Feishu app in long-connection mode; exactly one holds the long
+// connection, and every @ it takes in is answered once, whichever
+// instance owns the chat. After the holder is killed, the other opens
+// the long connection and answers the @s pushed then.
+func TestClusterFeishuLongConnectionMovesToTheSurvivor(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two pincers")
+	}
+	groups := []string{"oc_longconn00000000000000000001", "oc_longconn00000000000000000002", "oc_longconn00000000000000000003", "oc_longconn00000000000000000004"}
+	const user = "ou_longconn0000000000000000000a"
+	sim, platform := feishuPlatform(t, "", groups[0], map[string]string{user: "张三"})
+	for _, g := range groups[1:] {
+		if err := sim.AddChat(g, feishusim.ChatGroup); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PINCER_PG_DSN", pgtest.SchemaDSN(t))
+	nats := startNATS(t)
+	model := llmtest.NewOpenAI(t)
+	model.Script(llmtest.Reply{Text: []string{"收到，马上处理。"}})
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	procs := startCluster(t, []string{"a", "b"}, func(name string) string {
+		return freePortConfig(fmt.Sprintf(`
+			store: { driver: 'postgres', dsn: '${PINCER_PG_DSN}' },
+			cluster: { instance: '%s', nats: { url: '%s' }, partitions: 8, leaseTtlMs: 1500 },
+			models: { providers: { openai: { baseUrl: '%s/v1', apiKey: 'k' } } },
+			agents: { defaults: { model: { primary: 'openai/m' } } },
+			log: { level: 'info' },
+			channels: { webchat: { enabled: false }, feishu: {
+			  appId: '%s', appSecret: '%s', domain: '%s', mode: 'websocket', streaming: 'off',
+			  receive: { realtime: { windowMs: 50 } },
+			} },`, name, nats.url(), model.URL, feishusim.DefaultAppID, feishusim.DefaultAppSecret, platform))
+	})
+	waitShared(t, ctx, 8, procs...)
+	if err := sim.WaitLongConn(ctx, func(conns, _, _ int) bool { return conns == 1 }); err != nil {
+		t.Fatalf("no instance opened the long connection: %v", err)
+	}
+	var asked []string
+	push := func(round int) {
+		t.Helper()
+		for i, g := range groups {
+			m := feishusim.Message{
+				ID: fmt.Sprintf("om_longconn_%d_%d", round, i), ChatID: g, SenderID: user,
+				Mentions: []feishusim.Mention{{Key: "@_user_1", ID: feishusim.DefaultBotOpenID, Name: feishusim.DefaultBotName}},
+				Content:  `{"text":"@_user_1 服务器是不是挂了？"}`,
+			}
+			d, err := sim.PushEvent(ctx, m, feishusim.EventOptions{})
+			if err != nil || d.Status != 200 {
+				t.Fatalf("push %s: %v %+v", m.ID, err, d)
+			}
+			asked = append(asked, m.ID)
+		}
+	}
+	answered := func() {
+		t.Helper()
+		for {
+			replied := map[string]int{}
+			for _, s := range sim.Sent() {
+				replied[s.ReplyTo]++
+			}
+			done := true
+			for _, id := range asked {
+				if replied[id] > 1 {
+					t.Fatalf("%s answered %d times", id, replied[id])
+				}
+				done = done && replied[id] == 1
+			}
+			if done && len(sim.Sent()) == len(asked) {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("replies %v for %v", replied, asked)
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	push(0)
+	answered()
+	if n := sim.Connections(); n != 1 {
+		t.Fatalf("%d long connections, want the one holder's", n)
+	}
+
+	holder := -1
+	for i, p := range procs {
+		if strings.Contains(p.stderr.String(), "holding the Feishu long connection") {
+			holder = i
+		}
+	}
+	if holder < 0 {
+		t.Fatal("no instance says it holds the Feishu long connection")
+	}
+	_ = procs[holder].cmd.Process.Kill()
+	_ = procs[holder].cmd.Wait()
+	survivor := procs[1-holder]
+	if err := sim.WaitLongConn(ctx, func(conns, _, _ int) bool { return conns == 0 }); err != nil {
+		t.Fatalf("the killed holder's long connection stayed open: %v", err)
+	}
+	if err := sim.WaitLongConn(ctx, func(conns, _, _ int) bool { return conns == 1 }); err != nil {
+		t.Fatalf("the survivor did not open the long connection: %v", err)
+	}
+	waitShared(t, ctx, 8, survivor)
+	push(1)
+	answered()
+	if !strings.Contains(survivor.stderr.String(), "holding the Feishu long connection") {
+		t.Error("the survivor does not say it holds the long connection")
+	}
+}
