@@ -69,8 +69,9 @@ func TestRequestServe(t *testing.T) {
 }
 
 // RequestWhileHeld ends with ErrHolderLost soon after the lease of the
-// node serving it lapses (the node cut off from the server), rather than
-// at the request's deadline; while the lease holds, it is Request.
+// node serving it lapses (the node cut off from the server with the
+// request in its hands), rather than at the request's deadline; while the
+// lease holds, it is Request.
 func TestRequestWhileHeldEndsWhenTheHolderIsLost(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t)
@@ -81,18 +82,23 @@ func TestRequestWhileHeldEndsWhenTheHolderIsLost(t *testing.T) {
 	b := openNode(t, Options{URL: ts.url(), Instance: "b", Prefix: prefix, LeaseTTL: ttl})
 	g := newGroup(t)
 
-	answer := make(chan struct{}) // closed: a's handler answers
+	received := make(chan struct{}, 1) // a has the request it will not answer
+	release := make(chan struct{})     // lets that handler end with the test
+	defer close(release)
 	log := newEventLog()
 	g.spawn(func() {
 		_ = a.Hold(g.ctx, "conn.onebot.main", func(ctx context.Context, l Lease) {
 			log.add(holdEvent{node: "a", kind: "acquired", token: l.Token})
 			_ = a.Serve(ctx, "onebot.main", func(ctx context.Context, req []byte) ([]byte, error) {
-				select {
-				case <-answer:
+				if string(req) != "stuck" {
 					return append([]byte("done "), req...), nil
-				case <-ctx.Done():
-					return nil, ctx.Err()
 				}
+				received <- struct{}{}
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+				return nil, errors.New("never answered")
 			})
 		})
 	})
@@ -101,7 +107,6 @@ func TestRequestWhileHeldEndsWhenTheHolderIsLost(t *testing.T) {
 		_, held := b.view.current("conn.onebot.main")
 		return held
 	})
-	close(answer)
 	ctx, cancel := context.WithTimeout(g.ctx, 30*time.Second)
 	defer cancel()
 	// The subscription is in place once a request gets through.
@@ -110,12 +115,18 @@ func TestRequestWhileHeldEndsWhenTheHolderIsLost(t *testing.T) {
 		return err == nil && string(resp) == "done hi"
 	})
 
-	// a is cut off with a request of b's on its way: its lease lapses.
-	px.partition()
+	// A request in a's hands when a is cut off: its lease lapses.
+	outcome := make(chan error, 1)
+	g.spawn(func() {
+		_, err := b.RequestWhileHeld(ctx, "onebot.main", "conn.onebot.main", []byte("stuck"))
+		outcome <- err
+	})
+	recv(t, received, 10*time.Second, "a to receive the request")
 	start := time.Now()
-	_, err := b.RequestWhileHeld(ctx, "onebot.main", "conn.onebot.main", []byte("lost"))
+	px.partition()
+	err := recv(t, outcome, 30*time.Second, "the request to end")
 	if !errors.Is(err, ErrHolderLost) {
-		t.Fatalf("a request to a holder cut off: %v, want ErrHolderLost", err)
+		t.Fatalf("a request in the hands of a holder cut off: %v, want ErrHolderLost", err)
 	}
 	if took := time.Since(start); took > 2*ttl+2*time.Second {
 		t.Errorf("ErrHolderLost came after %v, want within about the lease's TTL (%v)", took, ttl)
