@@ -168,16 +168,16 @@ func startQQCluster(t *testing.T, ctx context.Context, reply llmtest.Reply) (*na
 	return nats, model, w, procs
 }
 
-// holderOf is the index of the instance that says it holds the QQ
-// connection.
-func holderOf(t *testing.T, procs []*proc) int {
+// holderOf is the index of the instance that says it holds conn ("QQ
+// connection", "Feishu long connection").
+func holderOf(t *testing.T, procs []*proc, conn string) int {
 	t.Helper()
 	for i, p := range procs {
-		if strings.Contains(p.stderr.String(), "holding the QQ connection") {
+		if strings.Contains(p.stderr.String(), "holding the "+conn) {
 			return i
 		}
 	}
-	t.Fatal("no instance says it holds the QQ connection")
+	t.Fatalf("no instance says it holds the %s", conn)
 	return -1
 }
 
@@ -239,7 +239,7 @@ func TestClusterKillMidBurst(t *testing.T) {
 	})
 	waitLink(t, ctx, w)
 	waitShared(t, ctx, 8, procs...)
-	holder := holderOf(t, procs)
+	holder := holderOf(t, procs, "QQ connection")
 
 	burst := newBurst(total, groups, every)
 	for _, s := range burst[:killAt] {
@@ -477,7 +477,7 @@ func TestClusterHandsOverOnSIGTERM(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	_, model, w, procs := startQQCluster(t, ctx, llmtest.Reply{Text: []string{"好", "的"}, Hold: hold})
-	holder := holderOf(t, procs)
+	holder := holderOf(t, procs, "QQ connection")
 	other := 1 - holder
 	sent := &mentions{w: w}
 	sent.send(t, ctx, 1, 20)
@@ -515,19 +515,15 @@ func TestClusterHandsOverOnSIGTERM(t *testing.T) {
 	w.tally(t, sent.ids)
 }
 
-// TestClusterFeishuWebhookReachesAnyInstance: two pincers answer one
-// Feishu app in webhook mode behind what would be a load balancer. Each
-// group's mention is posted to one instance and delivered again (the
-// same event) to the other; each is answered once, by its chat's owner,
-// through the open platform, whichever instance the event reached.
-func TestClusterFeishuWebhookReachesAnyInstance(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs two pincers")
-	}
-	const key = "an-encrypt-key"
-	groups := []string{"oc_cluster0000000000000000000001", "oc_cluster0000000000000000000002", "oc_cluster0000000000000000000003", "oc_cluster0000000000000000000004", "oc_cluster0000000000000000000005", "oc_cluster0000000000000000000006"}
-	const user = "ou_cluster000000000000000000000a"
-	sim, platform := feishuPlatform(t, key, groups[0], map[string]string{user: "张三"})
+// startFeishuCluster starts a simulated Feishu open platform with a
+// group chat for each of groups and user in it, a NATS server, a model
+// answering every turn, and two pincers in a cluster on them (the database
+// is a PostgreSQL schema of the test's own); feishu is what
+// channels.feishu holds besides the app and the platform (the mode and
+// its settings). It waits until the partitions are shared.
+func startFeishuCluster(t *testing.T, ctx context.Context, encryptKey string, groups []string, user, feishu string) (*feishusim.Sim, *llmtest.Server, []*proc) {
+	t.Helper()
+	sim, platform := feishuPlatform(t, encryptKey, groups[0], map[string]string{user: "张三"})
 	for _, g := range groups[1:] {
 		if err := sim.AddChat(g, feishusim.ChatGroup); err != nil {
 			t.Fatal(err)
@@ -537,35 +533,36 @@ func TestClusterFeishuWebhookReachesAnyInstance(t *testing.T) {
 	nats := startNATS(t)
 	model := llmtest.NewOpenAI(t)
 	model.Script(llmtest.Reply{Text: []string{"收到，马上处理。"}})
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
 	procs := startCluster(t, []string{"a", "b"}, func(name string) string {
 		return freePortConfig(fmt.Sprintf(`
 			store: { driver: 'postgres', dsn: '${PINCER_PG_DSN}' },
 			cluster: { instance: '%s', nats: { url: '%s' }, partitions: 8, leaseTtlMs: 1500 },
 			models: { providers: { openai: { baseUrl: '%s/v1', apiKey: 'k' } } },
 			agents: { defaults: { model: { primary: 'openai/m' } } },
+			log: { level: 'info' },
 			channels: { webchat: { enabled: false }, feishu: {
-			  appId: '%s', appSecret: '%s', domain: '%s', mode: 'webhook',
-			  verificationToken: '%s', encryptKey: '%s', streaming: 'off',
-			  receive: { realtime: { windowMs: 50 } },
-			} },`, name, nats.url(), model.URL, feishusim.DefaultAppID, feishusim.DefaultAppSecret, platform, feishusim.DefaultVerificationToken, key))
+			  appId: '%s', appSecret: '%s', domain: '%s', streaming: 'off',
+			  receive: { realtime: { windowMs: 50 } }, %s
+			} },`, name, nats.url(), model.URL, feishusim.DefaultAppID, feishusim.DefaultAppSecret, platform, feishu))
 	})
 	waitShared(t, ctx, 8, procs...)
-	var asked []string
-	for i, g := range groups {
-		m := feishusim.Message{
-			ID: fmt.Sprintf("om_cluster_%d", i), ChatID: g, SenderID: user,
-			Mentions: []feishusim.Mention{{Key: "@_user_1", ID: feishusim.DefaultBotOpenID, Name: feishusim.DefaultBotName}},
-			Content:  `{"text":"@_user_1 服务器是不是挂了？"}`,
-		}
-		first := postFeishu(t, ctx, sim, procs[i%2].url, m)
-		// The same event again, at the other instance.
-		if d, err := sim.PostEvent(ctx, procs[(i+1)%2].url+"/feishu/events", m.ID, feishusim.EventOptions{EventID: first.EventID}); err != nil || d.Status != 200 {
-			t.Fatalf("redelivery to the other instance: %v %+v", err, d)
-		}
-		asked = append(asked, m.ID)
+	return sim, model, procs
+}
+
+// feishuMention is an @ of the bot by user in chat.
+func feishuMention(id, chat, user string) feishusim.Message {
+	return feishusim.Message{
+		ID: id, ChatID: chat, SenderID: user,
+		Mentions: []feishusim.Mention{{Key: "@_user_1", ID: feishusim.DefaultBotOpenID, Name: feishusim.DefaultBotName}},
+		Content:  `{"text":"@_user_1 服务器是不是挂了？"}`,
 	}
+}
+
+// awaitOneReplyEach waits until each of the messages asked got exactly
+// one reply quoting it and the platform has no other; a second reply to
+// one fails the test at once.
+func awaitOneReplyEach(t *testing.T, ctx context.Context, sim *feishusim.Sim, asked []string) {
+	t.Helper()
 	for {
 		replied := map[string]int{}
 		for _, s := range sim.Sent() {
@@ -579,14 +576,43 @@ func TestClusterFeishuWebhookReachesAnyInstance(t *testing.T) {
 			done = done && replied[id] == 1
 		}
 		if done && len(sim.Sent()) == len(asked) {
-			break
+			return
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("replies: %v", replied)
+			t.Fatalf("replies %v for %v", replied, asked)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// TestClusterFeishuWebhookReachesAnyInstance: two pincers answer one
+// Feishu app in webhook mode behind what would be a load balancer. Each
+// group's mention is posted to one instance and delivered again (the
+// same event) to the other; each is answered once, by its chat's owner,
+// through the open platform, whichever instance the event reached.
+func TestClusterFeishuWebhookReachesAnyInstance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two pincers")
+	}
+	const key = "an-encrypt-key"
+	groups := []string{"oc_cluster0000000000000000000001", "oc_cluster0000000000000000000002", "oc_cluster0000000000000000000003", "oc_cluster0000000000000000000004", "oc_cluster0000000000000000000005", "oc_cluster0000000000000000000006"}
+	const user = "ou_cluster000000000000000000000a"
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	sim, model, procs := startFeishuCluster(t, ctx, key, groups, user,
+		fmt.Sprintf(`mode: 'webhook', verificationToken: '%s', encryptKey: '%s',`, feishusim.DefaultVerificationToken, key))
+	var asked []string
+	for i, g := range groups {
+		m := feishuMention(fmt.Sprintf("om_cluster_%d", i), g, user)
+		first := postFeishu(t, ctx, sim, procs[i%2].url, m)
+		// The same event again, at the other instance.
+		if d, err := sim.PostEvent(ctx, procs[(i+1)%2].url+"/feishu/events", m.ID, feishusim.EventOptions{EventID: first.EventID}); err != nil || d.Status != 200 {
+			t.Fatalf("redelivery to the other instance: %v %+v", err, d)
+		}
+		asked = append(asked, m.ID)
+	}
+	awaitOneReplyEach(t, ctx, sim, asked)
 	for _, p := range procs {
 		waitMetric(t, ctx, p.url, "pincer_outbox_pending 0")
 	}
@@ -609,31 +635,9 @@ func TestClusterFeishuLongConnectionMovesToTheSurvivor(t *testing.T) {
 	}
 	groups := []string{"oc_longconn00000000000000000001", "oc_longconn00000000000000000002", "oc_longconn00000000000000000003", "oc_longconn00000000000000000004"}
 	const user = "ou_longconn0000000000000000000a"
-	sim, platform := feishuPlatform(t, "", groups[0], map[string]string{user: "张三"})
-	for _, g := range groups[1:] {
-		if err := sim.AddChat(g, feishusim.ChatGroup); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Setenv("PINCER_PG_DSN", pgtest.SchemaDSN(t))
-	nats := startNATS(t)
-	model := llmtest.NewOpenAI(t)
-	model.Script(llmtest.Reply{Text: []string{"收到，马上处理。"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	procs := startCluster(t, []string{"a", "b"}, func(name string) string {
-		return freePortConfig(fmt.Sprintf(`
-			store: { driver: 'postgres', dsn: '${PINCER_PG_DSN}' },
-			cluster: { instance: '%s', nats: { url: '%s' }, partitions: 8, leaseTtlMs: 1500 },
-			models: { providers: { openai: { baseUrl: '%s/v1', apiKey: 'k' } } },
-			agents: { defaults: { model: { primary: 'openai/m' } } },
-			log: { level: 'info' },
-			channels: { webchat: { enabled: false }, feishu: {
-			  appId: '%s', appSecret: '%s', domain: '%s', mode: 'websocket', streaming: 'off',
-			  receive: { realtime: { windowMs: 50 } },
-			} },`, name, nats.url(), model.URL, feishusim.DefaultAppID, feishusim.DefaultAppSecret, platform))
-	})
-	waitShared(t, ctx, 8, procs...)
+	sim, _, procs := startFeishuCluster(t, ctx, "", groups, user, `mode: 'websocket',`)
 	if err := sim.WaitLongConn(ctx, func(conns, _, _ int) bool { return conns == 1 }); err != nil {
 		t.Fatalf("no instance opened the long connection: %v", err)
 	}
@@ -641,11 +645,7 @@ func TestClusterFeishuLongConnectionMovesToTheSurvivor(t *testing.T) {
 	push := func(round int) {
 		t.Helper()
 		for i, g := range groups {
-			m := feishusim.Message{
-				ID: fmt.Sprintf("om_longconn_%d_%d", round, i), ChatID: g, SenderID: user,
-				Mentions: []feishusim.Mention{{Key: "@_user_1", ID: feishusim.DefaultBotOpenID, Name: feishusim.DefaultBotName}},
-				Content:  `{"text":"@_user_1 服务器是不是挂了？"}`,
-			}
+			m := feishuMention(fmt.Sprintf("om_longconn_%d_%d", round, i), g, user)
 			d, err := sim.PushEvent(ctx, m, feishusim.EventOptions{})
 			if err != nil || d.Status != 200 {
 				t.Fatalf("push %s: %v %+v", m.ID, err, d)
@@ -653,45 +653,13 @@ func TestClusterFeishuLongConnectionMovesToTheSurvivor(t *testing.T) {
 			asked = append(asked, m.ID)
 		}
 	}
-	answered := func() {
-		t.Helper()
-		for {
-			replied := map[string]int{}
-			for _, s := range sim.Sent() {
-				replied[s.ReplyTo]++
-			}
-			done := true
-			for _, id := range asked {
-				if replied[id] > 1 {
-					t.Fatalf("%s answered %d times", id, replied[id])
-				}
-				done = done && replied[id] == 1
-			}
-			if done && len(sim.Sent()) == len(asked) {
-				return
-			}
-			select {
-			case <-ctx.Done():
-				t.Fatalf("replies %v for %v", replied, asked)
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
-	}
 	push(0)
-	answered()
+	awaitOneReplyEach(t, ctx, sim, asked)
 	if n := sim.Connections(); n != 1 {
 		t.Fatalf("%d long connections, want the one holder's", n)
 	}
 
-	holder := -1
-	for i, p := range procs {
-		if strings.Contains(p.stderr.String(), "holding the Feishu long connection") {
-			holder = i
-		}
-	}
-	if holder < 0 {
-		t.Fatal("no instance says it holds the Feishu long connection")
-	}
+	holder := holderOf(t, procs, "Feishu long connection")
 	_ = procs[holder].cmd.Process.Kill()
 	_ = procs[holder].cmd.Wait()
 	survivor := procs[1-holder]
@@ -703,7 +671,7 @@ func TestClusterFeishuLongConnectionMovesToTheSurvivor(t *testing.T) {
 	}
 	waitShared(t, ctx, 8, survivor)
 	push(1)
-	answered()
+	awaitOneReplyEach(t, ctx, sim, asked)
 	if !strings.Contains(survivor.stderr.String(), "holding the Feishu long connection") {
 		t.Error("the survivor does not say it holds the long connection")
 	}
