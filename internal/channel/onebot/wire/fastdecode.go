@@ -230,7 +230,7 @@ func setID(id *ID, v *fastjson.Value) bool {
 func setString(s *string, v *fastjson.Value) bool {
 	switch v.Type() {
 	case fastjson.TypeString:
-		*s = word(v.GetStringBytes())
+		*s = intern(v.GetStringBytes())
 		return true
 	case fastjson.TypeNull:
 		return true
@@ -238,10 +238,10 @@ func setString(s *string, v *fastjson.Value) bool {
 	return false
 }
 
-// word is b as a string, without an allocation for the words every
-// event repeats (its post, message and sub type, a sender's role, a
-// segment's type).
-func word(b []byte) string {
+// intern is b as a string, without an allocation for the words every
+// event repeats: its post, message and sub type, a sender's role, a
+// segment's type and the keys of the usual segments' data.
+func intern(b []byte) string {
 	switch string(b) {
 	case "message":
 		return "message"
@@ -277,6 +277,32 @@ func word(b []byte) string {
 		return "heartbeat"
 	case "message_sent":
 		return "message_sent"
+	case "qq":
+		return "qq"
+	case "id":
+		return "id"
+	case "name":
+		return "name"
+	case "file":
+		return "file"
+	case "url":
+		return "url"
+	case "summary":
+		return "summary"
+	case "sub_type":
+		return "sub_type"
+	case "file_size":
+		return "file_size"
+	case "raw":
+		return "raw"
+	case "resultId":
+		return "resultId"
+	case "chainCount":
+		return "chainCount"
+	case "content":
+		return "content"
+	case "data":
+		return "data"
 	case "":
 		return ""
 	}
@@ -404,50 +430,14 @@ func setData(seg *Segment, v *fastjson.Value) bool {
 	obj := v.GetObject()
 	seg.Data = make(map[string]json.RawMessage, obj.Len())
 	// The values share one buffer, each capped at its end so none grows
-	// into the next; the usual keys are not allocated anew.
+	// into the next; the usual keys are not allocated anew (intern).
 	var buf []byte
 	obj.Visit(func(key []byte, v *fastjson.Value) {
 		start := len(buf)
 		buf = v.MarshalTo(buf)
-		seg.Data[dataKey(key)] = buf[start:len(buf):len(buf)]
+		seg.Data[intern(key)] = buf[start:len(buf):len(buf)]
 	})
 	return true
-}
-
-// dataKey is key as a string, without an allocation for the keys of the
-// usual segments' data.
-func dataKey(key []byte) string {
-	switch string(key) {
-	case "text":
-		return "text"
-	case "qq":
-		return "qq"
-	case "id":
-		return "id"
-	case "name":
-		return "name"
-	case "file":
-		return "file"
-	case "url":
-		return "url"
-	case "summary":
-		return "summary"
-	case "sub_type":
-		return "sub_type"
-	case "file_size":
-		return "file_size"
-	case "raw":
-		return "raw"
-	case "resultId":
-		return "resultId"
-	case "chainCount":
-		return "chainCount"
-	case "content":
-		return "content"
-	case "data":
-		return "data"
-	}
-	return string(key)
 }
 
 // usual reports JSON text whose strings decode the same with any decoder:
