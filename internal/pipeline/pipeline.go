@@ -296,7 +296,7 @@ func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier, d
 	if count, ok := p.summaryCount(c, m, typed); ok {
 		tr.Step(key, trace.StageCommand, "summary", fmt.Sprintf("/summary of the last %d messages", count))
 		p.debugDecision(ctx, m, "summary", "")
-		p.takeSummary(ctx, m, count, r, done)
+		p.takeSummary(ctx, m, count, r, epoch, done)
 		return
 	}
 	d := p.bots.apply(m, c.gate(m, c.eval.Evaluate(m, bot)), p.opts.Receive.MaxBotReplyChain)
@@ -469,10 +469,10 @@ func wordBuffers(history, realtime, digest, command, waiting bool) string {
 	return "taken by " + strings.Join(took, ", ")
 }
 
-// takeSummary starts the summary a /summary command asks for. The
-// command enters no buffer; its summary runs on its own.
-func (p *Pipeline) takeSummary(ctx context.Context, m msg.Message, count int, r channel.Replier, done func(error)) {
-	epoch := p.epoch(m.Peer)
+// takeSummary starts the summary a /summary command asks for; epoch is
+// its chat's when Take read it. The command enters no buffer; its summary
+// runs on its own.
+func (p *Pipeline) takeSummary(ctx context.Context, m msg.Message, count int, r channel.Replier, epoch uint64, done func(error)) {
 	ref := p.logSummary(ctx, m)
 	if m.Peer.Kind == msg.Group {
 		p.ack(m)
