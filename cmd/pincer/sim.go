@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -94,6 +95,43 @@ func (s *sim) sent(id int64, m simMessage) {
 		s.said = map[int64]simMessage{}
 	}
 	s.said[id] = m
+}
+
+// told is message id as get_msg and the history actions tell it, as
+// NapCat does: its time, its sender with a nickname, and its segments.
+func (s *sim) told(id int64, m simMessage) map[string]any {
+	msg := map[string]any{
+		"post_type": "message", "message_id": id, "real_id": id, "time": m.at, "message_type": "group", "group_id": s.group,
+		"user_id": m.by, "sender": map[string]any{"user_id": m.by, "nickname": m.nickname}, "message": m.segments,
+	}
+	if m.private {
+		msg["message_type"] = "private"
+		delete(msg, "group_id")
+	}
+	return msg
+}
+
+// history is the newest count messages said in the group (private: to
+// the user), older than message before when it is set, oldest first.
+func (s *sim) history(private bool, count int, before int64) []map[string]any {
+	if count <= 0 {
+		count = 20
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ids []int64
+	for id, m := range s.said {
+		if m.private == private && (before == 0 || id < before) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	ids = ids[max(len(ids)-count, 0):]
+	out := make([]map[string]any, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, s.told(id, s.said[id]))
+	}
+	return out
 }
 
 func (s *sim) printf(format string, args ...any) {
@@ -190,24 +228,19 @@ func (s *sim) answer(action string, params json.RawMessage) (any, int, string) {
 		if !ok {
 			return nil, 100, "message not found"
 		}
-		// As NapCat answers it: the message's time, its sender with a
-		// nickname, and its segments.
-		msg := map[string]any{
-			"message_id": p.MessageID, "real_id": p.MessageID, "time": m.at, "message_type": "group", "group_id": s.group,
-			"user_id": m.by, "sender": map[string]any{"user_id": m.by, "nickname": m.nickname}, "message": m.segments,
-		}
-		if m.private {
-			msg["message_type"] = "private"
-			delete(msg, "group_id")
-		}
-		return msg, 0, ""
+		return s.told(p.MessageID, m), 0, ""
 	case "set_msg_emoji_like":
 		s.printf("(bot reacted: %s)\n", params)
 		return nil, 0, ""
 	case "get_group_member_list":
 		return []any{map[string]any{"user_id": s.user, "nickname": s.name, "role": "member"}}, 0, ""
 	case "get_group_msg_history", "get_friend_msg_history":
-		return map[string]any{"messages": []any{}}, 0, ""
+		var p struct {
+			Count     int   `json:"count"`
+			MessageID int64 `json:"message_id"`
+		}
+		_ = json.Unmarshal(params, &p)
+		return map[string]any{"messages": s.history(action == "get_friend_msg_history", p.Count, p.MessageID)}, 0, ""
 	}
 	return nil, 1404, "the simulator does not implement " + action
 }
