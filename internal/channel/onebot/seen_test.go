@@ -1,6 +1,8 @@
 package onebot
 
 import (
+	"math/rand/v2"
+	"slices"
 	"strconv"
 	"testing"
 	"testing/synctest"
@@ -43,12 +45,12 @@ func TestSeenIsBoundedAndKeepsOrderWhileGrowing(t *testing.T) {
 			if !s.claim(key(i)) {
 				t.Fatalf("key %d is new", i)
 			}
-			if i == 40 && len(s.set) != 1 {
-				t.Fatalf("expired keys kept: %d", len(s.set))
+			if i == 40 && s.len() != 1 {
+				t.Fatalf("expired keys kept: %d", s.len())
 			}
 		}
-		if len(s.set) > max {
-			t.Fatalf("%d keys kept, at most %d", len(s.set), max)
+		if s.len() > max {
+			t.Fatalf("%d keys kept, at most %d", s.len(), max)
 		}
 		for i := 150; i < 250; i++ {
 			if s.claim(key(i)) {
@@ -59,6 +61,52 @@ func TestSeenIsBoundedAndKeepsOrderWhileGrowing(t *testing.T) {
 			if !s.claim(key(i)) {
 				t.Errorf("key %d, older than the last %d, was kept", i, max)
 				break
+			}
+		}
+	})
+}
+
+// TestSeenAgreesWithAPlainModel drives the set with random claims, some
+// repeated, and random pauses, against a model that keeps every claim in
+// a list and looks through it: both must answer every claim alike, and
+// the set's index must find each claim it holds, including after keys
+// were forgotten from the middle of a probe sequence.
+func TestSeenAgreesWithAPlainModel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const max, ttl = 300, time.Minute
+		s := newSeen(ttl, max)
+		type kept struct {
+			key string
+			at  time.Time
+		}
+		var model []kept
+		rng := rand.New(rand.NewPCG(1, 2))
+		for step := range 20000 {
+			key := "k" + strconv.Itoa(rng.IntN(1500))
+			if rng.IntN(50) == 0 {
+				time.Sleep(time.Duration(rng.IntN(20)) * time.Second)
+			}
+			now := time.Now()
+			for len(model) > 0 && now.Sub(model[0].at) >= ttl {
+				model = model[1:]
+			}
+			want := !slices.ContainsFunc(model, func(k kept) bool { return k.key == key })
+			if want {
+				if len(model) >= max {
+					model = model[1:]
+				}
+				model = append(model, kept{key, now})
+			}
+			if got := s.claim(key); got != want {
+				t.Fatalf("step %d: claim(%q) = %v, the model says %v", step, key, got, want)
+			}
+			if s.len() != len(model) {
+				t.Fatalf("step %d: %d keys kept, the model keeps %d", step, s.len(), len(model))
+			}
+		}
+		for _, k := range model {
+			if !s.has(k.key) {
+				t.Fatalf("%q kept by the model is not found", k.key)
 			}
 		}
 	})
