@@ -66,7 +66,7 @@ Flags:
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	binary := fs.String("pincer", "", "the pincer binary to measure (default: this one)")
 	keep := fs.Bool("keep", false, "keep the runs' files (configuration, logs, databases)")
-	profile := fs.String("profile", "", "a directory for pincer's CPU profile of each run's window (go tool pprof reads them), taken through gateway.pprof")
+	profile := fs.String("profile", "", "a directory for pincer's CPU profile of each run's window and its heap profile at the window's end (go tool pprof reads them), taken through gateway.pprof")
 	instances := fs.Int("instances", 0, "run every pincer as this many processes in cluster mode, on one NATS server and the PostgreSQL server PINCER_BENCH_PG_DSN names (0: one pincer on SQLite)")
 	natsURL := fs.String("nats", "", "with --instances: a running NATS server with JetStream (its stream pincer_inbound and buckets pincer_leases, pincer_progress are deleted before each run); default: nats-server on PATH, started for each run")
 	leaseTTL := fs.Duration("lease-ttl", bench.DefaultLeaseTTL, "with --instances: the cluster's leaseTtlMs")

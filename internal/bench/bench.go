@@ -112,7 +112,8 @@ type Config struct {
 	// Profile, when set, is a directory that receives pincer's CPU
 	// profile of each run's window (burst-pincer.pprof,
 	// burst-pincer-quotes.pprof, steady-chatter.pprof,
-	// steady-pincer.pprof), taken through gateway.pprof behind a gateway
+	// steady-pincer.pprof), and its heap profile as the window ends
+	// (name-heap.pprof), taken through gateway.pprof behind a gateway
 	// token the runs are given.
 	Profile string
 	// Progress, when set, receives a line as each phase starts.
@@ -464,10 +465,39 @@ func (r *rig) profile(ctx context.Context, cfg *Config, name string, d time.Dura
 				f.Close()
 				return fmt.Errorf("bench: profile %s: %w", name, err)
 			}
-			return f.Close()
+			if err := f.Close(); err != nil {
+				return fmt.Errorf("bench: profile %s: %w", name, err)
+			}
+			return r.heapProfile(ctx, cfg, name)
 		}()
 	}()
 	return func() error { return <-done }
+}
+
+// heapProfile records pincer's heap profile, as of its latest garbage
+// collection, into name-heap.pprof under cfg.Profile: what the run left
+// in memory, and (its alloc_space) what the run allocated.
+func (r *rig) heapProfile(ctx context.Context, cfg *Config, name string) error {
+	res, err := r.at.get(ctx, "/debug/pprof/heap")
+	if err != nil {
+		return fmt.Errorf("bench: heap profile %s: %w", name, err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("bench: heap profile %s: HTTP %d", name, res.StatusCode)
+	}
+	f, err := os.Create(filepath.Join(cfg.Profile, name+"-heap.pprof"))
+	if err != nil {
+		return fmt.Errorf("bench: heap profile %s: %w", name, err)
+	}
+	if _, err := io.Copy(f, res.Body); err != nil {
+		f.Close()
+		return fmt.Errorf("bench: heap profile %s: %w", name, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("bench: heap profile %s: %w", name, err)
+	}
+	return nil
 }
 
 // healthy waits for pincer's /healthz to answer ok.
