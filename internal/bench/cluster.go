@@ -557,6 +557,7 @@ func (w *watch) report(events int, wall time.Duration, after, peak []usage, seen
 		before.rss = max(before.rss, w.before[i].rss)
 		s.peakAnon = max(s.peakAnon, seen[i].peakAnon)
 		s.goroutinesPeak += seen[i].goroutinesPeak
+		s.allocated += seen[i].allocated
 		if !w.insts[i].killed {
 			s.goroutinesEnd += seen[i].goroutinesEnd
 		}

@@ -203,6 +203,10 @@ type sampler struct {
 	peak, last  int
 	peakAnon    int64
 	lastMetrics metrics
+	// allocFirst and allocLast are go_memstats_alloc_bytes_total at the
+	// first and the latest scrape; scraped says there was a first.
+	allocFirst, allocLast float64
+	scraped               bool
 }
 
 func startSampler(ctx context.Context, pid int, at endpoint) *sampler {
@@ -248,8 +252,13 @@ func (s *sampler) scrape(ctx context.Context) {
 		return
 	}
 	n := int(m.sum("go_goroutines"))
+	alloc := m.sum("go_memstats_alloc_bytes_total")
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !s.scraped {
+		s.scraped, s.allocFirst = true, alloc
+	}
+	s.allocLast = alloc
 	s.last = n
 	s.peak = max(s.peak, n)
 	s.lastMetrics = m
@@ -260,6 +269,9 @@ type sampled struct {
 	goroutinesPeak, goroutinesEnd int
 	peakAnon                      int64
 	metrics                       metrics // the last scrape
+	// allocated is what the process allocated on its heap between the
+	// first scrape and the last (Go's cumulative count); 0 unscraped.
+	allocated float64
 }
 
 // finish takes a last sample and stops.
@@ -270,5 +282,6 @@ func (s *sampler) finish(ctx context.Context) sampled {
 	s.scrape(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return sampled{goroutinesPeak: s.peak, goroutinesEnd: s.last, peakAnon: s.peakAnon, metrics: s.lastMetrics}
+	return sampled{goroutinesPeak: s.peak, goroutinesEnd: s.last, peakAnon: s.peakAnon, metrics: s.lastMetrics,
+		allocated: s.allocLast - s.allocFirst}
 }

@@ -69,6 +69,12 @@ type Process struct {
 	// the baseline, which is not sampled).
 	GoroutinesPeak int `json:"goroutines_peak,omitempty"`
 	GoroutinesEnd  int `json:"goroutines_end,omitempty"`
+	// AllocatedPerEventBytes is what pincer allocated on its heap in the
+	// window (go_memstats_alloc_bytes_total from its /metrics), per
+	// event: unlike CPU, it does not depend on what else the machine
+	// runs, and the garbage collector's work follows it. 0 for the
+	// baseline, which is not scraped.
+	AllocatedPerEventBytes float64 `json:"allocated_per_event_bytes,omitempty"`
 }
 
 // Replies counts the replies to the @s of the bot, by the message they
@@ -517,6 +523,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		row("peak anonymous RSS (MiB)", mib(bl.PeakAnonBytes), mib(p.PeakAnonBytes), mib(qp.PeakAnonBytes))
 		row("goroutines peak / end", "–", fmt.Sprintf("%s / %s", count(p.GoroutinesPeak), count(p.GoroutinesEnd)),
 			fmt.Sprintf("%s / %s", count(qp.GoroutinesPeak), count(qp.GoroutinesEnd)))
+		row("heap allocated per event (B)", "–", allocated(p), allocated(qp))
 		if q != nil {
 			row("get_msg answered", "–", "–", count(qr.GetMsg))
 		}
@@ -612,6 +619,7 @@ func (s *SteadyReport) writeText(ew *errWriter) error {
 	row("peak anonymous RSS (MiB)", mib(bl.PeakAnonBytes), mib(pc.PeakAnonBytes), mib(p.PeakAnonBytes))
 	goroutines := func(p Process) string { return fmt.Sprintf("%s / %s", count(p.GoroutinesPeak), count(p.GoroutinesEnd)) }
 	row("goroutines peak / end", "–", goroutines(pc), goroutines(p))
+	row("heap allocated per event (B)", "–", allocated(pc), allocated(p))
 	if s.Quotes > 0 {
 		row("get_msg answered", "–", count(c.GetMsg), count(s.GetMsg))
 	}
@@ -855,4 +863,13 @@ func replies(r Replies) string {
 		s += fmt.Sprintf(" (+%s stray)", count(r.Stray))
 	}
 	return s
+}
+
+// allocated is p's heap allocated per event, in bytes; "–" when pincer's
+// /metrics were not read.
+func allocated(p Process) string {
+	if p.AllocatedPerEventBytes <= 0 {
+		return "–"
+	}
+	return count(int(p.AllocatedPerEventBytes + 0.5))
 }
