@@ -3,13 +3,14 @@ package lanes
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/pincerbot/pincer/internal/channel"
 	"github.com/pincerbot/pincer/internal/msg"
 )
 
-// Sink takes messages in through Next in per-chat order on Lanes: every
+// Sink takePool messages in through Next in per-chat order on Lanes: every
 // message of a chat (channel, account and peer) is handed to Next.Take on
 // that chat's lane, after the ones that came before it, while other chats
 // go on side by side. Take returns once the message is queued (or, Inline,
@@ -17,7 +18,7 @@ import (
 type Sink struct {
 	Lanes *Lanes
 	Next  channel.Taker
-	// Inline takes a message in on the caller's goroutine when the lanes
+	// Inline takePool a message in on the caller's goroutine when the lanes
 	// are idle (see Lanes.Run), for a reader whose Next never waits for
 	// the platform it reads from.
 	Inline bool
@@ -39,9 +40,52 @@ func (s Sink) Take(ctx context.Context, m msg.Message, r channel.Replier, done f
 	if s.Inline {
 		submit = s.Lanes.Run
 	}
-	if err := submit(ctx, Key(m), func() { s.Next.Take(ctx, m, r, done) }); err != nil {
+	t := newTake(s.Next, ctx, &m, r, done)
+	if err := submit(ctx, Key(m), t.run); err != nil {
+		t.recycle()
 		done(err)
 	}
+}
+
+// take is a message on its way through a lane to next.Take. Taken from a
+// pool, it is what a closure over the message was without an allocation:
+// the closure moved the message, a few hundred bytes, to the heap for
+// every message of a burst.
+type take struct {
+	next channel.Taker
+	ctx  context.Context
+	m    msg.Message
+	r    channel.Replier
+	done func(error)
+	// run is do, bound once for the pooled take's lifetime.
+	run func()
+}
+
+var takePool sync.Pool
+
+func newTake(next channel.Taker, ctx context.Context, m *msg.Message, r channel.Replier, done func(error)) *take {
+	t, _ := takePool.Get().(*take)
+	if t == nil {
+		t = new(take)
+		t.run = t.do
+	}
+	t.next, t.ctx, t.m, t.r, t.done = next, ctx, *m, r, done
+	return t
+}
+
+// do hands the message on; the take goes back to the pool first, as the
+// lane runs it once.
+func (t *take) do() {
+	next, ctx, m, r, done := t.next, t.ctx, t.m, t.r, t.done
+	t.recycle()
+	next.Take(ctx, m, r, done)
+}
+
+// recycle clears t (it holds no message for the garbage collector to
+// keep) and puts it back.
+func (t *take) recycle() {
+	*t = take{run: t.run}
+	takePool.Put(t)
 }
 
 // TryTake is Take for a caller that would rather be asked to deliver the
@@ -53,7 +97,11 @@ func (s Sink) TryTake(ctx context.Context, m msg.Message, r channel.Replier, don
 	if done == nil {
 		done = func(error) {}
 	}
-	err := s.Lanes.TrySubmit(ctx, Key(m), wait, func() { s.Next.Take(ctx, m, r, done) })
+	t := newTake(s.Next, ctx, &m, r, done)
+	err := s.Lanes.TrySubmit(ctx, Key(m), wait, t.run)
+	if err != nil {
+		t.recycle()
+	}
 	if errors.Is(err, ErrFull) {
 		return err
 	}
