@@ -3,12 +3,14 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pincerbot/pincer/internal/msg"
@@ -113,11 +115,14 @@ func (d *DB) LogInboundPending(ctx context.Context, m msg.Message, views store.V
 
 // logMessage encodes m and hands its entry in (see logRow).
 func (d *DB) logMessage(m msg.Message, views store.Views, pending bool) (int64, error) {
-	body, err := m.AppendJSON(nil)
+	r := newLogRow()
+	body, err := m.AppendJSON(r.body[:0])
 	if err != nil {
+		r.recycle()
 		return 0, fmt.Errorf("log inbound %s: %w", m.ID, err)
 	}
-	return d.logRow(m, views, body, pending, nil)
+	r.body = body
+	return d.logRow(r, m, views, pending, nil)
 }
 
 // CompleteInbound implements store.InboundLog. The rewrite is not waited
@@ -141,13 +146,19 @@ func (d *DB) CompleteInbound(ctx context.Context, seq int64, m msg.Message) erro
 // LogInboundBuffered implements store.InboundLog: the log entry and the
 // buffer entry go to the writer as one job, written in one transaction.
 func (d *DB) LogInboundBuffered(ctx context.Context, m msg.Message, views store.Views, b store.Buffered) (int64, int64, error) {
-	body, err := m.AppendJSON(nil)
+	r := newLogRow()
+	body, err := m.AppendJSON(r.body[:0])
 	if err != nil {
+		r.recycle()
 		return 0, 0, fmt.Errorf("log inbound %s: %w", m.ID, err)
 	}
+	r.body = body
+	// The buffer entry's copy: the row's buffer goes back to its pool
+	// once the row is inserted.
+	text := string(body)
 	id, at := d.bufferID.Add(1), millis(now())
-	seq, err := d.logRow(m, views, body, false, func(tx *sql.Conn) error {
-		_, err := d.exec(ctx, tx, qBuffer, id, b.Scope, b.Kind, b.Key, string(b.Trigger), at, string(body))
+	seq, err := d.logRow(r, m, views, false, func(tx *sql.Conn) error {
+		_, err := d.exec(ctx, tx, qBuffer, id, b.Scope, b.Kind, b.Key, string(b.Trigger), at, text)
 		return err
 	})
 	if err != nil {
@@ -156,10 +167,11 @@ func (d *DB) LogInboundBuffered(ctx context.Context, m msg.Message, views store.
 	return seq, id, nil
 }
 
-// logRow numbers and links m's log entry and hands it to the writer, with
-// also, when set, to run in the same transaction right after it.
-func (d *DB) logRow(m msg.Message, views store.Views, body []byte, pending bool, also func(tx *sql.Conn) error) (int64, error) {
-	r := &logRow{chat: chatKey(m.Channel, m.Account, m.Peer), id: string(m.ID), views: views, at: millis(now()), body: body, pending: pending}
+// logRow numbers and links m's log entry r, whose body is set, and hands
+// it to the writer, with also, when set, to run in the same transaction
+// right after it.
+func (d *DB) logRow(r *logRow, m msg.Message, views store.Views, pending bool, also func(tx *sql.Conn) error) (int64, error) {
+	r.chat, r.id, r.views, r.at, r.pending = chatKey(m.Channel, m.Account, m.Peer), string(m.ID), views, millis(now()), pending
 	d.chainsMu.Lock()
 	defer d.chainsMu.Unlock()
 	h := d.chains[r.chat]
@@ -170,11 +182,14 @@ func (d *DB) logRow(m msg.Message, views store.Views, body []byte, pending bool,
 	r.seq, r.prev = d.seq.Add(1), h.last
 	// Handed in under the lock, so a chat's entries reach the writer in
 	// the order they link.
+	seq := r.seq
 	if err := d.w.postRow(r, also); err != nil {
+		r.recycle()
 		return 0, fmt.Errorf("log inbound %s: %w", m.ID, err)
 	}
-	h.last, h.views = r.seq, h.views|views
-	return r.seq, nil
+	// r is the writer's now.
+	h.last, h.views = seq, h.views|views
+	return seq, nil
 }
 
 // chain is where a chat's entries end: its last entry, and every view
@@ -185,6 +200,9 @@ type chain struct {
 }
 
 // logRow is one entry of the inbound log on its way to the database.
+// Rows and their bodies' buffers are recycled (see newLogRow) once
+// inserted: the JSON of every message of a burst was garbage a moment
+// after it was written.
 type logRow struct {
 	seq, prev int64
 	chat, id  string
@@ -194,19 +212,85 @@ type logRow struct {
 	pending   bool   // its content is still to be completed
 }
 
+var logRows sync.Pool
+
+// maxPooledBody is the largest body buffer kept for another row: a huge
+// message's is left to the garbage collector.
+const maxPooledBody = 8 << 10
+
+// newLogRow returns an empty row, its body buffer kept from an earlier
+// one when there is one.
+func newLogRow() *logRow {
+	if r, ok := logRows.Get().(*logRow); ok {
+		return r
+	}
+	return new(logRow)
+}
+
+// recycle empties r and puts it back; nothing may use r afterwards.
+func (r *logRow) recycle() {
+	body := r.body[:0]
+	if cap(body) > maxPooledBody {
+		body = nil
+	}
+	*r = logRow{body: body}
+	logRows.Put(r)
+}
+
 // insertRows inserts log entries inside tx, one statement each (a
 // statement of many rows would make SQLite keep a statement journal, a
-// temporary file written page by page), and notes the chats' new last
-// entries for saveChains. The writer calls it.
+// temporary file written page by page), notes the chats' new last
+// entries for saveChains, and recycles the rows. The writer calls it.
+//
+// The insert runs on the driver's own prepared statement with arguments
+// reused from row to row: database/sql converted the eight arguments of
+// every row anew, a few hundred bytes of garbage a message.
 func (d *DB) insertRows(tx *sql.Conn, rows []*logRow) error {
-	ctx := context.Background()
-	for _, r := range rows {
-		if _, err := d.exec(ctx, tx, qLogInbound, r.seq, r.chat, r.id, int64(r.views), r.at, r.body, r.prev, r.pending); err != nil {
-			return fmt.Errorf("log inbound %s: %w", r.id, err)
+	defer func() {
+		for _, r := range rows {
+			r.recycle()
 		}
-		d.noteWritten(r.chat, r.seq, r.views)
-	}
-	return nil
+	}()
+	return tx.Raw(func(dc any) error {
+		ctx := context.Background()
+		if d.logInsert == nil {
+			p, ok := dc.(driver.ConnPrepareContext)
+			if !ok {
+				return fmt.Errorf("log inbound: the driver's connection %T prepares no statement", dc)
+			}
+			st, err := p.PrepareContext(ctx, qLogInbound)
+			if err != nil {
+				return fmt.Errorf("log inbound: %w", err)
+			}
+			ex, ok := st.(interface {
+				driver.Stmt
+				driver.StmtExecContext
+			})
+			if !ok {
+				st.Close()
+				return fmt.Errorf("log inbound: the driver's statement %T runs without a context only", st)
+			}
+			d.logInsert = ex
+			for i := range d.logArgs {
+				d.logArgs[i].Ordinal = i + 1
+			}
+		}
+		a := &d.logArgs
+		defer func() {
+			for i := range a {
+				a[i].Value = nil // holds no row's buffer
+			}
+		}()
+		for _, r := range rows {
+			a[0].Value, a[1].Value, a[2].Value, a[3].Value = r.seq, r.chat, r.id, int64(r.views)
+			a[4].Value, a[5].Value, a[6].Value, a[7].Value = r.at, r.body, r.prev, r.pending
+			if _, err := d.logInsert.ExecContext(ctx, a[:]); err != nil {
+				return fmt.Errorf("log inbound %s: %w", r.id, err)
+			}
+			d.noteWritten(r.chat, r.seq, r.views)
+		}
+		return nil
+	})
 }
 
 // noteWritten records that chat's entry seq, in views, is in the

@@ -5,6 +5,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
@@ -45,7 +46,15 @@ type DB struct {
 	// stmts caches prepared statements by query text: parsing SQL was the
 	// largest cost of a message's path through the store.
 	stmts sync.Map // string -> *sql.Stmt
-	path  string
+	// logInsert is the inbound log's insert, prepared on the writer's
+	// driver connection, and logArgs its arguments (see insertRows); only
+	// the writer touches them.
+	logInsert interface {
+		driver.Stmt
+		driver.StmtExecContext
+	}
+	logArgs [8]driver.NamedValue
+	path    string
 	// w runs every statement (see writer.go), cp the checkpoints.
 	w  *writer
 	cp *checkpointer
@@ -223,8 +232,17 @@ func (d *DB) close() error {
 		errs = append(errs, d.cp.close())
 	}
 	d.w.close()
-	errs = append(errs, d.saveAllChains(context.Background()), d.closeStmts(), d.conn.Close())
+	errs = append(errs, d.saveAllChains(context.Background()), d.closeStmts(), d.closeLogInsert(), d.conn.Close())
 	return errors.Join(append(errs, d.db.Close())...)
+}
+
+// closeLogInsert closes the log's insert, on the connection it was
+// prepared on.
+func (d *DB) closeLogInsert() error {
+	if d.logInsert == nil {
+		return nil
+	}
+	return d.conn.Raw(func(any) error { return d.logInsert.Close() })
 }
 
 // closeStmts closes the prepared statements.
