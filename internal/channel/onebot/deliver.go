@@ -139,26 +139,34 @@ func optionsFor(out msg.Outbound) outboundOptions {
 
 // ReplierFor returns the replier of m, as its arrival would have made it:
 // for messages restored after a restart.
-func (a *Account) ReplierFor(m msg.Message) channel.Replier { return &replier{a: a, trigger: m} }
+func (a *Account) ReplierFor(m msg.Message) channel.Replier { return newReplier(a, m) }
 
 // replier answers one inbound message: the reply quotes it in groups when
-// ReplyToTrigger is set, and may mention its sender.
+// ReplyToTrigger is set, and may mention its sender. It keeps only what it
+// needs of the message: one is made for every message taken in, most of
+// which are never answered.
 type replier struct {
 	a       *Account
-	trigger msg.Message
+	trigger msg.MessageID
+	group   bool
+	sender  msg.Sender
+}
+
+func newReplier(a *Account, m msg.Message) *replier {
+	return &replier{a: a, trigger: m.ID, group: m.Peer.Kind == msg.Group, sender: m.Sender}
 }
 
 func (r *replier) Partial(string) {}
 
 func (r *replier) Deliver(ctx context.Context, out msg.Outbound) (msg.MessageID, error) {
-	if r.a.opts.ReplyToTrigger && r.trigger.Peer.Kind == msg.Group && out.ReplyTo == "" {
-		out.ReplyTo = r.trigger.ID
+	if r.a.opts.ReplyToTrigger && r.group && out.ReplyTo == "" {
+		out.ReplyTo = r.trigger
 	}
 	if out.Mentionable == nil {
-		out.Mentionable = []msg.Sender{r.trigger.Sender}
+		out.Mentionable = []msg.Sender{r.sender}
 	}
 	if out.Answers == "" {
-		out.Answers = r.trigger.ID
+		out.Answers = r.trigger
 	}
 	return r.a.Send(ctx, out)
 }

@@ -96,7 +96,7 @@ func (a *Account) admit(ctx context.Context, self wire.ID, m msg.Message, sink c
 		return
 	}
 	a.noteSeen(m)
-	r := &replier{a: a, trigger: m}
+	r := newReplier(a, m)
 	report := a.reporter(m.ID)
 	taker, ordered := sink.(channel.Taker)
 	if !ordered {
