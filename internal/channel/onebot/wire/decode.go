@@ -55,7 +55,7 @@ func Decode(frame []byte) (ev *Event, resp *Response) {
 		}
 	} else if fast, ok := decodeFast(frame); ok {
 		p = fast
-	} else if json.Unmarshal(frame, &p) != nil {
+	} else if p, ok = decodeStd(frame); !ok {
 		return nil, nil
 	}
 	if p.PostType == "" && (p.Echo != nil || p.Status != nil || p.Retcode != nil) {
@@ -74,7 +74,20 @@ func Decode(frame []byte) (ev *Event, resp *Response) {
 		}
 		return nil, &r
 	}
-	return &p.Event, nil
+	// The event alone goes to the heap, not the probe around it.
+	ev = new(Event)
+	*ev = p.Event
+	return ev, nil
+}
+
+// decodeStd decodes a frame the fast decoder would not with
+// encoding/json; apart from Decode, whose probe then stays on its stack.
+func decodeStd(frame []byte) (probe, bool) {
+	var p probe
+	if json.Unmarshal(frame, &p) != nil {
+		return probe{}, false
+	}
+	return p, true
 }
 
 // response is the answer a probe holds (see answerFrom).
