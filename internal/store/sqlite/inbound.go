@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -253,24 +252,11 @@ func (d *DB) insertRows(tx *sql.Conn, rows []*logRow) error {
 	}()
 	return tx.Raw(func(dc any) error {
 		ctx := context.Background()
-		if d.logInsert == nil {
-			p, ok := dc.(driver.ConnPrepareContext)
-			if !ok {
-				return fmt.Errorf("log inbound: the driver's connection %T prepares no statement", dc)
-			}
-			st, err := p.PrepareContext(ctx, qLogInbound)
-			if err != nil {
-				return fmt.Errorf("log inbound: %w", err)
-			}
-			ex, ok := st.(interface {
-				driver.Stmt
-				driver.StmtExecContext
-			})
-			if !ok {
-				st.Close()
-				return fmt.Errorf("log inbound: the driver's statement %T runs without a context only", st)
-			}
-			d.logInsert = ex
+		st, err := d.raw.stmt(dc, qLogInbound)
+		if err != nil {
+			return fmt.Errorf("log inbound: %w", err)
+		}
+		if d.logArgs[0].Ordinal == 0 {
 			for i := range d.logArgs {
 				d.logArgs[i].Ordinal = i + 1
 			}
@@ -284,7 +270,7 @@ func (d *DB) insertRows(tx *sql.Conn, rows []*logRow) error {
 		for _, r := range rows {
 			a[0].Value, a[1].Value, a[2].Value, a[3].Value = r.seq, r.chat, r.id, int64(r.views)
 			a[4].Value, a[5].Value, a[6].Value, a[7].Value = r.at, r.body, r.prev, r.pending
-			if _, err := d.logInsert.ExecContext(ctx, a[:]); err != nil {
+			if _, err := st.ExecContext(ctx, a[:]); err != nil {
 				return fmt.Errorf("log inbound %s: %w", r.id, err)
 			}
 			d.noteWritten(r.chat, r.seq, r.views)

@@ -46,13 +46,10 @@ type DB struct {
 	// stmts caches prepared statements by query text: parsing SQL was the
 	// largest cost of a message's path through the store.
 	stmts sync.Map // string -> *sql.Stmt
-	// logInsert is the inbound log's insert, prepared on the writer's
-	// driver connection, and logArgs its arguments (see insertRows); only
-	// the writer touches them.
-	logInsert interface {
-		driver.Stmt
-		driver.StmtExecContext
-	}
+	// raw runs the writes (see rawexec.go), and logArgs are the inbound
+	// log's insert's arguments (see insertRows); only the writer touches
+	// them.
+	raw     rawExec
 	logArgs [8]driver.NamedValue
 	path    string
 	// w runs every statement (see writer.go), cp the checkpoints.
@@ -232,17 +229,17 @@ func (d *DB) close() error {
 		errs = append(errs, d.cp.close())
 	}
 	d.w.close()
-	errs = append(errs, d.saveAllChains(context.Background()), d.closeStmts(), d.closeLogInsert(), d.conn.Close())
+	errs = append(errs, d.saveAllChains(context.Background()), d.closeStmts(), d.closeRaw(), d.conn.Close())
 	return errors.Join(append(errs, d.db.Close())...)
 }
 
-// closeLogInsert closes the log's insert, on the connection it was
-// prepared on.
-func (d *DB) closeLogInsert() error {
-	if d.logInsert == nil {
+// closeRaw closes the writes' driver statements, on the connection they
+// were prepared on.
+func (d *DB) closeRaw() error {
+	if len(d.raw.stmts) == 0 {
 		return nil
 	}
-	return d.conn.Raw(func(any) error { return d.logInsert.Close() })
+	return d.conn.Raw(func(any) error { return d.raw.drop() })
 }
 
 // closeStmts closes the prepared statements.
@@ -300,11 +297,11 @@ func (d *DB) exec(ctx context.Context, tx *sql.Conn, query string, args ...any) 
 		}, false, false)
 		return res, err
 	}
-	ctx = quick(ctx)
-	if s := d.cached(ctx, query); s != nil {
-		return s.ExecContext(ctx, args...)
-	}
-	return tx.ExecContext(ctx, query, args...)
+	err = tx.Raw(func(dc any) error {
+		res, err = d.raw.exec(dc, query, args)
+		return err
+	})
+	return res, err
 }
 
 // queryRow runs a single-row query inside tx (the caller is a job).
