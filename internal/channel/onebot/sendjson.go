@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/pincerbot/pincer/internal/channel/onebot/wire"
 )
@@ -30,8 +31,8 @@ func (p messageParams) size() int {
 	n := 32
 	for _, s := range p.message {
 		n += 24 + len(s.Type)
-		for k, v := range s.Data {
-			n += 4 + len(k) + len(v)
+		for _, f := range s.Data {
+			n += 4 + len(f.Key) + len(f.Value)
 		}
 	}
 	return n
@@ -60,13 +61,13 @@ func (p messageParams) appendJSON(dst []byte) ([]byte, error) {
 		dst = append(dst, "null"...)
 	} else {
 		dst = append(dst, '[')
-		var keys []string
+		var fields []wire.Field
 		for i, s := range p.message {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
 			var ok bool
-			if dst, keys, ok = appendSegment(dst, s, keys); !ok {
+			if dst, fields, ok = appendSegment(dst, s, fields); !ok {
 				return p.marshalMap(dst[:orig])
 			}
 		}
@@ -94,46 +95,47 @@ func (p messageParams) marshalMap(dst []byte) ([]byte, error) {
 	return append(dst, b...), nil
 }
 
-// appendSegment appends s as encoding/json writes a wire.Segment, with
-// keys as scratch space for its data's sorted keys; false when it must
-// be left to encoding/json.
-func appendSegment(dst []byte, s wire.Segment, keys []string) ([]byte, []string, bool) {
+// appendSegment appends s as encoding/json writes a wire.Segment (its
+// data's keys sorted), with fields as scratch space for sorting them;
+// false when it must be left to encoding/json.
+func appendSegment(dst []byte, s wire.Segment, fields []wire.Field) ([]byte, []wire.Field, bool) {
 	if !plainKey(s.Type) {
-		return dst, keys, false
+		return dst, fields, false
 	}
 	dst = append(dst, `{"type":"`...)
 	dst = append(dst, s.Type...)
 	dst = append(dst, `","data":`...)
 	if s.Data == nil {
-		return append(dst, "null}"...), keys, true
+		return append(dst, "null}"...), fields, true
 	}
-	keys = keys[:0]
-	for k := range s.Data {
-		if !plainKey(k) {
-			return dst, keys, false
+	fields = append(fields[:0], s.Data...)
+	for _, f := range fields {
+		if !plainKey(f.Key) {
+			return dst, fields, false
 		}
-		keys = append(keys, k)
 	}
-	slices.Sort(keys)
+	slices.SortFunc(fields, func(a, b wire.Field) int { return strings.Compare(a.Key, b.Key) })
 	dst = append(dst, '{')
-	for i, k := range keys {
+	for i, f := range fields {
 		if i > 0 {
+			if f.Key == fields[i-1].Key {
+				return dst, fields, false // a key set twice: which one counts is encoding/json's to say
+			}
 			dst = append(dst, ',')
 		}
 		dst = append(dst, '"')
-		dst = append(dst, k...)
+		dst = append(dst, f.Key...)
 		dst = append(dst, `":`...)
-		v := s.Data[k]
-		if v == nil {
+		if f.Value == nil {
 			dst = append(dst, "null"...)
 			continue
 		}
 		var ok bool
-		if dst, ok = appendCompactHTML(dst, v); !ok {
-			return dst, keys, false
+		if dst, ok = appendCompactHTML(dst, f.Value); !ok {
+			return dst, fields, false
 		}
 	}
-	return append(dst, "}}"...), keys, true
+	return append(dst, "}}"...), fields, true
 }
 
 // appendCompactHTML appends raw as encoding/json writes a RawMessage: as

@@ -56,18 +56,19 @@ func TestMessageParamsEncodeAsTheMap(t *testing.T) {
 			nil,
 			{},
 			{{Type: "text"}},
-			{{Type: "text", Data: map[string]json.RawMessage{}}},
-			{{Type: "text", Data: map[string]json.RawMessage{"text": nil}}},
-			{{Type: "text", Data: map[string]json.RawMessage{"text": {}}}},
-			{{Type: "image", Data: map[string]json.RawMessage{"file": json.RawMessage(`"a"`), "url": json.RawMessage(` { "x" : [1, 2] } `), "sub": json.RawMessage(`7`)}}},
-			{{Type: "text", Data: map[string]json.RawMessage{"text": json.RawMessage(`"unterminated`)}}},
-			{{Type: "text", Data: map[string]json.RawMessage{"text": json.RawMessage(`"bad \q escape"`)}}},
-			{{Type: "text", Data: map[string]json.RawMessage{"text": json.RawMessage(`"short \u12"`)}}},
-			{{Type: "text", Data: map[string]json.RawMessage{"text": json.RawMessage(`"a" "b"`)}}},
-			{{Type: "text", Data: map[string]json.RawMessage{"text": json.RawMessage("\"raw \x01 control\"")}}},
-			{{Type: "text", Data: map[string]json.RawMessage{"text": json.RawMessage(`"ends in \"`)}}},
-			{{Type: "te<xt", Data: map[string]json.RawMessage{"te&xt": json.RawMessage(`"x"`)}}},
-			{{Type: "text", Data: map[string]json.RawMessage{"b": json.RawMessage(`"2"`), "a": json.RawMessage(`"1"`), "é": json.RawMessage(`"3"`)}}},
+			{{Type: "text", Data: wire.Fields{}}},
+			{{Type: "text", Data: wire.Fields{{Key: "text", Value: nil}}}},
+			{{Type: "text", Data: wire.Fields{{Key: "text", Value: json.RawMessage{}}}}},
+			{{Type: "image", Data: wire.Fields{{Key: "file", Value: json.RawMessage(`"a"`)}, {Key: "url", Value: json.RawMessage(` { "x" : [1, 2] } `)}, {Key: "sub", Value: json.RawMessage(`7`)}}}},
+			{{Type: "text", Data: wire.Fields{{Key: "text", Value: json.RawMessage(`"unterminated`)}}}},
+			{{Type: "text", Data: wire.Fields{{Key: "text", Value: json.RawMessage(`"bad \q escape"`)}}}},
+			{{Type: "text", Data: wire.Fields{{Key: "text", Value: json.RawMessage(`"short \u12"`)}}}},
+			{{Type: "text", Data: wire.Fields{{Key: "text", Value: json.RawMessage(`"a" "b"`)}}}},
+			{{Type: "text", Data: wire.Fields{{Key: "text", Value: json.RawMessage("\"raw \x01 control\"")}}}},
+			{{Type: "text", Data: wire.Fields{{Key: "text", Value: json.RawMessage(`"ends in \"`)}}}},
+			{{Type: "te<xt", Data: wire.Fields{{Key: "te&xt", Value: json.RawMessage(`"x"`)}}}},
+			{{Type: "text", Data: wire.Fields{{Key: "b", Value: json.RawMessage(`"2"`)}, {Key: "a", Value: json.RawMessage(`"1"`)}, {Key: "é", Value: json.RawMessage(`"3"`)}}}},
+			{{Type: "text", Data: wire.Fields{{Key: "text", Value: json.RawMessage(`"1"`)}, {Key: "a", Value: nil}, {Key: "text", Value: json.RawMessage(`"2"`)}}}},
 		} {
 			checkParamsEncoding(t, messageParams{target: target, message: segs})
 		}
@@ -84,7 +85,7 @@ func FuzzMessageParamsEncodeAsTheMap(f *testing.F) {
 	f.Add("x", `"\u2028"`)
 	f.Fuzz(func(t *testing.T, text, raw string) {
 		segs := outboundSegments(text, outboundOptions{Mentions: true, Participants: []participant{{QQ: 10001, Name: "张三"}}})
-		segs = append(segs, wire.Segment{Type: "x", Data: map[string]json.RawMessage{"v": json.RawMessage(raw), "w": json.RawMessage(text)}})
+		segs = append(segs, wire.Segment{Type: "x", Data: wire.Fields{{Key: "v", Value: json.RawMessage(raw)}, {Key: "w", Value: json.RawMessage(text)}}})
 		checkParamsEncoding(t, messageParams{target: chatTarget{"group_id", 1}, message: segs})
 	})
 }

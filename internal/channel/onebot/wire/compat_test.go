@@ -39,8 +39,8 @@ func TestParseCode(t *testing.T) {
 			continue
 		}
 		got := map[string]string{}
-		for k := range seg.Data {
-			got[k] = seg.Str(k)
+		for _, f := range seg.Data {
+			got[f.Key] = seg.Str(f.Key)
 		}
 		if seg.Type != tt.typ || !cmp.Equal(tt.data, got) {
 			t.Errorf("%q: %s %v, want %s %v", tt.code, seg.Type, got, tt.typ, tt.data)

@@ -1,10 +1,6 @@
 package wire
 
-import (
-	"encoding/json"
-	"sort"
-	"strings"
-)
+import "strings"
 
 var (
 	textEscaper  = strings.NewReplacer("&", "&amp;", "[", "&#91;", "]", "&#93;")
@@ -74,12 +70,12 @@ func parseCQ(s string) []Segment {
 			b.AddText(unescape("[CQ:" + body + "]"))
 			continue
 		}
-		seg := Segment{Type: typ, Data: map[string]json.RawMessage{}}
+		seg := Segment{Type: typ, Data: Fields{}}
 		if params != "" {
 			for _, p := range strings.Split(params, ",") {
 				k, v, _ := strings.Cut(p, "=")
 				if k != "" {
-					seg.Data[k] = quote(unescape(v))
+					seg.Data.Set(k, quote(unescape(v)))
 				}
 			}
 		}
@@ -111,17 +107,12 @@ func formatCQ(segs []Segment) string {
 			continue
 		}
 		b.WriteString("[CQ:" + s.Type)
-		keys := make([]string, 0, len(s.Data))
-		for k := range s.Data {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			v := string(s.Data[k])
+		for _, f := range s.Data.sorted() {
+			v := string(f.Value)
 			if strings.HasPrefix(strings.TrimSpace(v), `"`) {
-				v = s.Str(k)
+				v = s.Str(f.Key)
 			}
-			b.WriteString("," + k + "=" + escapeParam(v))
+			b.WriteString("," + f.Key + "=" + escapeParam(v))
 		}
 		b.WriteByte(']')
 	}

@@ -2,7 +2,6 @@ package wire
 
 import (
 	"bytes"
-	"encoding/json"
 	"strings"
 	"unicode/utf8"
 )
@@ -15,14 +14,14 @@ const DefaultMaxChars = 20000
 // textPrefix is the text of a text segment cut to limit characters, and
 // whether it was cut. Only the part kept is decoded.
 func textPrefix(s Segment, limit int) (string, bool) {
-	raw := bytes.TrimSpace(s.Data["text"])
+	raw := bytes.TrimSpace(s.Data.Get("text"))
 	if len(raw) > 0 && raw[0] == '"' {
 		end := stringPrefix(raw, limit)
 		if end < 0 {
 			return s.Str("text"), false // it fits
 		}
 		prefix := append(raw[:end:end], '"') // a copy of the part kept
-		return Segment{Data: map[string]json.RawMessage{"text": prefix}}.Str("text"), true
+		return Segment{Data: Fields{{Key: "text", Value: prefix}}}.Str("text"), true
 	}
 	text := s.Str("text") // a number or boolean: short
 	if utf8.RuneCountInString(text) > limit {

@@ -237,9 +237,9 @@ func segmentOf(elem []byte) (Segment, bool) {
 				text = value
 			}
 		}
-		seg := Segment{Type: "text", Data: map[string]json.RawMessage{}}
+		seg := Segment{Type: "text", Data: Fields{}}
 		if text != nil {
-			seg.Data["text"] = text
+			seg.Data = Fields{{Key: "text", Value: text}}
 		}
 		return seg, true
 	}

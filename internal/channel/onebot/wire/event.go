@@ -278,7 +278,7 @@ func convert(s Segment, depth int, self ID) msg.Segment {
 		return msg.Segment{Kind: msg.SegFile, URL: s.Str("url"), ID: s.Str("file_id"), Name: s.Str("name")}
 	case "forward":
 		seg := msg.Segment{Kind: msg.SegForward, ID: forwardID(s)}
-		if content, ok := s.Data["content"]; ok {
+		if content, ok := s.Data.Lookup("content"); ok {
 			// NapCat sends nested forwards inline; their ids cannot be
 			// fetched, so the content is the only way in. Content without
 			// an id gets one made up from it, so it is still found.

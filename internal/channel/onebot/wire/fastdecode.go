@@ -3,8 +3,8 @@ package wire
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/valyala/fastjson"
@@ -380,20 +380,57 @@ func segmentsOfValue(v *fastjson.Value) (segs []Segment, ok bool) {
 	if err != nil {
 		return nil, false
 	}
+	// The segments' data values are written to a scratch buffer, then
+	// copied to one of the size they came to, each capped at its end so
+	// none grows into the next.
+	scratch := scratches.Get().(*[]byte)
+	defer putScratch(scratch)
+	buf := (*scratch)[:0]
 	segs = make([]Segment, 0, len(elems))
 	for _, e := range elems {
-		seg, ok := segmentFast(e)
+		mark := len(buf)
+		seg, ok := segmentFast(e, &buf)
 		if !ok {
+			*scratch = buf
 			return nil, false
 		}
-		if seg.Type != "" {
-			segs = append(segs, seg)
+		if seg.Type == "" {
+			buf = buf[:mark] // left out, its values too
+			continue
 		}
+		segs = append(segs, seg)
+	}
+	*scratch = buf
+	values := make([]byte, len(buf))
+	copy(values, buf)
+	for i := range segs {
+		data := segs[i].Data
+		for j := range data {
+			n := len(data[j].Value)
+			data[j].Value, values = values[:n:n], values[n:]
+		}
+		segs[i].Data = data.dedupe()
 	}
 	return segs, true
 }
 
-func segmentFast(e *fastjson.Value) (seg Segment, ok bool) {
+// scratches are the scratch buffers of segmentsOfValue.
+var scratches = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxScratch is the largest scratch buffer kept for another message; a
+// bigger one is left to the garbage collector.
+const maxScratch = 64 << 10
+
+// putScratch returns a scratch buffer to scratches, unless it is huge.
+func putScratch(b *[]byte) {
+	if cap(*b) <= maxScratch {
+		scratches.Put(b)
+	}
+}
+
+// segmentFast decodes a segment object; its data values are appended to
+// buf, and its fields hold them there until segmentsOfValue copies them.
+func segmentFast(e *fastjson.Value, buf *[]byte) (seg Segment, ok bool) {
 	obj, err := e.Object()
 	if err != nil {
 		return seg, false
@@ -409,7 +446,7 @@ func segmentFast(e *fastjson.Value) (seg Segment, ok bool) {
 			ok = !seenType && setString(&seg.Type, v)
 			seenType = true
 		case "data":
-			ok = !seenData && setData(&seg, v)
+			ok = !seenData && setData(&seg, v, buf)
 			seenData = true
 		default:
 			ok = plainKey(key)
@@ -418,8 +455,12 @@ func segmentFast(e *fastjson.Value) (seg Segment, ok bool) {
 	return seg, ok
 }
 
-// setData decodes a segment's data object into its map (null for none).
-func setData(seg *Segment, v *fastjson.Value) bool {
+// setData decodes a segment's data object into its fields (null for
+// none), sized once for the keys it has. The values are appended to buf
+// and the fields left pointing into it, a repeated key not yet dropped:
+// segmentsOfValue copies the values out, then deduplicates. The usual
+// keys are not allocated anew (intern).
+func setData(seg *Segment, v *fastjson.Value, buf *[]byte) bool {
 	switch v.Type() {
 	case fastjson.TypeNull:
 		return true
@@ -428,15 +469,13 @@ func setData(seg *Segment, v *fastjson.Value) bool {
 		return false
 	}
 	obj := v.GetObject()
-	seg.Data = make(map[string]json.RawMessage, obj.Len())
-	// The values share one buffer, each capped at its end so none grows
-	// into the next; the usual keys are not allocated anew (intern).
-	var buf []byte
+	data := make(Fields, 0, obj.Len())
 	obj.Visit(func(key []byte, v *fastjson.Value) {
-		start := len(buf)
-		buf = v.MarshalTo(buf)
-		seg.Data[intern(key)] = buf[start:len(buf):len(buf)]
+		start := len(*buf)
+		*buf = v.MarshalTo(*buf)
+		data = append(data, Field{Key: intern(key), Value: (*buf)[start:]})
 	})
+	seg.Data = data
 	return true
 }
 

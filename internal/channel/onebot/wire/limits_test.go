@@ -231,7 +231,7 @@ func FuzzTextPrefix(f *testing.F) {
 		if !strings.HasPrefix(raw, `"`) || json.Unmarshal([]byte(raw), &full) != nil {
 			return
 		}
-		got, cut := textPrefix(Segment{Data: map[string]json.RawMessage{"text": json.RawMessage(raw)}}, int(n))
+		got, cut := textPrefix(Segment{Data: Fields{{Key: "text", Value: json.RawMessage(raw)}}}, int(n))
 		if want := cutChars(full, int(n)); got != want {
 			t.Fatalf("first %d characters of %s: %q, want %q", n, raw, got, want)
 		}

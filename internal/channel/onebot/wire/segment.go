@@ -16,14 +16,14 @@ import (
 // spec says strings, but implementations send numbers, booleans, objects
 // and arrays (a NapCat forward carries its messages inline).
 type Segment struct {
-	Type string                     `json:"type"`
-	Data map[string]json.RawMessage `json:"data"`
+	Type string `json:"type"`
+	Data Fields `json:"data"`
 }
 
 // Str returns a data field as a string: a JSON string as is, a number or
 // boolean as written, anything else (or a missing field) as "".
 func (s Segment) Str(key string) string {
-	raw := bytes.TrimSpace(s.Data[key])
+	raw := bytes.TrimSpace(s.Data.Get(key))
 	if len(raw) == 0 {
 		return ""
 	}
@@ -46,14 +46,14 @@ func (s Segment) Str(key string) string {
 
 // textSegment returns a text segment.
 func textSegment(text string) Segment {
-	return Segment{Type: "text", Data: map[string]json.RawMessage{"text": quote(text)}}
+	return Segment{Type: "text", Data: Fields{{Key: "text", Value: quote(text)}}}
 }
 
 // NewSegment returns a segment with string data.
 func NewSegment(typ string, kv ...string) Segment {
-	s := Segment{Type: typ, Data: map[string]json.RawMessage{}}
+	s := Segment{Type: typ, Data: make(Fields, 0, len(kv)/2)}
 	for i := 0; i+1 < len(kv); i += 2 {
-		s.Data[kv[i]] = quote(kv[i+1])
+		s.Data.Set(kv[i], quote(kv[i+1]))
 	}
 	return s
 }

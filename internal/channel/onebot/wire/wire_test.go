@@ -48,8 +48,8 @@ func TestSegmentStr(t *testing.T) {
 func TestSegmentsEncodeAnyText(t *testing.T) {
 	for _, text := range []string{"🏴󠁧󠁢󠁥󠁮󠁧󠁿 flag", "bell\a tab\t nul\x00 end", "<b>&amp;</b>", "\u2028line"} {
 		seg := NewSegment("text", "text", text)
-		if !json.Valid(seg.Data["text"]) {
-			t.Errorf("%q encodes as invalid JSON: %s", text, seg.Data["text"])
+		if !json.Valid(seg.Data.Get("text")) {
+			t.Errorf("%q encodes as invalid JSON: %s", text, seg.Data.Get("text"))
 		}
 		if got := seg.Str("text"); got != text {
 			t.Errorf("read back %q, want %q", got, text)
