@@ -35,6 +35,10 @@ const kindRealtime = "realtime"
 // kindSummary is the kind of a stored /summary command not answered yet.
 const kindSummary = "summary"
 
+// kindAsk is the kind of a stored reply whose quoted message's author
+// the platform is being asked (see askOwner).
+const kindAsk = "ask"
+
 // scope names the pipeline's buffered entries in the store.
 func (p *Pipeline) scope() string { return string(p.opts.Channel) + "/" + string(p.opts.Account) }
 
@@ -180,6 +184,35 @@ func (p *Pipeline) logSummary(ctx context.Context, m msg.Message) int64 {
 		return 0
 	}
 	return ref
+}
+
+// logAsk logs m, a reply whose quoted message's author is asked of the
+// platform, with its stored question, in one write; it returns the log
+// entry's number and the question's id, 0 when not stored.
+func (p *Pipeline) logAsk(ctx context.Context, m msg.Message, views store.Views) (int64, int64) {
+	if p.opts.Store == nil {
+		return 0, 0
+	}
+	seq, ref, err := p.opts.Store.LogInboundBuffered(context.WithoutCancel(ctx), m, views, store.Buffered{Scope: p.scope(), Kind: kindAsk, Key: m.Peer.String(), Message: m})
+	if err != nil {
+		p.log.Error("message not logged nor its question stored; a restart would lose it", "msg_id", string(m.ID), "err", err)
+		return 0, 0
+	}
+	return seq, ref
+}
+
+// bufferAsk stores the question of m, logged already (pending its
+// completion); it returns the question's id, 0 when not stored.
+func (p *Pipeline) bufferAsk(ctx context.Context, m msg.Message) int64 {
+	if p.opts.Store == nil {
+		return 0
+	}
+	ids, err := p.opts.Store.Buffer(context.WithoutCancel(ctx), []store.Buffered{{Scope: p.scope(), Kind: kindAsk, Key: m.Peer.String(), Message: m}})
+	if err != nil || len(ids) != 1 {
+		p.log.Error("the question whose message a reply quotes not stored; a restart before its answer would not answer it", "msg_id", string(m.ID), "err", err)
+		return 0
+	}
+	return ids[0]
 }
 
 // bufferRealtime stores the realtime entry of m, logged already, before

@@ -333,7 +333,7 @@ func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier, d
 	if want.digest {
 		views |= store.ViewDigest
 	}
-	var seq, rtRef int64
+	var seq, rtRef, askRef int64
 	// A message its channel completes (a merged forward) that no turn
 	// takes now is logged as it came, pending, and completed off the
 	// chat's order: the history later turns read stops before it until
@@ -346,6 +346,13 @@ func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier, d
 		if seq = p.logMessage(ctx, m, views, true); seq == 0 {
 			later = false // not logged: completed when a turn reads it
 		}
+		if ask && p.canAsk() {
+			askRef = p.bufferAsk(ctx, m)
+		}
+	case ask && p.canAsk():
+		// Stored with its question until the answer is handled: a restart
+		// or a handover before then asks again (see askOwner).
+		seq, askRef = p.logAsk(ctx, m, views)
 	default:
 		seq = p.logMessage(ctx, m, views, false)
 	}
@@ -390,7 +397,7 @@ func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier, d
 		tr.Step(key, trace.StageBuffer, "", buffersTaken(want.history, want.realtime, want.digest, command, waiting))
 	}
 	if ask {
-		p.askOwner(ctx, m, r, typed, epoch)
+		p.askOwner(ctx, m, r, typed, epoch, askRef)
 	}
 	// Like a message sent to a person, a message in a window is done when
 	// its batch is answered; any other once it is buffered.

@@ -113,12 +113,21 @@ func (p *Pipeline) RestoreWhere(ctx context.Context, keep func(msg.Peer) bool) e
 		return fmt.Errorf("pipeline %s: restore: %w", p.scope(), err)
 	}
 	opened := map[string]bool{}
+	// The messages restored into realtime windows, and the questions
+	// asked again after them: a question whose answer opened the
+	// message's window before the restart may be stored still.
+	windowed := map[string]bool{}
+	var asks []store.Buffered
 	for _, e := range entries {
 		peer := e.Message.Peer
 		if e.Kind == kindSummary {
 			if fresh(peer, kindSummary, func() bool { return true }) && p.restoreSummary(e) {
 				counts[kindSummary]++
 			}
+			continue
+		}
+		if e.Kind == kindAsk {
+			asks = append(asks, e)
 			continue
 		}
 		shape := p.chat(peer).shape
@@ -136,7 +145,22 @@ func (p *Pipeline) RestoreWhere(ctx context.Context, keep func(msg.Peer) bool) e
 			p.unbuffer(e.ID)
 			continue
 		}
+		windowed[peer.String()+"\x00"+string(e.Message.ID)] = true
 		counts[kindRealtime]++
+	}
+	for _, e := range asks {
+		peer := e.Message.Peer
+		if !fresh(peer, kindAsk, func() bool { return true }) {
+			continue
+		}
+		if windowed[peer.String()+"\x00"+string(e.Message.ID)] || p.opts.ReplierFor == nil {
+			p.unbuffer(e.ID)
+			continue
+		}
+		m := e.Message
+		p.opts.Trace.Step(trace.KeyOf(m), trace.StageTrigger, "not triggered", "whose message "+string(m.ReplyTo)+" is was not learned before a restart or a handover: asked again")
+		p.askOwner(ctx, m, p.opts.ReplierFor(m), trigger.StripLeadingMention(m, p.opts.Bot.Self()), p.epoch(peer), e.ID)
+		counts[kindAsk]++
 	}
 	p.mu.Lock()
 	if keep != nil && p.chats == nil {
@@ -155,8 +179,8 @@ func (p *Pipeline) RestoreWhere(ctx context.Context, keep func(msg.Peer) bool) e
 		}
 	}
 	p.mu.Unlock()
-	if counts["history"]+counts["digest"]+counts[kindRealtime]+counts[kindSummary] > 0 {
-		p.log.Info("buffered messages restored", "history", counts["history"], "realtime", counts[kindRealtime], "digest", counts["digest"], "summary", counts[kindSummary])
+	if counts["history"]+counts["digest"]+counts[kindRealtime]+counts[kindSummary]+counts[kindAsk] > 0 {
+		p.log.Info("buffered messages restored", "history", counts["history"], "realtime", counts[kindRealtime], "digest", counts["digest"], "summary", counts[kindSummary], "asked", counts[kindAsk])
 	}
 	return nil
 }
