@@ -130,7 +130,46 @@ type ownerAsks struct {
 // timer) and must not block. err, when not nil, says why there is no
 // answer (no connection, a timeout); mine is false then. The answer is
 // remembered for a while, so SentByBot knows it next time.
+//
+// Asked while there is no connection to ask over, or before the bot's QQ
+// number is known (a restart asks again the questions its last run left
+// unanswered before the implementation is connected), the question waits
+// for both, up to askWait, and fails with errNotConnected after that.
 func (a *Account) AskSentByBot(ctx context.Context, id msg.MessageID, then func(mine bool, err error)) {
+	if _, err := strconv.ParseInt(string(id), 10, 64); err != nil {
+		then(false, nil) // no message id of QQ's
+		return
+	}
+	a.askWhenConnected(ctx, id, then, time.Now().Add(askWait))
+}
+
+// askWait is how long a question waits for a connection to ask over, and
+// askRetry how often it looks for one meanwhile.
+const (
+	askWait  = time.Minute
+	askRetry = 250 * time.Millisecond
+)
+
+// askWhenConnected asks at once when the account can, else again after
+// askRetry, until deadline.
+func (a *Account) askWhenConnected(ctx context.Context, id msg.MessageID, then func(mine bool, err error), deadline time.Time) {
+	if _, err := a.liveCaller(); err == nil && a.Self() != 0 {
+		a.ask(ctx, id, then)
+		return
+	}
+	if err := ctx.Err(); err != nil {
+		then(false, fmt.Errorf("get_msg: %w", err))
+		return
+	}
+	if !time.Now().Before(deadline) {
+		then(false, fmt.Errorf("get_msg: %w (waited %s)", errNotConnected, askWait))
+		return
+	}
+	time.AfterFunc(askRetry, func() { a.askWhenConnected(ctx, id, then, deadline) })
+}
+
+// ask is AskSentByBot over the connection there is now.
+func (a *Account) ask(ctx context.Context, id msg.MessageID, then func(mine bool, err error)) {
 	n, err := strconv.ParseInt(string(id), 10, 64)
 	self := a.Self()
 	if err != nil || self == 0 {

@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/pincerbot/pincer/internal/channel/onebot/onebottest"
 	"github.com/pincerbot/pincer/internal/msg"
 )
 
@@ -336,6 +337,51 @@ func TestSentIDsArePruned(t *testing.T) {
 		send() // 3: prunes 1
 		if st.has("default", "1") || !st.has("default", "2") || !st.has("default", "3") {
 			t.Errorf("store after a week and an hour: %v", st.ids)
+		}
+	})
+}
+
+// TestAQuestionWaitsForTheConnection: asked before the implementation is
+// connected (as a restart asks again what its last run left unanswered),
+// the question waits for the connection and the bot's QQ number, and is
+// answered then; with no connection within askWait it fails with
+// errNotConnected.
+func TestAQuestionWaitsForTheConnection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := func(action string, _ json.RawMessage) (any, int, string) {
+			if action == "get_msg" {
+				return map[string]any{"message_id": 12, "sender": map[string]any{"user_id": 3300000001}}, 0, ""
+			}
+			return nil, 0, ""
+		}
+		// The bot's number is learned from the connection, not configured.
+		r := newRig(t, AccountOptions{Reverse: true, Token: "k"}, h)
+		defer r.close()
+		answered := make(chan error, 1)
+		var mine bool
+		r.acct.AskSentByBot(context.Background(), "12", func(m bool, err error) { mine = m; answered <- err })
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		select {
+		case err := <-answered:
+			t.Fatalf("answered (%v) with no connection to ask over", err)
+		default:
+		}
+		if err := r.peer.DialReverse(context.Background(), rigReverse, onebottest.ReverseOptions{SelfID: 3300000001, Authorization: "Token k", Client: r.net.Client()}); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-answered; err != nil || !mine {
+			t.Fatalf("once connected: mine %v, err %v; want the bot's", mine, err)
+		}
+
+		start := time.Now()
+		r.peer.DropAll()
+		synctest.Wait()
+		if _, err := ask(r.acct, "13"); !errors.Is(err, errNotConnected) {
+			t.Fatalf("with no connection: %v; want errNotConnected", err)
+		}
+		if d := time.Since(start); d < askWait {
+			t.Errorf("gave up after %v; want askWait", d)
 		}
 	})
 }

@@ -129,6 +129,13 @@ func (p *Peer) Silence(action string) {
 	p.silent[action] = true
 }
 
+// Speak lifts a Silence of action: the peer answers it again.
+func (p *Peer) Speak(action string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.silent, action)
+}
+
 // Refuse makes the peer fail action with retcode and message, whatever
 // its handler says; retcode 0 lifts the refusal.
 func (p *Peer) Refuse(action string, retcode int, message string) {
