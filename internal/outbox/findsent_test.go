@@ -118,3 +118,58 @@ func TestPartsAnEarlierAttemptSentAreNotSentAgain(t *testing.T) {
 		}
 	})
 }
+
+// blindChat is a findingChat whose history cannot be read while blind is
+// set (no connection to ask over): FindSent fails.
+type blindChat struct {
+	*findingChat
+	mu    sync.Mutex
+	blind int // how many more lookups fail
+}
+
+func (c *blindChat) FindSent(ctx context.Context, out msg.Outbound, part int, since time.Time) (msg.MessageID, bool, error) {
+	c.mu.Lock()
+	if c.blind > 0 {
+		c.blind--
+		c.mu.Unlock()
+		return "", false, errDown
+	}
+	c.mu.Unlock()
+	return c.findingChat.FindSent(ctx, out, part, since)
+}
+
+// TestAPartIsNotSentBeforeThePlatformCanBeAskedForIt: a retry whose look
+// for what the last attempt sent fails (the platform cannot be asked yet)
+// sends nothing; the next retry looks again, finds the part and does not
+// send it a second time.
+func TestAPartIsNotSentBeforeThePlatformCanBeAskedForIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := openStore(t, filepath.Join(t.TempDir(), "f.db"))
+		bc := &blindChat{findingChat: &findingChat{shown: map[string]bool{}, lose: true}, blind: 2}
+		o := New(Options{Store: st})
+		o.Register("onebot", "default", bc)
+		if err := o.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		defer o.Close()
+		if _, err := o.Deliver(context.Background(), "onebot", "in:1#1", reply("好的")); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		time.Sleep(5 * time.Minute) // every retry's backoff
+		synctest.Wait()
+		got, asked := bc.report()
+		if diff := cmp.Diff([]string{"好的"}, got); diff != "" {
+			t.Errorf("the platform got (-want +got):\n%s", diff)
+		}
+		if !slices.Equal(asked, []int{0, 1}) {
+			t.Errorf("asked the platform for parts %v; want [0 1] (the part, then the end), once it could be asked", asked)
+		}
+		bc.mu.Lock()
+		left := bc.blind
+		bc.mu.Unlock()
+		if left != 0 {
+			t.Errorf("%d failed lookups left; want both used", left)
+		}
+	})
+}

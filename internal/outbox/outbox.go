@@ -43,7 +43,12 @@ type Sender interface {
 // it sends the rest of a payload that an earlier attempt may have sent
 // (one restored from the store, or retried after a failure), the outbox
 // asks, part after part, and records what it finds as sent rather than
-// send it again.
+// send it again. An error says the platform cannot be asked now (no
+// connection, or in a cluster no process holding one): the attempt ends
+// there, failed, and the parts are looked for again before the next one,
+// rather than sent blindly the moment a connection comes back. A platform
+// that cannot tell (no history to read) reports found false and no error,
+// and the part is sent.
 type Finder interface {
 	FindSent(ctx context.Context, out msg.Outbound, part int, since time.Time) (id msg.MessageID, found bool, err error)
 }
@@ -527,28 +532,31 @@ func (o *Outbox) work(key queueKey, q *queue, caller *item, backoff time.Duratio
 		q.sending = it
 		o.mu.Unlock()
 		attempt, cancel := context.WithCancelCause(o.ctx)
+		var err error
 		if f, ok := s.(Finder); ok && (it.restored || it.e.Attempts > 0) {
-			o.findSent(attempt, f, it)
+			err = o.findSent(attempt, f, it)
 		}
 		unsaved := false // the last part's progress, stored with the outcome
-		err := s.SendParts(attempt, it.e.Out, it.e.Sent, func(part int, mid msg.MessageID, more bool) {
-			if part == 0 {
-				it.first.CompareAndSwap(nil, &mid)
-			}
-			it.e.Sent = part + 1
-			// Before the next part goes out, the store must know this one
-			// went: a crash must not send it again. After the last, the
-			// outcome stored next says it with one commit fewer.
-			if unsaved = !more; unsaved {
-				return
-			}
-			if err := o.opts.Store.UpdateOutbox(o.ctx, it.e.ID, it.e.Sent, it.e.Attempts, store.OutboxPending, ""); err != nil {
-				o.log.Warn("reply progress not stored", "id", it.e.ID, "err", err)
-			}
-			if !o.mayGoOn(key, q) {
-				cancel(ErrReleased) // the next part is not sent
-			}
-		})
+		if err == nil {
+			err = s.SendParts(attempt, it.e.Out, it.e.Sent, func(part int, mid msg.MessageID, more bool) {
+				if part == 0 {
+					it.first.CompareAndSwap(nil, &mid)
+				}
+				it.e.Sent = part + 1
+				// Before the next part goes out, the store must know this one
+				// went: a crash must not send it again. After the last, the
+				// outcome stored next says it with one commit fewer.
+				if unsaved = !more; unsaved {
+					return
+				}
+				if err := o.opts.Store.UpdateOutbox(o.ctx, it.e.ID, it.e.Sent, it.e.Attempts, store.OutboxPending, ""); err != nil {
+					o.log.Warn("reply progress not stored", "id", it.e.ID, "err", err)
+				}
+				if !o.mayGoOn(key, q) {
+					cancel(ErrReleased) // the next part is not sent
+				}
+			})
+		}
 		released := errors.Is(context.Cause(attempt), ErrReleased)
 		cancel(nil)
 		o.mu.Lock()
@@ -615,16 +623,17 @@ func (o *Outbox) work(key queueKey, q *queue, caller *item, backoff time.Duratio
 }
 
 // findSent records as sent the parts of it, from the first not known to
-// be sent on, that the platform shows an earlier attempt sent.
-func (o *Outbox) findSent(ctx context.Context, f Finder, it *item) {
+// be sent on, that the platform shows an earlier attempt sent; an error
+// says the platform could not be asked now (see Finder).
+func (o *Outbox) findSent(ctx context.Context, f Finder, it *item) error {
 	for {
 		id, found, err := f.FindSent(ctx, it.e.Out, it.e.Sent, it.e.Created)
 		if err != nil {
-			o.log.Debug("could not look for the reply's parts on the platform; sending them", "id", it.e.ID, "err", err)
-			return
+			o.log.Debug("could not look for the reply's parts on the platform yet; not sending them before it can", "id", it.e.ID, "err", err)
+			return fmt.Errorf("look for the parts an earlier attempt sent: %w", err)
 		}
 		if !found {
-			return
+			return nil
 		}
 		o.log.Info("a part of the reply an earlier attempt sent is on the platform; not sent again", "id", it.e.ID, "part", it.e.Sent, "msg_id", string(id))
 		if it.e.Sent == 0 {

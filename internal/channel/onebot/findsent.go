@@ -2,6 +2,7 @@ package onebot
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -26,7 +27,10 @@ const findSkew = time.Minute
 // platform's clock), quoting what the part quotes, and not among the ids
 // recorded as sent: a message recorded as sent was confirmed for some
 // part, and this part's was not. An implementation without history finds
-// nothing, and the part is sent again, as before.
+// nothing, and the part is sent again, as before; so does one whose
+// history does not answer in time. With no connection to ask over (in a
+// cluster, no process holding it), or one that drops while asked, the
+// error says so, and the outbox asks again before it sends.
 func (a *Account) FindSent(ctx context.Context, out msg.Outbound, part int, since time.Time) (msg.MessageID, bool, error) {
 	chunks := chunkText(out.Text, a.opts.ChunkLimit)
 	self := a.Self()
@@ -39,8 +43,12 @@ func (a *Account) FindSent(ctx context.Context, out msg.Outbound, part int, sinc
 	}
 	quotes := part == replyPart(out, len(chunks))
 	ms, err := a.History(ctx, out.Peer, channel.HistoryQuery{Count: findWithin})
-	if err != nil {
+	if errors.Is(err, errNotConnected) || errors.Is(err, errDisconnected) {
 		return "", false, err
+	}
+	if err != nil {
+		a.log.Debug("the chat's history cannot tell whether a part was sent; sending it", "peer", out.Peer.String(), "err", err)
+		return "", false, nil
 	}
 	me := msg.UserID(self.String())
 	for i := len(ms) - 1; i >= 0; i-- { // the newest first

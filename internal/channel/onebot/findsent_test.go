@@ -3,6 +3,7 @@ package onebot
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -66,9 +67,17 @@ func TestFindSentReadsTheChat(t *testing.T) {
 		if _, found, _ := r.acct.FindSent(ctx, out, 1, now); found {
 			t.Error("a part the reply does not have was found")
 		}
+		// An implementation without history cannot tell: the part is sent.
 		unsupported = true
-		if _, found, err := r.acct.FindSent(ctx, out, 0, now); found || err == nil {
-			t.Errorf("without history: found %v, err %v", found, err)
+		if _, found, err := r.acct.FindSent(ctx, out, 0, now); found || err != nil {
+			t.Errorf("without history: found %v, err %v; want not found, no error", found, err)
+		}
+		// With no connection the platform cannot be asked now: the error
+		// says so, and the outbox sends nothing before it can.
+		r.peer.DropAll()
+		synctest.Wait()
+		if _, found, err := r.acct.FindSent(ctx, out, 0, now); found || !errors.Is(err, errNotConnected) {
+			t.Errorf("with no connection: found %v, err %v; want errNotConnected", found, err)
 		}
 	})
 }

@@ -154,7 +154,7 @@ const (
 // askRetry, until deadline.
 func (a *Account) askWhenConnected(ctx context.Context, id msg.MessageID, then func(mine bool, err error), deadline time.Time) {
 	if _, err := a.liveCaller(); err == nil && a.Self() != 0 {
-		a.ask(ctx, id, then)
+		a.ask(ctx, id, then, deadline)
 		return
 	}
 	if err := ctx.Err(); err != nil {
@@ -168,8 +168,10 @@ func (a *Account) askWhenConnected(ctx context.Context, id msg.MessageID, then f
 	time.AfterFunc(askRetry, func() { a.askWhenConnected(ctx, id, then, deadline) })
 }
 
-// ask is AskSentByBot over the connection there is now.
-func (a *Account) ask(ctx context.Context, id msg.MessageID, then func(mine bool, err error)) {
+// ask is AskSentByBot over the connection there is now. A connection
+// that turns out to be gone (or, in a cluster, no process holding one)
+// sends the question back to wait for one, until deadline.
+func (a *Account) ask(ctx context.Context, id msg.MessageID, then func(mine bool, err error), deadline time.Time) {
 	n, err := strconv.ParseInt(string(id), 10, 64)
 	self := a.Self()
 	if err != nil || self == 0 {
@@ -209,7 +211,12 @@ func (a *Account) ask(ctx context.Context, id msg.MessageID, then func(mine bool
 		waiting := a.asks.waiting[id]
 		delete(a.asks.waiting, id)
 		a.asks.mu.Unlock()
+		again := errors.Is(err, errNotConnected) && time.Now().Before(deadline)
 		for _, then := range waiting {
+			if again {
+				time.AfterFunc(askRetry, func() { a.askWhenConnected(ctx, id, then, deadline) })
+				continue
+			}
 			then(mine, err)
 		}
 	})

@@ -385,3 +385,31 @@ func TestAQuestionWaitsForTheConnection(t *testing.T) {
 		}
 	})
 }
+
+// TestAQuestionWaitsForAHolderOfTheConnection: in a cluster, a process
+// without the connection asks through its holder; while no process holds
+// it (the holder died and the lease is not taken yet), the question waits
+// and is asked again, rather than failing at once.
+func TestAQuestionWaitsForAHolderOfTheConnection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		var requests int
+		far := NewAccount(AccountOptions{ID: "default", SelfID: 3300000001, Remote: RemoteCaller(func(ctx context.Context, call []byte) ([]byte, error) {
+			requests++
+			if time.Since(start) < 5*time.Second {
+				return nil, errors.New("cluster: no holder serves the request")
+			}
+			return []byte(`{"data":{"message_id":12,"sender":{"user_id":3300000001}}}`), nil
+		})})
+		mine, err := ask(far, "12")
+		if err != nil || !mine {
+			t.Fatalf("mine %v, err %v; want the bot's, once a holder answers", mine, err)
+		}
+		if d := time.Since(start); d < 5*time.Second || d > 6*time.Second {
+			t.Errorf("answered after %v; want soon after a holder came, at 5 s", d)
+		}
+		if requests < 2 {
+			t.Errorf("%d requests; want it asked again", requests)
+		}
+	})
+}
