@@ -251,3 +251,43 @@ func TestAnAnswerLearnedAfterTheShutdownIsAnsweredAfterTheRestart(t *testing.T) 
 		noneStored(t, st, "after the reply was answered")
 	})
 }
+
+// TestCloseDoesNotWaitLongForAnUnansweredQuestion: a question the
+// implementation does not answer (it has no connection to ask over) holds
+// the shutdown closeAsksWithin at most, and stays stored for the next
+// start.
+func TestCloseDoesNotWaitLongForAnUnansweredQuestion(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "pincer.db"), sqlite.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		bot := &askingBot{}
+		p := askingPipeline(t, st, &admitEngine{st: st}, bot)
+		reply := replyTo(gm("r", "1004", "用户D", "那我八点到", 0), quotedUnknown)
+		if err := p.Dispatch(ctx, reply, &replier{trigger: reply, s: &sent{}}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		start := time.Now()
+		if err := p.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d != closeAsksWithin {
+			t.Errorf("Close took %v with a question unanswered; want closeAsksWithin", d)
+		}
+		// The answer that comes after the shutdown is left to the next
+		// start, which asks again.
+		bot.answer(quotedUnknown, true, nil)
+		synctest.Wait()
+		left, err := st.BufferedEntries(ctx, "onebot/default")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(left) != 1 || left[0].Kind != kindAsk {
+			t.Errorf("stored after the shutdown: %+v; want the question", left)
+		}
+	})
+}

@@ -573,6 +573,10 @@ func (p *Pipeline) spawn(f func(ctx context.Context)) {
 	})
 }
 
+// closeAsksWithin is how long Close waits for the answers to the
+// questions about quoted messages still in flight.
+const closeAsksWithin = 5 * time.Second
+
 // Close flushes open realtime windows (reason shutdown), drops pending
 // digests, and waits for dispatched batches until ctx ends.
 func (p *Pipeline) Close(ctx context.Context) error {
@@ -580,13 +584,19 @@ func (p *Pipeline) Close(ctx context.Context) error {
 	p.closed = true
 	p.mu.Unlock()
 	// A reply that waits to learn whether it quotes the bot is a burst
-	// about to open: it is answered with the others.
+	// about to open: it is answered with the others, when the answer
+	// comes within closeAsksWithin (an implementation answers in at most
+	// 3 s; one with no connection to ask over does not answer at all, and
+	// a stored question is asked again at the next start).
 	asked := make(chan struct{})
 	go func() { p.asks.Wait(); close(asked) }()
+	bound := time.NewTimer(closeAsksWithin)
 	select {
 	case <-asked:
 	case <-ctx.Done():
+	case <-bound.C:
 	}
+	bound.Stop()
 	p.mu.Lock()
 	p.flushed = true
 	p.mu.Unlock()
