@@ -25,6 +25,29 @@ func askingPipeline(t *testing.T, st store.Store, eng Engine, bot *askingBot) *P
 // knows: only the platform can tell whose it is.
 const quotedUnknown = msg.MessageID("-2093321870")
 
+// tempStore is a SQLite store in the test's directory, closed when the
+// test ends.
+func tempStore(t *testing.T) *sqlite.DB {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "pincer.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// takeInReply hands p a reply that quotes quotedUnknown and waits until
+// it is taken in, its question asked.
+func takeInReply(t *testing.T, p *Pipeline) {
+	t.Helper()
+	reply := replyTo(gm("r", "1004", "用户D", "那我八点到", 0), quotedUnknown)
+	if err := p.Dispatch(context.Background(), reply, &replier{trigger: reply, s: &sent{}}); err != nil {
+		t.Fatal(err)
+	}
+	synctest.Wait()
+}
+
 // answeredOnce fails the test unless eng answered exactly one turn, of
 // the message id.
 func answeredOnce(t *testing.T, eng *admitEngine, id msg.MessageID, when string) {
@@ -49,11 +72,7 @@ func TestAReplyToTheBotAskedWhenTheProcessDiedIsAnsweredAfterTheRestart(t *testi
 		}
 		bot1 := &askingBot{}
 		p1 := askingPipeline(t, st1, &admitEngine{st: st1}, bot1)
-		reply := replyTo(gm("r", "1004", "用户D", "那我八点到", 0), quotedUnknown)
-		if err := p1.Dispatch(ctx, reply, &replier{trigger: reply, s: &sent{}}); err != nil {
-			t.Fatal(err)
-		}
-		synctest.Wait()
+		takeInReply(t, p1)
 		if bot1.pending() != 1 {
 			t.Fatalf("%d questions; want the reply's", bot1.pending())
 		}
@@ -94,20 +113,11 @@ func TestARepliedToSomeoneElseLeavesNoQuestionStored(t *testing.T) {
 	}{{"not the bot's", nil}, {"unknown", context.DeadlineExceeded}} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				ctx := context.Background()
-				st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "pincer.db"), sqlite.Options{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer st.Close()
+				st := tempStore(t)
 				bot := &askingBot{}
 				eng := &admitEngine{st: st}
 				p := askingPipeline(t, st, eng, bot)
-				reply := replyTo(gm("r", "1004", "用户D", "那我八点到", 0), quotedUnknown)
-				if err := p.Dispatch(ctx, reply, &replier{trigger: reply, s: &sent{}}); err != nil {
-					t.Fatal(err)
-				}
-				synctest.Wait()
+				takeInReply(t, p)
 				bot.answer(quotedUnknown, false, c.err)
 				time.Sleep(5 * time.Second)
 				synctest.Wait()
@@ -128,11 +138,7 @@ func TestARepliedToSomeoneElseLeavesNoQuestionStored(t *testing.T) {
 func TestAQuestionWhoseWindowWasStoredIsNotAskedAgain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "pincer.db"), sqlite.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
+		st := tempStore(t)
 		reply := replyTo(gm("r", "1004", "用户D", "那我八点到", 0), quotedUnknown)
 		scope := "onebot/default"
 		if _, _, err := st.LogInboundBuffered(ctx, reply, store.ViewHistory, store.Buffered{Scope: scope, Kind: kindAsk, Key: reply.Peer.String(), Message: reply}); err != nil {
@@ -168,11 +174,7 @@ func TestAQuestionWhoseWindowWasStoredIsNotAskedAgain(t *testing.T) {
 func TestAQuestionOfAReleasedChatIsAskedByItsNextOwner(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "pincer.db"), sqlite.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
+		st := tempStore(t)
 		all := func(msg.Peer) bool { return true }
 		bot1 := &askingBot{}
 		eng1 := &admitEngine{st: st}
@@ -180,11 +182,7 @@ func TestAQuestionOfAReleasedChatIsAskedByItsNextOwner(t *testing.T) {
 		if err := p1.RestoreWhere(ctx, all); err != nil {
 			t.Fatal(err)
 		}
-		reply := replyTo(gm("r", "1004", "用户D", "那我八点到", 0), quotedUnknown)
-		if err := p1.Dispatch(ctx, reply, &replier{trigger: reply, s: &sent{}}); err != nil {
-			t.Fatal(err)
-		}
-		synctest.Wait()
+		takeInReply(t, p1)
 		p1.Release(all)
 		bot1.answer(quotedUnknown, true, nil)
 		time.Sleep(5 * time.Second)
@@ -214,19 +212,11 @@ func TestAQuestionOfAReleasedChatIsAskedByItsNextOwner(t *testing.T) {
 func TestAnAnswerLearnedAfterTheShutdownIsAnsweredAfterTheRestart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "pincer.db"), sqlite.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
+		st := tempStore(t)
 		bot1 := &askingBot{}
 		eng1 := &admitEngine{st: st}
 		p1 := askingPipeline(t, st, eng1, bot1)
-		reply := replyTo(gm("r", "1004", "用户D", "那我八点到", 0), quotedUnknown)
-		if err := p1.Dispatch(ctx, reply, &replier{trigger: reply, s: &sent{}}); err != nil {
-			t.Fatal(err)
-		}
-		synctest.Wait()
+		takeInReply(t, p1)
 		// The shutdown waits for the question a while, then goes on.
 		cctx, cancel := context.WithTimeout(ctx, time.Second)
 		_ = p1.Close(cctx)
@@ -259,18 +249,10 @@ func TestAnAnswerLearnedAfterTheShutdownIsAnsweredAfterTheRestart(t *testing.T) 
 func TestCloseDoesNotWaitLongForAnUnansweredQuestion(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "pincer.db"), sqlite.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
+		st := tempStore(t)
 		bot := &askingBot{}
 		p := askingPipeline(t, st, &admitEngine{st: st}, bot)
-		reply := replyTo(gm("r", "1004", "用户D", "那我八点到", 0), quotedUnknown)
-		if err := p.Dispatch(ctx, reply, &replier{trigger: reply, s: &sent{}}); err != nil {
-			t.Fatal(err)
-		}
-		synctest.Wait()
+		takeInReply(t, p)
 		start := time.Now()
 		if err := p.Close(ctx); err != nil {
 			t.Fatal(err)
