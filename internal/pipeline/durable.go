@@ -160,29 +160,16 @@ func enrichedText(when string, m, done msg.Message) string {
 // window holds it; it returns the log number and the entry's id, 0 for
 // what was not stored.
 func (p *Pipeline) logBuffered(ctx context.Context, m msg.Message, views store.Views, rtKey string, d trigger.Decision) (seq, ref int64) {
-	if p.opts.Store == nil {
-		return 0, 0
-	}
-	seq, ref, err := p.opts.Store.LogInboundBuffered(context.WithoutCancel(ctx), m, views, store.Buffered{Scope: p.scope(), Kind: kindRealtime, Key: rtKey, Message: m, Trigger: d.Reason})
-	if err != nil {
-		p.log.Error("message not logged nor buffered; a restart would lose it", "msg_id", string(m.ID), "err", err)
-		return 0, 0
-	}
-	return seq, ref
+	return p.logStored(ctx, m, views, store.Buffered{Kind: kindRealtime, Key: rtKey, Trigger: d.Reason},
+		"message not logged nor buffered; a restart would lose it")
 }
 
 // logSummary logs a /summary command (in no view: it is no context for
 // later replies) with its stored entry, in one write, and returns the
 // entry's id, 0 when not stored.
 func (p *Pipeline) logSummary(ctx context.Context, m msg.Message) int64 {
-	if p.opts.Store == nil {
-		return 0
-	}
-	_, ref, err := p.opts.Store.LogInboundBuffered(context.WithoutCancel(ctx), m, 0, store.Buffered{Scope: p.scope(), Kind: kindSummary, Key: m.Peer.String(), Message: m})
-	if err != nil {
-		p.log.Error("/summary command not logged nor stored; a restart before its answer would lose it", "msg_id", string(m.ID), "err", err)
-		return 0
-	}
+	_, ref := p.logStored(ctx, m, 0, store.Buffered{Kind: kindSummary, Key: m.Peer.String()},
+		"/summary command not logged nor stored; a restart before its answer would lose it")
 	return ref
 }
 
@@ -190,12 +177,22 @@ func (p *Pipeline) logSummary(ctx context.Context, m msg.Message) int64 {
 // platform, with its stored question, in one write; it returns the log
 // entry's number and the question's id, 0 when not stored.
 func (p *Pipeline) logAsk(ctx context.Context, m msg.Message, views store.Views) (int64, int64) {
+	return p.logStored(ctx, m, views, store.Buffered{Kind: kindAsk, Key: m.Peer.String()},
+		"message not logged nor its question stored; a restart would lose it")
+}
+
+// logStored logs m into views with b, m's stored entry in the pipeline's
+// scope, in one write (a crash keeps both or neither); it returns the log
+// number and the entry's id, 0 for what was not stored, and logs lost
+// when the write fails.
+func (p *Pipeline) logStored(ctx context.Context, m msg.Message, views store.Views, b store.Buffered, lost string) (seq, ref int64) {
 	if p.opts.Store == nil {
 		return 0, 0
 	}
-	seq, ref, err := p.opts.Store.LogInboundBuffered(context.WithoutCancel(ctx), m, views, store.Buffered{Scope: p.scope(), Kind: kindAsk, Key: m.Peer.String(), Message: m})
+	b.Scope, b.Message = p.scope(), m
+	seq, ref, err := p.opts.Store.LogInboundBuffered(context.WithoutCancel(ctx), m, views, b)
 	if err != nil {
-		p.log.Error("message not logged nor its question stored; a restart would lose it", "msg_id", string(m.ID), "err", err)
+		p.log.Error(lost, "msg_id", string(m.ID), "err", err)
 		return 0, 0
 	}
 	return seq, ref
@@ -204,26 +201,28 @@ func (p *Pipeline) logAsk(ctx context.Context, m msg.Message, views store.Views)
 // bufferAsk stores the question of m, logged already (pending its
 // completion); it returns the question's id, 0 when not stored.
 func (p *Pipeline) bufferAsk(ctx context.Context, m msg.Message) int64 {
-	if p.opts.Store == nil {
-		return 0
-	}
-	ids, err := p.opts.Store.Buffer(context.WithoutCancel(ctx), []store.Buffered{{Scope: p.scope(), Kind: kindAsk, Key: m.Peer.String(), Message: m}})
-	if err != nil || len(ids) != 1 {
-		p.log.Error("the question whose message a reply quotes not stored; a restart before its answer would not answer it", "msg_id", string(m.ID), "err", err)
-		return 0
-	}
-	return ids[0]
+	return p.bufferOne(ctx, store.Buffered{Kind: kindAsk, Key: m.Peer.String(), Message: m},
+		"the question whose message a reply quotes not stored; a restart before its answer would not answer it")
 }
 
 // bufferRealtime stores the realtime entry of m, logged already, before
 // its window holds it; it returns the entry's id, 0 when not stored.
 func (p *Pipeline) bufferRealtime(ctx context.Context, m msg.Message, rtKey string, d trigger.Decision) int64 {
+	return p.bufferOne(ctx, store.Buffered{Kind: kindRealtime, Key: rtKey, Message: m, Trigger: d.Reason},
+		"realtime entry not stored; a restart would not answer it")
+}
+
+// bufferOne stores b, an entry in the pipeline's scope of a message
+// logged already; it returns the entry's id, 0 when not stored, and logs
+// lost when the write fails.
+func (p *Pipeline) bufferOne(ctx context.Context, b store.Buffered, lost string) int64 {
 	if p.opts.Store == nil {
 		return 0
 	}
-	ids, err := p.opts.Store.Buffer(context.WithoutCancel(ctx), []store.Buffered{{Scope: p.scope(), Kind: kindRealtime, Key: rtKey, Message: m, Trigger: d.Reason}})
+	b.Scope = p.scope()
+	ids, err := p.opts.Store.Buffer(context.WithoutCancel(ctx), []store.Buffered{b})
 	if err != nil || len(ids) != 1 {
-		p.log.Error("realtime entry not stored; a restart would not answer it", "msg_id", string(m.ID), "err", err)
+		p.log.Error(lost, "msg_id", string(b.Message.ID), "err", err)
 		return 0
 	}
 	return ids[0]

@@ -334,6 +334,9 @@ func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier, d
 		views |= store.ViewDigest
 	}
 	var seq, rtRef, askRef int64
+	// The question stays stored until its answer is handled, where the
+	// channel can be asked at all.
+	stored := ask && p.canAsk()
 	// A message its channel completes (a merged forward) that no turn
 	// takes now is logged as it came, pending, and completed off the
 	// chat's order: the history later turns read stops before it until
@@ -346,10 +349,10 @@ func (p *Pipeline) Take(ctx context.Context, m msg.Message, r channel.Replier, d
 		if seq = p.logMessage(ctx, m, views, true); seq == 0 {
 			later = false // not logged: completed when a turn reads it
 		}
-		if ask && p.canAsk() {
+		if stored {
 			askRef = p.bufferAsk(ctx, m)
 		}
-	case ask && p.canAsk():
+	case stored:
 		// Stored with its question until the answer is handled: a restart
 		// or a handover before then asks again (see askOwner).
 		seq, askRef = p.logAsk(ctx, m, views)
