@@ -241,9 +241,8 @@ func (r *logRow) recycle() {
 // temporary file written page by page), notes the chats' new last
 // entries for saveChains, and recycles the rows. The writer calls it.
 //
-// The insert runs on the driver's own prepared statement with arguments
-// reused from row to row: database/sql converted the eight arguments of
-// every row anew, a few hundred bytes of garbage a message.
+// The insert runs on the driver's own prepared statement (see
+// rawexec.go).
 func (d *DB) insertRows(tx *sql.Conn, rows []*logRow) error {
 	defer func() {
 		for _, r := range rows {
@@ -251,26 +250,8 @@ func (d *DB) insertRows(tx *sql.Conn, rows []*logRow) error {
 		}
 	}()
 	return tx.Raw(func(dc any) error {
-		ctx := context.Background()
-		st, err := d.raw.stmt(dc, qLogInbound)
-		if err != nil {
-			return fmt.Errorf("log inbound: %w", err)
-		}
-		if d.logArgs[0].Ordinal == 0 {
-			for i := range d.logArgs {
-				d.logArgs[i].Ordinal = i + 1
-			}
-		}
-		a := &d.logArgs
-		defer func() {
-			for i := range a {
-				a[i].Value = nil // holds no row's buffer
-			}
-		}()
 		for _, r := range rows {
-			a[0].Value, a[1].Value, a[2].Value, a[3].Value = r.seq, r.chat, r.id, int64(r.views)
-			a[4].Value, a[5].Value, a[6].Value, a[7].Value = r.at, r.body, r.prev, r.pending
-			if _, err := st.ExecContext(ctx, a[:]); err != nil {
+			if _, err := d.raw.exec(dc, qLogInbound, []any{r.seq, r.chat, r.id, int64(r.views), r.at, r.body, r.prev, r.pending}); err != nil {
 				return fmt.Errorf("log inbound %s: %w", r.id, err)
 			}
 			d.noteWritten(r.chat, r.seq, r.views)

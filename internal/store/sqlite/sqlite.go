@@ -5,7 +5,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
@@ -46,12 +45,9 @@ type DB struct {
 	// stmts caches prepared statements by query text: parsing SQL was the
 	// largest cost of a message's path through the store.
 	stmts sync.Map // string -> *sql.Stmt
-	// raw runs the writes (see rawexec.go), and logArgs are the inbound
-	// log's insert's arguments (see insertRows); only the writer touches
-	// them.
-	raw     rawExec
-	logArgs [8]driver.NamedValue
-	path    string
+	// raw runs the writes (see rawexec.go); only the writer touches it.
+	raw  rawExec
+	path string
 	// w runs every statement (see writer.go), cp the checkpoints.
 	w  *writer
 	cp *checkpointer
