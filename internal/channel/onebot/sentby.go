@@ -136,11 +136,12 @@ type ownerAsks struct {
 // unanswered before the implementation is connected), the question waits
 // for both, up to askWait, and fails with errNotConnected after that.
 func (a *Account) AskSentByBot(ctx context.Context, id msg.MessageID, then func(mine bool, err error)) {
-	if _, err := strconv.ParseInt(string(id), 10, 64); err != nil {
+	n, err := strconv.ParseInt(string(id), 10, 64)
+	if err != nil {
 		then(false, nil) // no message id of QQ's
 		return
 	}
-	a.askWhenConnected(ctx, id, then, time.Now().Add(askWait))
+	a.askWhenConnected(ctx, n, then, time.Now().Add(askWait))
 }
 
 // askWait is how long a question waits for a connection to ask over, and
@@ -150,11 +151,11 @@ const (
 	askRetry = 250 * time.Millisecond
 )
 
-// askWhenConnected asks at once when the account can, else again after
-// askRetry, until deadline.
-func (a *Account) askWhenConnected(ctx context.Context, id msg.MessageID, then func(mine bool, err error), deadline time.Time) {
+// askWhenConnected asks whose message n is at once when the account
+// can, else again after askRetry, until deadline.
+func (a *Account) askWhenConnected(ctx context.Context, n int64, then func(mine bool, err error), deadline time.Time) {
 	if _, err := a.liveCaller(); err == nil && a.Self() != 0 {
-		a.ask(ctx, id, then, deadline)
+		a.ask(ctx, n, then, deadline)
 		return
 	}
 	if err := ctx.Err(); err != nil {
@@ -165,20 +166,19 @@ func (a *Account) askWhenConnected(ctx context.Context, id msg.MessageID, then f
 		then(false, fmt.Errorf("get_msg: %w (waited %s)", errNotConnected, askWait))
 		return
 	}
-	time.AfterFunc(askRetry, func() { a.askWhenConnected(ctx, id, then, deadline) })
+	time.AfterFunc(askRetry, func() { a.askWhenConnected(ctx, n, then, deadline) })
 }
 
 // ask is AskSentByBot over the connection there is now. A connection
 // that turns out to be gone (or, in a cluster, no process holding one)
 // sends the question back to wait for one, until deadline.
-func (a *Account) ask(ctx context.Context, id msg.MessageID, then func(mine bool, err error), deadline time.Time) {
-	n, err := strconv.ParseInt(string(id), 10, 64)
+func (a *Account) ask(ctx context.Context, n int64, then func(mine bool, err error), deadline time.Time) {
 	self := a.Self()
-	if err != nil || self == 0 {
+	if self == 0 {
 		then(false, nil)
 		return
 	}
-	id = msg.MessageID(strconv.FormatInt(n, 10))
+	id := msg.MessageID(strconv.FormatInt(n, 10))
 	a.asks.mu.Lock()
 	if waiting, ok := a.asks.waiting[id]; ok {
 		a.asks.waiting[id] = append(waiting, then)
@@ -214,7 +214,7 @@ func (a *Account) ask(ctx context.Context, id msg.MessageID, then func(mine bool
 		again := errors.Is(err, errNotConnected) && time.Now().Before(deadline)
 		for _, then := range waiting {
 			if again {
-				time.AfterFunc(askRetry, func() { a.askWhenConnected(ctx, id, then, deadline) })
+				time.AfterFunc(askRetry, func() { a.askWhenConnected(ctx, n, then, deadline) })
 				continue
 			}
 			then(mine, err)
