@@ -10,7 +10,7 @@ import (
 	"github.com/pincerbot/pincer/internal/msg"
 )
 
-// Sink takePool messages in through Next in per-chat order on Lanes: every
+// Sink takes messages in through Next in per-chat order on Lanes: every
 // message of a chat (channel, account and peer) is handed to Next.Take on
 // that chat's lane, after the ones that came before it, while other chats
 // go on side by side. Take returns once the message is queued (or, Inline,
@@ -18,7 +18,7 @@ import (
 type Sink struct {
 	Lanes *Lanes
 	Next  channel.Taker
-	// Inline takePool a message in on the caller's goroutine when the lanes
+	// Inline takes a message in on the caller's goroutine when the lanes
 	// are idle (see Lanes.Run), for a reader whose Next never waits for
 	// the platform it reads from.
 	Inline bool
