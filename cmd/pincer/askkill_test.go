@@ -33,18 +33,7 @@ func TestKilledWhileAskingWhoseMessageAReplyQuotes(t *testing.T) {
 				"message": []any{map[string]any{"type": "text", "data": map[string]any{"text": "今晚八点在老地方集合"}}},
 			}, 0, ""
 		case "send_group_msg":
-			var p struct {
-				Message []struct {
-					Type string         `json:"type"`
-					Data map[string]any `json:"data"`
-				} `json:"message"`
-			}
-			_ = json.Unmarshal(params, &p)
-			q := ""
-			if len(p.Message) > 0 && p.Message[0].Type == "reply" {
-				q = fmt.Sprint(p.Message[0].Data["id"])
-			}
-			answers <- q
+			answers <- sentQuote(params)
 			return map[string]any{"message_id": 90001}, 0, ""
 		}
 		return nil, 0, ""

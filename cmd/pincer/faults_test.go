@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"strconv"
@@ -99,10 +98,6 @@ func newQQWorld(t *testing.T) *qqWorld {
 	w.peer = onebottest.New(t, func(action string, params json.RawMessage) (any, int, string) {
 		var p struct {
 			GroupID int64 `json:"group_id"`
-			Message []struct {
-				Type string         `json:"type"`
-				Data map[string]any `json:"data"`
-			} `json:"message"`
 		}
 		_ = json.Unmarshal(params, &p)
 		switch action {
@@ -115,11 +110,7 @@ func newQQWorld(t *testing.T) *qqWorld {
 		case "send_group_msg":
 			w.mu.Lock()
 			w.sends++
-			quoted := ""
-			if len(p.Message) > 0 && p.Message[0].Type == "reply" {
-				quoted = fmt.Sprint(p.Message[0].Data["id"])
-			}
-			w.replies[quoted]++
+			w.replies[sentQuote(params)]++
 			n := w.sends
 			w.mu.Unlock()
 			w.replied <- struct{}{}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -139,6 +140,22 @@ func TestKilledMidStreamFinishesTheReplyOnce(t *testing.T) {
 	if diff := cmp.Diff([]string{"assistant: 第一段：先说结论。\n\n第二段：再说原因。\n\n第三段：最后是建议。"}, replies); diff != "" {
 		t.Errorf("the transcript's reply (-want +got):\n%s", diff)
 	}
+}
+
+// sentQuote is the id of the message a send_group_msg quotes (its
+// leading reply segment), "" for none.
+func sentQuote(params json.RawMessage) string {
+	var p struct {
+		Message []struct {
+			Type string         `json:"type"`
+			Data map[string]any `json:"data"`
+		} `json:"message"`
+	}
+	_ = json.Unmarshal(params, &p)
+	if len(p.Message) > 0 && p.Message[0].Type == "reply" {
+		return fmt.Sprint(p.Message[0].Data["id"])
+	}
+	return ""
 }
 
 // sentText is the text of a send_group_msg: its text segments, trimmed.
