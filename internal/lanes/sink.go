@@ -61,6 +61,7 @@ type take struct {
 	run func()
 }
 
+// takePool recycles the takes of Take and TryTake.
 var takePool sync.Pool
 
 func newTake(next channel.Taker, ctx context.Context, m *msg.Message, r channel.Replier, done func(error)) *take {
