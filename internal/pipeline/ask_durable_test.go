@@ -25,18 +25,6 @@ func askingPipeline(t *testing.T, st store.Store, eng Engine, bot *askingBot) *P
 // knows: only the platform can tell whose it is.
 const quotedUnknown = msg.MessageID("-2093321870")
 
-// tempStore is a SQLite store in the test's directory, closed when the
-// test ends.
-func tempStore(t *testing.T) *sqlite.DB {
-	t.Helper()
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "pincer.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
-}
-
 // takeInReply hands p a reply that quotes quotedUnknown and waits until
 // it is taken in, its question asked.
 func takeInReply(t *testing.T, p *Pipeline) {

@@ -50,6 +50,18 @@ func durable(t *testing.T, st store.Store, eng Engine) *Pipeline {
 	return durableWith(t, st, eng, s, nil)
 }
 
+// tempStore is a SQLite store in the test's directory, closed when the
+// test ends.
+func tempStore(t *testing.T) *sqlite.DB {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "pincer.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
 // durableWith is a pipeline on st with settings s that reads the chat's
 // history from h (none when nil).
 func durableWith(t *testing.T, st store.Store, eng Engine, s Settings, h channel.HistoryFetcher) *Pipeline {

@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/pincerbot/pincer/internal/msg"
-	"github.com/pincerbot/pincer/internal/store/sqlite"
 )
 
 // TestReleaseHandsChatsOver: two chats each have a realtime window open
@@ -23,11 +21,7 @@ import (
 func TestReleaseHandsChatsOver(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "pincer.db"), sqlite.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
+		st := tempStore(t)
 		a, b := msg.Peer{Kind: msg.Group, ID: "20000002"}, msg.Peer{Kind: msg.Group, ID: "30000003"}
 		isA := func(p msg.Peer) bool { return p == a }
 		all := func(msg.Peer) bool { return true }

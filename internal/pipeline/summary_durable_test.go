@@ -107,11 +107,7 @@ func TestASummaryCutByACrashIsAnsweredAfterTheRestart(t *testing.T) {
 func TestASummaryAnsweredByANoticeLeavesNothingStored(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "pincer.db"), sqlite.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
+		st := tempStore(t)
 		eng := &admitEngine{st: st}
 		p := summaryPipeline(t, st, eng, &history{})
 		cmd := mention(gm("cmd", "1001", "甲", "", 0), "/summary")
@@ -133,11 +129,7 @@ func TestASummaryAnsweredByANoticeLeavesNothingStored(t *testing.T) {
 func TestASummaryOfAReleasedChatIsLeftToItsNextOwner(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "pincer.db"), sqlite.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
+		st := tempStore(t)
 		all := func(msg.Peer) bool { return true }
 		chat := []msg.Message{gm("h1", "1002", "乙", "明天几点开会", -time.Minute)}
 		stuck := &slowHistory{release: make(chan struct{}), msgs: chat}

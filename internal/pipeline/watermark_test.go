@@ -160,11 +160,7 @@ func TestAPendingForwardIsTheWatermark(t *testing.T) {
 func TestATriggeringForwardIsWrittenBackToTheLog(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "pincer.db"), sqlite.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
+		st := tempStore(t)
 		eng := &admitEngine{st: st}
 		p := durable(t, st, eng)
 		tr := trace.New(trace.Options{})
