@@ -55,7 +55,11 @@ type Finder interface {
 
 // Confirmed learns that the platform took part of a payload (id is the
 // message it became; empty when a part was passed over), and whether
-// another part follows.
+// another part follows. When it returns, the store knows the part went
+// (the last part's outcome included), so a sender records the message as
+// the bot's (store.SentLog) only after it: a message recorded as sent then
+// always belongs to a part the store knows was sent, which is what a
+// Finder relies on after a crash.
 type Confirmed func(part int, id msg.MessageID, more bool)
 
 // permanent marks an error that retrying cannot cure.
@@ -536,22 +540,23 @@ func (o *Outbox) work(key queueKey, q *queue, caller *item, backoff time.Duratio
 		if f, ok := s.(Finder); ok && (it.restored || it.e.Attempts > 0) {
 			err = o.findSent(attempt, f, it)
 		}
-		unsaved := false // the last part's progress, stored with the outcome
+		stored := false // the last part's confirmation stored the outcome
 		if err == nil {
 			err = s.SendParts(attempt, it.e.Out, it.e.Sent, func(part int, mid msg.MessageID, more bool) {
 				if part == 0 {
 					it.first.CompareAndSwap(nil, &mid)
 				}
 				it.e.Sent = part + 1
-				// Before the next part goes out, the store must know this one
-				// went: a crash must not send it again. After the last, the
-				// outcome stored next says it with one commit fewer.
-				if unsaved = !more; unsaved {
+				// Before the next part goes out, and before the sender
+				// records the part's message as sent (see Confirmed), the
+				// store must know this part went: a crash must not send it
+				// again. After the last part, what is stored is the outcome,
+				// with the attempt counted: one commit, not two.
+				if !more {
+					stored = o.store(it, it.e.Attempts+1, store.OutboxSent, "")
 					return
 				}
-				if err := o.opts.Store.UpdateOutbox(o.ctx, it.e.ID, it.e.Sent, it.e.Attempts, store.OutboxPending, ""); err != nil {
-					o.log.Warn("reply progress not stored", "id", it.e.ID, "err", err)
-				}
+				o.store(it, it.e.Attempts, store.OutboxPending, "")
 				if !o.mayGoOn(key, q) {
 					cancel(ErrReleased) // the next part is not sent
 				}
@@ -573,7 +578,11 @@ func (o *Outbox) work(key queueKey, q *queue, caller *item, backoff time.Duratio
 			}
 			continue
 		case err == nil:
-			o.finish(q, it, store.OutboxSent, nil)
+			if stored {
+				o.remove(q, it, nil)
+			} else {
+				o.finish(q, it, store.OutboxSent, nil)
+			}
 			o.opts.Metrics.sent.Inc()
 			backoff = o.opts.MinBackoff
 			continue
@@ -583,11 +592,6 @@ func (o *Outbox) work(key queueKey, q *queue, caller *item, backoff time.Duratio
 			o.opts.Metrics.failed.Inc()
 			continue
 		case o.ctx.Err() != nil:
-			if unsaved {
-				if uerr := o.opts.Store.UpdateOutbox(context.WithoutCancel(o.ctx), it.e.ID, it.e.Sent, it.e.Attempts, store.OutboxPending, ""); uerr != nil {
-					o.log.Warn("reply progress not stored", "id", it.e.ID, "err", uerr)
-				}
-			}
 			o.releaseAll(q, nil)
 			return
 		}
@@ -670,9 +674,22 @@ func (o *Outbox) finish(q *queue, it *item, state store.OutboxState, err error) 
 	if err != nil {
 		errText = err.Error()
 	}
-	if uerr := o.opts.Store.UpdateOutbox(o.ctx, it.e.ID, it.e.Sent, it.e.Attempts, state, errText); uerr != nil {
-		o.log.Warn("reply state not stored", "id", it.e.ID, "state", string(state), "err", uerr)
+	o.store(it, it.e.Attempts, state, errText)
+	o.remove(q, it, err)
+}
+
+// store records it's progress (it.e.Sent), its attempts and state,
+// durably; a failure is logged, and stored reports whether there was none.
+func (o *Outbox) store(it *item, attempts int, state store.OutboxState, lastErr string) (stored bool) {
+	if err := o.opts.Store.UpdateOutbox(context.WithoutCancel(o.ctx), it.e.ID, it.e.Sent, attempts, state, lastErr); err != nil {
+		o.log.Warn("reply progress not stored", "id", it.e.ID, "state", string(state), "err", err)
+		return false
 	}
+	return true
+}
+
+// remove takes it, finished, out of q and settles it with err.
+func (o *Outbox) remove(q *queue, it *item, err error) {
 	o.mu.Lock()
 	if i := slices.Index(q.items, it); i >= 0 {
 		q.items = slices.Delete(q.items, i, i+1)

@@ -35,6 +35,9 @@ type chat struct {
 	n        int
 	// beforeSend, when set, is called as each part goes out.
 	beforeSend func(part int)
+	// afterConfirm, when set, is called once a part's confirmation
+	// returned, where a real sender records the message as the bot's.
+	afterConfirm func(part int)
 }
 
 func (c *chat) SendParts(ctx context.Context, out msg.Outbound, from int, confirmed Confirmed) error {
@@ -68,6 +71,9 @@ func (c *chat) SendParts(ctx context.Context, out msg.Outbound, from int, confir
 		id := msg.MessageID(string(rune('a' + c.n - 1)))
 		c.mu.Unlock()
 		confirmed(i, id, i+1 < len(parts))
+		if c.afterConfirm != nil {
+			c.afterConfirm(i)
+		}
 	}
 	return nil
 }
@@ -293,6 +299,35 @@ func TestProgressIsStoredBeforeTheNextPart(t *testing.T) {
 		}
 		if got := u.list()[3:]; !slices.Equal(got, []string{"1 sent"}) {
 			t.Errorf("a one-part reply stored %q, want only its outcome", got)
+		}
+	})
+}
+
+// TestAConfirmedPartIsStoredBeforeItsMessageIsRecorded: when a part's
+// confirmation returns, the store knows the part went, the last one's
+// outcome included, so the message a sender then records as the bot's
+// always belongs to a part the store knows was sent: a crash in between
+// cannot leave a recorded message whose part is restored as unsent, which
+// the platform look-up (Finder) would then pass over and send again.
+func TestAConfirmedPartIsStoredBeforeItsMessageIsRecorded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		u := &updates{Store: openStore(t, filepath.Join(t.TempDir(), "p.db"))}
+		c := &chat{}
+		o := newOutbox(t, u, c)
+		var seen []string
+		c.afterConfirm = func(part int) {
+			got := u.list()
+			seen = append(seen, fmt.Sprintf("part %d: %s", part, got[len(got)-1]))
+		}
+		if _, err := o.Deliver(context.Background(), "onebot", "in:1#1", reply("p1|p2")); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"part 0: 1 pending", "part 1: 2 sent"}
+		if diff := cmp.Diff(want, seen); diff != "" {
+			t.Errorf("the store's latest update as each confirmation returned (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff([]string{"1 pending", "2 sent"}, u.list()); diff != "" {
+			t.Errorf("updates stored (-want +got):\n%s", diff)
 		}
 	})
 }

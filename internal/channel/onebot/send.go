@@ -19,7 +19,7 @@ type chunkSender struct {
 	Caller     caller
 	ChunkLimit int
 	// OnSent, when set, is told the id of every message sent (each
-	// chunk's and each media message's).
+	// chunk's and each media message's), after its part was confirmed.
 	OnSent func(ctx context.Context, id msg.MessageID)
 	// ChunkGap waits between the parts of one payload: QQ treats a rapid
 	// run of long messages as risky.
@@ -107,6 +107,11 @@ func (s *chunkSender) SendFrom(ctx context.Context, out msg.Outbound, opts outbo
 		if confirmed != nil {
 			confirmed(i, id, i+1 < parts)
 		}
+		// After the confirmation: the outbox stores that the part went
+		// before the id is recorded as the bot's (see outbox.Confirmed).
+		if id != "" && s.OnSent != nil {
+			s.OnSent(ctx, id)
+		}
 	}
 	return errors.Join(refused...)
 }
@@ -153,11 +158,7 @@ func (s *chunkSender) sendMessage(ctx context.Context, action string, target cha
 	if err := json.Unmarshal(data, &res); err != nil || res.MessageID == 0 {
 		return "", nil
 	}
-	id := msg.MessageID(res.MessageID.String())
-	if s.OnSent != nil {
-		s.OnSent(ctx, id)
-	}
-	return id, nil
+	return msg.MessageID(res.MessageID.String()), nil
 }
 
 // mediaSegment is the segment of one media item.

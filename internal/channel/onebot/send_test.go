@@ -3,6 +3,7 @@ package onebot
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -72,6 +73,32 @@ func TestSendChunksWithReplyOnFirst(t *testing.T) {
 	}
 	if sent.Has("101") || !sent.Has("102") || !sent.Has("103") {
 		t.Error("sent ids must keep the newest, FIFO")
+	}
+}
+
+// TestAMessageIsRecordedAsSentAfterItsPartIsConfirmed: the sender tells
+// OnSent (which records the id as the bot's) only once the part's
+// confirmation returned, by which time the outbox has stored that the
+// part went (see outbox.Confirmed).
+func TestAMessageIsRecordedAsSentAfterItsPartIsConfirmed(t *testing.T) {
+	next := int64(100)
+	p := onebottest.New(t, func(action string, _ json.RawMessage) (any, int, string) {
+		next++
+		return map[string]any{"message_id": next}, 0, ""
+	})
+	c, _ := dial(t, p, nil)
+	var order []string
+	s := &chunkSender{Caller: c, ChunkLimit: 10, OnSent: func(_ context.Context, id msg.MessageID) { order = append(order, "recorded "+string(id)) }}
+	out := msg.Outbound{Peer: msg.Peer{Kind: msg.Group, ID: "123"}, Text: "第一行文字\n第二行文字"}
+	err := s.SendFrom(context.Background(), out, outboundOptions{}, 0, func(part int, id msg.MessageID, more bool) {
+		order = append(order, fmt.Sprintf("confirmed %d as %s", part, id))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"confirmed 0 as 101", "recorded 101", "confirmed 1 as 102", "recorded 102"}
+	if diff := cmp.Diff(want, order); diff != "" {
+		t.Errorf("order of confirmations and records (-want +got):\n%s", diff)
 	}
 }
 
