@@ -23,15 +23,30 @@ type checkpointer struct {
 	stop    chan struct{}
 	stopped chan struct{}
 	note    func(error)
+	// finish asks the writer to copy the rest of the log (see
+	// restartAfter).
+	finish func()
 }
 
-func startCheckpointer(dsn string, note func(error)) (*checkpointer, error) {
+// The log restarts from its beginning (its file is written over rather
+// than grown) only when a write begins after a checkpoint copied all of
+// it. A background checkpoint takes milliseconds, and under a steady
+// stream of commits one always lands meanwhile: the log then never
+// restarted, and grew by the whole stream (12 MB a second at a thousand
+// messages a second, every page appended to a longer file). So when a
+// background checkpoint leaves more than restartAfter pages behind it,
+// the writer copies what is left itself, before its next batch: few pages
+// (those of the commits made during the background one), after which the
+// log is all copied and the writer's next transaction starts it over.
+var restartAfter = 4096 // pages: 16 MiB of log at 4 KiB a page (a variable for tests)
+
+func startCheckpointer(dsn string, note func(error), finish func()) (*checkpointer, error) {
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint connection: %w", err)
 	}
 	db.SetMaxOpenConns(1)
-	c := &checkpointer{db: db, stop: make(chan struct{}), stopped: make(chan struct{}), note: note}
+	c := &checkpointer{db: db, stop: make(chan struct{}), stopped: make(chan struct{}), note: note, finish: finish}
 	go c.run()
 	return c, nil
 }
@@ -45,11 +60,27 @@ func (c *checkpointer) run() {
 		case <-c.stop:
 			return
 		case <-t.C:
-			if _, err := c.db.ExecContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)"); err != nil {
-				c.note(fmt.Errorf("checkpoint: %w", err))
+			if err := c.pass(); err != nil {
+				c.note(err)
 			}
 		}
 	}
+}
+
+// pass runs one background checkpoint, and asks the writer to finish it
+// when the log is long (see restartAfter).
+func (c *checkpointer) pass() error {
+	var busy, log, copied int
+	err := c.db.QueryRowContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &log, &copied)
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	// log is the log's length when the checkpoint began: what commits
+	// added since, it neither counts nor copied.
+	if log > restartAfter && c.finish != nil {
+		c.finish()
+	}
+	return nil
 }
 
 // close stops the checkpoints and closes the connection; the last

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"os"
 	"path/filepath"
@@ -67,4 +68,78 @@ func TestCloseTwice(t *testing.T) {
 	if second := st.Close(); !errors.Is(second, first) && second != first {
 		t.Errorf("second close %v, first %v", second, first)
 	}
+}
+
+// TestTheLogRestartsUnderASteadyStream: a commit that lands while the
+// background checkpoint runs leaves the log not all copied, and the log
+// then never started over (it grew by the whole stream). When the
+// checkpoint leaves a long log, the writer copies the rest before its
+// next batch, and that batch starts the log over.
+func TestTheLogRestartsUnderASteadyStream(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		defer func(n int) { restartAfter = n }(restartAfter)
+		restartAfter = 8
+		ctx := context.Background()
+		d, err := Open(ctx, filepath.Join(t.TempDir(), "p.db"), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		n := 0
+		write := func() error {
+			n++
+			_, err := d.AddOutbox(ctx, store.OutboxEntry{ID: "r" + strconv.Itoa(n), Channel: "onebot", Out: msg.Outbound{Account: "default", Peer: msg.Peer{Kind: msg.Group, ID: strconv.Itoa(n)}, Text: strings.Repeat("回复", 500)}})
+			return err
+		}
+		for range 20 {
+			if err := write(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		logLength := func() int {
+			var busy, log, copied int
+			if err := d.cp.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &log, &copied); err != nil {
+				t.Fatal(err)
+			}
+			return log
+		}
+
+		// A batch is open (its BEGIN ran) while the background checkpoint
+		// copies the log; it commits after.
+		inBatch, checkpointed := make(chan struct{}), make(chan struct{})
+		committed := make(chan error)
+		go func() {
+			committed <- d.w.do(func(tx *sql.Conn) error {
+				close(inBatch)
+				<-checkpointed
+				_, err := d.exec(ctx, tx, `INSERT INTO meta (key, value) VALUES ('during', 'x')`)
+				return err
+			}, false, true)
+		}()
+		<-inBatch
+		if err := d.cp.pass(); err != nil {
+			t.Fatal(err)
+		}
+		close(checkpointed)
+		if err := <-committed; err != nil {
+			t.Fatal(err)
+		}
+		// The log has not started over yet: its file holds every page
+		// written so far.
+		fi, err := os.Stat(d.path + "-wal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		long := int((fi.Size() - 32) / (24 + 4096))
+		restarts := d.w.restarts.Load()
+		if err := write(); err != nil {
+			t.Fatal(err)
+		}
+		if got := d.w.restarts.Load() - restarts; got != 1 {
+			t.Errorf("the writer finished the checkpoint %d times before its next batch, want 1", got)
+		}
+		if got := logLength(); got*2 > long {
+			t.Errorf("the log is %d pages after the next commit (%d before it): it did not start over", got, long)
+		}
+	})
 }

@@ -157,7 +157,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		}
 	}
 	d.w = newWriter(d.conn, d.note, d.writeFailed, d.insertRows, d.saveChains, d.cached)
-	if d.cp, err = startCheckpointer(dsn, func(err error) { d.log.Warn("store checkpoint failed", "component", "store", "err", err) }); err != nil {
+	if d.cp, err = startCheckpointer(dsn, func(err error) { d.log.Warn("store checkpoint failed", "component", "store", "err", err) }, d.w.finishCheckpoint); err != nil {
 		d.Close()
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -66,6 +67,10 @@ type writer struct {
 	// commits counts the batches committed (or whose COMMIT failed), and
 	// savepoints the jobs run under a savepoint of their own.
 	commits, savepoints atomic.Int64
+	// checkpoint asks for finishLog before the next batch; restarts
+	// counts the times it ran.
+	checkpoint atomic.Bool
+	restarts   atomic.Int64
 
 	mu     sync.RWMutex
 	closed bool
@@ -168,7 +173,26 @@ func (w *writer) run() {
 		if !ok {
 			return
 		}
+		if w.checkpoint.Swap(false) {
+			w.finishLog()
+		}
 		w.batch(j)
+	}
+}
+
+// finishCheckpoint asks the writer to copy what the background
+// checkpoint left of the log, before its next batch (see restartAfter).
+func (w *writer) finishCheckpoint() { w.checkpoint.Store(true) }
+
+// finishLog copies the rest of the log into the database, outside any
+// transaction: with no write under way, a passive checkpoint copies all
+// of it (unless a reader still reads an older snapshot), and the next
+// batch's BEGIN then starts the log over.
+func (w *writer) finishLog() {
+	_, err := w.conn.ExecContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)")
+	w.restarts.Add(1)
+	if err != nil {
+		w.note(fmt.Errorf("checkpoint: %w", err))
 	}
 }
 
