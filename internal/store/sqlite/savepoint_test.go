@@ -14,9 +14,11 @@ import (
 
 // TestSavepointsOnlyForSeveralStatements: a job that writes one statement
 // runs without a savepoint of its own (the statement is atomic by itself),
-// one that writes several runs under one, and each kind still does its
-// work. A turn's single-statement jobs used to spend two statements of
-// three on SAVEPOINT and RELEASE.
+// and so does one that inserts a turn and then marks its session active
+// (see touchAfterInsert); one that writes several statements otherwise
+// runs under one, and each kind still does its work. A turn's
+// single-statement jobs used to spend two statements of three on
+// SAVEPOINT and RELEASE.
 func TestSavepointsOnlyForSeveralStatements(t *testing.T) {
 	ctx := context.Background()
 	db, err := Open(ctx, filepath.Join(t.TempDir(), "sp.db"), Options{})
@@ -41,11 +43,20 @@ func TestSavepointsOnlyForSeveralStatements(t *testing.T) {
 		{"AddTraceRecords one", func() error {
 			return db.AddTraceRecords(ctx, []trace.Record{{Key: trace.Key{Channel: "onebot", Account: "default", ID: "m1"}, Chat: peer.String(), At: time.Now()}})
 		}},
+		{"AddTokens two keys", func() error { return db.AddTokens(ctx, "2026-12-06", 7, "user:1", "chat:1") }},
+		{"AppendTurn", func() error {
+			_, err := db.AppendTurn(ctx, "s", store.Turn{Role: store.RoleUser, Text: "hi"})
+			return err
+		}},
+		{"PostTurn", func() error { return db.PostTurn(ctx, "s", store.Turn{Role: store.RoleAssistant, Text: "hello"}) }},
 	}
 	for _, c := range single {
 		before := db.w.savepoints.Load()
 		if err := c.run(); err != nil {
 			t.Fatalf("%s: %v", c.name, err)
+		}
+		if err := db.w.do(func(*sql.Conn) error { return nil }, false, false); err != nil { // after what was posted
+			t.Fatal(err)
 		}
 		if n := db.w.savepoints.Load() - before; n != 0 {
 			t.Errorf("%s ran under %d savepoint(s); it writes one statement", c.name, n)
@@ -55,10 +66,6 @@ func TestSavepointsOnlyForSeveralStatements(t *testing.T) {
 		name string
 		run  func() error
 	}{
-		{"AppendTurn", func() error {
-			_, err := db.AppendTurn(ctx, "s", store.Turn{Role: store.RoleUser, Text: "hi"})
-			return err
-		}},
 		{"RecordSent two", func() error { return db.RecordSent(ctx, "onebot", "default", "m2", "m3") }},
 		{"FinishTurn two", func() error { return db.FinishTurn(ctx, "a", "b") }},
 	}
@@ -88,5 +95,13 @@ func TestSavepointsOnlyForSeveralStatements(t *testing.T) {
 	recs, err := db.TraceRecords(ctx, peer.String(), "m1", 1)
 	if err != nil || len(recs) != 1 {
 		t.Errorf("trace record: %v, %+v", err, recs)
+	}
+	used, err := db.TokensUsed(ctx, "2026-12-06", "user:1", "chat:1")
+	if err != nil || used["user:1"] != 7 || used["chat:1"] != 7 {
+		t.Errorf("tokens of both keys: %v, %v", err, used)
+	}
+	turns, err := db.Transcript(ctx, "s")
+	if err != nil || len(turns) != 2 || turns[1].Text != "hello" || turns[1].Seq != 2 {
+		t.Errorf("transcript: %v, %+v", err, turns)
 	}
 }

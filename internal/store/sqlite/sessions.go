@@ -16,6 +16,7 @@ const (
 	qBumpGeneration = `UPDATE sessions SET generation = generation + 1, updated_at = ? WHERE key = ?`
 	qInsertReset    = `INSERT INTO session_resets (session_key, generation, at, reason) VALUES (?, ?, ?, ?)`
 	qInsertSession  = `INSERT INTO sessions (key, agent_id, created_at, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (key) DO NOTHING`
+	qCreateSession  = qInsertSession + ` RETURNING key, agent_id, model_override, generation, created_at, updated_at, options`
 )
 
 func scanSession(row interface{ Scan(...any) error }) (store.Session, error) {
@@ -78,17 +79,15 @@ func (d *DB) openIn(ctx context.Context, tx *sql.Conn, key, agentID string) (s s
 	if s, err = scanSession(d.queryRow(ctx, tx, qSession, key)); !errors.Is(err, store.ErrNotFound) {
 		return s, false, err
 	}
+	// The insert returns the row it made: one statement, not a second
+	// look-up. It makes none only when the session exists after all.
 	t := millis(now())
-	res, err := d.exec(ctx, tx, qInsertSession, key, agentID, t, t)
-	if err != nil {
-		return s, false, err
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return s, false, err
+	s, err = scanSession(d.queryRow(ctx, tx, qCreateSession, key, agentID, t, t))
+	if !errors.Is(err, store.ErrNotFound) {
+		return s, err == nil, err
 	}
 	s, err = scanSession(d.queryRow(ctx, tx, qSession, key))
-	return s, n == 1, err
+	return s, false, err
 }
 
 // Session implements store.Sessions.

@@ -11,8 +11,17 @@ import (
 
 var _ store.TokenUse = (*DB)(nil)
 
-const qAddTokens = `INSERT INTO token_use (day, key, tokens) VALUES (?, ?, ?)
-	ON CONFLICT (day, key) DO UPDATE SET tokens = tokens + excluded.tokens`
+// addTokens is the statement adding n tokens to each of keys keys of a
+// day: one multi-row upsert, which applies whole or not at all by itself
+// (see one), where a statement a key had needed a savepoint around them.
+func addTokens(keys int) string {
+	return `INSERT INTO token_use (day, key, tokens) VALUES (?, ?, ?)` + strings.Repeat(`, (?, ?, ?)`, keys-1) +
+		` ON CONFLICT (day, key) DO UPDATE SET tokens = tokens + excluded.tokens`
+}
+
+// qAddTokens are the statements of one and of two keys, a person's and a
+// chat's, as a turn counts them.
+var qAddTokens = [...]string{1: addTokens(1), 2: addTokens(2)}
 
 // AddTokens implements store.TokenUse: the counts are posted to the
 // writer, which commits them with the batch they fall in; nobody waits.
@@ -20,15 +29,18 @@ func (d *DB) AddTokens(ctx context.Context, day string, n int64, keys ...string)
 	if n == 0 || len(keys) == 0 {
 		return nil
 	}
-	keys = append([]string(nil), keys...)
+	q := addTokens(len(keys))
+	if len(keys) < len(qAddTokens) {
+		q = qAddTokens[len(keys)]
+	}
+	args := make([]any, 0, 3*len(keys))
+	for _, k := range keys {
+		args = append(args, day, k, n)
+	}
 	err := d.w.post(func(tx *sql.Conn) error {
-		for _, k := range keys {
-			if _, err := d.exec(ctx, tx, qAddTokens, day, k, n); err != nil {
-				return err
-			}
-		}
-		return nil
-	}, true)
+		_, err := d.exec(ctx, tx, q, args...)
+		return err
+	}, false)
 	if err != nil {
 		return fmt.Errorf("add tokens of %s: %w", day, err)
 	}
