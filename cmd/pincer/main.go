@@ -37,6 +37,7 @@ import (
 	"github.com/pincerbot/pincer/internal/procs"
 	"github.com/pincerbot/pincer/internal/reload"
 	"github.com/pincerbot/pincer/internal/store/sqlite"
+	"github.com/pincerbot/pincer/internal/timerslack"
 )
 
 // version is set at build time with -ldflags "-X main.version=v1.2.3".
@@ -80,6 +81,12 @@ pincer <command> -h prints the command's usage.
 `
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "serve" {
+		// Returns only when the binary was not executed again.
+		if err := timerslack.Reexec(timerslack.Serve, os.Args, os.Environ()); err != nil {
+			fmt.Fprintf(os.Stderr, "pincer: %v; serving with the default timer slack\n", err)
+		}
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
