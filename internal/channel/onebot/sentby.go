@@ -133,8 +133,10 @@ type ownerAsks struct {
 //
 // Asked while there is no connection to ask over, or before the bot's QQ
 // number is known (a restart asks again the questions its last run left
-// unanswered before the implementation is connected), the question waits
-// for both, up to askWait, and fails with errNotConnected after that.
+// unanswered before the implementation is connected), or when the
+// connection drops before the answer comes, the question waits for both
+// and is asked again, up to askWait, and fails with errNotConnected (or
+// errDisconnected) after that.
 func (a *Account) AskSentByBot(ctx context.Context, id msg.MessageID, then func(mine bool, err error)) {
 	n, err := strconv.ParseInt(string(id), 10, 64)
 	if err != nil {
@@ -170,8 +172,9 @@ func (a *Account) askWhenConnected(ctx context.Context, n int64, then func(mine 
 }
 
 // ask is AskSentByBot over the connection there is now. A connection
-// that turns out to be gone (or, in a cluster, no process holding one)
-// sends the question back to wait for one, until deadline.
+// that turns out to be gone or drops before the answer (or, in a cluster,
+// no process holding one) sends the question back to wait for one, until
+// deadline.
 func (a *Account) ask(ctx context.Context, n int64, then func(mine bool, err error), deadline time.Time) {
 	self := a.Self()
 	if self == 0 {
@@ -211,7 +214,9 @@ func (a *Account) ask(ctx context.Context, n int64, then func(mine bool, err err
 		waiting := a.asks.waiting[id]
 		delete(a.asks.waiting, id)
 		a.asks.mu.Unlock()
-		again := errors.Is(err, errNotConnected) && time.Now().Before(deadline)
+		// No connection to ask over, or one that dropped while asked: the
+		// question (read-only, so safe to ask twice) waits for the next.
+		again := (errors.Is(err, errNotConnected) || errors.Is(err, errDisconnected)) && time.Now().Before(deadline)
 		for _, then := range waiting {
 			if again {
 				time.AfterFunc(askRetry, func() { a.askWhenConnected(ctx, n, then, deadline) })

@@ -257,8 +257,9 @@ func TestSentByBotGetMsgTimesOut(t *testing.T) {
 
 // TestAsksShareALookupAndAreBounded: several quotes of one message wait
 // for one get_msg; beyond maxAsks lookups in flight a new one is not
-// asked but answered at once with errTooManyAsks; the connection's end
-// answers every waiting one.
+// asked but answered at once with errTooManyAsks. When the connection
+// drops, the waiting ones are asked again over the next (get_msg only
+// reads), and answered then.
 func TestAsksShareALookupAndAreBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, AccountOptions{WSURL: "ws://onebot.test/", SelfID: 3300000001, ownerTimeout: time.Hour, RequestTimeout: time.Hour}, nil)
@@ -278,8 +279,8 @@ func TestAsksShareALookupAndAreBounded(t *testing.T) {
 			switch {
 			case errors.Is(err, errTooManyAsks):
 				errs["too many"]++
-			case errors.Is(err, errDisconnected):
-				errs["disconnected"]++
+			case err == nil:
+				errs["not mine"]++
 			default:
 				errs[fmt.Sprint(err)]++
 			}
@@ -298,12 +299,17 @@ func TestAsksShareALookupAndAreBounded(t *testing.T) {
 			t.Errorf("answers so far %v, want one refusal", errs)
 		}
 		mu.Unlock()
+		r.peer.Speak("get_msg") // the next connection answers
 		r.peer.DropAll()
+		time.Sleep(10 * time.Second) // the account connects again (within askWait)
 		synctest.Wait()
 		mu.Lock()
 		defer mu.Unlock()
-		if errs["disconnected"] != maxAsks+1 {
-			t.Errorf("answers after the connection dropped %v, want %d disconnected", errs, maxAsks+1)
+		if errs["not mine"] != maxAsks+1 || errs["too many"] != 1 || len(errs) != 2 {
+			t.Errorf("answers after the connection dropped %v, want %d not mine (asked again) and the refusal", errs, maxAsks+1)
+		}
+		if n := len(r.calls("get_msg")); n != 2*maxAsks {
+			t.Errorf("%d get_msg calls, want %d: each asked again once", n, 2*maxAsks)
 		}
 	})
 }
