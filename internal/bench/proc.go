@@ -129,6 +129,9 @@ type usage struct {
 	hwm  int64         // peak resident set (VmHWM), bytes
 	rss  int64         // resident set now (VmRSS), bytes
 	anon int64         // anonymous part of rss now (RssAnon): the heap, stacks, SQLite's cache
+	// switches are the context switches of the threads alive now,
+	// voluntary (a thread that slept) and not.
+	switches int64
 }
 
 // metrics is one scrape of pincer's /metrics, by series ("name{labels}").

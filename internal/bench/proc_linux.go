@@ -74,7 +74,37 @@ func procUsage(pid int) (usage, error) {
 			*dst = kb << 10
 		}
 	}
+	u.switches = contextSwitches(pid)
 	return u, nil
+}
+
+// contextSwitches sums the context switches of pid's threads alive now
+// (/proc/<pid>/task/<tid>/status); a Go program's threads live as long as
+// it does. It counts how often the process slept and woke, which unlike
+// CPU time does not move with what else the machine runs.
+func contextSwitches(pid int) int64 {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task/"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, t := range tasks {
+		status, err := os.ReadFile(dir + t.Name() + "/status")
+		if err != nil {
+			continue // the thread ended meanwhile
+		}
+		for line := range strings.Lines(string(status)) {
+			key, val, ok := strings.Cut(line, ":")
+			if ok && (key == "voluntary_ctxt_switches" || key == "nonvoluntary_ctxt_switches") {
+				v, err := strconv.ParseInt(strings.TrimSpace(val), 10, 64)
+				if err == nil {
+					n += v
+				}
+			}
+		}
+	}
+	return n
 }
 
 // selfCPU is this process's CPU time (getrusage), user + system.

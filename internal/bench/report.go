@@ -75,6 +75,12 @@ type Process struct {
 	// runs, and the garbage collector's work follows it. 0 for the
 	// baseline, which is not scraped.
 	AllocatedPerEventBytes float64 `json:"allocated_per_event_bytes,omitempty"`
+	// SwitchesPerEvent are the process's context switches in the window
+	// (its threads' voluntary and involuntary ones, from /proc), per
+	// event: how often it slept and woke, which like the allocations does
+	// not move with what else the machine runs, where waking is much of
+	// what a trickle costs.
+	SwitchesPerEvent float64 `json:"context_switches_per_event,omitempty"`
 }
 
 // Replies counts the replies to the @s of the bot, by the message they
@@ -518,6 +524,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		row("CPU seconds", secs(bl.CPUSeconds), secs(p.CPUSeconds), secs(qp.CPUSeconds))
 		row("events per CPU-second", perCPU(bl), perCPU(p), perCPU(qp))
+		row("context switches per event", switches(bl), switches(p), switches(qp))
 		row("RSS before the load (MiB)", mib(bl.RSSBeforeBytes), mib(p.RSSBeforeBytes), mib(qp.RSSBeforeBytes))
 		row("peak RSS (MiB)", mib(bl.PeakRSSBytes), mib(p.PeakRSSBytes), mib(qp.PeakRSSBytes))
 		row("peak anonymous RSS (MiB)", mib(bl.PeakAnonBytes), mib(p.PeakAnonBytes), mib(qp.PeakAnonBytes))
@@ -614,6 +621,7 @@ func (s *SteadyReport) writeText(ew *errWriter) error {
 	}
 	row("CPU per answered turn (µs)", "", "", turn)
 	row("events per CPU-second", perCPU(bl), perCPU(pc), perCPU(p))
+	row("context switches per event", switches(bl), switches(pc), switches(p))
 	row("RSS before the load (MiB)", mib(bl.RSSBeforeBytes), mib(pc.RSSBeforeBytes), mib(p.RSSBeforeBytes))
 	row("peak RSS (MiB)", mib(bl.PeakRSSBytes), mib(pc.PeakRSSBytes), mib(p.PeakRSSBytes))
 	row("peak anonymous RSS (MiB)", mib(bl.PeakAnonBytes), mib(pc.PeakAnonBytes), mib(p.PeakAnonBytes))
@@ -867,6 +875,14 @@ func replies(r Replies) string {
 
 // allocated is p's heap allocated per event, in bytes; "–" when pincer's
 // /metrics were not read.
+// switches is p's context switches per event; "–" when not read.
+func switches(p Process) string {
+	if p.SwitchesPerEvent <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f", p.SwitchesPerEvent)
+}
+
 func allocated(p Process) string {
 	if p.AllocatedPerEventBytes <= 0 {
 		return "–"

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // steadyResult is a steady scenario as the runs might leave it: the
@@ -14,7 +15,7 @@ import (
 // with 2,000 turns answered, 20,000 events each.
 func steadyResult() *SteadyReport {
 	proc := func(cpu float64) Process {
-		return Process{Events: 20_000, Seconds: 20, EventsPerSecond: 1000, CPUSeconds: cpu, CPUPerEventUs: cpu / 20_000 * 1e6}
+		return Process{Events: 20_000, Seconds: 20, EventsPerSecond: 1000, CPUSeconds: cpu, CPUPerEventUs: cpu / 20_000 * 1e6, SwitchesPerEvent: cpu / 4}
 	}
 	s := &SteadyReport{
 		Rate: 1000, Seconds: 20, Every: 10, Groups: 2000, Senders: 1000, History: true, ModelLatencyMs: 20,
@@ -66,6 +67,7 @@ func TestSteadyReportShowsItsRuns(t *testing.T) {
 		`pincer CPU ÷ baseline CPU\s+20\.0\s*\n`,
 		`CPU per chatter event \(µs\)\s+400\s*\n`,
 		`CPU per answered turn \(µs\)\s+1,000 \(2,000 turns\)\s*\n`,
+		`context switches per event\s+0\.12\s+2\.00\s+2\.50\s*\n`,
 		`replies exp / deliv / dup\s+2,000 / 2,000 / 0\s+0 / 0 / 0\s+2,000 / 2,000 / 0`,
 		`no send gap, frames coalesced into writes of up to 65,536 bytes`,
 	} {
@@ -93,5 +95,14 @@ func TestSteadyReportShowsItsRuns(t *testing.T) {
 	}
 	if !strings.Contains(string(got.Steady["chatter_only"]), `"cpu_per_event_us":400`) {
 		t.Errorf("chatter_only %s", got.Steady["chatter_only"])
+	}
+}
+
+// TestContextSwitchesPerEvent: a window's context switches, the
+// difference of two readings, are counted per event.
+func TestContextSwitchesPerEvent(t *testing.T) {
+	p := processReport(400, time.Second, usage{switches: 1000}, usage{switches: 1900}, 0, sampled{})
+	if !near(p.SwitchesPerEvent, 2.25) {
+		t.Errorf("switches per event %v, want 2.25", p.SwitchesPerEvent)
 	}
 }

@@ -630,6 +630,9 @@ func processReport(events int, wall time.Duration, before, after usage, hwm int6
 	if events > 0 {
 		p.CPUPerEventUs = 1e6 * cpu.Seconds() / float64(events)
 		p.AllocatedPerEventBytes = seen.allocated / float64(events)
+		if after.switches > before.switches {
+			p.SwitchesPerEvent = float64(after.switches-before.switches) / float64(events)
+		}
 	}
 	return p
 }
