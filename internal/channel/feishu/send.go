@@ -86,8 +86,10 @@ func (a *Account) SendParts(ctx context.Context, out msg.Outbound, from int, con
 		if err != nil {
 			return a.classify(out, err)
 		}
-		a.recordSent(ctx, sent)
+		// The confirmation first: the outbox stores that the part went
+		// before the message is recorded as the bot's (see outbox.Confirmed).
 		confirmed(i, msg.MessageID(sent.MessageID), i+1 < len(parts))
+		a.recordSent(ctx, sent)
 	}
 	return errors.Join(refused...)
 }

@@ -356,6 +356,24 @@ func TestSendRecordsSent(t *testing.T) {
 	}
 }
 
+// TestAMessageIsRecordedAfterItsPartIsConfirmed: a sent message goes
+// into the Sent log only once its part's confirmation returned, by which
+// time the outbox has stored that the part went (see outbox.Confirmed).
+func TestAMessageIsRecordedAfterItsPartIsConfirmed(t *testing.T) {
+	st := openStore(t, filepath.Join(t.TempDir(), "p.db"))
+	r := newRig(t, func(o *Options) { o.Sent = st })
+	var recordedAtConfirm []bool
+	err := r.a.SendParts(context.Background(), msg.Outbound{ID: "order#0", Peer: group, Text: "先确认"}, 0, func(_ int, id msg.MessageID, _ bool) {
+		ok, err := st.WasSent(context.Background(), ChannelID, r.a.opts.ID, id)
+		must(t, err)
+		recordedAtConfirm = append(recordedAtConfirm, ok)
+	})
+	must(t, err)
+	if len(recordedAtConfirm) != 1 || recordedAtConfirm[0] {
+		t.Errorf("recorded as sent when its confirmation came: %v, want [false]", recordedAtConfirm)
+	}
+}
+
 // TestSendRateLimit: sends to one chat are spaced at five a second, so
 // the platform's per-chat limit never refuses one, while another chat is
 // not held back. The account talks to the simulator in process, inside
