@@ -7,9 +7,9 @@
 // timer of the process (a batch's commit, a connection's deadline) is a
 // wake-up of its own. Linux lets each wake-up come up to 50 µs late by
 // default. At 1 ms, wake-ups that fall within a millisecond of each
-// other come as one: pincer bench's steady rate (1,000 messages a
-// second, every tenth an @) then costs about a quarter less CPU, and an
-// @ reaches the model no later (a message on a socket wakes its reader at
+// other come as one: at pincer bench's steady rate (1,000 messages a
+// second, every tenth an @) pincer then wakes a third less often and
+// uses a tenth to a quarter less CPU, and an @ reaches the model no later (a message on a socket wakes its reader at
 // once, whatever the slack; only timers may fire up to 1 ms late, which
 // no timer of pincer minds).
 //
