@@ -131,11 +131,11 @@ func TestTheLogRestartsUnderASteadyStream(t *testing.T) {
 			t.Fatal(err)
 		}
 		long := int((fi.Size() - 32) / (24 + 4096))
-		restarts := d.w.restarts.Load()
+		finished := d.w.logsFinished.Load()
 		if err := write(); err != nil {
 			t.Fatal(err)
 		}
-		if got := d.w.restarts.Load() - restarts; got != 1 {
+		if got := d.w.logsFinished.Load() - finished; got != 1 {
 			t.Errorf("the writer finished the checkpoint %d times before its next batch, want 1", got)
 		}
 		if got := logLength(); got*2 > long {

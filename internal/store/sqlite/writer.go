@@ -67,10 +67,10 @@ type writer struct {
 	// commits counts the batches committed (or whose COMMIT failed), and
 	// savepoints the jobs run under a savepoint of their own.
 	commits, savepoints atomic.Int64
-	// checkpoint asks for finishLog before the next batch; restarts
+	// checkpoint asks for finishLog before the next batch; logsFinished
 	// counts the times it ran.
-	checkpoint atomic.Bool
-	restarts   atomic.Int64
+	checkpoint   atomic.Bool
+	logsFinished atomic.Int64
 
 	mu     sync.RWMutex
 	closed bool
@@ -190,7 +190,7 @@ func (w *writer) finishCheckpoint() { w.checkpoint.Store(true) }
 // batch's BEGIN then starts the log over.
 func (w *writer) finishLog() {
 	_, err := w.conn.ExecContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)")
-	w.restarts.Add(1)
+	w.logsFinished.Add(1)
 	if err != nil {
 		w.note(fmt.Errorf("checkpoint: %w", err))
 	}
