@@ -237,7 +237,7 @@ func startSampler(ctx context.Context, pid int, at endpoint) *sampler {
 }
 
 func (s *sampler) memory() {
-	u, err := procUsage(s.pid)
+	u, err := procMemory(s.pid)
 	if err != nil {
 		return
 	}

@@ -27,7 +27,8 @@ func dieWithParent(cmd *exec.Cmd) {
 // every Linux port Go runs on.
 const clockTick = 100
 
-// procUsage reads /proc/<pid>/stat and /proc/<pid>/status.
+// procUsage reads /proc/<pid>/stat and /proc/<pid>/status, and counts
+// the context switches of its threads: a reading at a window's edge.
 func procUsage(pid int) (usage, error) {
 	var u usage
 	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
@@ -49,9 +50,26 @@ func procUsage(pid int) (usage, error) {
 		return u, fmt.Errorf("bench: process %d stat: %w", pid, err)
 	}
 	u.cpu = time.Duration(utime+stime) * time.Second / clockTick
+	if err := procStatus(pid, &u); err != nil {
+		return u, err
+	}
+	u.switches = contextSwitches(pid)
+	return u, nil
+}
+
+// procMemory reads only /proc/<pid>/status: the memory figures, for the
+// sampler that reads them every 100 ms.
+func procMemory(pid int) (usage, error) {
+	var u usage
+	err := procStatus(pid, &u)
+	return u, err
+}
+
+// procStatus fills u's memory figures from /proc/<pid>/status.
+func procStatus(pid int, u *usage) error {
 	status, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
-		return u, fmt.Errorf("bench: process %d: %w", pid, err)
+		return fmt.Errorf("bench: process %d: %w", pid, err)
 	}
 	for line := range strings.Lines(string(status)) {
 		key, val, ok := strings.Cut(line, ":")
@@ -74,8 +92,7 @@ func procUsage(pid int) (usage, error) {
 			*dst = kb << 10
 		}
 	}
-	u.switches = contextSwitches(pid)
-	return u, nil
+	return nil
 }
 
 // contextSwitches sums the context switches of pid's threads alive now

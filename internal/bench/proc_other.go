@@ -17,4 +17,6 @@ func procUsage(int) (usage, error) {
 	return usage{}, errors.New("bench: pincer bench measures processes through /proc and runs on Linux only")
 }
 
+func procMemory(pid int) (usage, error) { return procUsage(pid) }
+
 func selfCPU() time.Duration { return 0 }
