@@ -9,7 +9,6 @@ import (
 
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/store"
-	"github.com/pincerbot/pincer/internal/store/sqlite"
 )
 
 // askingPipeline is a durable pipeline on st whose channel asks bot
@@ -46,6 +45,28 @@ func answeredOnce(t *testing.T, eng *admitEngine, id msg.MessageID, when string)
 	}
 }
 
+// askedAgainAndAnswered is the next start (or owner) on st, restored by
+// restore: it asks the platform again whose the quoted message is and,
+// told it is the bot's, answers the reply once and leaves nothing stored.
+func askedAgainAndAnswered(t *testing.T, st store.Store, restore func(*Pipeline) error, when string) {
+	t.Helper()
+	bot := &askingBot{}
+	eng := &admitEngine{st: st}
+	p := askingPipeline(t, st, eng, bot)
+	if err := restore(p); err != nil {
+		t.Fatal(err)
+	}
+	synctest.Wait()
+	if bot.pending() != 1 {
+		t.Fatalf("%s: %d questions; want the reply's asked again", when, bot.pending())
+	}
+	bot.answer(quotedUnknown, true, nil)
+	time.Sleep(5 * time.Second) // the reply's realtime window
+	synctest.Wait()
+	answeredOnce(t, eng, "r", when)
+	noneStored(t, st, "after the reply was answered "+when)
+}
+
 // TestAReplyToTheBotAskedWhenTheProcessDiedIsAnsweredAfterTheRestart: a
 // reply whose quoted message only the platform knows, taken in while the
 // platform is asked, is asked again by the next start when the process
@@ -54,10 +75,7 @@ func TestAReplyToTheBotAskedWhenTheProcessDiedIsAnsweredAfterTheRestart(t *testi
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		path := filepath.Join(t.TempDir(), "pincer.db")
-		st1, err := sqlite.Open(ctx, path, sqlite.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		st1 := storeAt(t, path)
 		bot1 := &askingBot{}
 		p1 := askingPipeline(t, st1, &admitEngine{st: st1}, bot1)
 		takeInReply(t, p1)
@@ -69,26 +87,8 @@ func TestAReplyToTheBotAskedWhenTheProcessDiedIsAnsweredAfterTheRestart(t *testi
 			t.Fatal(err)
 		}
 
-		st2, err := sqlite.Open(ctx, path, sqlite.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st2.Close()
-		bot2 := &askingBot{}
-		eng2 := &admitEngine{st: st2}
-		p2 := askingPipeline(t, st2, eng2, bot2)
-		if err := p2.Restore(ctx); err != nil {
-			t.Fatal(err)
-		}
-		synctest.Wait()
-		if bot2.pending() != 1 {
-			t.Fatalf("after the restart %d questions; want the reply's asked again", bot2.pending())
-		}
-		bot2.answer(quotedUnknown, true, nil)
-		time.Sleep(5 * time.Second) // the reply's realtime window
-		synctest.Wait()
-		answeredOnce(t, eng2, "r", "after the restart")
-		noneStored(t, st2, "after the reply was answered")
+		st2 := storeAt(t, path)
+		askedAgainAndAnswered(t, st2, func(p *Pipeline) error { return p.Restore(ctx) }, "after the restart")
 	})
 }
 
@@ -179,18 +179,7 @@ func TestAQuestionOfAReleasedChatIsAskedByItsNextOwner(t *testing.T) {
 			t.Fatalf("answered by the process that let the chat go: %+v", got)
 		}
 
-		bot2 := &askingBot{}
-		eng2 := &admitEngine{st: st}
-		p2 := askingPipeline(t, st, eng2, bot2)
-		if err := p2.RestoreWhere(ctx, all); err != nil {
-			t.Fatal(err)
-		}
-		synctest.Wait()
-		bot2.answer(quotedUnknown, true, nil)
-		time.Sleep(5 * time.Second)
-		synctest.Wait()
-		answeredOnce(t, eng2, "r", "by the next owner")
-		noneStored(t, st, "after the reply was answered")
+		askedAgainAndAnswered(t, st, func(p *Pipeline) error { return p.RestoreWhere(ctx, all) }, "by the next owner")
 	})
 }
 
@@ -215,18 +204,7 @@ func TestAnAnswerLearnedAfterTheShutdownIsAnsweredAfterTheRestart(t *testing.T) 
 			t.Fatalf("answered after the shutdown: %+v", got)
 		}
 
-		bot2 := &askingBot{}
-		eng2 := &admitEngine{st: st}
-		p2 := askingPipeline(t, st, eng2, bot2)
-		if err := p2.Restore(ctx); err != nil {
-			t.Fatal(err)
-		}
-		synctest.Wait()
-		bot2.answer(quotedUnknown, true, nil)
-		time.Sleep(5 * time.Second)
-		synctest.Wait()
-		answeredOnce(t, eng2, "r", "after the restart")
-		noneStored(t, st, "after the reply was answered")
+		askedAgainAndAnswered(t, st, func(p *Pipeline) error { return p.Restore(ctx) }, "after the restart")
 	})
 }
 

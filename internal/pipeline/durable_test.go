@@ -54,7 +54,14 @@ func durable(t *testing.T, st store.Store, eng Engine) *Pipeline {
 // test ends.
 func tempStore(t *testing.T) *sqlite.DB {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "pincer.db"), sqlite.Options{})
+	return storeAt(t, filepath.Join(t.TempDir(), "pincer.db"))
+}
+
+// storeAt opens the SQLite store at path, closed when the test ends
+// (closing it before, as a crash test does, is fine: Close is once).
+func storeAt(t *testing.T, path string) *sqlite.DB {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), path, sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,10 +91,7 @@ func TestRestartLosesNothingAndDeliversNothingTwice(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		path := filepath.Join(t.TempDir(), "pincer.db")
-		st1, err := sqlite.Open(ctx, path, sqlite.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		st1 := storeAt(t, path)
 		eng1 := &admitEngine{st: st1}
 		p1 := durable(t, st1, eng1)
 		// Messages in windows wait for their batch; the crash ends those
@@ -115,11 +119,7 @@ func TestRestartLosesNothingAndDeliversNothingTwice(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		st2, err := sqlite.Open(ctx, path, sqlite.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st2.Close()
+		st2 := storeAt(t, path)
 		eng2 := &admitEngine{st: st2}
 		p2 := durable(t, st2, eng2)
 		if err := p2.Restore(ctx); err != nil {
@@ -183,10 +183,7 @@ func TestGracefulRestartKeepsDigestAndHistory(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		path := filepath.Join(t.TempDir(), "pincer.db")
-		st1, err := sqlite.Open(ctx, path, sqlite.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		st1 := storeAt(t, path)
 		eng1 := &admitEngine{st: st1}
 		p1 := durable(t, st1, eng1)
 		for _, m := range []msg.Message{gm("c1", "1001", "甲", "一", 0), gm("c2", "1002", "乙", "二", 0), mention(gm("x", "1003", "丙", "", 0), "在吗")} {
@@ -200,11 +197,7 @@ func TestGracefulRestartKeepsDigestAndHistory(t *testing.T) {
 			t.Fatalf("the open window is answered at shutdown, with its history: %+v", got)
 		}
 		st1.Close()
-		st2, err := sqlite.Open(ctx, path, sqlite.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st2.Close()
+		st2 := storeAt(t, path)
 		left, _ := st2.BufferedEntries(ctx, "onebot/default")
 		digest, _ := st2.HeldInbound(ctx, "onebot", "default", store.ViewDigest, 50)
 		history, _ := st2.HeldInbound(ctx, "onebot", "default", store.ViewHistory, 20)

@@ -10,7 +10,6 @@ import (
 	"github.com/pincerbot/pincer/internal/channel"
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/store"
-	"github.com/pincerbot/pincer/internal/store/sqlite"
 )
 
 // slowHistory is a chat history that answers once release is closed.
@@ -52,10 +51,7 @@ func TestASummaryCutByACrashIsAnsweredAfterTheRestart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		path := filepath.Join(t.TempDir(), "pincer.db")
-		st1, err := sqlite.Open(ctx, path, sqlite.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		st1 := storeAt(t, path)
 		chat := []msg.Message{gm("h1", "1002", "乙", "明天几点开会", -time.Minute), gm("h2", "1003", "丙", "十点", -30*time.Second)}
 		stuck := &slowHistory{release: make(chan struct{}), msgs: chat}
 		eng1 := &admitEngine{st: st1}
@@ -72,11 +68,7 @@ func TestASummaryCutByACrashIsAnsweredAfterTheRestart(t *testing.T) {
 		}
 		defer close(stuck.release) // the dead process's goroutine ends with the test
 
-		st2, err := sqlite.Open(ctx, path, sqlite.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st2.Close()
+		st2 := storeAt(t, path)
 		eng2 := &admitEngine{st: st2}
 		p2 := summaryPipeline(t, st2, eng2, &history{msgs: chat})
 		if err := p2.Restore(ctx); err != nil {

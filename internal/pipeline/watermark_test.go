@@ -11,7 +11,6 @@ import (
 	"github.com/pincerbot/pincer/internal/msg"
 	"github.com/pincerbot/pincer/internal/prompt"
 	"github.com/pincerbot/pincer/internal/store"
-	"github.com/pincerbot/pincer/internal/store/sqlite"
 	"github.com/pincerbot/pincer/internal/trace"
 )
 
@@ -65,10 +64,7 @@ func TestAPendingForwardIsTheWatermark(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		path := filepath.Join(t.TempDir(), "pincer.db")
-		st, err := sqlite.Open(ctx, path, sqlite.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		st := storeAt(t, path)
 		slow := &expandingEnricher{release: make(chan struct{}), asked: make(chan msg.MessageID, 4)}
 		eng := &admitEngine{st: st}
 		p := durable(t, st, eng)
