@@ -142,33 +142,34 @@ func TestKilledMidStreamFinishesTheReplyOnce(t *testing.T) {
 	}
 }
 
+// sentSegment is a segment of a send_group_msg's message.
+type sentSegment struct {
+	Type string         `json:"type"`
+	Data map[string]any `json:"data"`
+}
+
+// sentSegments are the segments of a send_group_msg's message.
+func sentSegments(params json.RawMessage) []sentSegment {
+	var p struct {
+		Message []sentSegment `json:"message"`
+	}
+	_ = json.Unmarshal(params, &p)
+	return p.Message
+}
+
 // sentQuote is the id of the message a send_group_msg quotes (its
 // leading reply segment), "" for none.
 func sentQuote(params json.RawMessage) string {
-	var p struct {
-		Message []struct {
-			Type string         `json:"type"`
-			Data map[string]any `json:"data"`
-		} `json:"message"`
-	}
-	_ = json.Unmarshal(params, &p)
-	if len(p.Message) > 0 && p.Message[0].Type == "reply" {
-		return fmt.Sprint(p.Message[0].Data["id"])
+	if segs := sentSegments(params); len(segs) > 0 && segs[0].Type == "reply" {
+		return fmt.Sprint(segs[0].Data["id"])
 	}
 	return ""
 }
 
 // sentText is the text of a send_group_msg: its text segments, trimmed.
 func sentText(params json.RawMessage) string {
-	var p struct {
-		Message []struct {
-			Type string         `json:"type"`
-			Data map[string]any `json:"data"`
-		} `json:"message"`
-	}
-	_ = json.Unmarshal(params, &p)
 	var b strings.Builder
-	for _, s := range p.Message {
+	for _, s := range sentSegments(params) {
 		if text, ok := s.Data["text"].(string); ok && s.Type == "text" {
 			b.WriteString(text)
 		}
