@@ -3,6 +3,8 @@
 package timerslack
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,22 +29,32 @@ func TestHelperProcess(t *testing.T) {
 	if err := Reexec(Serve, os.Args, os.Environ()); err != nil {
 		t.Fatal(err)
 	}
-	// Threads made from here on, as a serving pincer makes them.
-	var wg sync.WaitGroup
+	// Threads made from here on, as a serving pincer makes them: each
+	// goroutine holds a thread of its own until the threads were read
+	// (a goroutine that ends locked ends its thread with it).
+	var locked, wg sync.WaitGroup
+	read := make(chan struct{})
 	for range 8 {
+		locked.Add(1)
 		wg.Go(func() {
 			runtime.LockOSThread()
-			time.Sleep(20 * time.Millisecond)
+			locked.Done()
+			<-read
 		})
 	}
-	wg.Wait()
+	locked.Wait()
+	defer wg.Wait()
+	defer close(read)
 	tasks, err := filepath.Glob("/proc/self/task/*")
-	if err != nil || len(tasks) == 0 {
+	if err != nil || len(tasks) < 9 {
 		t.Fatalf("threads: %v %v", tasks, err)
 	}
 	for _, task := range tasks {
 		// A thread's slack is read under its id as a process's.
 		b, err := os.ReadFile(filepath.Join("/proc", filepath.Base(task), "timerslack_ns"))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // a thread of the runtime's that ended meanwhile
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,8 +91,8 @@ func slacks(t *testing.T, parent time.Duration) []string {
 			got = append(got, v)
 		}
 	}
-	if len(got) < 2 {
-		t.Fatalf("the helper reported %d threads:\n%s", len(got), out)
+	if len(got) < 9 {
+		t.Fatalf("the helper reported %d threads, want its 8 locked ones and more:\n%s", len(got), out)
 	}
 	return got
 }
