@@ -19,6 +19,7 @@ import (
 	"github.com/pincerbot/pincer/internal/agent"
 	"github.com/pincerbot/pincer/internal/channel"
 	"github.com/pincerbot/pincer/internal/command"
+	"github.com/pincerbot/pincer/internal/lazylog"
 	"github.com/pincerbot/pincer/internal/limits"
 	"github.com/pincerbot/pincer/internal/llm"
 	"github.com/pincerbot/pincer/internal/msg"
@@ -323,7 +324,7 @@ func (e *Engine) DispatchContext(ctx context.Context, mc MsgContext, r channel.R
 
 	turnCtx, cancel := context.WithCancelCause(e.base)
 	defer cancel(nil)
-	log := e.log.With("channel", string(m.Channel), "peer", m.Peer.String(), "msg_id", string(m.ID))
+	log := lazylog.With(e.log, "channel", string(m.Channel), "peer", m.Peer.String(), "msg_id", string(m.ID))
 	key := TurnKey(m)
 	f := e.track(m, key, cancel)
 	defer e.untrack(f)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pincerbot/pincer/internal/channel"
+	"github.com/pincerbot/pincer/internal/lazylog"
 	"github.com/pincerbot/pincer/internal/llm"
 	"github.com/pincerbot/pincer/internal/msg"
 )
@@ -114,6 +115,6 @@ func (e *Engine) Beat(adapters func(msg.ChannelID) (channel.Adapter, bool)) erro
 	mc = Finalize(mc, e.opts.Policy)
 	ctx, cancel := context.WithCancel(e.base)
 	defer cancel()
-	log := e.log.With("channel", string(m.Channel), "peer", m.Peer.String(), "heartbeat", true)
+	log := lazylog.With(e.log, "channel", string(m.Channel), "peer", m.Peer.String(), "heartbeat", true)
 	return e.enqueue(ctx, log, mc, channel.SenderReplier{Adapter: a})
 }
