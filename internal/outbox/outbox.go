@@ -110,7 +110,8 @@ type Options struct {
 	// 10 s when zero. A Wake retries at once.
 	MinBackoff, MaxBackoff time.Duration
 	// Keep is how long delivered and given-up replies are remembered (so a
-	// resumed turn does not send them again); 24 h when zero.
+	// resumed turn does not send them again); 24 h when zero. Older ones
+	// are forgotten at Start and every PruneEvery while the outbox runs.
 	Keep time.Duration
 	// MaySend, when set, is asked right before each part of a reply is
 	// sent (the first attempt's first part included): false means the
@@ -142,7 +143,15 @@ type Outbox struct {
 	// they must not queue again.
 	restoring int
 	recent    map[string]bool
+	// pruning: the hourly forgetting of old replies has started.
+	pruning bool
 }
+
+// PruneEvery is how often a running outbox forgets the replies finished
+// longer than Options.Keep ago. Pruned only at Start, as before, a
+// process that ran for weeks kept every reply of those weeks, its text
+// included, and its next start deleted them all in one statement.
+const PruneEvery = time.Hour
 
 // route is a channel account.
 type route struct {
@@ -238,12 +247,12 @@ func (o *Outbox) Start(ctx context.Context) error {
 // Release). A reply queued here already is not queued again, nor is one
 // that finished here while StartWhere ran.
 func (o *Outbox) StartWhere(ctx context.Context, keep func(ch msg.ChannelID, acct msg.AccountID, peer msg.Peer) bool) error {
-	if n, err := o.opts.Store.PruneOutbox(ctx, time.Now().Add(-o.opts.Keep)); err != nil {
-		o.log.Warn("old replies not pruned", "err", err)
-	} else if n > 0 {
-		o.log.Debug("old replies pruned", "count", n)
-	}
+	o.prune(ctx)
 	o.mu.Lock()
+	if !o.pruning {
+		o.pruning = true
+		o.wg.Go(o.pruneHourly)
+	}
 	routes := make([]route, 0, len(o.senders))
 	for r := range o.senders {
 		routes = append(routes, r)
@@ -284,6 +293,31 @@ func (o *Outbox) StartWhere(ctx context.Context, keep func(ch msg.ChannelID, acc
 		o.log.Info("replies from before the restart are being delivered", "count", restored)
 	}
 	return nil
+}
+
+// prune forgets the replies finished longer than Keep ago.
+func (o *Outbox) prune(ctx context.Context) {
+	if n, err := o.opts.Store.PruneOutbox(ctx, time.Now().Add(-o.opts.Keep)); err != nil {
+		if ctx.Err() == nil {
+			o.log.Warn("old replies not pruned", "err", err)
+		}
+	} else if n > 0 {
+		o.log.Debug("old replies pruned", "count", n)
+	}
+}
+
+// pruneHourly prunes every PruneEvery until Close.
+func (o *Outbox) pruneHourly() {
+	t := time.NewTicker(PruneEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-o.ctx.Done():
+			return
+		case <-t.C:
+			o.prune(o.ctx)
+		}
+	}
 }
 
 // Release stops sending the replies of the chats keep accepts here, for

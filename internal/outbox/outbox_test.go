@@ -409,3 +409,34 @@ func TestARetryDoesNotRaceItsDeliver(t *testing.T) {
 		}
 	})
 }
+
+// TestRunningOutboxForgetsOldReplies: a reply finished longer than Keep
+// ago is forgotten while the outbox runs, within PruneEvery, not only at
+// the next start; a younger one is kept.
+func TestRunningOutboxForgetsOldReplies(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		st := openStore(t, filepath.Join(t.TempDir(), "p.db"))
+		c := &chat{}
+		o := New(Options{Store: st, Keep: 3 * time.Hour})
+		o.Register("onebot", "default", c)
+		if err := o.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(o.Close)
+		if _, err := o.Deliver(ctx, "onebot", "in:1#1", reply("早上好")); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Hour)
+		if _, err := o.Deliver(ctx, "onebot", "in:2#1", reply("下午好")); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2*time.Hour + time.Minute) // the first is 4 h old, the second 2 h
+		synctest.Wait()
+		for id, want := range map[string]bool{"in:1#": false, "in:2#": true} {
+			if has, err := st.HasOutbox(ctx, id); err != nil || has != want {
+				t.Errorf("%s remembered: %v (%v), want %v", id, has, err, want)
+			}
+		}
+	})
+}
