@@ -554,6 +554,8 @@ func (w *watch) report(events int, wall time.Duration, after, peak []usage, seen
 	for i := range w.insts {
 		sum.cpu += after[i].cpu - w.before[i].cpu
 		sum.switches += after[i].switches - w.before[i].switches
+		sum.reads += after[i].reads - w.before[i].reads
+		sum.writes += after[i].writes - w.before[i].writes
 		sum.hwm = max(sum.hwm, peak[i].hwm)
 		before.rss = max(before.rss, w.before[i].rss)
 		s.peakAnon = max(s.peakAnon, seen[i].peakAnon)
@@ -563,7 +565,7 @@ func (w *watch) report(events int, wall time.Duration, after, peak []usage, seen
 			s.goroutinesEnd += seen[i].goroutinesEnd
 		}
 	}
-	p := processReport(events, wall, usage{}, usage{cpu: sum.cpu, switches: sum.switches}, sum.hwm, s)
+	p := processReport(events, wall, usage{}, usage{cpu: sum.cpu, switches: sum.switches, reads: sum.reads, writes: sum.writes}, sum.hwm, s)
 	p.RSSBeforeBytes = before.rss
 	if len(w.insts) == 1 && w.insts[0].name == "" {
 		return p, nil

@@ -132,6 +132,10 @@ type usage struct {
 	// switches are the context switches of the threads alive now,
 	// voluntary (a thread that slept) and not.
 	switches int64
+	// reads and writes are the system calls that read and wrote
+	// (read, pread, recvmsg...; write, pwrite, sendmsg...), of every
+	// thread the process had (/proc/<pid>/io: syscr, syscw).
+	reads, writes int64
 }
 
 // metrics is one scrape of pincer's /metrics, by series ("name{labels}").

@@ -81,6 +81,12 @@ type Process struct {
 	// not move with what else the machine runs, where waking is much of
 	// what a trickle costs.
 	SwitchesPerEvent float64 `json:"context_switches_per_event,omitempty"`
+	// ReadCallsPerEvent and WriteCallsPerEvent are the system calls the
+	// process made in the window to read and to write (sockets and files
+	// alike, from /proc), per event: counts too; each page SQLite writes
+	// to its log is two writes.
+	ReadCallsPerEvent  float64 `json:"read_calls_per_event,omitempty"`
+	WriteCallsPerEvent float64 `json:"write_calls_per_event,omitempty"`
 }
 
 // Replies counts the replies to the @s of the bot, by the message they
@@ -525,6 +531,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		row("CPU seconds", secs(bl.CPUSeconds), secs(p.CPUSeconds), secs(qp.CPUSeconds))
 		row("events per CPU-second", perCPU(bl), perCPU(p), perCPU(qp))
 		row("context switches per event", switches(bl), switches(p), switches(qp))
+		row("read / write calls per event", callsPerEvent(bl), callsPerEvent(p), callsPerEvent(qp))
 		row("RSS before the load (MiB)", mib(bl.RSSBeforeBytes), mib(p.RSSBeforeBytes), mib(qp.RSSBeforeBytes))
 		row("peak RSS (MiB)", mib(bl.PeakRSSBytes), mib(p.PeakRSSBytes), mib(qp.PeakRSSBytes))
 		row("peak anonymous RSS (MiB)", mib(bl.PeakAnonBytes), mib(p.PeakAnonBytes), mib(qp.PeakAnonBytes))
@@ -622,6 +629,7 @@ func (s *SteadyReport) writeText(ew *errWriter) error {
 	row("CPU per answered turn (µs)", "", "", turn)
 	row("events per CPU-second", perCPU(bl), perCPU(pc), perCPU(p))
 	row("context switches per event", switches(bl), switches(pc), switches(p))
+	row("read / write calls per event", callsPerEvent(bl), callsPerEvent(pc), callsPerEvent(p))
 	row("RSS before the load (MiB)", mib(bl.RSSBeforeBytes), mib(pc.RSSBeforeBytes), mib(p.RSSBeforeBytes))
 	row("peak RSS (MiB)", mib(bl.PeakRSSBytes), mib(pc.PeakRSSBytes), mib(p.PeakRSSBytes))
 	row("peak anonymous RSS (MiB)", mib(bl.PeakAnonBytes), mib(pc.PeakAnonBytes), mib(p.PeakAnonBytes))
@@ -873,8 +881,6 @@ func replies(r Replies) string {
 	return s
 }
 
-// allocated is p's heap allocated per event, in bytes; "–" when pincer's
-// /metrics were not read.
 // switches is p's context switches per event; "–" when not read.
 func switches(p Process) string {
 	if p.SwitchesPerEvent <= 0 {
@@ -883,6 +889,17 @@ func switches(p Process) string {
 	return fmt.Sprintf("%.2f", p.SwitchesPerEvent)
 }
 
+// callsPerEvent is p's read and write system calls per event; "–" when not
+// read.
+func callsPerEvent(p Process) string {
+	if p.ReadCallsPerEvent <= 0 && p.WriteCallsPerEvent <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f / %.2f", p.ReadCallsPerEvent, p.WriteCallsPerEvent)
+}
+
+// allocated is p's heap allocated per event, in bytes; "–" when pincer's
+// /metrics were not read.
 func allocated(p Process) string {
 	if p.AllocatedPerEventBytes <= 0 {
 		return "–"

@@ -15,7 +15,8 @@ import (
 // with 2,000 turns answered, 20,000 events each.
 func steadyResult() *SteadyReport {
 	proc := func(cpu float64) Process {
-		return Process{Events: 20_000, Seconds: 20, EventsPerSecond: 1000, CPUSeconds: cpu, CPUPerEventUs: cpu / 20_000 * 1e6, SwitchesPerEvent: cpu / 4}
+		return Process{Events: 20_000, Seconds: 20, EventsPerSecond: 1000, CPUSeconds: cpu, CPUPerEventUs: cpu / 20_000 * 1e6, SwitchesPerEvent: cpu / 4,
+			ReadCallsPerEvent: 1, WriteCallsPerEvent: cpu / 10}
 	}
 	s := &SteadyReport{
 		Rate: 1000, Seconds: 20, Every: 10, Groups: 2000, Senders: 1000, History: true, ModelLatencyMs: 20,
@@ -68,6 +69,7 @@ func TestSteadyReportShowsItsRuns(t *testing.T) {
 		`CPU per chatter event \(µs\)\s+400\s*\n`,
 		`CPU per answered turn \(µs\)\s+1,000 \(2,000 turns\)\s*\n`,
 		`context switches per event\s+0\.12\s+2\.00\s+2\.50\s*\n`,
+		`read / write calls per event\s+1\.00 / 0\.05\s+1\.00 / 0\.80\s+1\.00 / 1\.00\s*\n`,
 		`replies exp / deliv / dup\s+2,000 / 2,000 / 0\s+0 / 0 / 0\s+2,000 / 2,000 / 0`,
 		`no send gap, frames coalesced into writes of up to 65,536 bytes`,
 	} {
@@ -98,11 +100,14 @@ func TestSteadyReportShowsItsRuns(t *testing.T) {
 	}
 }
 
-// TestContextSwitchesPerEvent: a window's context switches, the
-// difference of two readings, are counted per event.
+// TestContextSwitchesPerEvent: a window's context switches and read and
+// write calls, the difference of two readings, are counted per event.
 func TestContextSwitchesPerEvent(t *testing.T) {
-	p := processReport(400, time.Second, usage{switches: 1000}, usage{switches: 1900}, 0, sampled{})
+	p := processReport(400, time.Second, usage{switches: 1000, reads: 100, writes: 50}, usage{switches: 1900, reads: 500, writes: 850}, 0, sampled{})
 	if !near(p.SwitchesPerEvent, 2.25) {
 		t.Errorf("switches per event %v, want 2.25", p.SwitchesPerEvent)
+	}
+	if !near(p.ReadCallsPerEvent, 1) || !near(p.WriteCallsPerEvent, 2) {
+		t.Errorf("read / write calls per event %v / %v, want 1 / 2", p.ReadCallsPerEvent, p.WriteCallsPerEvent)
 	}
 }

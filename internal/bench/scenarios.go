@@ -633,6 +633,10 @@ func processReport(events int, wall time.Duration, before, after usage, hwm int6
 		if after.switches > before.switches {
 			p.SwitchesPerEvent = float64(after.switches-before.switches) / float64(events)
 		}
+		if after.reads > before.reads || after.writes > before.writes {
+			p.ReadCallsPerEvent = float64(after.reads-before.reads) / float64(events)
+			p.WriteCallsPerEvent = float64(after.writes-before.writes) / float64(events)
+		}
 	}
 	return p
 }
