@@ -148,9 +148,9 @@ type Outbox struct {
 }
 
 // PruneEvery is how often a running outbox forgets the replies finished
-// longer than Options.Keep ago. Pruned only at Start, as before, a
-// process that ran for weeks kept every reply of those weeks, its text
-// included, and its next start deleted them all in one statement.
+// longer than Options.Keep ago. Pruned only at Start, a process that runs
+// for weeks would keep every reply of those weeks, its text included,
+// until its next start deleted them all in one statement.
 const PruneEvery = time.Hour
 
 // route is a channel account.
