@@ -565,7 +565,7 @@ func (w *watch) report(events int, wall time.Duration, after, peak []usage, seen
 			s.goroutinesEnd += seen[i].goroutinesEnd
 		}
 	}
-	p := processReport(events, wall, usage{}, usage{cpu: sum.cpu, switches: sum.switches, reads: sum.reads, writes: sum.writes}, sum.hwm, s)
+	p := processReport(events, wall, usage{}, sum, sum.hwm, s)
 	p.RSSBeforeBytes = before.rss
 	if len(w.insts) == 1 && w.insts[0].name == "" {
 		return p, nil

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"iter"
 	"os"
 	"os/exec"
 	"strconv"
@@ -68,15 +69,7 @@ func ioCalls(pid int) (reads, writes int64) {
 	if err != nil {
 		return 0, 0
 	}
-	for line := range strings.Lines(string(b)) {
-		key, val, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		n, err := strconv.ParseInt(strings.TrimSpace(val), 10, 64)
-		if err != nil {
-			continue
-		}
+	for key, n := range procFields(b, "") {
 		switch key {
 		case "syscr":
 			reads = n
@@ -85,6 +78,24 @@ func ioCalls(pid int) (reads, writes int64) {
 		}
 	}
 	return reads, writes
+}
+
+// procFields yields the "key: number" lines of a /proc file (status, io)
+// as key and number, the number without unit (" kB" and the like);
+// lines whose value is no number are left out.
+func procFields(b []byte, unit string) iter.Seq2[string, int64] {
+	return func(yield func(string, int64) bool) {
+		for line := range strings.Lines(string(b)) {
+			key, val, ok := strings.Cut(line, ":")
+			if !ok {
+				continue
+			}
+			n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(val), unit), 10, 64)
+			if err == nil && !yield(key, n) {
+				return
+			}
+		}
+	}
 }
 
 // procMemory reads only /proc/<pid>/status: the memory figures, for the
@@ -101,25 +112,14 @@ func procStatus(pid int, u *usage) error {
 	if err != nil {
 		return fmt.Errorf("bench: process %d: %w", pid, err)
 	}
-	for line := range strings.Lines(string(status)) {
-		key, val, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		var dst *int64
+	for key, kb := range procFields(status, " kB") {
 		switch key {
 		case "VmHWM":
-			dst = &u.hwm
+			u.hwm = kb << 10
 		case "VmRSS":
-			dst = &u.rss
+			u.rss = kb << 10
 		case "RssAnon":
-			dst = &u.anon
-		default:
-			continue
-		}
-		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(val), " kB"), 10, 64)
-		if err == nil {
-			*dst = kb << 10
+			u.anon = kb << 10
 		}
 	}
 	return nil
@@ -141,13 +141,9 @@ func contextSwitches(pid int) int64 {
 		if err != nil {
 			continue // the thread ended meanwhile
 		}
-		for line := range strings.Lines(string(status)) {
-			key, val, ok := strings.Cut(line, ":")
-			if ok && (key == "voluntary_ctxt_switches" || key == "nonvoluntary_ctxt_switches") {
-				v, err := strconv.ParseInt(strings.TrimSpace(val), 10, 64)
-				if err == nil {
-					n += v
-				}
+		for key, v := range procFields(status, "") {
+			if key == "voluntary_ctxt_switches" || key == "nonvoluntary_ctxt_switches" {
+				n += v
 			}
 		}
 	}
