@@ -712,7 +712,7 @@ func (o *Outbox) finish(q *queue, it *item, state store.OutboxState, err error) 
 	o.remove(q, it, err)
 }
 
-// store records it's progress (it.e.Sent), its attempts and state,
+// store records its progress (it.e.Sent), its attempts and state,
 // durably; a failure is logged, and stored reports whether there was none.
 func (o *Outbox) store(it *item, attempts int, state store.OutboxState, lastErr string) (stored bool) {
 	if err := o.opts.Store.UpdateOutbox(context.WithoutCancel(o.ctx), it.e.ID, it.e.Sent, attempts, state, lastErr); err != nil {

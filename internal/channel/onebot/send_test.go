@@ -36,12 +36,18 @@ func sentCalls(t *testing.T, p *onebottest.Peer) []sentMessage {
 	return out
 }
 
-func TestSendChunksWithReplyOnFirst(t *testing.T) {
+// numbering is an implementation that takes every action and answers it
+// with the next message id, from 101.
+func numbering(t *testing.T) *onebottest.Peer {
 	next := int64(100)
-	p := onebottest.New(t, func(action string, _ json.RawMessage) (any, int, string) {
+	return onebottest.New(t, func(string, json.RawMessage) (any, int, string) {
 		next++
 		return map[string]any{"message_id": next}, 0, ""
 	})
+}
+
+func TestSendChunksWithReplyOnFirst(t *testing.T) {
+	p := numbering(t)
 	c, _ := dial(t, p, nil)
 	sent := newSentIDs(2)
 	s := &chunkSender{Caller: c, ChunkLimit: 10, OnSent: func(_ context.Context, id msg.MessageID) { sent.Add(id) }}
@@ -81,11 +87,7 @@ func TestSendChunksWithReplyOnFirst(t *testing.T) {
 // confirmation returned, by which time the outbox has stored that the
 // part went (see outbox.Confirmed).
 func TestAMessageIsRecordedAsSentAfterItsPartIsConfirmed(t *testing.T) {
-	next := int64(100)
-	p := onebottest.New(t, func(action string, _ json.RawMessage) (any, int, string) {
-		next++
-		return map[string]any{"message_id": next}, 0, ""
-	})
+	p := numbering(t)
 	c, _ := dial(t, p, nil)
 	var order []string
 	s := &chunkSender{Caller: c, ChunkLimit: 10, OnSent: func(_ context.Context, id msg.MessageID) { order = append(order, "recorded "+string(id)) }}
