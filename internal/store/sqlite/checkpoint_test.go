@@ -143,3 +143,84 @@ func TestTheLogRestartsUnderASteadyStream(t *testing.T) {
 		}
 	})
 }
+
+// TestTheCheckpointCatchesUpBeforeTheWriterFinishes: the pages committed
+// while a background pass over a long log ran are copied by further
+// background passes, not by the writer, which every write waits for: the
+// writer is asked to finish only when a pass found at most finishLeft new
+// pages.
+func TestTheCheckpointCatchesUpBeforeTheWriterFinishes(t *testing.T) {
+	defer func(n int) { restartAfter = n }(restartAfter)
+	restartAfter = 8
+	ctx := context.Background()
+	d, err := Open(ctx, filepath.Join(t.TempDir(), "p.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	n := 0
+	write := func(tx *sql.Conn) error {
+		n++
+		body := `{"Text":"` + strings.Repeat("回复", 2000) + `"}`
+		_, err := d.exec(ctx, tx, qAddOutbox, "r"+strconv.Itoa(n), "onebot", "default", "group:"+strconv.Itoa(n), body, "pending", int64(n), int64(n))
+		return err
+	}
+	for range 20 {
+		if err := d.w.do(write, false, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	frames := func() int {
+		fi, err := os.Stat(d.path + "-wal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return int((fi.Size() - 32) / (24 + 4096))
+	}
+
+	// A batch begins before the first pass and commits about 100 pages
+	// after it, as the commits made during a long pass do.
+	began, release := make(chan struct{}), make(chan struct{})
+	committed := make(chan error, 1)
+	go func() {
+		committed <- d.w.do(func(tx *sql.Conn) error {
+			close(began)
+			<-release
+			for range 40 {
+				if err := write(tx); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, false, true)
+	}()
+	<-began
+
+	// The background checkpointer's connection, passes run here.
+	c := &checkpointer{db: d.cp.db}
+	var logs []int
+	batch := 0 // pages the batch committed after the first pass
+	c.passed = func(log int) {
+		if logs = append(logs, log); len(logs) == 1 {
+			close(release)
+			if err := <-committed; err != nil {
+				t.Fatal(err)
+			}
+			batch = frames() - log
+		}
+	}
+	left := -1
+	c.finish = func() { left = frames() - logs[len(logs)-1] }
+	if err := c.pass(); err != nil {
+		t.Fatal(err)
+	}
+	if left < 0 {
+		t.Fatalf("the writer was not asked to finish (passes found logs of %v pages)", logs)
+	}
+	if batch < 100 {
+		t.Fatalf("the batch committed %d pages after the first pass, want 100 or more", batch)
+	}
+	if left > finishLeft {
+		t.Errorf("the writer was asked to copy %d pages (passes found logs of %v pages), want at most %d", left, logs, finishLeft)
+	}
+}
