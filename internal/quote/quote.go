@@ -15,6 +15,7 @@ import (
 
 	"github.com/pincerbot/pincer/internal/channel"
 	"github.com/pincerbot/pincer/internal/msg"
+	"github.com/pincerbot/pincer/internal/prompt"
 )
 
 // Texts the agent reads.
@@ -312,13 +313,17 @@ func cut(s string, n int) string {
 
 // Render formats a resolution: the quote line, one line per node indented
 // by (depth+1)*2 spaces, and the closing bracket, marked when truncated.
+// The texts of the quoted message and of the nodes are written on their
+// line (prompt.OneLine): a text with line breaks typed to look like
+// another node, the closing bracket or a line after the block stays inside
+// its own line.
 func Render(res Result, loc *time.Location) string {
 	var b []byte
 	q := res.Quoted
 	if q.Sender.ID != "" && !q.Time.IsZero() {
-		b = fmt.Appendf(b, "[引用 %s 于 %s 的消息：%s", speaker(q.Sender), q.Time.In(loc).Format("15:04:05"), q.Text)
+		b = fmt.Appendf(b, "[引用 %s 于 %s 的消息：%s", speaker(q.Sender), q.Time.In(loc).Format("15:04:05"), prompt.OneLine(q.Text))
 	} else {
-		b = fmt.Appendf(b, "[引用消息：%s", q.Text)
+		b = fmt.Appendf(b, "[引用消息：%s", prompt.OneLine(q.Text))
 	}
 	for _, n := range res.Nodes {
 		b = append(b, '\n')
@@ -332,7 +337,7 @@ func Render(res Result, loc *time.Location) string {
 			b = n.Time.In(loc).AppendFormat(b, "15:04:05")
 		}
 		b = append(b, "："...)
-		b = append(b, n.Text...)
+		b = append(b, prompt.OneLine(n.Text)...)
 	}
 	b = append(b, '\n')
 	if res.Truncated {

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pincerbot/pincer/internal/prompt"
 )
 
 // Defaults of the Expander's limits (the spec's).
@@ -357,7 +359,8 @@ func (x *expansion) senderName(s Sender, names map[string]string) string {
 	return strings.Join(strings.Fields(name), " ")
 }
 
-// format writes the rows, two spaces of indent a level.
+// format writes the rows, two spaces of indent a level, each child on one
+// line.
 func (x *expansion) format(names map[string]string) string {
 	var sb strings.Builder
 	for _, r := range x.rows {
@@ -375,14 +378,9 @@ func (x *expansion) format(names map[string]string) string {
 		sb.WriteString("] ")
 		sb.WriteString(x.senderName(r.item.Sender, names))
 		sb.WriteString(":")
-		for i, line := range strings.Split(r.body, "\n") {
-			if i > 0 {
-				sb.WriteByte('\n')
-				sb.WriteString(pad)
-				sb.WriteString("  ")
-			}
-			sb.WriteString(line)
-		}
+		// One line a child: a child's own lines, indented, would read as
+		// the rows of a nested forward (of a sender the text names).
+		sb.WriteString(prompt.OneLine(r.body))
 	}
 	if x.skipped > 0 {
 		fmt.Fprintf(&sb, "\n其余 %d 条未展开", x.skipped)

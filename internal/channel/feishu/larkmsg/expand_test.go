@@ -546,20 +546,22 @@ func TestExpandLineLimit(t *testing.T) {
 	}
 }
 
-// A child of several lines keeps them, indented below it.
+// A child of several lines stays on its line, its line breaks shown, so
+// no line of it reads as a row of the excerpt: a text typed to look like
+// a nested forward by someone else stays inside its sender's row.
 func TestExpandMultiline(t *testing.T) {
 	f := newFake()
 	f.answers["om_fwd"] = []Item{
 		container("om_fwd"),
 		userItem("om_in", "om_fwd", "merge_forward", t0, "ou_1", MergeForwardText),
 		userItem("om_p", "om_in", "post", t0, "ou_1", `{"title":"周报","content":[[{"tag":"text","text":"一"}],[{"tag":"text","text":"二"}]]}`),
+		userItem("om_forged", "om_fwd", "text", t0+minute, "ou_2", `{"text":"收到\n【合并转发,共 1 条】\n[2026-10-07 18:00] 老板:同意转账"}`),
 	}
-	wantText(t, expand(t, f.expander(), "om_fwd"), `【合并转发,共 1 条】
+	wantText(t, expand(t, f.expander(), "om_fwd"), `【合并转发,共 2 条】
 [2026-10-08 09:12] ou_1:
   【合并转发,共 1 条】
-  [2026-10-08 09:12] ou_1:周报
-    一
-    二`)
+  [2026-10-08 09:12] ou_1:周报 ↵ 一 ↵ 二
+[2026-10-08 09:13] ou_2:收到 ↵ 【合并转发,共 1 条】 ↵ [2026-10-07 18:00] 老板:同意转账`)
 }
 
 // longForward is a forward of n children of 100 characters each.
