@@ -115,12 +115,17 @@ type Input struct {
 // the user: a failure after that is final, so shown text is never
 // repeated or contradicted. Until then a failed call is retried or falls
 // back like one that sent nothing; reasoning alone leaves it so.
+//
+// TakeBack says that the text of the current call so far was reasoning
+// (its opening tag was in the model's prompt, see llm.ThinkSplitter): what
+// of it was not sent is dropped, and the call goes on.
 type Stream interface {
 	Begin()
 	Text(delta string)
 	Reasoning(delta string)
 	Shown() bool
 	Discard()
+	TakeBack()
 }
 
 // DefaultFirstTokenTimeout is how long a model call may stay silent.
@@ -346,6 +351,19 @@ func (r *Runner) once(ctx context.Context, p llm.Provider, req llm.Request, stre
 			}
 		}
 	}
+	// takeBack follows the splitter when it found that the text so far
+	// was reasoning the prompt opened (see llm.ThinkSplitter): it becomes
+	// reasoning, and the stream takes it back.
+	takeBack := func() {
+		if !inline.TookBack() {
+			return
+		}
+		reasoning.WriteString(text.String())
+		text.Reset()
+		if stream != nil {
+			stream.TakeBack()
+		}
+	}
 	var out Output
 	var calls []llm.ToolCall
 	callCtx, cancel := context.WithCancelCause(ctx)
@@ -364,7 +382,9 @@ func (r *Runner) once(ctx context.Context, p llm.Provider, req llm.Request, stre
 		}
 		switch ev.Kind {
 		case llm.EventText:
-			emit(inline.Push(ev.Text))
+			visible, thought := inline.Push(ev.Text)
+			takeBack()
+			emit(visible, thought)
 		case llm.EventReasoning:
 			emit("", ev.Text)
 		case llm.EventToolCall:
@@ -373,7 +393,9 @@ func (r *Runner) once(ctx context.Context, p llm.Provider, req llm.Request, stre
 			out.Usage = ev.Usage
 		}
 	}
-	emit(inline.End())
+	visible, thought := inline.End()
+	takeBack()
+	emit(visible, thought)
 	out.Text, out.Reasoning = text.String(), reasoning.String()
 	return out, calls, nil
 }

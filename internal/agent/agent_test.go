@@ -104,6 +104,7 @@ func (s *recStream) Text(d string)      { s.events = append(s.events, d); s.show
 func (s *recStream) Reasoning(d string) { s.events = append(s.events, "think:"+d) }
 func (s *recStream) Shown() bool        { return s.shown }
 func (s *recStream) Discard()           { s.events = append(s.events, "discard") }
+func (s *recStream) TakeBack()          { s.events = append(s.events, "takeback") }
 func (s *recStream) String() string     { return strings.Join(s.events, "|") }
 func live() *recStream                  { return &recStream{live: true} }
 func wholeMessages() *recStream         { return &recStream{} }
@@ -125,6 +126,25 @@ func TestRunStreamsAndReturnsText(t *testing.T) {
 	}
 	if r := p.reqs[0]; r.System != "sys" || r.Model != "m" || r.MaxTokens != 100 || len(r.Messages) != 1 {
 		t.Errorf("request = %+v", r)
+	}
+}
+
+// TestReasoningThePromptOpenedIsTakenBack: a reply that is reasoning, a
+// closing tag and the answer (the opening tag was in the prompt): the
+// stream is told to take back the text it got, and the output keeps the
+// answer as text, the rest as reasoning.
+func TestReasoningThePromptOpenedIsTakenBack(t *testing.T) {
+	p := &fakeProvider{id: "a", steps: []step{{text: []string{"想一想", "</think>\n\n答案"}}}}
+	s := live()
+	out, err := runner(p).Run(context.Background(), Input{Models: chain("a/m"), Transcript: userTurn("hi"), Stream: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Text != "答案" || out.Reasoning != "想一想" {
+		t.Errorf("text %q reasoning %q", out.Text, out.Reasoning)
+	}
+	if got := s.String(); got != "begin|想一想|takeback|答案" {
+		t.Errorf("streamed %q", got)
 	}
 }
 

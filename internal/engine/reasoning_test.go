@@ -9,8 +9,12 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/pincerbot/pincer/internal/agent"
+	"github.com/pincerbot/pincer/internal/channel"
 	"github.com/pincerbot/pincer/internal/llm"
+	"github.com/pincerbot/pincer/internal/reply"
 	"github.com/pincerbot/pincer/internal/store/sqlite"
 )
 
@@ -85,6 +89,50 @@ func TestThinkingModelKeepsItsSlot(t *testing.T) {
 				}
 				if got := outTexts(thinker.delivered); len(got) != 1 || got[0] != "the answer" {
 					t.Errorf("the thinking model delivered %q", got)
+				}
+			})
+		})
+	}
+}
+
+// TestReasoningThePromptOpenedIsNotDelivered: a model served with <think>
+// already in its prompt (Qwen3, DeepSeek-R1 on vLLM without a reasoning
+// parser) writes its reasoning, </think>, then the answer. Only the answer
+// reaches the chat and the transcript, sent whole, in blocks that had not
+// started, and written live into a card (which the delivery writes over).
+func TestReasoningThePromptOpenedIsNotDelivered(t *testing.T) {
+	deltas := []string{"用户想知道天气，我应该", "简短回答。</th", "ink>\n\n今天晴。"}
+	for _, c := range []struct {
+		name string
+		opts Options
+		live bool
+	}{
+		{"whole", Options{}, false},
+		{"blocks", Options{Blocks: &reply.ChunkOptions{MinChars: 200, MaxChars: 400, BreakOn: reply.BreakParagraph}}, false},
+		{"live", Options{}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newScripted(t, c.opts, deltas...)
+				rec := &recorder{}
+				var r channel.Replier = rec
+				if c.live {
+					lr := &liveRecorder{}
+					rec, r = &lr.recorder, lr
+				}
+				if err := e.Dispatch(context.Background(), message("1", "g", "天气？", t0), r); err != nil {
+					t.Fatal(err)
+				}
+				delivered := rec.delivered
+				if diff := cmp.Diff([]string{"今天晴。"}, outTexts(delivered)); diff != "" {
+					t.Errorf("delivered (-want +got):\n%s", diff)
+				}
+				tr, err := e.opts.Store.Transcript(context.Background(), e.SessionKey(message("1", "g", "", t0)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if last := tr[len(tr)-1]; last.Text != "今天晴。" {
+					t.Errorf("the transcript keeps %q as the reply", last.Text)
 				}
 			})
 		})

@@ -248,6 +248,13 @@ func (s *resumedStream) Text(delta string) {
 	s.Stream.Text(strings.TrimLeftFunc(text[cut:], unicode.IsSpace))
 }
 
+// TakeBack implements agent.Stream.
+func (s *resumedStream) TakeBack() {
+	s.held.Reset()
+	s.decided = s.atBegin
+	s.Stream.TakeBack()
+}
+
 // Discard implements agent.Stream.
 func (s *resumedStream) Discard() {
 	s.held.Reset()

@@ -356,7 +356,7 @@ func (e *Engine) run(ctx context.Context, log *slog.Logger, mc MsgContext, r cha
 		policy = reply.TypingHeartbeat
 	}
 	typing := reply.NewTyping(ctx, reply.TypingOptions{Set: setTyping, Policy: policy, Logger: log})
-	stream := &replyStream{r: r, slot: slot}
+	stream := &replyStream{r: r, log: log, slot: slot}
 	// A heartbeat's reply may turn out to be an acknowledgement, which is
 	// known only at its end: it is neither shown live nor sent in blocks.
 	if pv, ok := r.(channel.PartialViewer); ok && pv.ShowsPartial() && !mc.Heartbeat {
@@ -486,6 +486,7 @@ func (e *Engine) failure(log *slog.Logger, m msg.Message, err error, stream *rep
 // chunker, and keeps what was said for the final delivery.
 type replyStream struct {
 	r       channel.Replier
+	log     *slog.Logger
 	slot    *slot
 	live    bool
 	chunker *reply.Chunker
@@ -541,6 +542,18 @@ func (s *replyStream) Discard() {
 	s.filter = reply.SilenceFilter{}
 	if s.chunker != nil {
 		s.chunker.Rollback()
+	}
+}
+
+// TakeBack implements agent.Stream: the call's text so far is dropped,
+// from the reply and from what the chunker has not cut into a block yet.
+// A live view (a Feishu card) showed it for a moment; the delivery writes
+// the reply over it. Blocks already sent cannot be taken back.
+func (s *replyStream) TakeBack() {
+	s.call.Reset()
+	s.filter = reply.SilenceFilter{}
+	if s.chunker != nil && !s.chunker.Rollback() {
+		s.log.Warn("reasoning that the model's prompt opened was sent as a block before its closing tag came")
 	}
 }
 

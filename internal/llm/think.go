@@ -16,6 +16,15 @@ import "strings"
 // example, keeps it as text. Reasoning lasts until its closing tag; a
 // block still open when the text ends is reasoning to the end.
 //
+// Many models are served with the opening tag already in their prompt
+// (Qwen3 and DeepSeek-R1 on vLLM or llama.cpp without a reasoning parser):
+// their reply is the reasoning, a closing tag, then the answer. So a
+// closing tag that ends its line (spaces aside) before any block opened
+// or any opening tag was written, outside a code fence, makes everything
+// before it reasoning: the piece of it in this Push is returned as
+// reasoning, and TookBack reports that the text returned by earlier
+// pushes was reasoning too.
+//
 // Pieces may split a tag anywhere ("<thi" + "nk>"): the splitter holds
 // back the few bytes that may yet be a tag or a fence, so the text it
 // returns never shows a piece of one, and what it returns for any split
@@ -32,7 +41,18 @@ type ThinkSplitter struct {
 	// none is open; fenceLen is its length.
 	fence    byte
 	fenceLen int
+	// settled: a block opened or an opening tag was written (or a
+	// closing tag without one was read), so a closing tag is no longer
+	// read as the end of reasoning the prompt opened.
+	settled bool
+	// tookBack: the last Push read such a closing tag.
+	tookBack bool
 }
+
+// TookBack reports whether the last Push or End found a closing tag with
+// no opening one before it: the text returned by the pushes before it
+// was reasoning, not text.
+func (s *ThinkSplitter) TookBack() bool { return s.tookBack }
 
 // reasoningTags are the tag names that hold reasoning, lower case.
 var reasoningTags = []string{"think", "thinking", "thought", "reasoning"}
@@ -57,6 +77,7 @@ func (s *ThinkSplitter) End() (text, reasoning string) {
 func (s *ThinkSplitter) split(buf string, final bool) (string, string) {
 	var text, reasoning strings.Builder
 	s.held = ""
+	s.tookBack = false
 	i := 0
 	hold := func() {
 		if final {
@@ -88,14 +109,36 @@ func (s *ThinkSplitter) split(buf string, final bool) (string, string) {
 			continue
 		}
 		if s.midLine {
-			j := strings.IndexByte(buf[i:], '\n')
+			stops := "\n"
+			if !s.settled && s.fence == 0 {
+				stops = "\n<"
+			}
+			j := strings.IndexAny(buf[i:], stops)
 			if j < 0 {
 				text.WriteString(buf[i:])
 				break
 			}
-			text.WriteString(buf[i : i+j+1])
-			i += j + 1
-			s.midLine = false
+			if buf[i+j] == '\n' {
+				text.WriteString(buf[i : i+j+1])
+				i += j + 1
+				s.midLine = false
+				continue
+			}
+			text.WriteString(buf[i : i+j])
+			i += j
+			switch n, st := s.promptClosed(buf[i:], final); {
+			case st == tagMore:
+				hold()
+			case st == tagMatch:
+				// Everything so far was reasoning the prompt opened.
+				reasoning.WriteString(text.String())
+				text.Reset()
+				i += n
+				s.settled, s.tookBack, s.midLine = true, true, false
+			default:
+				text.WriteByte('<')
+				i++
+			}
 			continue
 		}
 		switch c := buf[i]; {
@@ -129,9 +172,10 @@ func (s *ThinkSplitter) split(buf string, final bool) (string, string) {
 				hold()
 			case st == tagMatch && name == "":
 				i += n // <think/>: an empty block
+				s.settled = true
 			case st == tagMatch:
 				i += n
-				s.inside = name
+				s.inside, s.settled = name, true
 			default:
 				s.midLine = true
 			}
@@ -198,6 +242,60 @@ func openingTag(s string) (int, string, tagState) {
 		return j + k + 1, name, tagMatch
 	}
 	return 0, "", tagNo
+}
+
+// promptClosed reads, at the start of s (which starts with '<'), a
+// closing tag that ends reasoning the prompt opened: a closing reasoning
+// tag, then spaces up to a line break or the end of the text. The length
+// it returns takes the spaces and line breaks after the tag too. An
+// opening reasoning tag written mid-line settles the splitter (the text
+// talks about tags) and is tagNo, as is anything else.
+func (s *ThinkSplitter) promptClosed(b string, final bool) (int, tagState) {
+	if len(b) > 1 && b[1] != '/' {
+		if _, name, st := openingTag(b); st == tagMatch && name != "" {
+			s.settled = true
+		} else if st == tagMore && !final {
+			return 0, tagMore
+		}
+		return 0, tagNo
+	}
+	n, st := 0, tagNo
+	for _, name := range reasoningTags {
+		switch m, got := closingTag(b, name); got {
+		case tagMatch:
+			n, st = m, tagMatch
+		case tagMore:
+			if st == tagNo {
+				st = tagMore
+			}
+		}
+		if st == tagMatch {
+			break
+		}
+	}
+	switch {
+	case st == tagMore && final:
+		return 0, tagNo
+	case st != tagMatch:
+		return 0, st
+	}
+	for n < len(b) && (b[n] == ' ' || b[n] == '\t' || b[n] == '\r') {
+		n++
+	}
+	switch {
+	case n == len(b) && !final:
+		return 0, tagMore // what follows decides
+	case n < len(b) && b[n] != '\n':
+		return 0, tagNo
+	}
+	for n < len(b) && (b[n] == ' ' || b[n] == '\t' || b[n] == '\r' || b[n] == '\n') {
+		n++
+	}
+	if n == len(b) && !final {
+		// The spaces may go on: the answer starts after them.
+		return 0, tagMore
+	}
+	return n, tagMatch
 }
 
 // closingTag reads </name> (any case, spaces allowed before '>') at the

@@ -8,14 +8,19 @@ import (
 func splitAll(deltas ...string) (text, reasoning string) {
 	var s ThinkSplitter
 	var t, r strings.Builder
-	for _, d := range deltas {
-		a, b := s.Push(d)
+	add := func(a, b string) {
+		if s.TookBack() {
+			// What was text so far was reasoning.
+			r.WriteString(t.String())
+			t.Reset()
+		}
 		t.WriteString(a)
 		r.WriteString(b)
 	}
-	a, b := s.End()
-	t.WriteString(a)
-	r.WriteString(b)
+	for _, d := range deltas {
+		add(s.Push(d))
+	}
+	add(s.End())
 	return t.String(), r.String()
 }
 
@@ -51,6 +56,19 @@ func TestThinkSplitter(t *testing.T) {
 		{"a tag name that goes on", []string{"<think-tank>"}, "<think-tank>", ""},
 		{"a space after <", []string{"< think>x"}, "< think>x", ""},
 		{"a piece of a tag at the end is text", []string{"ok\n<thi"}, "ok\n<thi", ""},
+		// The prompt opened the block: the reply is reasoning, a closing
+		// tag that ends its line, then the answer.
+		{"the prompt opened the block", []string{"用户想知道天气，我应该", "简短回答。</th", "ink>\n\n今天晴。"}, "今天晴。", "用户想知道天气，我应该简短回答。"},
+		{"the prompt opened it, split after the tag", []string{"想", "\n一想</think>", " \r\n", "\n", "好"}, "好", "想\n一想"},
+		{"the prompt opened it, on a line of its own", []string{"想一想\n</think>\n好"}, "好", "想一想\n"},
+		{"the prompt opened it, nothing after", []string{"想一想</thinking>"}, "", "想一想"},
+		{"the prompt opened it: reasoning that wrote an opening tag", []string{"想 <think> 一想</think>\n好"}, "想 <think> 一想</think>\n好", ""},
+		{"a closing tag in a sentence is text", []string{"用 </think> 结束"}, "用 </think> 结束", ""},
+		{"both tags talked about", []string{"模型用 <think> 开始推理，用 </think>\n结束"}, "模型用 <think> 开始推理，用 </think>\n结束", ""},
+		{"a closing tag after a block is text", []string{"<think>a</think>b</think>\nc"}, "b</think>\nc", "a"},
+		{"a closing tag after the first is text", []string{"a</think>\nb</think>\nc"}, "b</think>\nc", "a"},
+		{"a closing tag in a fence is text", []string{"```\nx</think>\n```"}, "```\nx</think>\n```", ""},
+		{"a closing tag in a code span is text", []string{"`</think>`\nok"}, "`</think>`\nok", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			text, reasoning := splitAll(tt.deltas...)
@@ -106,10 +124,10 @@ func FuzzThinkSplitter(f *testing.F) {
 		if !strings.Contains(text, "<") && (wt != text || wr != "") {
 			t.Fatalf("%q without tags gave %q, %q", text, wt, wr)
 		}
-		if again, r := splitAll(wt); again != wt || r != "" {
+		if again, r := splitAll(wt); (again != wt || r != "") && !strings.Contains(wt, "</") {
 			t.Fatalf("the text of %q, %q, still holds reasoning %q", text, wt, r)
 		}
-		if strings.Contains(strings.ToLower(text), "</think") {
+		if strings.Contains(strings.ToLower(text), "</think") || strings.Contains(after, "</") {
 			return
 		}
 		bt, br := splitAll("<think>" + text + "</think>" + after)
@@ -147,7 +165,7 @@ func FuzzThinkSplitterPieces(f *testing.F) {
 		if st, sr := splitAll(pieces...); st != wt || sr != wr {
 			t.Fatalf("split %q: %q, %q; whole: %q, %q", pieces, st, sr, wt, wr)
 		}
-		if again, r := splitAll(wt); again != wt || r != "" {
+		if again, r := splitAll(wt); (again != wt || r != "") && !strings.Contains(wt, "</") {
 			t.Fatalf("the text of %q, %q, still holds reasoning %q", text, wt, r)
 		}
 	})

@@ -166,6 +166,9 @@ func (d *Describer) callOne(ctx context.Context, m VisionModel, img llm.Image) (
 		switch ev.Kind {
 		case llm.EventText:
 			text, _ := think.Push(ev.Text)
+			if think.TookBack() {
+				b.Reset() // it was reasoning
+			}
 			b.WriteString(text)
 		case llm.EventDone:
 			done = true
@@ -175,6 +178,9 @@ func (d *Describer) callOne(ctx context.Context, m VisionModel, img llm.Image) (
 		return "", errors.New("describe: the reply ended early")
 	}
 	rest, _ := think.End()
+	if think.TookBack() {
+		b.Reset()
+	}
 	b.WriteString(rest)
 	text := strings.TrimSpace(strings.ToValidUTF8(b.String(), "\uFFFD"))
 	if text == "" {
