@@ -54,4 +54,14 @@ func TestChatSettings(t *testing.T) {
 	if last := p.reqs[len(p.reqs)-1]; last.Thinking != "high" {
 		t.Errorf("the session's /think must win over the chat's level: %q", last.Thinking)
 	}
+	// /think off wins over the chat's level too.
+	if err := st.SetSessionOption(ctx, "agent:main:webchat:direct:study", optThink, "off"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Dispatch(ctx, message("4", "study", "once more", t0), r); err != nil {
+		t.Fatal(err)
+	}
+	if last := p.reqs[len(p.reqs)-1]; last.Thinking != "" {
+		t.Errorf("the session's /think off must win over the chat's level: %q", last.Thinking)
+	}
 }

@@ -172,7 +172,7 @@ func (e *Engine) cmdStatus(ctx context.Context, mc MsgContext, _ string) (string
 	if sess.ModelOverride != "" {
 		source = t.Text(texts.StatusModelOverride)
 	}
-	think := cmp.Or(sess.Options[optThink], cs.Thinking, "off")
+	think := thinkingLevel(sess, cs)
 	lines := []string{
 		t.Format(texts.StatusSession, mc.SessionKey),
 		t.Format(texts.StatusModel, chain[0], source),
@@ -315,6 +315,21 @@ func (e *Engine) cmdModels(_ context.Context, mc MsgContext, _ string) (string, 
 	return b.String(), nil
 }
 
+// thinkingLevel is a session's reasoning level: its own (/think), else
+// its chat's, else off.
+func thinkingLevel(sess store.Session, cs *ChatSettings) string {
+	return cmp.Or(sess.Options[optThink], cs.Thinking, "off")
+}
+
+// requestLevel is a reasoning level as a model request carries it: none
+// for off.
+func requestLevel(level string) string {
+	if level == "off" {
+		return ""
+	}
+	return level
+}
+
 func (e *Engine) cmdThink(ctx context.Context, mc MsgContext, args string) (string, error) {
 	t := e.opts.Locale
 	level := strings.ToLower(args)
@@ -323,11 +338,7 @@ func (e *Engine) cmdThink(ctx context.Context, mc MsgContext, args string) (stri
 		if err != nil {
 			return "", err
 		}
-		current := sess.Options[optThink]
-		if current == "" {
-			current = "off"
-		}
-		return t.Format(texts.ThinkShow, current, strings.Join(llm.ThinkingLevels, ", ")), nil
+		return t.Format(texts.ThinkShow, thinkingLevel(sess, e.chatOf(mc.Message)), strings.Join(llm.ThinkingLevels, ", ")), nil
 	}
 	if !slices.Contains(llm.ThinkingLevels, level) {
 		return t.Format(texts.ThinkUnknown, args, strings.Join(llm.ThinkingLevels, ", ")), nil
@@ -335,11 +346,8 @@ func (e *Engine) cmdThink(ctx context.Context, mc MsgContext, args string) (stri
 	if _, err := e.session(ctx, mc.SessionKey); err != nil {
 		return "", err
 	}
-	value := level
-	if level == "off" {
-		value = ""
-	}
-	if err := e.opts.Store.SetSessionOption(ctx, mc.SessionKey, optThink, value); err != nil {
+	// "off" is stored as it is: it overrides a level the chat sets.
+	if err := e.opts.Store.SetSessionOption(ctx, mc.SessionKey, optThink, level); err != nil {
 		return "", err
 	}
 	return t.Format(texts.ThinkSet, level), nil

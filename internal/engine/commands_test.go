@@ -392,3 +392,26 @@ func TestDispatchContextBodies(t *testing.T) {
 		t.Errorf("a NoCommands turn must reach the agent as text, not run /new (%d calls)", len(a.reqs))
 	}
 }
+
+// TestThinkOffOverridesTheChatsLevel: in a chat configured to think
+// hard, /think shows that level, /think off turns it off for the session
+// (no reasoning asked of the model, /think and the prefix say off).
+func TestThinkOffOverridesTheChatsLevel(t *testing.T) {
+	e, a, _ := commandEngine(t, everyone)
+	e.opts.Chat = func(msg.Message) *ChatSettings {
+		return &ChatSettings{System: func() string { return "sys" }, Models: []llm.Ref{{Provider: "a", Model: "m"}}, Thinking: "high", ResponsePrefix: "[{thinkingLevel}] "}
+	}
+	if got := say(t, e, "owner", "/think"); len(got) != 1 || !strings.HasPrefix(got[0], "Thinking: high.") {
+		t.Errorf("/think in a chat that thinks hard: %q", got)
+	}
+	if got := say(t, e, "u", "hard question"); len(got) != 1 || !strings.HasPrefix(got[0], "[high] ") || a.reqs[0].Thinking != "high" {
+		t.Errorf("before /think off: reply %q, thinking %q", got, a.reqs[0].Thinking)
+	}
+	say(t, e, "owner", "/think off")
+	if got := say(t, e, "owner", "/think"); len(got) != 1 || !strings.HasPrefix(got[0], "Thinking: off.") {
+		t.Errorf("/think after /think off: %q", got)
+	}
+	if got := say(t, e, "u", "easy question"); len(got) != 1 || !strings.HasPrefix(got[0], "[off] ") || a.reqs[1].Thinking != "" {
+		t.Errorf("after /think off: reply %q, thinking %q", got, a.reqs[1].Thinking)
+	}
+}

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -119,7 +118,7 @@ func (e *Engine) resumeSession(ctx context.Context, key string, turns []*pending
 	}
 	// The session's turns are of one chat.
 	cs := e.chatOf(turns[0].mc.Message)
-	vars := reply.PrefixVars{ThinkingLevel: cmp.Or(sess.Options[optThink], cs.Thinking), Identity: e.opts.Identity}
+	vars := reply.PrefixVars{ThinkingLevel: thinkingLevel(sess, cs), Identity: e.opts.Identity}
 	if models := e.chain(sess, cs.Models); len(models) > 0 {
 		vars.Provider, vars.Model = models[0].Provider, models[0].Model
 	}

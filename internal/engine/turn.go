@@ -211,7 +211,7 @@ func (e *Engine) call(ctx context.Context, batch []*waiting, l *lane) (ok bool, 
 		System:      system,
 		Transcript:  transcript,
 		Fresh:       answered,
-		Thinking:    cmp.Or(sess.Options[optThink], cs.Thinking),
+		Thinking:    requestLevel(thinkingLevel(sess, cs)),
 		Elevated:    sess.Options[optElevated] != "",
 		ToolAllowed: cs.ToolAllowed,
 		Describe:    cs.Describe,
@@ -335,7 +335,7 @@ func (e *Engine) run(ctx context.Context, log *slog.Logger, mc MsgContext, r cha
 		Normalizer: &reply.Normalizer{
 			Heartbeat: mc.Heartbeat,
 			Prefix:    cs.ResponsePrefix,
-			Vars:      reply.PrefixVars{Provider: in.Models[0].Provider, Model: in.Models[0].Model, ThinkingLevel: in.Thinking, Identity: e.opts.Identity},
+			Vars:      reply.PrefixVars{Provider: in.Models[0].Provider, Model: in.Models[0].Model, ThinkingLevel: cmp.Or(in.Thinking, "off"), Identity: e.opts.Identity},
 			OnSkip: func(reason reply.SkipReason, _ msg.Outbound) {
 				log.Info("reply not delivered", "reason", string(reason))
 				sent.skip(string(reason))
