@@ -48,7 +48,7 @@ func (e *Engine) builtins() []struct {
 		{&command.Spec{Name: "model", Args: "[status|list|default|<provider/model>|<alias>]", AcceptsArgs: true, OwnerOnly: true, Description: t.Text(texts.DescModel)}, e.cmdModel},
 		{&command.Spec{Name: "models", Description: t.Text(texts.DescModels)}, e.cmdModels},
 		{&command.Spec{Name: "think", Args: "[off|minimal|low|medium|high|xhigh]", AcceptsArgs: true, OwnerOnly: true, Description: t.Text(texts.DescThink)}, e.cmdThink},
-		{&command.Spec{Name: "elevate", Args: "[on|off]", AcceptsArgs: true, Description: t.Text(texts.DescElevate)}, e.cmdElevate},
+		{&command.Spec{Name: "elevate", Args: "[on|off|status]", AcceptsArgs: true, Description: t.Text(texts.DescElevate)}, e.cmdElevate},
 		{&command.Spec{Name: "context", Description: t.Text(texts.DescContext)}, e.cmdContext},
 		{&command.Spec{Name: "compact", Description: t.Text(texts.DescCompact)}, e.cmdCompact},
 		{&command.Spec{Name: "export", OwnerOnly: true, Description: t.Text(texts.DescExport)}, e.cmdExport},
@@ -473,13 +473,14 @@ func (e *Engine) cmdElevate(ctx context.Context, mc MsgContext, args string) (st
 	if err != nil {
 		return "", err
 	}
+	// A bare /elevate elevates, as the command says; status shows.
 	switch strings.ToLower(args) {
-	case "":
+	case "status":
 		if sess.Options[optElevated] != "" {
 			return t.Text(texts.ElevateIsOn), nil
 		}
 		return t.Text(texts.ElevateIsOff), nil
-	case "on":
+	case "", "on":
 		return t.Text(texts.ElevateOn), e.opts.Store.SetSessionOption(ctx, mc.SessionKey, optElevated, "on")
 	case "off":
 		return t.Text(texts.ElevateOff), e.opts.Store.SetSessionOption(ctx, mc.SessionKey, optElevated, "")

@@ -355,6 +355,16 @@ func TestElevateIsAllowListed(t *testing.T) {
 	if got := say(t, e, "admin", "/elevate off"); got[0] != "Elevated mode is off." {
 		t.Errorf("off: %q", got)
 	}
+	if got := say(t, e, "admin", "/elevate status"); got[0] != "Elevated mode is off. /elevate on turns it on." {
+		t.Errorf("status when off: %q", got)
+	}
+	// A bare /elevate elevates.
+	if got := say(t, e, "admin", "/elevate"); got[0] != "Elevated mode is on for this session." {
+		t.Errorf("bare: %q", got)
+	}
+	if got := say(t, e, "admin", "/elevate status"); got[0] != "Elevated mode is on. /elevate off turns it off." {
+		t.Errorf("status when on: %q", got)
+	}
 }
 
 func TestIdentityPrefix(t *testing.T) {

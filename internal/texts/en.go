@@ -14,7 +14,7 @@ var en = map[Key]string{
 	DescModel:    "show or set this session's model",
 	DescModels:   "the configured providers and model chain",
 	DescThink:    "show or set the reasoning level",
-	DescElevate:  "show or switch elevated mode, which unlocks stronger tools (allow-listed senders only)",
+	DescElevate:  "switch to elevated mode, which unlocks stronger tools (allow-listed senders only); off switches back, status shows it",
 	DescContext:  "how much of the context budget the session uses",
 	DescCompact:  "summarize older turns to free context",
 	DescExport:   "the session transcript as text",
@@ -75,7 +75,7 @@ var en = map[Key]string{
 	ElevateIsOff:  "Elevated mode is off. /elevate on turns it on.",
 	ElevateOn:     "Elevated mode is on for this session.",
 	ElevateOff:    "Elevated mode is off.",
-	ElevateUsage:  "Usage: /elevate [on|off]",
+	ElevateUsage:  "Usage: /elevate [on|off|status]",
 
 	StopNothing: "Nothing is running.",
 	Stopped:     "Stopped.",

@@ -14,7 +14,7 @@ var zh = map[Key]string{
 	DescModel:    "查看或切换本会话使用的模型",
 	DescModels:   "已配置的模型服务商和模型链",
 	DescThink:    "查看或设置思考程度",
-	DescElevate:  "查看或切换提权模式，提权后可以使用更强的工具（仅限白名单用户）",
+	DescElevate:  "开启提权模式，提权后可以使用更强的工具（仅限白名单用户）；off 关闭，status 查看",
 	DescContext:  "本会话占用了多少上下文预算",
 	DescCompact:  "把较早的对话压缩成摘要，腾出上下文",
 	DescExport:   "以纯文本导出本会话的对话记录",
@@ -75,7 +75,7 @@ var zh = map[Key]string{
 	ElevateIsOff:  "提权模式未开启，/elevate on 可以开启。",
 	ElevateOn:     "本会话已开启提权模式。",
 	ElevateOff:    "提权模式已关闭。",
-	ElevateUsage:  "用法：/elevate [on|off]",
+	ElevateUsage:  "用法：/elevate [on|off|status]",
 
 	StopNothing: "当前没有正在生成的回复。",
 	Stopped:     "已停止。",
