@@ -358,7 +358,7 @@ func (e *Engine) cmdContext(ctx context.Context, mc MsgContext, _ string) (strin
 	if err != nil {
 		return "", err
 	}
-	system := agent.EstimateTokens(e.chatOf(mc.Message).System())
+	system := agent.EstimateTokens(systemFor(e.chatOf(mc.Message), mc.Message))
 	used := transcriptTokens(tr)
 	budget := e.opts.ContextTokens
 	return e.opts.Locale.Format(texts.ContextReport, system, len(tr), used, budget, (system+used)*100/max(budget, 1)), nil

@@ -4,42 +4,32 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"testing/synctest"
-	"time"
 
-	"github.com/pincerbot/pincer/internal/reply"
+	"github.com/pincerbot/pincer/internal/msg"
 )
 
-// TestHeartbeatDecoratedAckIsNotDelivered: a heartbeat acknowledged with
-// a decorated or punctuated token, or with a short note beside it, is not
-// delivered, with block streaming on too (a heartbeat's reply is held to
-// its end, when an acknowledgement can be told); a real report is.
-func TestHeartbeatDecoratedAckIsNotDelivered(t *testing.T) {
-	for _, tt := range []struct{ reply, want string }{
-		{"**HEARTBEAT_OK**", ""},
-		{"HEARTBEAT_OK.", ""},
-		{"<code>HEARTBEAT_OK</code> all good", ""},
-		{"All quiet.\n\nHEARTBEAT_OK", ""},
-		{"NO_REPLY", ""},
-		{"The deploy failed at 3 am.\n\nIt needs a look.", "The deploy failed at 3 am.\n\nIt needs a look."},
-	} {
-		t.Run(tt.reply, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				p := &beatProvider{beatReply: tt.reply}
-				e := heartbeatEngine(t, p, Heartbeat{Every: time.Hour})
-				e.opts.Blocks = &reply.ChunkOptions{MinChars: 1, MaxChars: 100}
-				a := &sendAdapter{}
-				if err := e.Dispatch(context.Background(), message("1", "b1", "hi", t0), &recorder{}); err != nil {
-					t.Fatal(err)
-				}
-				stop := runHeartbeats(t, e, a)
-				defer stop()
-				time.Sleep(time.Hour)
-				synctest.Wait()
-				if got := strings.Join(a.outTexts(), "|"); got != tt.want {
-					t.Errorf("delivered %q, want %q", got, tt.want)
-				}
-			})
-		})
+// TestGroupsAreToldTheyMayStaySilent: the model of a group chat is told
+// that NO_REPLY sends nothing, after the configured prompt; a direct
+// chat's model is not.
+func TestGroupsAreToldTheyMayStaySilent(t *testing.T) {
+	p := &echoProvider{}
+	e, _ := newEngine(t, p)
+	ctx := context.Background()
+	group := message("1", "g", "大家好", t0)
+	group.Peer.Kind = msg.Group
+	for _, m := range []msg.Message{group, message("2", "d", "你好", t0)} {
+		if err := e.Dispatch(ctx, m, &recorder{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(p.reqs) != 2 {
+		t.Fatalf("%d model requests, want 2", len(p.reqs))
+	}
+	configured := systemFor(e.chatOf(group), msg.Message{})
+	if got := p.reqs[0].System; got != configured+"\n\n"+SilenceGuide || !strings.Contains(got, "exactly NO_REPLY") {
+		t.Errorf("a group's system prompt is %q", got)
+	}
+	if got := p.reqs[1].System; got != configured {
+		t.Errorf("a direct chat's system prompt is %q, want %q", got, configured)
 	}
 }

@@ -83,7 +83,7 @@ func (e *Engine) call(ctx context.Context, batch []*waiting, l *lane) (ok bool, 
 		prior = nil // the new generation starts empty
 	}
 	cs := e.chatOf(mc.Message)
-	system := cs.System()
+	system := systemFor(cs, mc.Message)
 	if e.opts.AutoCompact && e.opts.Runner.NeedsCompaction(system, prior) {
 		if compacted, err := e.compact(ctx, log, sess, cs.Models, prior); err != nil {
 			log.Warn("automatic compaction failed; older turns are dropped from the context instead", "err", err)

@@ -711,7 +711,10 @@ func systemPrompt(p *agent.Prompt, log *slog.Logger) func() string {
 		mu.Lock()
 		defer mu.Unlock()
 		if s != last || joined == "" {
-			last, joined = s, s+"\n\n"+mediaGuide
+			last, joined = s, mediaGuide
+			if s != "" {
+				joined = s + "\n\n" + mediaGuide
+			}
 		}
 		return joined
 	}

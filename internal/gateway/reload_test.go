@@ -16,6 +16,7 @@ import (
 	"github.com/pincerbot/pincer/internal/agent"
 	"github.com/pincerbot/pincer/internal/channel/onebot/onebottest"
 	"github.com/pincerbot/pincer/internal/config"
+	"github.com/pincerbot/pincer/internal/engine"
 	"github.com/pincerbot/pincer/internal/limits"
 	"github.com/pincerbot/pincer/internal/llm/llmtest"
 	"github.com/pincerbot/pincer/internal/msg"
@@ -175,7 +176,8 @@ func TestReloadWhileAWindowIsOpen(t *testing.T) {
 	logs.wait(t, "config applied", 1)
 	push(2, text("还有第二题"))
 	reqs := waitRequests(t, model, 1)
-	const guide = "\n\n" + mediaGuide
+	// Groups: the media guide, then the engine's guide to silence.
+	guide := "\n\n" + mediaGuide + "\n\n" + engine.SilenceGuide
 	if got := systemOf(reqs[0]); got != "你是游戏公会的开心果。"+guide {
 		t.Errorf("the open window's turn had the system prompt %q, want the reloaded one", strings.TrimSuffix(got, guide))
 	}
