@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/pincerbot/pincer/internal/trace"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -102,7 +103,7 @@ func (p *Pipeline) runRealtime(ctx context.Context, f aggregate.Flushed[held]) {
 		p.release(consume)
 		return
 	}
-	body := RealtimeBody(first, text, quote, history, p.opts.Location, c.Receive.History.MaxChars)
+	body := RealtimeBody(first, text, quote, history, p.opts.Location)
 	m := first
 	m.Text = text
 	r := &filtered{Wrapper: channel.Wrapper{Replier: f.Entries[0].Tag.r}, mentionable: mentionable(history, msgs)}
@@ -187,8 +188,11 @@ func RealtimeText(msgs []msg.Message, self msg.UserID) string {
 // RealtimeBody is what the agent reads for a realtime batch: the quote
 // block, then the text; with history, the transcript between its markers
 // first, and in groups the sender's label on the current message, so the
-// envelope's sender never seems to have said the whole transcript.
-func RealtimeBody(first msg.Message, text, quote string, history []msg.Message, loc *time.Location, historyChars int) string {
+// envelope's sender never seems to have said the whole transcript. The
+// history is all shown: its buffer already keeps to history.maxChars of
+// text (the lines' time and sender labels are not counted, as the spec
+// counts the buffer's texts).
+func RealtimeBody(first msg.Message, text, quote string, history []msg.Message, loc *time.Location) string {
 	current := text
 	if quote != "" {
 		current = quote + "\n" + text
@@ -196,7 +200,7 @@ func RealtimeBody(first msg.Message, text, quote string, history []msg.Message, 
 	if len(history) == 0 {
 		return current
 	}
-	lines := prompt.Transcript(history, loc, historyChars)
+	lines := prompt.Transcript(history, loc, math.MaxInt)
 	if len(lines) == 0 {
 		return current
 	}

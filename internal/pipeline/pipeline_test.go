@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -232,6 +233,39 @@ func TestHistorySpecTimeline(t *testing.T) {
 		}
 		if diff := cmp.Diff([]msg.MessageID{"c"}, g.acks.ids); diff != "" {
 			t.Errorf("acks: %s", diff)
+		}
+	})
+}
+
+// TestHistoryKeepsToMaxCharsOfText: history.maxChars bounds the texts in
+// the buffer, as the spec counts them (the trigger's own text too, as it
+// joins the buffer before the snapshot leaves it out); the transcript
+// shows all the buffer holds, its time and sender labels not counted
+// against it: here three lines of 25 characters under a limit of 25.
+func TestHistoryKeepsToMaxCharsOfText(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := defaults()
+		s.History.MaxChars = 25
+		g := newRig(t, s)
+		for i, text := range []string{"一二三四五", "六七八九十", "甲乙丙丁戊", "己庚辛壬癸"} {
+			g.send(t, gm(fmt.Sprint("h", i), "1001", "A", text, time.Duration(i)*time.Second))
+			time.Sleep(time.Second)
+		}
+		g.send(t, mention(gm("c", "1003", "C", "", 4*time.Second), "总结一下"))
+		time.Sleep(time.Second)
+		synctest.Wait()
+		turns := g.eng.list()
+		if len(turns) != 1 {
+			t.Fatalf("%d turns", len(turns))
+		}
+		want := prompt.HistoryHeader + "\n" +
+			"[10:00:01] A(1001): 六七八九十\n" +
+			"[10:00:02] A(1001): 甲乙丙丁戊\n" +
+			"[10:00:03] A(1001): 己庚辛壬癸\n" +
+			prompt.HistoryFooter + "\n" +
+			"C (1003): 总结一下"
+		if got := turns[0].mc.BodyForAgent; got != want {
+			t.Errorf("body:\n%s\nwant:\n%s", got, want)
 		}
 	})
 }
