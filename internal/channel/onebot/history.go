@@ -196,12 +196,20 @@ func historyError(action string, err error) error {
 		return err
 	}
 	switch {
-	case strings.Contains(ae.Message, "不存在"):
+	case napcatEmpty(ae.Message):
 		return nil
 	case ae.Retcode == wire.RetcodeUnsupported:
 		return fmt.Errorf("onebot: %s: %w: %w", action, channel.ErrHistoryUnsupported, err)
 	}
 	return err
+}
+
+// napcatEmpty reports NapCat's answer for a history with nothing to read:
+// "消息X不存在" (X the anchor it did not find, or nothing). Another thing
+// that does not exist ("群X不存在") is a failure.
+func napcatEmpty(m string) bool {
+	m = strings.TrimSpace(m)
+	return strings.HasPrefix(m, "消息") && strings.HasSuffix(m, "不存在")
 }
 
 // waitGap waits d, or until ctx ends.

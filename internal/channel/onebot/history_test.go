@@ -149,6 +149,10 @@ func TestHistoryEmptyAndFailures(t *testing.T) {
 	if _, err := fetchHistory(ctx, broken, "default", group, channel.HistoryQuery{Count: 5}); err == nil {
 		t.Error("a real failure must be reported")
 	}
+	noGroup := &fixedCaller{errs: map[string]error{"get_group_msg_history": &wire.ActionError{Action: "get_group_msg_history", Retcode: 100, Message: "群5不存在"}}}
+	if _, err := fetchHistory(ctx, noGroup, "default", group, channel.HistoryQuery{Count: 5}); err == nil {
+		t.Error("a group that does not exist is a failure, not an empty history")
+	}
 	for _, p := range []msg.Peer{{Kind: msg.Group, ID: "284840486"}, {Kind: msg.Group, ID: "x"}, {Kind: "thread", ID: "1"}} {
 		if _, err := fetchHistory(ctx, broken, "default", p, channel.HistoryQuery{Count: 5}); err == nil {
 			t.Errorf("%v: want an error", p)
