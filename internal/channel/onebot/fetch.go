@@ -37,7 +37,9 @@ func (a *Account) FetchMessage(ctx context.Context, id msg.MessageID) (msg.Messa
 		return msg.Message{}, err
 	}
 	m, ok := wire.ForwardNode(data, a.Self())
-	if !ok {
+	if !ok || m.Sender.ID == "" && m.Text == "" && len(m.Segments) == 0 {
+		// An answer of no message (data null or {}) is as unreadable as a
+		// mis-shaped one: the quote shows the failure, not an empty text.
 		return msg.Message{}, fmt.Errorf("get_msg %s: %w", id, errUnreadable)
 	}
 	if m.ID == "" {

@@ -23,6 +23,12 @@ func TestFetchMessageAndForward(t *testing.T) {
 				if strings.Contains(string(params), `"message_id":500`) {
 					return "not an object", 0, ""
 				}
+				if strings.Contains(string(params), `"message_id":501`) {
+					return nil, 0, "" // data: null
+				}
+				if strings.Contains(string(params), `"message_id":502`) {
+					return map[string]any{}, 0, ""
+				}
 				return map[string]any{"message_id": 7, "time": 1774420200, "sender": map[string]any{"user_id": 10001, "nickname": "张三"},
 					"message": []any{map[string]any{"type": "text", "data": map[string]any{"text": "看这个"}}, map[string]any{"type": "forward", "data": map[string]any{"id": "F1"}}}}, 0, ""
 			case "get_forward_msg":
@@ -47,8 +53,10 @@ func TestFetchMessageAndForward(t *testing.T) {
 		if _, err := r.acct.FetchMessage(ctx, "404"); !errors.As(err, &ae) {
 			t.Errorf("a failed get_msg is an error: %v", err)
 		}
-		if _, err := r.acct.FetchMessage(ctx, "500"); !errors.Is(err, errUnreadable) {
-			t.Errorf("an unreadable answer: %v", err)
+		for _, id := range []msg.MessageID{"500", "501", "502"} {
+			if _, err := r.acct.FetchMessage(ctx, id); !errors.Is(err, errUnreadable) {
+				t.Errorf("get_msg %s: an unreadable answer (not an object, null, {}): %v", id, err)
+			}
 		}
 		if _, err := r.acct.FetchMessage(ctx, "abc"); err == nil {
 			t.Error("a non-numeric id is an error")
