@@ -108,9 +108,10 @@ func (l *lark) pipelines(ctx context.Context, eng *engine.Engine, st store.Store
 			Enabled: qc.Enabled, MaxNodes: 1, MaxChars: 8000,
 			Timeout: time.Duration(qc.TimeoutMs) * time.Millisecond,
 		}, loc).LogFirst(func(ctx context.Context, src msg.Message, id msg.MessageID) (msg.Message, bool) {
-			// A quoted forward the log holds expanded is read from it.
+			// A quoted forward the log holds expanded, and in a group any
+			// other message it holds complete, is read from it.
 			lm, ok, err := st.FindInbound(ctx, src.Channel, src.Account, src.Peer, id, quoteLogWithin)
-			if err != nil || !ok || lm.Pending || !a.QuotesFromLog(lm.Message) {
+			if err != nil || !ok || lm.Pending || !a.QuotesFromLog(lm.Message, src.Peer.Kind == msg.Group) {
 				return msg.Message{}, false
 			}
 			return lm.Message, true

@@ -131,6 +131,30 @@ func TestFeishuQuoteOfAnExpandedForwardReadsTheLog(t *testing.T) {
 	}
 }
 
+// TestFeishuQuoteOfALoggedGroupMessageReadsTheLog: in a group, a quote of
+// a plain message the log holds is answered from the log (the log comes
+// first), with no request for it.
+func TestFeishuQuoteOfALoggedGroupMessageReadsTheLog(t *testing.T) {
+	r := newLarkRig(t, nil)
+	db := filepath.Join(r.gw.dataDir, "pincer.db")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r.post(t, ctx, feishusim.Message{ID: "om_plain", ChatID: larkGroup, SenderID: larkUserA, Content: `{"text":"周五下午三点开会"}`}, feishusim.EventOptions{})
+	waitLogged(t, ctx, db, "om_plain", false)
+	r.post(t, ctx, feishusim.Message{
+		ID: "om_plain_ask", ChatID: larkGroup, SenderID: larkUserB, ParentID: "om_plain", RootID: "om_plain",
+		Content:  `{"text":"@_user_1 几点来着"}`,
+		Mentions: []feishusim.Mention{{Key: "@_user_1", ID: feishusim.DefaultBotOpenID, Name: feishusim.DefaultBotName}},
+	}, feishusim.EventOptions{})
+	got := larkText(t, r.waitSent(t, ctx, 1)[0])
+	if !strings.Contains(got, "周五下午三点开会") || !strings.Contains(got, "几点来着") {
+		t.Errorf("the agent's input lacks the quoted message or its own text:\n%s", got)
+	}
+	if n := len(r.sim.Calls("/open-apis/im/v1/messages/om_plain")); n != 0 {
+		t.Errorf("the quoted message was fetched %d time(s); the log held it", n)
+	}
+}
+
 // TestFeishuLongForwardSpillsToTheWorkspace: a merged forward whose
 // excerpt exceeds mergeForward.maxChars reaches the agent as its first
 // maxChars characters and a line naming the file that holds it whole, in

@@ -282,13 +282,22 @@ func (a *Account) Enrich(ctx context.Context, msgs []msg.Message) []msg.Message 
 	return msgs
 }
 
-// QuotesFromLog reports whether m, as pincer logged it, may answer a
-// quote of it without asking Feishu: a merged forward the log holds
-// expanded (its excerpt, with its file note when it spilled) that its
-// sender has not recalled. Anything else is fetched, as the platform
-// says what became of it.
-func (a *Account) QuotesFromLog(m msg.Message) bool {
-	return strings.HasPrefix(m.Text, larkmsg.ExcerptPrefix) && !a.wasRecalled(m.ID)
+// QuotesFromLog reports whether m, as pincer logged it in a chat (a group
+// when group is true), may answer a quote of it without asking Feishu,
+// unless its sender recalled it: a merged forward the log holds expanded
+// (its excerpt, with its file note when it spilled), and in a group any
+// other message the log holds complete (the log comes first, as the spec
+// says). A forward the log holds unexpanded, a message whose content is
+// still to be fetched (a card), and in a direct chat anything else are
+// fetched.
+func (a *Account) QuotesFromLog(m msg.Message, group bool) bool {
+	switch {
+	case a.wasRecalled(m.ID):
+		return false
+	case strings.HasPrefix(m.Text, larkmsg.ExcerptPrefix):
+		return true
+	}
+	return group && !m.Incomplete() && strings.TrimSpace(m.Text) != larkmsg.MergeForwardText
 }
 
 // cardOf reports whether m is a card whose content is to be fetched, and
