@@ -358,9 +358,8 @@ func (p *Pipeline) summary(ctx context.Context, m msg.Message, count int, r chan
 	if p.epoch(m.Peer) != epoch {
 		return ErrReleased // the process that took the chat over answers it
 	}
-	cm := m
-	cm.Sender.Name = "" // attributed to the sender's id, no name in the envelope
-	t := Turn{Message: cm, Body: body, BodyForAgent: body, NoCommands: true, Standalone: true, Delivery: replyDelivery(m, reply)}
+	// Attributed to the command: its sender's id and name, its message id.
+	t := Turn{Message: m, Body: body, BodyForAgent: body, NoCommands: true, Standalone: true, Delivery: replyDelivery(m, reply)}
 	if ref != 0 {
 		t.Consume.Entries = []int64{ref}
 	}

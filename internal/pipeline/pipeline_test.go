@@ -376,8 +376,8 @@ func TestSummaryCommand(t *testing.T) {
 		if !mc.NoCommands || mc.RawBody != "" || mc.CommandBody != "" {
 			t.Errorf("a summary is never command-authorized: %+v", mc)
 		}
-		if mc.Message.ID != "cmd" || mc.Message.Sender.ID != "1001" || mc.Message.Sender.Name != "" {
-			t.Errorf("attributed to the command, no name in the envelope: %+v", mc.Message)
+		if mc.Message.ID != "cmd" || mc.Message.Sender.ID != "1001" || mc.Message.Sender.Name != "甲" {
+			t.Errorf("attributed to the command: its sender's id and name, its id: %+v", mc.Message)
 		}
 		if diff := cmp.Diff([]channel.HistoryQuery{{Count: 3}}, g.hist.got); diff != "" {
 			t.Errorf("fetches count+1: %s", diff)
