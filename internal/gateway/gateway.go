@@ -12,6 +12,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -266,6 +267,11 @@ func Run(ctx context.Context, cfg config.Config, o Options) (err error) {
 	kit := newMediaKit(cfg.Media)
 	// Every chat's settings, from the layers of the configuration.
 	providers := Providers(cfg.Models)
+	// The agent's workspace exists from the start: its bootstrap files
+	// (SYSTEM.md, AGENTS.md) are looked for there, and media saved there.
+	if err := os.MkdirAll(d.Workspace, 0o700); err != nil {
+		return fmt.Errorf("agents.defaults.workspace: %w", err)
+	}
 	prompt := agent.NewPrompt(d.SystemPrompt, d.Workspace)
 	system := systemPrompt(prompt, log)
 	chatSet, err := newChats(cfg, system, func(choice config.ModelChoice) (*media.Describer, error) {

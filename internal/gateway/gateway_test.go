@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -344,5 +345,38 @@ func TestWebchatSummary(t *testing.T) {
 		if strings.Contains(got, "/summary\n") {
 			t.Errorf("the command is not in its own transcript:\n%s", got)
 		}
+	}
+}
+
+// TestTheWorkspaceExistsFromTheStart: the agent's workspace is made when
+// pincer starts, not when a picture first needs it; one that cannot be
+// made stops the start with its key named.
+func TestTheWorkspaceExistsFromTheStart(t *testing.T) {
+	cfg := config.Default()
+	cfg.Store.Path = filepath.Join(t.TempDir(), "pincer.db")
+	cfg.Agents.Defaults.Workspace = filepath.Join(t.TempDir(), "deep", "workspace")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runGateway(t, cfg, Options{Listener: ln})
+	if fi, err := os.Stat(cfg.Agents.Defaults.Workspace); err != nil || !fi.IsDir() {
+		t.Errorf("the workspace after the start: %v", err)
+	}
+
+	file := filepath.Join(t.TempDir(), "a-file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Store.Path = filepath.Join(t.TempDir(), "pincer.db")
+	cfg.Agents.Defaults.Workspace = filepath.Join(file, "workspace")
+	ln2, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = Run(context.Background(), cfg, Options{Listener: ln2})
+	ln2.Close()
+	if err == nil || !strings.Contains(err.Error(), "agents.defaults.workspace") {
+		t.Errorf("a workspace that cannot be made: %v", err)
 	}
 }

@@ -126,11 +126,11 @@ func TestQQSteerCapAndDropEndToEnd(t *testing.T) {
 		quote   string
 		ats     string
 	}{
-		{"old", "@王五 三 @赵六 四", []string{"user: ENV(王五) 问题三", "user: ENV(赵六) 问题四"}, "三 四", "4", "10003,10004"},
-		{"new", "@李四 二 @王五 三", []string{"user: ENV(李四) 问题二", "user: ENV(王五) 问题三"}, "二 三", "3", "10002,10003"},
+		{"old", "@王五 三 @赵六 四", []string{"user: ENV(王五) 王五 (10003): 问题三", "user: ENV(赵六) 赵六 (10004): 问题四"}, "三 四", "4", "10003,10004"},
+		{"new", "@李四 二 @王五 三", []string{"user: ENV(李四) 李四 (10002): 问题二", "user: ENV(王五) 王五 (10003): 问题三"}, "二 三", "3", "10002,10003"},
 		{"summarize", "@王五 三 @赵六 四", []string{
-			"user: ENV(王五) [Messages dropped while you were busy]\n- 李四: 问题二\n[End of dropped messages]\n问题三",
-			"user: ENV(赵六) 问题四",
+			"user: ENV(王五) [Messages dropped while you were busy]\n- 李四: 问题二\n[End of dropped messages]\n王五 (10003): 问题三",
+			"user: ENV(赵六) 赵六 (10004): 问题四",
 		}, "三 四", "4", "10003,10004"},
 	} {
 		t.Run(tt.drop, func(t *testing.T) {
@@ -156,7 +156,7 @@ func TestQQSteerCapAndDropEndToEnd(t *testing.T) {
 			if len(reqs) != 2 {
 				t.Fatalf("%d model requests; want the turn and its steered continuation", len(reqs))
 			}
-			matches(t, "the steered call", chat(reqs[1])[1:], append([]string{"user: ENV(张三) 问题一", "assistant: 先回答张三。"}, tt.steered...))
+			matches(t, "the steered call", chat(reqs[1])[1:], append([]string{"user: ENV(张三) 张三 (10001): 问题一", "assistant: 先回答张三。"}, tt.steered...))
 			if n := len(s.sends()); n != 2 {
 				t.Errorf("%d messages sent, want the two replies: %q", n, s.sends())
 			}
@@ -189,11 +189,11 @@ func TestQQSteerDropSummaryBetweenToolRounds(t *testing.T) {
 	}
 	got := chat(reqs[1])
 	matches(t, "the call after the tool round", got[1:], []string{
-		"user: ENV(张三) 问题一",
+		"user: ENV(张三) 张三 (10001): 问题一",
 		"assistant: 我查一下时间。[call current_time]",
 		"tool: " + strings.TrimPrefix(got[3], "tool: "),
-		"user: ENV(王五) [Messages dropped while you were busy]\n- 李四: 问题二\n[End of dropped messages]\n问题三",
-		"user: ENV(赵六) 问题四",
+		"user: ENV(王五) [Messages dropped while you were busy]\n- 李四: 问题二\n[End of dropped messages]\n王五 (10003): 问题三",
+		"user: ENV(赵六) 赵六 (10004): 问题四",
 	})
 	if quoteOf(reply) != "1" || atsOf(reply) != "10003,10004" {
 		t.Errorf("the reply quotes %q and @s %q; want the turn's message and both steered askers", quoteOf(reply), atsOf(reply))

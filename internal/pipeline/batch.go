@@ -187,8 +187,9 @@ func RealtimeText(msgs []msg.Message, self msg.UserID) string {
 
 // RealtimeBody is what the agent reads for a realtime batch: the quote
 // block, then the text; with history, the transcript between its markers
-// first, and in groups the sender's label on the current message, so the
-// envelope's sender never seems to have said the whole transcript. The
+// first; and in groups the sender's label ("昵称 (qq): ") on the current
+// message, so the agent knows who spoke and the envelope's sender never
+// seems to have said the whole transcript. The
 // history is all shown: its buffer already keeps to history.maxChars of
 // text (the lines' time and sender labels are not counted, as the spec
 // counts the buffer's texts).
@@ -197,11 +198,15 @@ func RealtimeBody(first msg.Message, text, quote string, history []msg.Message, 
 	if quote != "" {
 		current = quote + "\n" + text
 	}
-	if len(history) == 0 {
-		return current
+	var lines []string
+	if len(history) > 0 {
+		lines = prompt.Transcript(history, loc, math.MaxInt)
 	}
-	lines := prompt.Transcript(history, loc, math.MaxInt)
 	if len(lines) == 0 {
+		if first.Peer.Kind == msg.Group {
+			// A group's message says who sent it, as with history.
+			return prompt.SenderLabel(first.Sender) + current
+		}
 		return current
 	}
 	var b strings.Builder

@@ -39,7 +39,7 @@ func TestCommandInsideAWindowActsAsCommand(t *testing.T) {
 		if burst.CommandBody != "question" || strings.Contains(burst.BodyForAgent, "/new") {
 			t.Errorf("the burst must not carry the command: %+v", burst)
 		}
-		if command.BodyForAgent != "/new" || command.Message.ID != "2" {
+		if command.BodyForAgent != "A (1001): /new" || command.Message.ID != "2" {
 			t.Errorf("the command is its own turn, without history: %+v", command)
 		}
 	})

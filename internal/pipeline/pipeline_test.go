@@ -287,7 +287,8 @@ func TestRealtimeSpecTimelineThroughThePipeline(t *testing.T) {
 		if len(turns) != 1 || turns[0].at != 1500*time.Millisecond {
 			t.Fatalf("turns %+v", turns)
 		}
-		if got := turns[0].mc.BodyForAgent; got != "帮我查一下明天的天气\n北京的\n还有明天要不要带伞" {
+		// A group's message is labelled with its sender.
+		if got := turns[0].mc.BodyForAgent; got != "A (1001): 帮我查一下明天的天气\n北京的\n还有明天要不要带伞" {
 			t.Errorf("body %q", got)
 		}
 		out := g.sent.list()
@@ -596,7 +597,7 @@ func TestQuoteBlockGoesFirstAndAFailingQuoterIsContained(t *testing.T) {
 		if len(turns) != 2 {
 			t.Fatalf("turns %+v", turns)
 		}
-		if got := turns[0].mc.BodyForAgent; got != "[引用消息：原文\n]\n这是什么" || turns[0].mc.RawBody != "这是什么" {
+		if got := turns[0].mc.BodyForAgent; got != "A (1001): [引用消息：原文\n]\n这是什么" || turns[0].mc.RawBody != "这是什么" {
 			t.Errorf("body %q raw %q", got, turns[0].mc.RawBody)
 		}
 		// The turn shows its own image first, then the quote's, which
@@ -606,7 +607,7 @@ func TestQuoteBlockGoesFirstAndAFailingQuoterIsContained(t *testing.T) {
 			media[1].Channel != own.Channel || media[1].Peer != own.Peer || media[1].Message != "q1" {
 			t.Errorf("turn media = %+v", media)
 		}
-		if got := turns[1].mc.BodyForAgent; got != "再问一次" {
+		if got := turns[1].mc.BodyForAgent; got != "A (1001): 再问一次" {
 			t.Errorf("a panicking resolver leaves the block out: %q", got)
 		}
 		if len(seen) != 2 || seen[0].Kind != msg.Realtime || seen[0].Trigger != msg.TriggerMention {
