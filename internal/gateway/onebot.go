@@ -180,7 +180,10 @@ func (q *qq) pipelines(ctx context.Context, eng *engine.Engine, st store.Store, 
 	for id, r := range q.receive {
 		a, _ := q.channel.Account(id)
 		qc := q.quote[id]
-		resolver := quote.New(quote.Cached(a, 2*time.Minute, 1000), quote.Settings{
+		// A quoted message its sender recalls is asked for again.
+		cache := quote.Cached(a, 2*time.Minute, 1000)
+		a.OnRecall(cache.Forget)
+		resolver := quote.New(cache, quote.Settings{
 			Enabled: qc.Enabled, ResolveForward: qc.ResolveForward, MaxDepth: qc.MaxDepth, MaxNodes: qc.MaxNodes, MaxChars: qc.MaxChars,
 			Timeout: time.Duration(qc.TimeoutMs) * time.Millisecond,
 		}, loc)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -321,5 +322,66 @@ func TestQQQuoteEndToEnd(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestQQRecalledQuoteIsAskedForAgain: a quoted message is fetched once
+// for a while, but once a recall notice says its sender took it back, the
+// next quote of it asks again and shows the failure the implementation
+// answers, not the text it had.
+func TestQQRecalledQuoteIsAskedForAgain(t *testing.T) {
+	var recalled atomic.Bool
+	var asked atomic.Int32
+	p := onebottest.New(t, func(action string, params json.RawMessage) (any, int, string) {
+		switch action {
+		case "get_msg":
+			asked.Add(1)
+			if recalled.Load() {
+				return nil, 100, "消息已撤回"
+			}
+			return map[string]any{"message_id": 50, "time": 1774420200, "sender": map[string]any{"user_id": 10002, "nickname": "李四"},
+				"message": []any{map[string]any{"type": "text", "data": map[string]any{"text": "明天放假"}}}}, 0, ""
+		case "send_group_msg":
+			return map[string]any{"message_id": 9004}, 0, ""
+		}
+		return nil, 0, ""
+	})
+	cfg := config.Default()
+	cfg.Channels.OneBot.WSURL = p.URL
+	cfg.Channels.OneBot.SelfID = "3300000001"
+	cfg.Channels.OneBot.Receive.History.Enabled = false
+	startGateway(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := p.Connected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ask := func(id int64) string {
+		t.Helper()
+		if err := p.Push(ctx, qqGroupEvent(id, seg("reply", map[string]any{"id": "50"}), seg("at", map[string]any{"qq": botQQ}), seg("text", map[string]any{"text": " 真的吗"}))); err != nil {
+			t.Fatal(err)
+		}
+		var text strings.Builder
+		for _, m := range waitSend(t, p, ctx).params.Message {
+			if m.Type == "text" {
+				text.WriteString(m.Data["text"].(string))
+			}
+		}
+		return text.String()
+	}
+	if got := ask(60); !strings.Contains(got, "的消息：明天放假") {
+		t.Fatalf("the first quote:\n%s", got)
+	}
+	if got := ask(61); !strings.Contains(got, "的消息：明天放假") || asked.Load() != 1 {
+		t.Fatalf("the second quote, %d get_msg: \n%s", asked.Load(), got)
+	}
+	recalled.Store(true)
+	if err := p.Push(ctx, map[string]any{"time": time.Now().Unix(), "self_id": botQQ, "post_type": "notice", "notice_type": "group_recall",
+		"group_id": 700000001, "user_id": 10002, "operator_id": 10002, "message_id": 50}); err != nil {
+		t.Fatal(err)
+	}
+	// (The preview agent's answer shows the earlier turns too.)
+	if got := ask(62); !strings.Contains(got, "[引用消息获取失败]\n]\n真的吗") || asked.Load() != 2 {
+		t.Errorf("the quote after the recall, %d get_msg:\n%s", asked.Load(), got)
 	}
 }

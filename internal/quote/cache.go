@@ -11,20 +11,27 @@ import (
 
 // Cached remembers what f fetched for ttl, at most max entries of each
 // kind (oldest forgotten first), so the same quoted message in a busy chat
-// is fetched once. Failures are not remembered.
-func Cached(f Fetcher, ttl time.Duration, max int) Fetcher {
-	return &cache{f: f, messages: newTTL[msg.MessageID, msg.Message](ttl, max), forwards: newTTL[msg.ForwardID, []msg.Message](ttl, max)}
+// is fetched once. Failures are not remembered, and neither is a message
+// after Forget (its sender recalled it).
+func Cached(f Fetcher, ttl time.Duration, max int) *Cache {
+	return &Cache{f: f, messages: newTTL[msg.MessageID, msg.Message](ttl, max), forwards: newTTL[msg.ForwardID, []msg.Message](ttl, max)}
 }
 
-var _ LimitedForwardFetcher = (*cache)(nil)
+var _ LimitedForwardFetcher = (*Cache)(nil)
 
-type cache struct {
+// Cache is a Fetcher that remembers (see Cached).
+type Cache struct {
 	f        Fetcher
 	messages *ttlMap[msg.MessageID, msg.Message]
 	forwards *ttlMap[msg.ForwardID, []msg.Message]
 }
 
-func (c *cache) FetchMessage(ctx context.Context, id msg.MessageID) (msg.Message, error) {
+// Forget drops what was fetched of message id: the next quote of it asks
+// again, and the platform says what became of it (recalled, it fails).
+func (c *Cache) Forget(id msg.MessageID) { c.messages.forget(id) }
+
+// FetchMessage implements Fetcher.
+func (c *Cache) FetchMessage(ctx context.Context, id msg.MessageID) (msg.Message, error) {
 	if m, ok := c.messages.get(id); ok {
 		return m, nil
 	}
@@ -35,13 +42,14 @@ func (c *cache) FetchMessage(ctx context.Context, id msg.MessageID) (msg.Message
 	return m, err
 }
 
-func (c *cache) FetchForward(ctx context.Context, id msg.ForwardID) ([]msg.Message, error) {
+// FetchForward implements Fetcher.
+func (c *Cache) FetchForward(ctx context.Context, id msg.ForwardID) ([]msg.Message, error) {
 	return c.FetchForwardLimited(ctx, id, nil)
 }
 
 // FetchForwardLimited passes take on to a LimitedForwardFetcher; a plain
 // one's fetch takes one call. An answer from the cache takes none.
-func (c *cache) FetchForwardLimited(ctx context.Context, id msg.ForwardID, take func() bool) ([]msg.Message, error) {
+func (c *Cache) FetchForwardLimited(ctx context.Context, id msg.ForwardID, take func() bool) ([]msg.Message, error) {
 	if ms, ok := c.forwards.get(id); ok {
 		return ms, nil
 	}
@@ -92,6 +100,12 @@ func (m *ttlMap[K, V]) get(k K) (V, bool) {
 		return zero, false
 	}
 	return it.v, true
+}
+
+func (m *ttlMap[K, V]) forget(k K) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.items, k) // its place in order goes when it comes first
 }
 
 func (m *ttlMap[K, V]) put(k K, v V) {

@@ -426,3 +426,21 @@ func TestTextsWithLineBreaksStayOnTheirLine(t *testing.T) {
 		t.Errorf("block (-want +got):\n%s", diff)
 	}
 }
+
+// TestCacheForgetsARecalledMessage: after Forget the message is fetched
+// again, and a failure then is not remembered either.
+func TestCacheForgetsARecalledMessage(t *testing.T) {
+	f := &fetcher{messages: map[msg.MessageID]msg.Message{"q": node("q", "1", "甲", "09:00:00", "hi")}, fail: map[string]bool{}}
+	c := Cached(f, time.Minute, 10)
+	ctx := context.Background()
+	_, _ = c.FetchMessage(ctx, "q")
+	_, _ = c.FetchMessage(ctx, "q")
+	c.Forget("q")
+	f.fail["q"] = true
+	if _, err := c.FetchMessage(ctx, "q"); err == nil {
+		t.Error("a recalled message still came from the cache")
+	}
+	if diff := cmp.Diff([]string{"msg:q", "msg:q"}, f.callList()); diff != "" {
+		t.Errorf("calls: %s", diff)
+	}
+}

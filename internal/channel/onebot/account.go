@@ -168,6 +168,27 @@ type Account struct {
 	reverseFrom string
 	reverseSeq  uint64
 	handshakes  atomic.Uint64
+
+	// recalls learn the ids of recalled messages (see OnRecall; under mu).
+	recalls []func(msg.MessageID)
+}
+
+// OnRecall has f learn the id of every message recalled in the account's
+// chats from now on (group_recall and friend_recall notices).
+func (a *Account) OnRecall(f func(msg.MessageID)) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.recalls = append(a.recalls, f)
+}
+
+// recalled tells the OnRecall functions that message id was recalled.
+func (a *Account) recalled(id msg.MessageID) {
+	a.mu.Lock()
+	fs := a.recalls
+	a.mu.Unlock()
+	for _, f := range fs {
+		f(id)
+	}
 }
 
 // intake hands reverse connections and POSTed events from HTTP handlers

@@ -54,6 +54,12 @@ func (a *Account) onEvent(ctx context.Context, c *Conn, header string, frame []b
 			a.mu.Unlock()
 		}
 	}
+	if ev.PostType == "notice" && (ev.NoticeType == "group_recall" || ev.NoticeType == "friend_recall") {
+		if ev.MessageID != 0 {
+			a.recalled(msg.MessageID(ev.MessageID.String()))
+		}
+		return
+	}
 	m, err := ev.Normalize(a.opts.ID, self, a.opts.Inbound.MaxChars)
 	if err != nil {
 		switch {

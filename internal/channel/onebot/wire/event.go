@@ -44,6 +44,8 @@ type Event struct {
 	Sender     Sender          `json:"sender"`
 	// MetaEventType is set on meta events (lifecycle, heartbeat).
 	MetaEventType string `json:"meta_event_type"`
+	// NoticeType is set on notices (group_recall, friend_recall, …).
+	NoticeType string `json:"notice_type"`
 	// Interval is a heartbeat's announced interval in milliseconds.
 	Interval int64 `json:"interval"`
 

@@ -77,6 +77,7 @@ const (
 	fRawMessage
 	fSender
 	fMetaEventType
+	fNoticeType
 	fInterval
 	fEcho
 	fStatus
@@ -113,6 +114,8 @@ func probeField(key []byte) int {
 		return fSender
 	case "meta_event_type":
 		return fMetaEventType
+	case "notice_type":
+		return fNoticeType
 	case "interval":
 		return fInterval
 	case "echo":
@@ -167,6 +170,8 @@ func (p *probe) set(f int, v *fastjson.Value) bool {
 		return setString(&ev.RawMessage, v)
 	case fMetaEventType:
 		return setString(&ev.MetaEventType, v)
+	case fNoticeType:
+		return setString(&ev.NoticeType, v)
 	case fInterval:
 		switch v.Type() {
 		case fastjson.TypeNull:

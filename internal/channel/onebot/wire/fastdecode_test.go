@@ -32,6 +32,8 @@ var frameSeeds = []string{
 	`{"post_type":"message","message_type":"group","group_id":"-1","message_id":1.5e3,"user_id":"abc","message":[{"type":"text","data":{"text":"\u0000x"}},3]}`,
 	`{"status":"ok","retcode":0,"data":{"message_id":1},"echo":"1:2"}`,
 	`{"post_type":"meta_event","meta_event_type":"heartbeat","interval":5000}`,
+	`{"time":1764533540,"self_id":3300000001,"post_type":"notice","notice_type":"group_recall","group_id":700000045,"user_id":20000272,"operator_id":20000272,"message_id":1000000005}`,
+	`{"post_type":"notice","notice_type":"friend_recall","user_id":20000272,"message_id":-7,"notice_type":7}`,
 	`{"post_type":"meta_event","meta_event_type":"heartbeat","interval":5e3}`,
 	`{"post_type":"message","POST_TYPE":"notice"}`,
 	`{"post_type":"message","post_type":"notice"}`,
@@ -173,5 +175,17 @@ func TestFastDecodeTakesTheUsualFrame(t *testing.T) {
 		if err := json.Unmarshal([]byte(tc.frame), &want); err == nil && ev != nil && ev.PostType != want.PostType {
 			t.Errorf("%s: post_type %q, encoding/json %q", tc.frame, ev.PostType, want.PostType)
 		}
+	}
+}
+
+// TestRecallNoticesAreRead: a recall notice gives its type and the id of
+// the message recalled, as QQ implementations send it.
+func TestRecallNoticesAreRead(t *testing.T) {
+	ev, err := DecodeEvent([]byte(frameSeeds[4]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.PostType != "notice" || ev.NoticeType != "group_recall" || ev.MessageID != 1000000005 || ev.GroupID != 700000045 {
+		t.Errorf("decoded %+v", ev)
 	}
 }
