@@ -27,6 +27,26 @@ func seg(kind string, data map[string]any) map[string]any {
 	return map[string]any{"type": kind, "data": data}
 }
 
+// startQQPreview runs a gateway on the built-in defaults (the preview
+// agent, which answers with what it was sent) with history off, against a
+// simulated implementation that answers actions with h, and waits for it
+// to connect; ctx ends within 30 s.
+func startQQPreview(t *testing.T, h onebottest.Handler) (*onebottest.Peer, *started, context.Context) {
+	t.Helper()
+	p := onebottest.New(t, h)
+	cfg := config.Default()
+	cfg.Channels.OneBot.WSURL = p.URL
+	cfg.Channels.OneBot.SelfID = "3300000001"
+	cfg.Channels.OneBot.Receive.History.Enabled = false
+	g := startGateway(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	if err := p.Connected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return p, g, ctx
+}
+
 type qqSend struct {
 	action string
 	params struct {
@@ -265,7 +285,7 @@ func TestReceiveSettingsFromConfig(t *testing.T) {
 // body starts with the quoted message and its forward, fetched from the
 // implementation.
 func TestQQQuoteEndToEnd(t *testing.T) {
-	p := onebottest.New(t, func(action string, params json.RawMessage) (any, int, string) {
+	p, g, ctx := startQQPreview(t, func(action string, params json.RawMessage) (any, int, string) {
 		switch action {
 		case "get_msg":
 			return map[string]any{"message_id": 50, "time": 1774420200, "sender": map[string]any{"user_id": 10002, "nickname": "李四"},
@@ -282,16 +302,6 @@ func TestQQQuoteEndToEnd(t *testing.T) {
 		}
 		return nil, 0, ""
 	})
-	cfg := config.Default()
-	cfg.Channels.OneBot.WSURL = p.URL
-	cfg.Channels.OneBot.SelfID = "3300000001"
-	cfg.Channels.OneBot.Receive.History.Enabled = false
-	g := startGateway(t, cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := p.Connected(ctx); err != nil {
-		t.Fatal(err)
-	}
 	if err := p.Push(ctx, qqGroupEvent(60,
 		// QQ puts an @ of the quoted author after the reply; the user
 		// added the @ of the bot.
@@ -299,14 +309,7 @@ func TestQQQuoteEndToEnd(t *testing.T) {
 		seg("at", map[string]any{"qq": botQQ}), seg("text", map[string]any{"text": " 这是什么"}))); err != nil {
 		t.Fatal(err)
 	}
-	s := waitSend(t, p, ctx)
-	var text strings.Builder
-	for _, m := range s.params.Message {
-		if m.Type == "text" {
-			text.WriteString(m.Data["text"].(string))
-		}
-	}
-	got := text.String()
+	got := sentText(waitSend(t, p, ctx))
 	for _, want := range []string{"[引用 李四(10002) 于 ", " 的消息：转给你看[合并转发]", "\n  - 王五(10003) ", "：原来的话\n]\n这是什么"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("%q missing from\n%s", want, got)
@@ -332,7 +335,7 @@ func TestQQQuoteEndToEnd(t *testing.T) {
 func TestQQRecalledQuoteIsAskedForAgain(t *testing.T) {
 	var recalled atomic.Bool
 	var asked atomic.Int32
-	p := onebottest.New(t, func(action string, params json.RawMessage) (any, int, string) {
+	p, _, ctx := startQQPreview(t, func(action string, params json.RawMessage) (any, int, string) {
 		switch action {
 		case "get_msg":
 			asked.Add(1)
@@ -346,28 +349,12 @@ func TestQQRecalledQuoteIsAskedForAgain(t *testing.T) {
 		}
 		return nil, 0, ""
 	})
-	cfg := config.Default()
-	cfg.Channels.OneBot.WSURL = p.URL
-	cfg.Channels.OneBot.SelfID = "3300000001"
-	cfg.Channels.OneBot.Receive.History.Enabled = false
-	startGateway(t, cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := p.Connected(ctx); err != nil {
-		t.Fatal(err)
-	}
 	ask := func(id int64) string {
 		t.Helper()
 		if err := p.Push(ctx, qqGroupEvent(id, seg("reply", map[string]any{"id": "50"}), seg("at", map[string]any{"qq": botQQ}), seg("text", map[string]any{"text": " 真的吗"}))); err != nil {
 			t.Fatal(err)
 		}
-		var text strings.Builder
-		for _, m := range waitSend(t, p, ctx).params.Message {
-			if m.Type == "text" {
-				text.WriteString(m.Data["text"].(string))
-			}
-		}
-		return text.String()
+		return sentText(waitSend(t, p, ctx))
 	}
 	if got := ask(60); !strings.Contains(got, "的消息：明天放假") {
 		t.Fatalf("the first quote:\n%s", got)

@@ -35,7 +35,7 @@ func sentText(s qqSend) string {
 // mention of the bot (only the at QQ inserts for the quoted author is
 // noise), and the agent reads the question without the leading @.
 func TestQQReplyThenMentionOfTheBotEndToEnd(t *testing.T) {
-	p := onebottest.New(t, func(action string, params json.RawMessage) (any, int, string) {
+	p, _, ctx := startQQPreview(t, func(action string, params json.RawMessage) (any, int, string) {
 		switch action {
 		case "get_msg":
 			return map[string]any{"message_id": 50, "time": 1774420200, "sender": map[string]any{"user_id": 10002, "nickname": "李四"},
@@ -45,16 +45,6 @@ func TestQQReplyThenMentionOfTheBotEndToEnd(t *testing.T) {
 		}
 		return nil, 0, ""
 	})
-	cfg := config.Default()
-	cfg.Channels.OneBot.WSURL = p.URL
-	cfg.Channels.OneBot.SelfID = "3300000001"
-	cfg.Channels.OneBot.Receive.History.Enabled = false
-	startGateway(t, cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	if err := p.Connected(ctx); err != nil {
-		t.Fatal(err)
-	}
 	if err := p.Push(ctx, qqGroupEvent(61,
 		seg("reply", map[string]any{"id": "50"}), seg("at", map[string]any{"qq": botQQ}), seg("text", map[string]any{"text": " 几点集合？"}))); err != nil {
 		t.Fatal(err)

@@ -77,14 +77,8 @@ func TestCloseTwice(t *testing.T) {
 // next batch, and that batch starts the log over.
 func TestTheLogRestartsUnderASteadyStream(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		defer func(n int) { restartAfter = n }(restartAfter)
-		restartAfter = 8
+		d := openShortLog(t)
 		ctx := context.Background()
-		d, err := Open(ctx, filepath.Join(t.TempDir(), "p.db"), Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer d.Close()
 		n := 0
 		write := func() error {
 			n++
@@ -150,14 +144,8 @@ func TestTheLogRestartsUnderASteadyStream(t *testing.T) {
 // writer is asked to finish only when a pass found at most finishLeft new
 // pages.
 func TestTheCheckpointCatchesUpBeforeTheWriterFinishes(t *testing.T) {
-	defer func(n int) { restartAfter = n }(restartAfter)
-	restartAfter = 8
+	d := openShortLog(t)
 	ctx := context.Background()
-	d, err := Open(ctx, filepath.Join(t.TempDir(), "p.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
 	n := 0
 	write := func(tx *sql.Conn) error {
 		n++
@@ -223,4 +211,22 @@ func TestTheCheckpointCatchesUpBeforeTheWriterFinishes(t *testing.T) {
 	if left > finishLeft {
 		t.Errorf("the writer was asked to copy %d pages (passes found logs of %v pages), want at most %d", left, logs, finishLeft)
 	}
+}
+
+// openShortLog opens a database whose log counts as long past 8 pages,
+// for the test (restartAfter is restored and the database closed after
+// it).
+func openShortLog(t *testing.T) *DB {
+	t.Helper()
+	n := restartAfter
+	restartAfter = 8
+	d, err := Open(context.Background(), filepath.Join(t.TempDir(), "p.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		d.Close()
+		restartAfter = n
+	})
+	return d
 }
