@@ -126,6 +126,10 @@ func TestReleaseTakesQueuedMessages(t *testing.T) {
 		if err := e.Release(ctx, func(msg.Message) bool { return true }); err != nil {
 			t.Fatal(err)
 		}
+		// Release returns once the turns stopped; their dispatchers then
+		// return, each in its own goroutine: wait until every goroutine
+		// has moved on or is stuck for good.
+		synctest.Wait()
 		for range 2 {
 			select {
 			case err := <-outcome:
