@@ -43,7 +43,7 @@ func (e *Engine) builtins() []struct {
 		{&command.Spec{Name: "commands", Description: t.Text(texts.DescCommands)}, e.cmdCommands},
 		{&command.Spec{Name: "status", Description: t.Text(texts.DescStatus)}, e.cmdStatus},
 		{&command.Spec{Name: "whoami", Description: t.Text(texts.DescWhoami)}, e.cmdWhoami},
-		{&command.Spec{Name: "new", Aliases: []string{"reset"}, Description: t.Text(texts.DescNew)}, e.cmdNew},
+		{&command.Spec{Name: "new", Aliases: []string{"reset"}, Args: "[message]", AcceptsArgs: true, Description: t.Text(texts.DescNew)}, e.cmdNew},
 		{&command.Spec{Name: "stop", Description: t.Text(texts.DescStop)}, e.cmdStop},
 		{&command.Spec{Name: "model", Args: "[status|list|default|<provider/model>|<alias>]", AcceptsArgs: true, OwnerOnly: true, Description: t.Text(texts.DescModel)}, e.cmdModel},
 		{&command.Spec{Name: "models", Description: t.Text(texts.DescModels)}, e.cmdModels},
@@ -233,16 +233,48 @@ func (e *Engine) cmdWhoami(_ context.Context, mc MsgContext, _ string) (string, 
 }
 
 func (e *Engine) cmdNew(ctx context.Context, mc MsgContext, _ string) (string, error) {
-	// Wait for a running reply, so its turn lands in the old transcript.
-	unlock := e.lock(mc.SessionKey)
-	defer unlock()
-	if _, err := e.session(ctx, mc.SessionKey); err != nil {
-		return "", err
-	}
-	if _, err := e.opts.Store.ResetSession(ctx, mc.SessionKey, "/new"); err != nil {
+	if err := e.newSession(ctx, mc.SessionKey); err != nil {
 		return "", err
 	}
 	return e.opts.Locale.Text(texts.NewSession), nil
+}
+
+// newSession starts session key over, once a running reply is done, so
+// its turn lands in the old transcript.
+func (e *Engine) newSession(ctx context.Context, key string) error {
+	unlock := e.lock(key)
+	defer unlock()
+	if _, err := e.session(ctx, key); err != nil {
+		return err
+	}
+	_, err := e.opts.Store.ResetSession(ctx, key, "/new")
+	return err
+}
+
+// newWith reports a /new (or /reset) with a message after it that the
+// sender may run, and the message: the session starts over and the
+// message is answered in the new one, with no notice of the reset.
+func (e *Engine) newWith(mc MsgContext) (string, bool) {
+	if !mc.CommandAuthorized {
+		return "", false
+	}
+	call, ok := e.registry.Parse(mc.BodyForCommands)
+	if !ok || call.Spec.Name != "new" || call.Args == "" || !mc.allowed(call.Spec) {
+		return "", false
+	}
+	return call.Args, true
+}
+
+// withText is mc with its own text replaced by text (the message after a
+// /new): what the agent reads keeps the context around it.
+func (mc MsgContext) withText(text string) MsgContext {
+	if i := strings.LastIndex(mc.BodyForAgent, mc.BodyForCommands); i >= 0 {
+		mc.BodyForAgent = mc.BodyForAgent[:i] + text + mc.BodyForAgent[i+len(mc.BodyForCommands):]
+	} else {
+		mc.BodyForAgent = text
+	}
+	mc.RawBody, mc.CommandBody, mc.BodyForCommands = text, text, text
+	return mc
 }
 
 func (e *Engine) cmdStop(_ context.Context, mc MsgContext, _ string) (string, error) {

@@ -187,6 +187,32 @@ func TestNewStartsFreshSession(t *testing.T) {
 	}
 }
 
+// TestNewWithAMessage: "/new <message>" starts the session over and has
+// the message answered in the new one, with no notice of the reset; a
+// sender who may not run /new has it read as text.
+func TestNewWithAMessage(t *testing.T) {
+	e, a, _ := commandEngine(t, everyone)
+	say(t, e, "u", "one")
+	got := say(t, e, "u", "/new 换个话题：今天吃什么")
+	if len(got) != 1 || strings.Contains(got[0], "New session") || !strings.HasSuffix(got[0], "from a/m") {
+		t.Fatalf("the reply to /new with a message: %q", got)
+	}
+	last := a.reqs[len(a.reqs)-1].Messages
+	if len(last) != 1 || !strings.HasSuffix(last[0].Text, "] 换个话题：今天吃什么") {
+		t.Errorf("the model saw %d messages, the last %q; want the message alone in a new session", len(last), last[len(last)-1].Text)
+	}
+	if got := say(t, e, "owner", "/export"); strings.Contains(got[0], "one") || !strings.Contains(got[0], "换个话题") {
+		t.Errorf("export of the new session: %q", got)
+	}
+
+	nobody, b, _ := commandEngine(t, command.Policy{})
+	say(t, nobody, "u", "one")
+	say(t, nobody, "u", "/new 换个话题")
+	if last := b.reqs[len(b.reqs)-1].Messages; len(last) != 3 || !strings.HasSuffix(last[2].Text, "] /new 换个话题") {
+		t.Errorf("an unauthorized /new with a message is text in the same session: %+v", last)
+	}
+}
+
 func TestStopAbortsRunningTurn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &echoProvider{hold: make(chan struct{})}
