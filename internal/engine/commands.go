@@ -64,8 +64,11 @@ var helpCommands = []string{"status", "new", "stop", "model", "think", "context"
 
 // command runs mc as a command or abort word when it is one and the sender
 // may run it. handled is false for everything else, which goes to the agent
-// as plain text, unauthorized commands included.
-func (e *Engine) command(ctx context.Context, mc MsgContext) (reply string, handled bool, err error) {
+// as plain text, unauthorized commands included. A /new (or /reset) with a
+// message after it starts the session over and leaves the message, in
+// place of the command in *mc, to be answered in the new session, with no
+// notice of the reset: handled is false then too.
+func (e *Engine) command(ctx context.Context, mc *MsgContext) (reply string, handled bool, err error) {
 	if !mc.CommandAuthorized {
 		return "", false, nil
 	}
@@ -76,7 +79,14 @@ func (e *Engine) command(ctx context.Context, mc MsgContext) (reply string, hand
 	if !ok || !mc.allowed(call.Spec) {
 		return "", false, nil
 	}
-	reply, err = e.handlers[call.Spec.Name](ctx, mc, call.Args)
+	if call.Spec.Name == "new" && call.Args != "" {
+		if err := e.newSession(ctx, mc.SessionKey); err != nil {
+			return "", true, err
+		}
+		*mc = mc.withText(call.Args)
+		return "", false, nil
+	}
+	reply, err = e.handlers[call.Spec.Name](ctx, *mc, call.Args)
 	return reply, true, err
 }
 
@@ -249,20 +259,6 @@ func (e *Engine) newSession(ctx context.Context, key string) error {
 	}
 	_, err := e.opts.Store.ResetSession(ctx, key, "/new")
 	return err
-}
-
-// newWith reports a /new (or /reset) with a message after it that the
-// sender may run, and the message: the session starts over and the
-// message is answered in the new one, with no notice of the reset.
-func (e *Engine) newWith(mc MsgContext) (string, bool) {
-	if !mc.CommandAuthorized {
-		return "", false
-	}
-	call, ok := e.registry.Parse(mc.BodyForCommands)
-	if !ok || call.Spec.Name != "new" || call.Args == "" || !mc.allowed(call.Spec) {
-		return "", false
-	}
-	return call.Args, true
 }
 
 // withText is mc with its own text replaced by text (the message after a

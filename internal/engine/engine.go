@@ -402,14 +402,7 @@ func (e *Engine) storageFailed(ctx context.Context, log *slog.Logger, m msg.Mess
 // dispatch runs a finalized context: as a command when it is one the
 // sender may run, else as an agent turn.
 func (e *Engine) dispatch(ctx context.Context, log *slog.Logger, mc MsgContext, r channel.Replier) error {
-	if rest, ok := e.newWith(mc); ok {
-		if err := e.newSession(ctx, mc.SessionKey); err != nil {
-			log.Error("new session", "err", err)
-			return e.replyText(ctx, log, mc, r, e.opts.Locale.Format(texts.CommandFailed, err), true)
-		}
-		mc = mc.withText(rest)
-	}
-	text, handled, err := e.command(ctx, mc)
+	text, handled, err := e.command(ctx, &mc)
 	if !handled {
 		if !mc.Resumed && e.held(ctx, log, mc, r) {
 			return nil
@@ -423,13 +416,8 @@ func (e *Engine) dispatch(ctx context.Context, log *slog.Logger, mc MsgContext, 
 		log.Error("command failed", "err", err)
 		text = e.opts.Locale.Format(texts.CommandFailed, err)
 	}
-	return e.replyText(ctx, log, mc, r, text, err != nil)
-}
-
-// replyText delivers a command's answer.
-func (e *Engine) replyText(ctx context.Context, log *slog.Logger, mc MsgContext, r channel.Replier, text string, failed bool) error {
 	e.opts.Metrics.turns.WithLabelValues("command").Inc()
-	out := msg.Outbound{ID: mc.Key + "#cmd", Account: mc.Message.Account, Peer: mc.Message.Peer, Text: text, IsError: failed}
+	out := msg.Outbound{ID: mc.Key + "#cmd", Account: mc.Message.Account, Peer: mc.Message.Peer, Text: text, IsError: err != nil}
 	if _, err := r.Deliver(context.WithoutCancel(ctx), out); err != nil {
 		log.Error("deliver command reply", "err", err)
 	}
