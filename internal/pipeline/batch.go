@@ -198,10 +198,7 @@ func RealtimeBody(first msg.Message, text, quote string, history []msg.Message, 
 	if quote != "" {
 		current = quote + "\n" + text
 	}
-	var lines []string
-	if len(history) > 0 {
-		lines = prompt.Transcript(history, loc, math.MaxInt)
-	}
+	lines := prompt.Transcript(history, loc, math.MaxInt)
 	if len(lines) == 0 {
 		if first.Peer.Kind == msg.Group {
 			// A group's message says who sent it, as with history.
