@@ -154,3 +154,17 @@ func TestQQForwardWithOnlyResIDIsExpandedEndToEnd(t *testing.T) {
 		t.Error("get_forward_msg was not asked for the res_id")
 	}
 }
+
+// TestQQReasoningThePromptOpenedIsNotSent: an OpenAI-compatible server
+// whose model had <think> in its prompt streams the reasoning, </think>
+// and the answer; the group gets the answer alone.
+func TestQQReasoningThePromptOpenedIsNotSent(t *testing.T) {
+	p, fake, ctx := startQQWithModel(t, noAnswer, "")
+	fake.Script(llmtest.Reply{Text: []string{"用户想知道天气，我应该", "简短回答。</th", "ink>\n\n今天晴。"}})
+	if err := p.Push(ctx, qqGroupEvent(70, seg("at", map[string]any{"qq": botQQ}), seg("text", map[string]any{"text": " 明天天气怎么样？"}))); err != nil {
+		t.Fatal(err)
+	}
+	if got := sentText(waitSend(t, p, ctx)); got != "今天晴。" {
+		t.Errorf("the group got %q, want the answer alone", got)
+	}
+}
