@@ -49,7 +49,8 @@ func (d *DB) AdmitTurn(ctx context.Context, key string, ttl time.Duration, turn 
 	admitted := false
 	err := d.tx(ctx, func(tx *sql.Conn) error {
 		t := now()
-		if err := d.consume(ctx, tx, consume); err != nil {
+		held, err := d.consume(ctx, tx, consume)
+		if err != nil {
 			return err
 		}
 		res, err := d.exec(ctx, tx, qClaim, key, millis(t.Add(ttl)), millis(t))
@@ -57,13 +58,20 @@ func (d *DB) AdmitTurn(ctx context.Context, key string, ttl time.Duration, turn 
 			return err
 		}
 		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			if err == nil {
+				d.drop(held)
+			}
 			return err
 		}
 		admitted = true
 		if turn != nil {
-			_, err = d.exec(ctx, tx, qJournal, key, turn, millis(t), d.journalN.Add(1))
+			if _, err = d.exec(ctx, tx, qJournal, key, turn, millis(t), d.journalN.Add(1)); err != nil {
+				return err
+			}
 		}
-		return err
+		// Nothing of the job can fail now: the held entries it took go.
+		d.drop(held)
+		return nil
 	})
 	if err != nil {
 		return false, fmt.Errorf("admit %s: %w", key, err)
@@ -71,12 +79,14 @@ func (d *DB) AdmitTurn(ctx context.Context, key string, ttl time.Duration, turn 
 	return admitted, nil
 }
 
-// consume removes buffered entries and applies marks inside tx.
-func (d *DB) consume(ctx context.Context, tx *sql.Conn, c store.Consumed) error {
-	if err := d.unbuffer(ctx, tx, c.Entries); err != nil {
-		return err
+// consume removes the written buffered entries of c and applies its
+// marks inside tx, and returns the entries of c still held, which the
+// caller drops once nothing of its job can fail (see Buffer).
+func (d *DB) consume(ctx context.Context, tx *sql.Conn, c store.Consumed) (held []int64, err error) {
+	if held, err = d.unbuffer(ctx, tx, c.Entries); err != nil {
+		return nil, err
 	}
-	return d.mark(ctx, tx, c.Marks)
+	return held, d.mark(ctx, tx, c.Marks)
 }
 
 func (d *DB) mark(ctx context.Context, tx *sql.Conn, marks []store.Mark) error {
@@ -143,7 +153,8 @@ func (d *DB) CompleteInbound(ctx context.Context, seq int64, m msg.Message) erro
 }
 
 // LogInboundBuffered implements store.InboundLog: the log entry and the
-// buffer entry go to the writer as one job, written in one transaction.
+// buffer entry go to the writer as one job, written in one transaction
+// (the entry as the batch commits, see Buffer).
 func (d *DB) LogInboundBuffered(ctx context.Context, m msg.Message, views store.Views, b store.Buffered) (int64, int64, error) {
 	r := newLogRow()
 	body, err := m.AppendJSON(r.body[:0])
@@ -156,9 +167,9 @@ func (d *DB) LogInboundBuffered(ctx context.Context, m msg.Message, views store.
 	// once the row is inserted.
 	text := string(body)
 	id, at := d.bufferID.Add(1), millis(now())
-	seq, err := d.logRow(r, m, views, false, func(tx *sql.Conn) error {
-		_, err := d.exec(ctx, tx, qBuffer, id, b.Scope, b.Kind, b.Key, string(b.Trigger), at, text)
-		return err
+	seq, err := d.logRow(r, m, views, false, func(*sql.Conn) error {
+		d.hold(heldEntry{id: id, scope: b.Scope, kind: b.Kind, key: b.Key, trigger: string(b.Trigger), at: at, body: text})
+		return nil
 	})
 	if err != nil {
 		return 0, 0, err

@@ -73,6 +73,9 @@ type DB struct {
 	unsaved     map[string]int64
 	saveOrder   []string
 	chainsSaved time.Time
+	// held are the buffered entries handed in and not written yet (see
+	// flushHeld); only the writer touches it.
+	held []heldEntry
 	// sent mirrors the sent table (see sent.go).
 	sent sentMirror
 	log  *slog.Logger
@@ -156,7 +159,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 			return nil, fmt.Errorf("sqlite: prepare: %w", err)
 		}
 	}
-	d.w = newWriter(d.conn, d.note, d.writeFailed, d.insertRows, d.saveChains, d.cached)
+	d.w = newWriter(d.conn, d.note, d.writeFailed, d.insertRows, d.beforeCommit, d.cached)
 	if d.cp, err = startCheckpointer(dsn, func(err error) { d.log.Warn("store checkpoint failed", "component", "store", "err", err) }, d.w.finishCheckpoint); err != nil {
 		d.Close()
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)

@@ -1,0 +1,167 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/pincerbot/pincer/internal/store"
+)
+
+// onWriter runs statements on the writer's connection (where TEMP
+// tables and triggers live).
+func onWriter(t *testing.T, db *DB, queries ...string) {
+	t.Helper()
+	err := db.w.do(func(tx *sql.Conn) error {
+		for _, q := range queries {
+			if _, err := tx.ExecContext(context.Background(), q); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// countInserts makes the writer's connection note the id of every row
+// inserted into buffered; inserted reads them.
+func countInserts(t *testing.T, db *DB) (inserted func() []int64) {
+	t.Helper()
+	onWriter(t, db, `CREATE TEMP TABLE inserted (id INTEGER)`,
+		`CREATE TEMP TRIGGER note_insert AFTER INSERT ON main.buffered BEGIN INSERT INTO inserted VALUES (new.id); END`)
+	return func() []int64 {
+		var ids []int64
+		err := db.w.do(func(tx *sql.Conn) error {
+			return db.eachIn(context.Background(), tx, `SELECT id FROM inserted ORDER BY id`, nil, func(rows *sql.Rows) error {
+				var id int64
+				ids = append(ids, id)
+				return rows.Scan(&ids[len(ids)-1])
+			})
+		}, false, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+}
+
+func bufferedIDs(t *testing.T, db *DB, scope string) []int64 {
+	t.Helper()
+	entries, err := db.BufferedEntries(context.Background(), scope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for _, e := range entries {
+		ids = append(ids, e.ID)
+	}
+	return ids
+}
+
+// A message that triggers a turn is logged with its window entry and
+// taken out of the window by the turn's admission a moment later: in the
+// same batch, the entry is never written (it was an insert and a delete,
+// and two pages of the log, every turn). The entries the batch still
+// holds as it commits are written with it, and are there after a reopen.
+func TestABufferedEntryTakenOutInItsBatchIsNeverWritten(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		path := filepath.Join(t.TempDir(), "pincer.db")
+		db, err := Open(ctx, path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inserted := countInserts(t, db)
+		entry := func(i int) int64 {
+			m := bufferedFor(i)
+			_, id, err := db.LogInboundBuffered(ctx, m, store.ViewHistory, store.Buffered{Scope: "onebot/default", Kind: "realtime", Key: "k", Message: m})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return id
+		}
+		// One batch: no time passes in the bubble.
+		taken, trimmed, kept := entry(1), entry(2), entry(3)
+		if ok, err := db.AdmitTurn(ctx, "in:1", time.Hour, []byte(`{"turn":1}`), store.Consumed{Entries: []int64{taken}}); !ok || err != nil {
+			t.Fatalf("admit: %v %v", ok, err)
+		}
+		if err := db.Unbuffer(ctx, []int64{trimmed}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond) // the batch is committed at 10 ms
+		synctest.Wait()
+		if diff := cmp.Diff([]int64{kept}, inserted()); diff != "" {
+			t.Errorf("entries written (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff([]int64{kept}, bufferedIDs(t, db, "onebot/default")); diff != "" {
+			t.Errorf("entries buffered (-want +got):\n%s", diff)
+		}
+
+		// Written, an entry is deleted when it is taken.
+		later := entry(4)
+		if got := bufferedIDs(t, db, "onebot/default"); !slices.Equal(got, []int64{kept, later}) {
+			t.Fatalf("a read sees the entries handed in before it: %v, want %v", got, []int64{kept, later})
+		}
+		if ok, err := db.AdmitTurn(ctx, "in:4", time.Hour, nil, store.Consumed{Entries: []int64{later}}); !ok || err != nil {
+			t.Fatalf("admit: %v %v", ok, err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		db, err = Open(ctx, path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if diff := cmp.Diff([]int64{kept}, bufferedIDs(t, db, "onebot/default")); diff != "" {
+			t.Errorf("entries buffered after a reopen (-want +got):\n%s", diff)
+		}
+		logged, err := db.RecentInbound(ctx, "webchat", "default", bufferedFor(1).Peer, 10)
+		if err != nil || len(logged) != 4 {
+			t.Errorf("the log holds %d messages (%v), want all 4, taken or not", len(logged), err)
+		}
+	})
+}
+
+// An admission that fails keeps what it would have taken: the entry it
+// did not take is still buffered, and written, and the next admission
+// takes it.
+func TestAFailedAdmissionKeepsItsHeldEntries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		db, err := Open(ctx, filepath.Join(t.TempDir(), "pincer.db"), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		onWriter(t, db, `CREATE TEMP TRIGGER refuse_journal BEFORE INSERT ON main.pending_turns BEGIN SELECT RAISE(ABORT, 'journal refused'); END`)
+		m := bufferedFor(1)
+		_, id, err := db.LogInboundBuffered(ctx, m, store.ViewHistory, store.Buffered{Scope: "s", Kind: "realtime", Key: "k", Message: m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := db.AdmitTurn(ctx, "in:1", time.Hour, []byte(`{"turn":1}`), store.Consumed{Entries: []int64{id}}); ok || err == nil {
+			t.Fatalf("admit with the journal refused: %v %v, want an error", ok, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+		synctest.Wait()
+		if got := bufferedIDs(t, db, "s"); !slices.Equal(got, []int64{id}) {
+			t.Fatalf("buffered after the failed admission: %v, want %v", got, []int64{id})
+		}
+		onWriter(t, db, `DROP TRIGGER temp.refuse_journal`)
+		if ok, err := db.AdmitTurn(ctx, "in:1", time.Hour, []byte(`{"turn":1}`), store.Consumed{Entries: []int64{id}}); !ok || err != nil {
+			t.Fatalf("admit again: %v %v", ok, err)
+		}
+		if got := bufferedIDs(t, db, "s"); len(got) != 0 {
+			t.Errorf("buffered after the admission: %v, want none", got)
+		}
+	})
+}
