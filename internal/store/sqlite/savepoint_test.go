@@ -14,9 +14,8 @@ import (
 
 // TestSavepointsOnlyForSeveralStatements: a job that writes one statement
 // runs without a savepoint of its own (the statement is atomic by itself),
-// and so does one that inserts a turn and then marks its session active
-// (see touchAfterInsert); one that writes several statements otherwise
-// runs under one, and each kind still does its work. A turn's
+// a turn's insert among them; one that writes several statements runs
+// under one, and each kind still does its work. A turn's
 // single-statement jobs used to spend two statements of three on
 // SAVEPOINT and RELEASE.
 func TestSavepointsOnlyForSeveralStatements(t *testing.T) {

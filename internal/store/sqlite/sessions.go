@@ -12,7 +12,12 @@ import (
 // Queries that run inside transactions are prepared when the database
 // opens (see txQueries), since a transaction holds the only connection.
 const (
-	qSession        = `SELECT key, agent_id, model_override, generation, created_at, updated_at, options FROM sessions WHERE key = ?`
+	// A session was last active when it changed or when its last turn was
+	// written, whichever is later (see migration 15).
+	qSession = `SELECT s.key, s.agent_id, s.model_override, s.generation, s.created_at,
+		max(s.updated_at, coalesce((SELECT t.written_at FROM turns t WHERE t.session_key = s.key AND t.generation = s.generation
+			ORDER BY t.seq DESC LIMIT 1), 0)),
+		s.options FROM sessions s WHERE s.key = ?`
 	qBumpGeneration = `UPDATE sessions SET generation = generation + 1, updated_at = ? WHERE key = ?`
 	qInsertReset    = `INSERT INTO session_resets (session_key, generation, at, reason) VALUES (?, ?, ?, ?)`
 	qInsertSession  = `INSERT INTO sessions (key, agent_id, created_at, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (key) DO NOTHING`

@@ -200,7 +200,7 @@ func (d *DB) writeFailed(err error) {
 
 // txQueries are the statements of the hot paths, prepared at open (any
 // other is prepared when first run).
-var txQueries = []string{qSession, qBumpGeneration, qInsertReset, qInsertTurn, qAppendTurn, qNextTurn, qTouchSession, qClaim, qLogInbound, qLogEntry, qSaveChain, qViewMark, qMark, qBuffer, qUnbuffer, qRecordSent, qJournal, qTranscript}
+var txQueries = []string{qSession, qBumpGeneration, qInsertReset, qInsertTurn, qAppendTurn, qNextTurn, qClaim, qLogInbound, qLogEntry, qSaveChain, qViewMark, qMark, qBuffer, qUnbuffer, qRecordSent, qJournal, qTranscript}
 
 func migrate(ctx context.Context, db *sql.DB) error {
 	sub, err := fs.Sub(migrations, "migrations")

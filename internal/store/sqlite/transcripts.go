@@ -12,23 +12,21 @@ import (
 )
 
 const (
-	qNextTurn = `INSERT INTO turns (session_key, generation, seq, role, text, tool_calls, tool_call_id, partial, at, images)
+	qNextTurn = `INSERT INTO turns (session_key, generation, seq, role, text, tool_calls, tool_call_id, partial, at, images, written_at)
 		SELECT s.key, s.generation,
 			COALESCE((SELECT MAX(t.seq) FROM turns t WHERE t.session_key = s.key AND t.generation = s.generation), 0) + 1,
-			?, ?, ?, ?, ?, ?, ?
+			?, ?, ?, ?, ?, ?, ?, ?
 		FROM sessions s WHERE s.key = ?`
 	qAppendTurn = qNextTurn + `
 		RETURNING seq`
-	qTouchSession = `UPDATE sessions SET updated_at = ? WHERE key = ?`
-	qInsertTurn   = `INSERT INTO turns (session_key, generation, seq, role, text, tool_calls, tool_call_id, partial, at, images) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	qInsertTurn = `INSERT INTO turns (session_key, generation, seq, role, text, tool_calls, tool_call_id, partial, at, images, written_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 )
 
-// AppendTurn implements store.Transcripts. One statement finds the
-// session's generation and next sequence number and inserts the turn; a
-// second marks the session active now (by pincer's clock, not the
-// message's, which idle resets rely on).
-//
-// The job needs no savepoint (see touchAfterInsert).
+// AppendTurn implements store.Transcripts: one statement finds the
+// session's generation and next sequence number and inserts the turn,
+// marked with when it was written (by pincer's clock, not the message's,
+// which idle resets rely on), which makes the session's last activity
+// (see qSession).
 func (d *DB) AppendTurn(ctx context.Context, key string, t store.Turn) (store.Turn, error) {
 	if t.At.IsZero() {
 		t.At = now()
@@ -38,31 +36,18 @@ func (d *DB) AppendTurn(ctx context.Context, key string, t store.Turn) (store.Tu
 	if err != nil {
 		return t, fmt.Errorf("append turn to %s: %w", key, err)
 	}
-	err = d.w.do(func(tx *sql.Conn) error {
-		err := d.queryRow(ctx, tx, qAppendTurn, string(t.Role), t.Text, calls, t.ToolCallID, t.Partial, millis(t.At), images, key).Scan(&t.Seq)
+	err = d.one(ctx, func(tx *sql.Conn) error {
+		err := d.queryRow(ctx, tx, qAppendTurn, string(t.Role), t.Text, calls, t.ToolCallID, t.Partial, millis(t.At), images, millis(now()), key).Scan(&t.Seq)
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrNotFound
 		}
-		if err != nil {
-			return err
-		}
-		_, err = d.exec(ctx, tx, qTouchSession, millis(now()), key)
 		return err
-	}, touchAfterInsert, false)
+	})
 	if err != nil {
 		return t, fmt.Errorf("append turn to %s: %w", key, err)
 	}
 	return t, nil
 }
-
-// touchAfterInsert is whether a job that inserts a turn and then marks
-// its session active runs under a savepoint (atomic): it need not. The
-// mark runs only once the insert succeeded, and an UPDATE of one row by
-// its key, which violates no constraint, fails only as the whole
-// transaction does (a full disk, an I/O error), never by itself: there is
-// never an insert without its mark for a savepoint to undo. Two of every
-// four statements such a job ran were SAVEPOINT and RELEASE.
-const touchAfterInsert = false
 
 var _ store.TurnPoster = (*DB)(nil)
 
@@ -81,16 +66,15 @@ func (d *DB) PostTurn(ctx context.Context, key string, t store.Turn) error {
 		// Nobody reads the turn's number back, so the insert returns
 		// nothing: SQLite gathers a RETURNING clause's rows in a temporary
 		// table of their own.
-		res, err := d.exec(ctx, tx, qNextTurn, string(t.Role), t.Text, calls, t.ToolCallID, t.Partial, millis(t.At), images, key)
+		res, err := d.exec(ctx, tx, qNextTurn, string(t.Role), t.Text, calls, t.ToolCallID, t.Partial, millis(t.At), images, millis(now()), key)
 		if err != nil {
 			return fmt.Errorf("post turn to %s: %w", key, err)
 		}
 		if n, err := res.RowsAffected(); err != nil || n == 0 {
 			return fmt.Errorf("post turn to %s: %w", key, cmp.Or(err, store.ErrNotFound))
 		}
-		_, err = d.exec(ctx, tx, qTouchSession, millis(now()), key)
-		return err
-	}, touchAfterInsert)
+		return nil
+	}, false)
 	if err != nil {
 		return fmt.Errorf("post turn to %s: %w", key, err)
 	}
@@ -106,7 +90,7 @@ func (d *DB) insertTurn(ctx context.Context, tx *sql.Conn, key string, gen int, 
 	if t.At.IsZero() {
 		t.At = now()
 	}
-	_, err = d.exec(ctx, tx, qInsertTurn, key, gen, seq, string(t.Role), t.Text, calls, t.ToolCallID, t.Partial, millis(t.At), images)
+	_, err = d.exec(ctx, tx, qInsertTurn, key, gen, seq, string(t.Role), t.Text, calls, t.ToolCallID, t.Partial, millis(t.At), images, millis(now()))
 	return err
 }
 
