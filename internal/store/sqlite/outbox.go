@@ -188,9 +188,18 @@ func (d *DB) OutboxEntries(ctx context.Context, prefix string) ([]store.OutboxEn
 	return out, nil
 }
 
+// qPruneOutbox deletes the settled entries last updated before ?1 among
+// those added before the first entry added from ?1 on: an entry is
+// updated after it is added, so none added later qualifies, and the
+// entries are visited in the order they were added (the rowid), the
+// oldest first, without an index (see migration 16).
+const qPruneOutbox = `DELETE FROM outbox
+	WHERE rowid < coalesce((SELECT rowid FROM outbox WHERE created_at >= ?1 ORDER BY rowid LIMIT 1), 9223372036854775807)
+	AND state != 'pending' AND updated_at < ?1`
+
 // PruneOutbox implements store.Outbox.
 func (d *DB) PruneOutbox(ctx context.Context, before time.Time) (int64, error) {
-	res, err := d.exec(ctx, nil, `DELETE FROM outbox WHERE state != 'pending' AND updated_at < ?`, millis(before))
+	res, err := d.exec(ctx, nil, qPruneOutbox, millis(before))
 	if err != nil {
 		return 0, fmt.Errorf("prune outbox: %w", err)
 	}
