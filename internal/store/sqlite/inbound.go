@@ -1,9 +1,11 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -44,39 +46,67 @@ func chatPrefix(ch msg.ChannelID, acct msg.AccountID) string {
 const sep = "\x1f"
 
 // AdmitTurn implements store.Store: the claim, the journal entry and what
-// the turn consumes are one transaction.
+// the turn consumes are one transaction. A key the claims in memory know
+// to be free (see claims.go) is admitted without waiting for the writer:
+// the transaction is handed in and committed with its batch, as it was
+// when the caller waited for it to run; while the store's last write
+// failed, every admission waits for its outcome.
 func (d *DB) AdmitTurn(ctx context.Context, key string, ttl time.Duration, turn []byte, consume store.Consumed) (bool, error) {
-	admitted := false
+	t := now()
+	at, until := millis(t), millis(t.Add(ttl))
+	if d.claims.claim(key, at, until) && d.health.Last() == nil {
+		err := d.w.post(func(tx *sql.Conn) error {
+			admitted, err := d.admit(ctx, tx, key, at, until, turn, consume)
+			if err == nil && !admitted {
+				err = errors.New("its key, free in memory, was claimed in the table")
+			}
+			if err != nil {
+				return fmt.Errorf("admit %s: %w", key, err)
+			}
+			return nil
+		}, true)
+		if err != nil {
+			return false, fmt.Errorf("admit %s: %w", key, err)
+		}
+		return true, nil
+	}
+	var admitted bool
 	err := d.tx(ctx, func(tx *sql.Conn) error {
-		t := now()
-		held, err := d.consume(ctx, tx, consume)
-		if err != nil {
-			return err
-		}
-		res, err := d.exec(ctx, tx, qClaim, key, millis(t.Add(ttl)), millis(t))
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			if err == nil {
-				d.drop(held)
-			}
-			return err
-		}
-		admitted = true
-		if turn != nil {
-			if _, err = d.exec(ctx, tx, qJournal, key, turn, millis(t), d.journalN.Add(1)); err != nil {
-				return err
-			}
-		}
-		// Nothing of the job can fail now: the held entries it took go.
-		d.drop(held)
-		return nil
+		var err error
+		admitted, err = d.admit(ctx, tx, key, at, until, turn, consume)
+		return err
 	})
 	if err != nil {
 		return false, fmt.Errorf("admit %s: %w", key, err)
 	}
 	return admitted, nil
+}
+
+// admit claims key until until (ms), at at, consumes and journals turn
+// inside tx, as AdmitTurn's one transaction.
+func (d *DB) admit(ctx context.Context, tx *sql.Conn, key string, at, until int64, turn []byte, consume store.Consumed) (bool, error) {
+	held, err := d.consume(ctx, tx, consume)
+	if err != nil {
+		return false, err
+	}
+	res, err := d.exec(ctx, tx, qClaim, key, until, at)
+	if err != nil {
+		return false, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		if err == nil {
+			d.drop(held)
+		}
+		return false, err
+	}
+	if turn != nil {
+		if _, err = d.exec(ctx, tx, qJournal, key, turn, at, d.journalN.Add(1)); err != nil {
+			return false, err
+		}
+	}
+	// Nothing of the job can fail now: the held entries it took go.
+	d.drop(held)
+	return true, nil
 }
 
 // consume removes the written buffered entries of c and applies its
@@ -576,7 +606,26 @@ func (d *DB) HeldInbound(ctx context.Context, ch msg.ChannelID, acct msg.Account
 // ClaimDedup implements store.Dedup.
 func (d *DB) ClaimDedup(ctx context.Context, key string, ttl time.Duration) (bool, error) {
 	t := now()
-	res, err := d.exec(ctx, nil, qClaim, key, millis(t.Add(ttl)), millis(t))
+	at, until := millis(t), millis(t.Add(ttl))
+	if d.claims.claim(key, at, until) && d.health.Last() == nil {
+		// Free in memory (see claims.go): granted, the claim written with
+		// the writer's batch.
+		err := d.w.post(func(tx *sql.Conn) error {
+			res, err := d.exec(ctx, tx, qClaim, key, until, at)
+			if err != nil {
+				return fmt.Errorf("claim %s: %w", key, err)
+			}
+			if n, err := res.RowsAffected(); err != nil || n == 0 {
+				return fmt.Errorf("claim %s: %w", key, cmp.Or(err, errors.New("its key, free in memory, was claimed in the table")))
+			}
+			return nil
+		}, false)
+		if err != nil {
+			return false, fmt.Errorf("claim %s: %w", key, err)
+		}
+		return true, nil
+	}
+	res, err := d.exec(ctx, nil, qClaim, key, until, at)
 	if err != nil {
 		return false, fmt.Errorf("claim %s: %w", key, err)
 	}
@@ -597,10 +646,12 @@ func (d *DB) ReleaseDedup(ctx context.Context, key string) error {
 
 // PruneDedup implements store.Dedup.
 func (d *DB) PruneDedup(ctx context.Context) (int64, error) {
-	res, err := d.exec(ctx, nil, `DELETE FROM dedup WHERE expires_at <= ?`, millis(now()))
+	t := millis(now())
+	res, err := d.exec(ctx, nil, `DELETE FROM dedup WHERE expires_at <= ?`, t)
 	if err != nil {
 		return 0, fmt.Errorf("prune dedup: %w", err)
 	}
+	d.claims.prune(t)
 	return res.RowsAffected()
 }
 

@@ -76,9 +76,11 @@ type DB struct {
 	// held are the buffered entries handed in and not written yet (see
 	// flushHeld); only the writer touches it.
 	held []heldEntry
-	// sent mirrors the sent table (see sent.go).
-	sent sentMirror
-	log  *slog.Logger
+	// sent mirrors the sent table (see sent.go), claims the dedup table
+	// (see claims.go).
+	sent   sentMirror
+	claims claimMirror
+	log    *slog.Logger
 	// closeOnce makes Close safe to call again; closeErr is what the
 	// first call returned.
 	closeOnce sync.Once
@@ -144,6 +146,10 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
 	}
 	if err := d.loadSent(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
+	}
+	if err := d.loadClaims(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
 	}

@@ -1,0 +1,131 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/pincerbot/pincer/internal/store"
+)
+
+// TestAFreeClaimNeverWaitsForTheWriter: the admission of a turn whose key
+// was never claimed, and a dedup claim of a new key, return while the
+// writer is busy (committing a batch, behind which the @ used to wait),
+// and are written all the same. A duplicate waits for the table, which
+// refuses it.
+func TestAFreeClaimNeverWaitsForTheWriter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		path := filepath.Join(t.TempDir(), "pincer.db")
+		db, err := Open(ctx, path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		held, release := make(chan struct{}), make(chan struct{})
+		if err := db.w.post(func(*sql.Conn) error {
+			close(held)
+			<-release
+			return nil
+		}, false); err != nil {
+			t.Fatal(err)
+		}
+		<-held
+		type outcome struct {
+			what string
+			ok   bool
+			err  error
+		}
+		answered := make(chan outcome, 3)
+		go func() {
+			ok, err := db.AdmitTurn(ctx, "in:onebot:default:group:1:7", time.Hour, []byte(`{"turn":1}`), store.Consumed{})
+			answered <- outcome{"admission", ok, err}
+			ok, err = db.ClaimDedup(ctx, "feishu:event:e1", time.Hour)
+			answered <- outcome{"claim", ok, err}
+			ok, err = db.AdmitTurn(ctx, "in:onebot:default:group:1:7", time.Hour, nil, store.Consumed{})
+			answered <- outcome{"duplicate", ok, err}
+		}()
+		synctest.Wait()
+		for _, want := range []string{"admission", "claim"} {
+			select {
+			case o := <-answered:
+				if o.what != want || !o.ok || o.err != nil {
+					t.Errorf("%s: %v %v, want granted", o.what, o.ok, o.err)
+				}
+			default:
+				t.Fatalf("the %s waits for the writer", want)
+			}
+		}
+		select {
+		case o := <-answered:
+			t.Fatalf("the duplicate was answered (%v %v) without the table", o.ok, o.err)
+		default:
+		}
+		close(release)
+		if o := <-answered; o.ok || o.err != nil {
+			t.Errorf("the duplicate: %v %v, want refused", o.ok, o.err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+
+		// Written: a reopened store knows both keys, and the turn.
+		db, err = Open(ctx, path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if ok, err := db.AdmitTurn(ctx, "in:onebot:default:group:1:7", time.Hour, nil, store.Consumed{}); ok || err != nil {
+			t.Errorf("the admitted key after a reopen: %v %v, want refused", ok, err)
+		}
+		if ok, err := db.ClaimDedup(ctx, "feishu:event:e1", time.Hour); ok || err != nil {
+			t.Errorf("the claimed key after a reopen: %v %v, want refused", ok, err)
+		}
+		pending, err := db.PendingTurns(ctx)
+		if err != nil || len(pending) != 1 {
+			t.Errorf("journal after a reopen: %v %v, want the admitted turn", pending, err)
+		}
+	})
+}
+
+// A key claimed again after it expired, or after it was released, is
+// granted; the hashes of expired keys go with the table's.
+func TestClaimsExpireAndAreReleased(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		db, err := Open(ctx, filepath.Join(t.TempDir(), "pincer.db"), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		claim := func(key string, ttl time.Duration, want bool) {
+			t.Helper()
+			if ok, err := db.ClaimDedup(ctx, key, ttl); ok != want || err != nil {
+				t.Fatalf("claim %s: %v %v, want %v", key, ok, err, want)
+			}
+		}
+		claim("a", time.Minute, true)
+		claim("b", time.Hour, true)
+		claim("a", time.Minute, false)
+		if err := db.ReleaseDedup(ctx, "b"); err != nil {
+			t.Fatal(err)
+		}
+		claim("b", time.Hour, true)
+		time.Sleep(2 * time.Minute)
+		claim("a", time.Minute, true)
+		time.Sleep(2 * time.Minute)
+		if n, err := db.PruneDedup(ctx); n != 1 || err != nil {
+			t.Errorf("prune: %d %v, want a's claim", n, err)
+		}
+		db.claims.mu.Lock()
+		held := len(db.claims.until)
+		db.claims.mu.Unlock()
+		if held != 1 {
+			t.Errorf("hashes held after the prune: %d, want b's", held)
+		}
+		claim("b", time.Hour, false)
+		claim("a", time.Minute, true)
+	})
+}
