@@ -60,16 +60,22 @@ func (m *claimMirror) hold(key string, until int64) {
 	m.until[h] = max(m.until[h], until)
 }
 
-// claim holds key until until and reports whether it was free at t
-// (ms): its hash not held, or held expired. Either way the caller's
-// claim is held from now on, so a claim after it asks the table.
-func (m *claimMirror) claim(key string, t, until int64) (free bool) {
+// claim holds key until until (ms) and, when fast and it was free at t
+// (ms) — its hash not held, or held expired — hands its write in with
+// post, under the mirror's lock: a claim of the same key after it finds
+// the hash held and asks the table, behind the write. Either way the key
+// is held from now on, so a claim the table decides (not fast) is known
+// to the claims after it.
+func (m *claimMirror) claim(key string, t, until int64, fast bool, post func() error) (free bool, err error) {
 	h := m.hash(key)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	held := m.until[h]
 	m.until[h] = max(held, until)
-	return held <= t
+	if held > t || !fast {
+		return false, nil
+	}
+	return true, post()
 }
 
 // prune forgets the hashes whose keys all expired by t (ms).

@@ -4,6 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -128,4 +131,75 @@ func TestClaimsExpireAndAreReleased(t *testing.T) {
 		claim("b", time.Hour, false)
 		claim("a", time.Minute, true)
 	})
+}
+
+// A claim the table decides (here because the store's last write had
+// failed) is held in memory as well: once the store is healthy again, a
+// second claim of the key is refused, not granted from memory.
+func TestAClaimTheTableDecidedIsKnownAfter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		db, err := Open(ctx, filepath.Join(t.TempDir(), "pincer.db"), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		onWriter(t, db, `CREATE TEMP TRIGGER refuse_journal BEFORE INSERT ON main.pending_turns BEGIN SELECT RAISE(ABORT, 'journal refused'); END`)
+		if ok, err := db.AdmitTurn(ctx, "in:refused", time.Hour, []byte(`{}`), store.Consumed{}); !ok || err != nil {
+			t.Fatalf("admission handed in: %v %v", ok, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+		synctest.Wait()
+		if db.Health() == nil {
+			t.Fatal("the refused journal entry does not show in the store's health")
+		}
+		if ok, err := db.ClaimDedup(ctx, "feishu:event:e2", time.Hour); !ok || err != nil {
+			t.Fatalf("a claim while unhealthy: %v %v, want granted by the table", ok, err)
+		}
+		time.Sleep(20 * time.Millisecond) // its batch commits
+		synctest.Wait()
+		if db.Health() != nil {
+			t.Fatalf("still unhealthy after a write that succeeded: %v", db.Health())
+		}
+		if ok, err := db.ClaimDedup(ctx, "feishu:event:e2", time.Hour); ok || err != nil {
+			t.Errorf("the same key again: %v %v, want refused", ok, err)
+		}
+	})
+}
+
+// Claims of one key at once: exactly one is granted, whether from memory
+// or by the table, and one turn admitted.
+func TestConcurrentClaimsGrantOne(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "pincer.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for round := range 20 {
+		key := "in:onebot:default:group:1:" + strconv.Itoa(round)
+		var granted atomic.Int32
+		var wg sync.WaitGroup
+		for i := range 8 {
+			wg.Go(func() {
+				var ok bool
+				var err error
+				if i%2 == 0 {
+					ok, err = db.AdmitTurn(ctx, key, time.Hour, []byte(`{}`), store.Consumed{})
+				} else {
+					ok, err = db.ClaimDedup(ctx, key, time.Hour)
+				}
+				if err != nil {
+					t.Error(err)
+				}
+				if ok {
+					granted.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if n := granted.Load(); n != 1 {
+			t.Errorf("%s: %d claims granted, want 1", key, n)
+		}
+	}
 }

@@ -54,8 +54,8 @@ const sep = "\x1f"
 func (d *DB) AdmitTurn(ctx context.Context, key string, ttl time.Duration, turn []byte, consume store.Consumed) (bool, error) {
 	t := now()
 	at, until := millis(t), millis(t.Add(ttl))
-	if d.claims.claim(key, at, until) && d.health.Last() == nil {
-		err := d.w.post(func(tx *sql.Conn) error {
+	free, err := d.claims.claim(key, at, until, d.health.Last() == nil, func() error {
+		return d.w.post(func(tx *sql.Conn) error {
 			admitted, err := d.admit(ctx, tx, key, at, until, turn, consume)
 			if err == nil && !admitted {
 				err = errors.New("its key, free in memory, was claimed in the table")
@@ -65,13 +65,15 @@ func (d *DB) AdmitTurn(ctx context.Context, key string, ttl time.Duration, turn 
 			}
 			return nil
 		}, true)
-		if err != nil {
-			return false, fmt.Errorf("admit %s: %w", key, err)
-		}
+	})
+	if err != nil {
+		return false, fmt.Errorf("admit %s: %w", key, err)
+	}
+	if free {
 		return true, nil
 	}
 	var admitted bool
-	err := d.tx(ctx, func(tx *sql.Conn) error {
+	err = d.tx(ctx, func(tx *sql.Conn) error {
 		var err error
 		admitted, err = d.admit(ctx, tx, key, at, until, turn, consume)
 		return err
@@ -607,10 +609,10 @@ func (d *DB) HeldInbound(ctx context.Context, ch msg.ChannelID, acct msg.Account
 func (d *DB) ClaimDedup(ctx context.Context, key string, ttl time.Duration) (bool, error) {
 	t := now()
 	at, until := millis(t), millis(t.Add(ttl))
-	if d.claims.claim(key, at, until) && d.health.Last() == nil {
-		// Free in memory (see claims.go): granted, the claim written with
-		// the writer's batch.
-		err := d.w.post(func(tx *sql.Conn) error {
+	// Free in memory (see claims.go): granted, the claim written with the
+	// writer's batch.
+	free, err := d.claims.claim(key, at, until, d.health.Last() == nil, func() error {
+		return d.w.post(func(tx *sql.Conn) error {
 			res, err := d.exec(ctx, tx, qClaim, key, until, at)
 			if err != nil {
 				return fmt.Errorf("claim %s: %w", key, err)
@@ -620,9 +622,11 @@ func (d *DB) ClaimDedup(ctx context.Context, key string, ttl time.Duration) (boo
 			}
 			return nil
 		}, false)
-		if err != nil {
-			return false, fmt.Errorf("claim %s: %w", key, err)
-		}
+	})
+	if err != nil {
+		return false, fmt.Errorf("claim %s: %w", key, err)
+	}
+	if free {
 		return true, nil
 	}
 	res, err := d.exec(ctx, nil, qClaim, key, until, at)
