@@ -40,37 +40,21 @@ func scanSession(row interface{ Scan(...any) error }) (store.Session, error) {
 	return s, err
 }
 
-// OpenSession implements store.Sessions: the look-up and, when the
-// session is new, its insertion are one job.
+// OpenSession implements store.Sessions, without waiting for the writer
+// when it need not (see opens.go).
 func (d *DB) OpenSession(ctx context.Context, key, agentID string) (store.Session, bool, error) {
-	var s store.Session
-	created := false
-	err := d.one(ctx, func(tx *sql.Conn) error {
-		var err error
-		s, created, err = d.openIn(ctx, tx, key, agentID)
-		return err
-	})
+	s, created, _, err := d.open(ctx, key, agentID, false)
 	if err != nil {
 		return store.Session{}, false, fmt.Errorf("open session %s: %w", key, err)
 	}
 	return s, created, nil
 }
 
-// OpenWithTranscript implements store.Sessions: opening the session and
-// reading its transcript are one job, so a turn waits for the writer
-// once.
+// OpenWithTranscript implements store.Sessions: the session and its
+// transcript are read in one step, without waiting for the writer when
+// they need not (see opens.go).
 func (d *DB) OpenWithTranscript(ctx context.Context, key, agentID string) (store.Session, bool, []store.Turn, error) {
-	var s store.Session
-	var turns []store.Turn
-	created := false
-	err := d.one(ctx, func(tx *sql.Conn) error {
-		var err error
-		if s, created, err = d.openIn(ctx, tx, key, agentID); err != nil || created {
-			return err
-		}
-		turns, err = d.transcriptIn(ctx, tx, key)
-		return err
-	})
+	s, created, turns, err := d.open(ctx, key, agentID, true)
 	if err != nil {
 		return store.Session{}, false, nil, fmt.Errorf("open session %s: %w", key, err)
 	}
@@ -111,7 +95,12 @@ func (d *DB) Session(ctx context.Context, key string) (store.Session, error) {
 
 // SetModelOverride implements store.Sessions.
 func (d *DB) SetModelOverride(ctx context.Context, key, model string) error {
-	res, err := d.exec(ctx, nil, `UPDATE sessions SET model_override = ?, updated_at = ? WHERE key = ?`, model, millis(now()), key)
+	var res sql.Result
+	err := d.sessionWrite(key, false, func(tx *sql.Conn) error {
+		var err error
+		res, err = d.exec(ctx, tx, `UPDATE sessions SET model_override = ?, updated_at = ? WHERE key = ?`, model, millis(now()), key)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("set model of %s: %w", key, err)
 	}
@@ -121,12 +110,15 @@ func (d *DB) SetModelOverride(ctx context.Context, key, model string) error {
 // SetSessionOption implements store.Sessions.
 func (d *DB) SetSessionOption(ctx context.Context, key, name, value string) error {
 	var res sql.Result
-	var err error
-	if value == "" {
-		res, err = d.exec(ctx, nil, `UPDATE sessions SET options = json_remove(options, '$.' || json_quote(?)), updated_at = ? WHERE key = ?`, name, millis(now()), key)
-	} else {
-		res, err = d.exec(ctx, nil, `UPDATE sessions SET options = json_set(options, '$.' || json_quote(?), ?), updated_at = ? WHERE key = ?`, name, value, millis(now()), key)
-	}
+	err := d.sessionWrite(key, false, func(tx *sql.Conn) error {
+		var err error
+		if value == "" {
+			res, err = d.exec(ctx, tx, `UPDATE sessions SET options = json_remove(options, '$.' || json_quote(?)), updated_at = ? WHERE key = ?`, name, millis(now()), key)
+		} else {
+			res, err = d.exec(ctx, tx, `UPDATE sessions SET options = json_set(options, '$.' || json_quote(?), ?), updated_at = ? WHERE key = ?`, name, value, millis(now()), key)
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("set option %s of %s: %w", name, key, err)
 	}
@@ -136,7 +128,7 @@ func (d *DB) SetSessionOption(ctx context.Context, key, name, value string) erro
 // ResetSession implements store.Sessions.
 func (d *DB) ResetSession(ctx context.Context, key, reason string) (store.Session, error) {
 	var s store.Session
-	err := d.tx(ctx, func(tx *sql.Conn) error {
+	err := d.sessionWrite(key, true, func(tx *sql.Conn) error {
 		var err error
 		s, err = d.reset(ctx, tx, key, reason)
 		return err
@@ -150,7 +142,7 @@ func (d *DB) ResetSession(ctx context.Context, key, reason string) (store.Sessio
 // CompactSession implements store.Sessions.
 func (d *DB) CompactSession(ctx context.Context, key, summary string, keep []store.Turn) (store.Session, error) {
 	var s store.Session
-	err := d.tx(ctx, func(tx *sql.Conn) error {
+	err := d.sessionWrite(key, true, func(tx *sql.Conn) error {
 		var err error
 		if s, err = d.reset(ctx, tx, key, "compact"); err != nil {
 			return err

@@ -80,7 +80,13 @@ type DB struct {
 	// (see claims.go).
 	sent   sentMirror
 	claims claimMirror
-	log    *slog.Logger
+	// sessions knows the sessions and their writes not committed yet;
+	// readers are the connections sessions are read on, with their
+	// statements (see opens.go).
+	sessions                    sessionMirror
+	readers                     *sql.DB
+	readSession, readTranscript *sql.Stmt
+	log                         *slog.Logger
 	// closeOnce makes Close safe to call again; closeErr is what the
 	// first call returned.
 	closeOnce sync.Once
@@ -153,6 +159,10 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
 	}
+	if err := d.loadSessions(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
+	}
 	if d.conn, err = db.Conn(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
@@ -167,6 +177,10 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	}
 	d.w = newWriter(d.conn, d.note, d.writeFailed, d.insertRows, d.beforeCommit, d.cached)
 	if d.cp, err = startCheckpointer(dsn, func(err error) { d.log.Warn("store checkpoint failed", "component", "store", "err", err) }, d.w.finishCheckpoint); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
+	}
+	if err := d.openReaders(ctx, q); err != nil {
 		d.Close()
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
 	}
@@ -235,6 +249,9 @@ func (d *DB) close() error {
 	}
 	d.w.close()
 	errs = append(errs, d.saveAllChains(context.Background()), d.closeStmts(), d.closeRaw(), d.conn.Close())
+	if d.readers != nil {
+		errs = append(errs, d.readSession.Close(), d.readTranscript.Close(), d.readers.Close())
+	}
 	return errors.Join(append(errs, d.db.Close())...)
 }
 

@@ -36,7 +36,7 @@ func (d *DB) AppendTurn(ctx context.Context, key string, t store.Turn) (store.Tu
 	if err != nil {
 		return t, fmt.Errorf("append turn to %s: %w", key, err)
 	}
-	err = d.one(ctx, func(tx *sql.Conn) error {
+	err = d.sessionWrite(key, false, func(tx *sql.Conn) error {
 		err := d.queryRow(ctx, tx, qAppendTurn, string(t.Role), t.Text, calls, t.ToolCallID, t.Partial, millis(t.At), images, millis(now()), key).Scan(&t.Seq)
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrNotFound
@@ -62,7 +62,9 @@ func (d *DB) PostTurn(ctx context.Context, key string, t store.Turn) error {
 	if err != nil {
 		return fmt.Errorf("post turn to %s: %w", key, err)
 	}
+	committed, done := d.writing(key)
 	err = d.w.post(func(tx *sql.Conn) error {
+		committed()
 		// Nobody reads the turn's number back, so the insert returns
 		// nothing: SQLite gathers a RETURNING clause's rows in a temporary
 		// table of their own.
@@ -76,6 +78,7 @@ func (d *DB) PostTurn(ctx context.Context, key string, t store.Turn) error {
 		return nil
 	}, false)
 	if err != nil {
+		done()
 		return fmt.Errorf("post turn to %s: %w", key, err)
 	}
 	return nil
@@ -117,18 +120,21 @@ const qTranscript = `
 func (d *DB) transcriptIn(ctx context.Context, tx *sql.Conn, key string) ([]store.Turn, error) {
 	var out []store.Turn
 	err := d.eachIn(ctx, tx, qTranscript, []any{key}, func(rows *sql.Rows) error {
-		var t store.Turn
-		var role, calls, images string
-		var at int64
-		if err := rows.Scan(&t.Seq, &role, &t.Text, &calls, &t.ToolCallID, &t.Partial, &at, &images); err != nil {
-			return err
-		}
-		t.Role, t.At = store.Role(role), fromMillis(at)
-		if err := store.ReadTurnColumns(&t, calls, images); err != nil {
-			return err
-		}
+		t, err := scanTurn(rows)
 		out = append(out, t)
-		return nil
+		return err
 	})
 	return out, err
+}
+
+// scanTurn reads a row of qTranscript.
+func scanTurn(rows *sql.Rows) (store.Turn, error) {
+	var t store.Turn
+	var role, calls, images string
+	var at int64
+	if err := rows.Scan(&t.Seq, &role, &t.Text, &calls, &t.ToolCallID, &t.Partial, &at, &images); err != nil {
+		return t, err
+	}
+	t.Role, t.At = store.Role(role), fromMillis(at)
+	return t, store.ReadTurnColumns(&t, calls, images)
 }

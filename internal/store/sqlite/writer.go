@@ -62,8 +62,11 @@ type writer struct {
 	// inserts them (only the writer touches them).
 	rows       []*logRow
 	insertRows func(tx *sql.Conn, rows []*logRow) error
-	// beforeCommit runs last in every batch.
+	// beforeCommit runs last in every batch; committed holds what the
+	// batch's jobs asked to run once it is committed or rolled back (see
+	// onCommit; only the writer touches it).
 	beforeCommit func(tx *sql.Conn) error
+	committed    []func()
 	// commits counts the batches committed (or whose COMMIT failed), and
 	// savepoints the jobs run under a savepoint of their own.
 	commits, savepoints atomic.Int64
@@ -399,10 +402,19 @@ func (w *writer) batch(first *job) {
 	if err != nil {
 		w.fail(err)
 	}
+	for i, f := range w.committed {
+		f()
+		w.committed[i] = nil
+	}
+	w.committed = w.committed[:0]
 	for i, d := range waiting {
 		d.done <- errors.Join(waitErrs[i], err)
 	}
 }
+
+// onCommit has f run once the batch running the calling job has
+// committed (or failed to). Only a job calls it.
+func (w *writer) onCommit(f func()) { w.committed = append(w.committed, f) }
 
 // ctl runs a transaction statement (BEGIN IMMEDIATE, COMMIT, ROLLBACK,
 // a savepoint's) on the writer's connection, prepared when it can be.

@@ -1,0 +1,157 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/pincerbot/pincer/internal/store"
+)
+
+// holdWriter keeps the writer busy until release is called, as a batch
+// being committed does.
+func holdWriter(t *testing.T, db *DB) (release func()) {
+	t.Helper()
+	held, done := make(chan struct{}), make(chan struct{})
+	if err := db.w.post(func(*sql.Conn) error {
+		close(held)
+		<-done
+		return nil
+	}, false); err != nil {
+		t.Fatal(err)
+	}
+	<-held
+	return func() { close(done) }
+}
+
+type opened struct {
+	s       store.Session
+	created bool
+	turns   []store.Turn
+	err     error
+}
+
+// TestOpeningASessionNeverWaitsForTheWriter: a turn opens its session
+// while the writer is busy — a new session (made in memory, its row
+// written after), and one whose writes are all committed (read on a
+// reader) — and waits only for a session with a write not committed yet,
+// which it then reads with that write.
+func TestOpeningASessionNeverWaitsForTheWriter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		path := filepath.Join(t.TempDir(), "pincer.db")
+		db, err := Open(ctx, path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := db.OpenSession(ctx, "old", "main"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.AppendTurn(ctx, "old", store.Turn{Role: store.RoleUser, Text: "早上好"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := db.OpenSession(ctx, "busy", "main"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond) // committed
+		synctest.Wait()
+
+		release := holdWriter(t, db)
+		if err := db.PostTurn(ctx, "busy", store.Turn{Role: store.RoleUser, Text: "还在写"}); err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan opened, 3)
+		open := func(key string) {
+			s, created, turns, err := db.OpenWithTranscript(ctx, key, "main")
+			got <- opened{s, created, turns, err}
+		}
+		go open("new")
+		synctest.Wait()
+		select {
+		case o := <-got:
+			if !o.created || o.err != nil || o.s.Key != "new" || o.s.AgentID != "main" || o.s.Options == nil || len(o.turns) != 0 {
+				t.Errorf("new session: %+v", o)
+			}
+		default:
+			t.Fatal("opening a new session waits for the writer")
+		}
+		go open("old")
+		synctest.Wait()
+		select {
+		case o := <-got:
+			if o.created || o.err != nil || len(o.turns) != 1 || o.turns[0].Text != "早上好" {
+				t.Errorf("committed session: %+v", o)
+			}
+		default:
+			t.Fatal("opening a session whose writes are committed waits for the writer")
+		}
+		go open("busy")
+		synctest.Wait()
+		select {
+		case o := <-got:
+			t.Fatalf("a session with a write not committed was read without it: %+v", o)
+		default:
+		}
+		release()
+		if o := <-got; o.err != nil || len(o.turns) != 1 || o.turns[0].Text != "还在写" {
+			t.Errorf("session with a write pending, read by the writer: %+v", o)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		db, err = Open(ctx, path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		s, created, err := db.OpenSession(ctx, "new", "main")
+		if err != nil || created || s.Key != "new" {
+			t.Errorf("the session made in memory, after a reopen: %+v created %v, %v; want it written", s, created, err)
+		}
+	})
+}
+
+// Opens of one new session at once make it once.
+func TestConcurrentOpensMakeASessionOnce(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "pincer.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for round := range 20 {
+		key := "agent:main:onebot:group:" + strconv.Itoa(round)
+		var made atomic.Int32
+		var wg sync.WaitGroup
+		for i := range 6 {
+			wg.Go(func() {
+				var created bool
+				var err error
+				if i%2 == 0 {
+					_, created, _, err = db.OpenWithTranscript(ctx, key, "main")
+				} else {
+					_, created, err = db.OpenSession(ctx, key, "main")
+				}
+				if err != nil {
+					t.Error(err)
+				}
+				if created {
+					made.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if n := made.Load(); n != 1 {
+			t.Errorf("%s: made %d times, want once", key, n)
+		}
+	}
+	if err := db.Health(); err != nil {
+		t.Errorf("health: %v", err)
+	}
+}
