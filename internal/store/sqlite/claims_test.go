@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -27,15 +26,7 @@ func TestAFreeClaimNeverWaitsForTheWriter(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		held, release := make(chan struct{}), make(chan struct{})
-		if err := db.w.post(func(*sql.Conn) error {
-			close(held)
-			<-release
-			return nil
-		}, false); err != nil {
-			t.Fatal(err)
-		}
-		<-held
+		release := holdWriter(t, db)
 		type outcome struct {
 			what string
 			ok   bool
@@ -66,7 +57,7 @@ func TestAFreeClaimNeverWaitsForTheWriter(t *testing.T) {
 			t.Fatalf("the duplicate was answered (%v %v) without the table", o.ok, o.err)
 		default:
 		}
-		close(release)
+		release()
 		if o := <-answered; o.ok || o.err != nil {
 			t.Errorf("the duplicate: %v %v, want refused", o.ok, o.err)
 		}

@@ -32,6 +32,22 @@ func onWriter(t *testing.T, db *DB, queries ...string) {
 	}
 }
 
+// holdWriter keeps the writer busy until release is called, as a batch
+// being committed does.
+func holdWriter(t *testing.T, db *DB) (release func()) {
+	t.Helper()
+	held, done := make(chan struct{}), make(chan struct{})
+	if err := db.w.post(func(*sql.Conn) error {
+		close(held)
+		<-done
+		return nil
+	}, false); err != nil {
+		t.Fatal(err)
+	}
+	<-held
+	return func() { close(done) }
+}
+
 // countInserts makes the writer's connection note the id of every row
 // inserted into buffered; inserted reads them.
 func countInserts(t *testing.T, db *DB) (inserted func() []int64) {

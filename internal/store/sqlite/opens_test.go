@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -13,22 +12,6 @@ import (
 
 	"github.com/pincerbot/pincer/internal/store"
 )
-
-// holdWriter keeps the writer busy until release is called, as a batch
-// being committed does.
-func holdWriter(t *testing.T, db *DB) (release func()) {
-	t.Helper()
-	held, done := make(chan struct{}), make(chan struct{})
-	if err := db.w.post(func(*sql.Conn) error {
-		close(held)
-		<-done
-		return nil
-	}, false); err != nil {
-		t.Fatal(err)
-	}
-	<-held
-	return func() { close(done) }
-}
 
 type opened struct {
 	s       store.Session

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"path/filepath"
 	"testing"
 	"testing/synctest"
@@ -63,15 +62,7 @@ func TestWasSentNeverWaitsForTheWriter(t *testing.T) {
 		if err := db.RecordSent(ctx, "onebot", "default", "7"); err != nil {
 			t.Fatal(err)
 		}
-		held, release := make(chan struct{}), make(chan struct{})
-		if err := db.w.post(func(*sql.Conn) error {
-			close(held)
-			<-release
-			return nil
-		}, false); err != nil {
-			t.Fatal(err)
-		}
-		<-held
+		release := holdWriter(t, db)
 		answered := make(chan bool, 1)
 		go func() {
 			ok, _ := db.WasSent(ctx, "onebot", "default", "7")
@@ -86,7 +77,7 @@ func TestWasSentNeverWaitsForTheWriter(t *testing.T) {
 		default:
 			t.Error("WasSent waits for the writer")
 		}
-		close(release)
+		release()
 	})
 }
 
@@ -107,15 +98,7 @@ func TestWhatFollowsASendDoesNotWaitForTheWriter(t *testing.T) {
 		if _, err := db.AdmitTurn(ctx, "turn", time.Hour, []byte("t"), store.Consumed{}); err != nil {
 			t.Fatal(err)
 		}
-		held, release := make(chan struct{}), make(chan struct{})
-		if err := db.w.post(func(*sql.Conn) error {
-			close(held)
-			<-release
-			return nil
-		}, false); err != nil {
-			t.Fatal(err)
-		}
-		<-held
+		release := holdWriter(t, db)
 		returned := make(chan error, 2)
 		go func() { returned <- db.RecordSent(ctx, "onebot", "default", "8") }()
 		go func() { returned <- db.FinishTurn(ctx, "turn") }()
@@ -130,7 +113,7 @@ func TestWhatFollowsASendDoesNotWaitForTheWriter(t *testing.T) {
 				t.Error("RecordSent or FinishTurn waits for the writer")
 			}
 		}
-		close(release)
+		release()
 		if pending, err := db.PendingTurns(ctx); err != nil || len(pending) != 0 {
 			t.Errorf("journal after FinishTurn: %+v, %v", pending, err)
 		}

@@ -62,7 +62,7 @@ func (d *DB) OpenWithTranscript(ctx context.Context, key, agentID string) (store
 }
 
 // openIn looks the session up and inserts it when it is new, inside a
-// job's tx. It writes one statement at most (see one).
+// job's tx. It writes one statement at most (see several).
 func (d *DB) openIn(ctx context.Context, tx *sql.Conn, key, agentID string) (s store.Session, created bool, err error) {
 	// Most calls find the session, so look before inserting.
 	if s, err = scanSession(d.queryRow(ctx, tx, qSession, key)); !errors.Is(err, store.ErrNotFound) {

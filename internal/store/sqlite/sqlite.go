@@ -385,21 +385,17 @@ func (d *DB) tx(_ context.Context, fn func(*sql.Conn) error) error {
 	return d.w.do(fn, true, false)
 }
 
-// one runs fn, which writes with at most one statement, as one job. A
-// statement applies whole or not at all by itself (SQLite undoes a failed
-// statement's changes and nothing else), so the job needs no savepoint:
-// SAVEPOINT and RELEASE were two of every three statements such a job ran.
-func (d *DB) one(_ context.Context, fn func(*sql.Conn) error) error {
-	return d.w.do(fn, false, false)
-}
-
-// durableOne is one that returns only once fn's write is committed.
+// durableOne runs fn, which writes with at most one statement (see
+// several), as a job that returns only once fn's write is committed.
 func (d *DB) durableOne(_ context.Context, fn func(*sql.Conn) error) error {
 	return d.w.do(fn, false, true)
 }
 
 // several tells the writer whether a job that writes n statements needs
-// a savepoint to apply them together (see one).
+// a savepoint to apply them together. A statement applies whole or not
+// at all by itself (SQLite undoes a failed statement's changes and
+// nothing else), so a job of one needs none: SAVEPOINT and RELEASE were
+// two of every three statements such a job ran.
 func several(n int) bool { return n > 1 }
 
 // note records the outcome of a write for Health.

@@ -13,7 +13,7 @@ var _ store.TokenUse = (*DB)(nil)
 
 // addTokens is the statement adding n tokens to each of keys keys of a
 // day: one multi-row upsert, which applies whole or not at all by itself
-// (see one), where a statement a key had needed a savepoint around them.
+// (see several), where a statement a key had needed a savepoint around them.
 func addTokens(keys int) string {
 	return `INSERT INTO token_use (day, key, tokens) VALUES (?, ?, ?)` + strings.Repeat(`, (?, ?, ?)`, keys-1) +
 		` ON CONFLICT (day, key) DO UPDATE SET tokens = tokens + excluded.tokens`
