@@ -169,28 +169,35 @@ func TestConcurrentClaimsGrantOne(t *testing.T) {
 	defer db.Close()
 	for round := range 20 {
 		key := "in:onebot:default:group:1:" + strconv.Itoa(round)
-		var granted atomic.Int32
-		var wg sync.WaitGroup
-		for i := range 8 {
-			wg.Go(func() {
-				var ok bool
-				var err error
-				if i%2 == 0 {
-					ok, err = db.AdmitTurn(ctx, key, time.Hour, []byte(`{}`), store.Consumed{})
-				} else {
-					ok, err = db.ClaimDedup(ctx, key, time.Hour)
-				}
-				if err != nil {
-					t.Error(err)
-				}
-				if ok {
-					granted.Add(1)
-				}
-			})
-		}
-		wg.Wait()
-		if n := granted.Load(); n != 1 {
+		n := atOnce(t, 8, func(i int) (bool, error) {
+			if i%2 == 0 {
+				return db.AdmitTurn(ctx, key, time.Hour, []byte(`{}`), store.Consumed{})
+			}
+			return db.ClaimDedup(ctx, key, time.Hour)
+		})
+		if n != 1 {
 			t.Errorf("%s: %d claims granted, want 1", key, n)
 		}
 	}
+}
+
+// atOnce runs call(0) to call(n-1) at once and returns how many said
+// true; an error fails t.
+func atOnce(t *testing.T, n int, call func(i int) (bool, error)) int {
+	t.Helper()
+	var yes atomic.Int32
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			ok, err := call(i)
+			if err != nil {
+				t.Error(err)
+			}
+			if ok {
+				yes.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	return int(yes.Load())
 }

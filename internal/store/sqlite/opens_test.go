@@ -4,8 +4,6 @@ import (
 	"context"
 	"path/filepath"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -110,28 +108,16 @@ func TestConcurrentOpensMakeASessionOnce(t *testing.T) {
 	defer db.Close()
 	for round := range 20 {
 		key := "agent:main:onebot:group:" + strconv.Itoa(round)
-		var made atomic.Int32
-		var wg sync.WaitGroup
-		for i := range 6 {
-			wg.Go(func() {
-				var created bool
-				var err error
-				if i%2 == 0 {
-					_, created, _, err = db.OpenWithTranscript(ctx, key, "main")
-				} else {
-					_, created, err = db.OpenSession(ctx, key, "main")
-				}
-				if err != nil {
-					t.Error(err)
-				}
-				if created {
-					made.Add(1)
-				}
-			})
-		}
-		wg.Wait()
-		if n := made.Load(); n != 1 {
-			t.Errorf("%s: made %d times, want once", key, n)
+		made := atOnce(t, 6, func(i int) (created bool, err error) {
+			if i%2 == 0 {
+				_, created, _, err = db.OpenWithTranscript(ctx, key, "main")
+			} else {
+				_, created, err = db.OpenSession(ctx, key, "main")
+			}
+			return created, err
+		})
+		if made != 1 {
+			t.Errorf("%s: made %d times, want once", key, made)
 		}
 	}
 	if err := db.Health(); err != nil {
