@@ -63,9 +63,11 @@ func (m *claimMirror) hold(key string, until int64) {
 // claim holds key until until (ms) and, when fast and it was free at t
 // (ms) — its hash not held, or held expired — hands its write in with
 // post, under the mirror's lock: a claim of the same key after it finds
-// the hash held and asks the table, behind the write. Either way the key
-// is held from now on, so a claim the table decides (not fast) is known
-// to the claims after it.
+// the hash held and asks the table, behind the write. (The writer never
+// takes this lock, so a hand-in that waits for room in a full queue while
+// holding it cannot stall the writer.) Either way the key is held from
+// now on, so a claim the table decides (not fast) is known to the claims
+// after it.
 func (m *claimMirror) claim(key string, t, until int64, fast bool, post func() error) (free bool, err error) {
 	h := m.hash(key)
 	m.mu.Lock()

@@ -37,8 +37,10 @@ type sessionMirror struct {
 	seed  maphash.Seed
 	known map[uint64]struct{}
 	// pending counts, by session key, the writes handed in whose batch has
-	// not committed.
-	pending map[string]int
+	// not committed; creating holds the new sessions whose row is being
+	// handed in, closed once it is queued.
+	pending  map[string]int
+	creating map[string]chan struct{}
 }
 
 // loadSessions fills the mirror from the table and opens the readers.
@@ -46,6 +48,7 @@ func (d *DB) loadSessions(ctx context.Context) error {
 	d.sessions.seed = maphash.MakeSeed()
 	d.sessions.known = map[uint64]struct{}{}
 	d.sessions.pending = map[string]int{}
+	d.sessions.creating = map[string]chan struct{}{}
 	rows, err := d.db.QueryContext(ctx, `SELECT key FROM sessions`)
 	if err != nil {
 		return fmt.Errorf("read sessions: %w", err)
@@ -127,6 +130,16 @@ func (d *DB) sessionWrite(key string, atomic bool, fn func(tx *sql.Conn) error) 
 func (d *DB) open(ctx context.Context, key, agentID string, transcript bool) (s store.Session, created bool, turns []store.Turn, err error) {
 	h := maphash.String(d.sessions.seed, key)
 	d.sessions.mu.Lock()
+	for {
+		// A new session being made: its row is handed in first.
+		queued, ok := d.sessions.creating[key]
+		if !ok {
+			break
+		}
+		d.sessions.mu.Unlock()
+		<-queued
+		d.sessions.mu.Lock()
+	}
 	_, known := d.sessions.known[h]
 	if !known && d.health.Last() == nil {
 		s, err = d.create(ctx, h, key, agentID)
@@ -154,13 +167,18 @@ func (d *DB) open(ctx context.Context, key, agentID string, transcript bool) (s 
 
 // create makes the new session key, whose hash h is not held, in memory
 // and hands its row to the writer; the caller holds the mirror's lock,
-// which create releases.
+// which create releases. The row is handed in without the lock (in a
+// full queue that waits for the writer, which takes the lock as its
+// batches end), and an open of the key meanwhile waits until it is
+// queued, then finds the session pending and asks the writer, behind the
+// row.
 func (d *DB) create(ctx context.Context, h uint64, key, agentID string) (store.Session, error) {
 	d.sessions.known[h] = struct{}{}
 	committed, done := d.pend(key)
+	queued := make(chan struct{})
+	d.sessions.creating[key] = queued
+	d.sessions.mu.Unlock()
 	t := millis(now())
-	// Handed in under the lock: an open of the key after this one finds
-	// it pending and asks the writer, behind this row.
 	err := d.w.post(func(tx *sql.Conn) error {
 		committed()
 		res, err := d.exec(ctx, tx, qInsertSession, key, agentID, t, t)
@@ -172,7 +190,10 @@ func (d *DB) create(ctx context.Context, h uint64, key, agentID string) (store.S
 		}
 		return nil
 	}, false)
+	d.sessions.mu.Lock()
+	delete(d.sessions.creating, key)
 	d.sessions.mu.Unlock()
+	close(queued)
 	if err != nil {
 		done()
 		return store.Session{}, fmt.Errorf("open session %s: %w", key, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -122,5 +123,59 @@ func TestConcurrentOpensMakeASessionOnce(t *testing.T) {
 	}
 	if err := db.Health(); err != nil {
 		t.Errorf("health: %v", err)
+	}
+}
+
+// New sessions are opened while a burst keeps the writer's queue full and
+// the writer ends batches holding writes of sessions (whose ends take the
+// mirror's lock): nothing waits on anything that waits on it.
+func TestOpeningSessionsDuringABurst(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "pincer.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var burst sync.WaitGroup
+	for range 2 {
+		burst.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := db.LogInbound(ctx, inboundFor(i), store.ViewHistory); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for i := range 300 {
+			key := "agent:main:onebot:group:" + strconv.Itoa(i)
+			if _, _, _, err := db.OpenWithTranscript(ctx, key, "main"); err != nil {
+				t.Error(err)
+				return
+			}
+			if err := db.PostTurn(ctx, key, store.Turn{Role: store.RoleUser, Text: "在吗"}); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	select {
+	case <-finished:
+	case <-time.After(time.Minute):
+		// A writer stuck for good: closing the store would wait for it.
+		t.Fatal("opening sessions during a burst is stuck")
+	}
+	close(stop)
+	burst.Wait()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
