@@ -298,6 +298,11 @@ type SteadyReport struct {
 	BaselineDecoded        int     `json:"baseline_decoded"`
 	BaselineWriterLagMaxMs float64 `json:"baseline_writer_lag_max_ms"`
 	BaselineWrites         int     `json:"baseline_writes"`
+	// BaselineMentionToReply is from an @'s frame written to the baseline
+	// reader's reply to it at the simulator: the way in and out over the
+	// loopback, the decoding and the bench noting it, with nothing
+	// between, to read pincer's @ → model request against.
+	BaselineMentionToReply Latency `json:"baseline_mention_to_reply"`
 
 	// CPURatio is pincer's CPU seconds on the stream with @s over the
 	// baseline's on the same stream.
@@ -647,7 +652,7 @@ func (s *SteadyReport) writeText(ew *errWriter) error {
 	logged := loggedCell
 	row("messages accounted for", decoded, logged(c.Accounted), logged(s.Accounted))
 	clusterRows(func(cells ...string) { row(append([]string{cells[0], "–"}, cells[1:]...)...) }, c.Cluster, s.Cluster)
-	row("latency, pincer with @s (ms)", "p50", "p99", "max")
+	row("latency (ms)", "p50", "p99", "max")
 	lat := func(name string, l Latency) {
 		if l.N == 0 {
 			row(name, "–", "–", "–")
@@ -657,6 +662,7 @@ func (s *SteadyReport) writeText(ew *errWriter) error {
 	}
 	lat("@ → model request", s.MentionToRequest)
 	lat("model done → send", s.DoneToSend)
+	lat("baseline: @ → reply", s.BaselineMentionToReply)
 	if err := t.Flush(); err != nil {
 		return err
 	}

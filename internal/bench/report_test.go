@@ -28,6 +28,7 @@ func steadyResult() *SteadyReport {
 		},
 		Chatter:  &SteadyRun{Pincer: proc(8), Accounted: Accounting{Sent: 20_000, Logged: 20_000}},
 		Baseline: proc(0.5), BaselineReplies: Replies{Expected: 2000, Delivered: 2000}, BaselineDecoded: 20_000,
+		BaselineMentionToReply: Latency{N: 2000, P50Ms: 0.31, P99Ms: 1.2, MaxMs: 4},
 	}
 	s.derive()
 	return s
@@ -72,6 +73,7 @@ func TestSteadyReportShowsItsRuns(t *testing.T) {
 		`read / write calls per event\s+1\.00 / 0\.05\s+1\.00 / 0\.80\s+1\.00 / 1\.00\s*\n`,
 		`replies exp / deliv / dup\s+2,000 / 2,000 / 0\s+0 / 0 / 0\s+2,000 / 2,000 / 0`,
 		`no send gap, frames coalesced into writes of up to 65,536 bytes`,
+		`baseline: @ → reply\s+0\.31\s+1\.20\s+4\.00\s*\n`,
 	} {
 		if !regexp.MustCompile(want).MatchString(text) {
 			t.Errorf("no %q in\n%s", want, text)
@@ -90,6 +92,7 @@ func TestSteadyReportShowsItsRuns(t *testing.T) {
 	for _, key := range []string{
 		"pincer", "replies", "chatter_only", "baseline", "baseline_replies", "cpu_ratio", "cpu_per_chatter_event_us",
 		"answered_turns", "cpu_per_answered_turn_us", "write_batch_bytes", "send_gap_ms", "writes",
+		"baseline_mention_to_reply",
 	} {
 		if _, ok := got.Steady[key]; !ok {
 			t.Errorf("no %q in the steady JSON: %s", key, b)

@@ -463,6 +463,13 @@ func steadyBaseline(ctx context.Context, cfg *Config, dir string, load Load, s *
 	delivered, duplicated, stray := q.tally(mentions)
 	s.BaselineReplies = Replies{Expected: len(mentions), Delivered: delivered, Duplicated: duplicated, Stray: stray}
 	s.BaselineDecoded = decoded(reader)
+	var toReply []time.Duration
+	for id, w := range d.writtenAt {
+		if sent := q.sent(id); len(sent) > 0 {
+			toReply = append(toReply, sent[0].Sub(w))
+		}
+	}
+	s.BaselineMentionToReply = latency(toReply)
 	return nil
 }
 
