@@ -215,13 +215,19 @@ func (a *Account) ask(ctx context.Context, n int64, then func(mine bool, err err
 		delete(a.asks.waiting, id)
 		a.asks.mu.Unlock()
 		// No connection to ask over, or one that dropped while asked: the
-		// question (read-only, so safe to ask twice) waits for the next.
-		again := (errors.Is(err, errNotConnected) || errors.Is(err, errDisconnected)) && time.Now().Before(deadline)
+		// question (read-only, so safe to ask twice) waits for the next,
+		// once for all who wait for it, as it was asked.
+		if (errors.Is(err, errNotConnected) || errors.Is(err, errDisconnected)) && time.Now().Before(deadline) {
+			time.AfterFunc(askRetry, func() {
+				a.askWhenConnected(ctx, n, func(mine bool, err error) {
+					for _, then := range waiting {
+						then(mine, err)
+					}
+				}, deadline)
+			})
+			return
+		}
 		for _, then := range waiting {
-			if again {
-				time.AfterFunc(askRetry, func() { a.askWhenConnected(ctx, n, then, deadline) })
-				continue
-			}
 			then(mine, err)
 		}
 	})
