@@ -43,7 +43,7 @@ type sessionMirror struct {
 	creating map[string]chan struct{}
 }
 
-// loadSessions fills the mirror from the table and opens the readers.
+// loadSessions fills the mirror from the table.
 func (d *DB) loadSessions(ctx context.Context) error {
 	d.sessions.seed = maphash.MakeSeed()
 	d.sessions.known = map[uint64]struct{}{}
@@ -87,42 +87,30 @@ func (d *DB) openReaders(ctx context.Context, q url.Values) error {
 }
 
 // writing notes a write of session key about to be handed in: the
-// session is read by the writer until the batch holding it committed.
-// The job calls committed first thing (the writer runs done once its
-// batch is over); a write not handed in after all calls done itself.
-func (d *DB) writing(key string) (committed, done func()) {
+// session is read by the writer until the write is over (its batch
+// committed, or the write dropped unrun), when the writer runs the
+// returned func (see job.over).
+func (d *DB) writing(key string) (over func()) {
 	d.sessions.mu.Lock()
 	defer d.sessions.mu.Unlock()
 	return d.pend(key)
 }
 
 // pend is writing with the mirror's lock held.
-func (d *DB) pend(key string) (committed, done func()) {
+func (d *DB) pend(key string) (over func()) {
 	d.sessions.pending[key]++
-	var once sync.Once
-	done = func() {
-		once.Do(func() {
-			d.sessions.mu.Lock()
-			if d.sessions.pending[key]--; d.sessions.pending[key] <= 0 {
-				delete(d.sessions.pending, key)
-			}
-			d.sessions.mu.Unlock()
-		})
+	return func() {
+		d.sessions.mu.Lock()
+		if d.sessions.pending[key]--; d.sessions.pending[key] <= 0 {
+			delete(d.sessions.pending, key)
+		}
+		d.sessions.mu.Unlock()
 	}
-	return func() { d.w.onCommit(done) }, done
 }
 
 // sessionWrite runs fn, a write of session key, as a job (see writing).
 func (d *DB) sessionWrite(key string, atomic bool, fn func(tx *sql.Conn) error) error {
-	committed, done := d.writing(key)
-	err := d.w.do(func(tx *sql.Conn) error {
-		committed()
-		return fn(tx)
-	}, atomic, false)
-	if errors.Is(err, ErrClosed) {
-		done()
-	}
-	return err
+	return d.w.doOver(fn, atomic, false, d.writing(key))
 }
 
 // open opens the session key for agentID (see the top of this file),
@@ -174,13 +162,12 @@ func (d *DB) open(ctx context.Context, key, agentID string, transcript bool) (s 
 // row.
 func (d *DB) create(ctx context.Context, h uint64, key, agentID string) (store.Session, error) {
 	d.sessions.known[h] = struct{}{}
-	committed, done := d.pend(key)
+	over := d.pend(key)
 	queued := make(chan struct{})
 	d.sessions.creating[key] = queued
 	d.sessions.mu.Unlock()
 	t := millis(now())
-	err := d.w.post(func(tx *sql.Conn) error {
-		committed()
+	err := d.w.postOver(func(tx *sql.Conn) error {
 		res, err := d.exec(ctx, tx, qInsertSession, key, agentID, t, t)
 		if err != nil {
 			return fmt.Errorf("open session %s: %w", key, err)
@@ -189,13 +176,12 @@ func (d *DB) create(ctx context.Context, h uint64, key, agentID string) (store.S
 			return fmt.Errorf("open session %s: %w", key, cmp.Or(err, errors.New("it existed though its key was not known")))
 		}
 		return nil
-	}, false)
+	}, false, over)
 	d.sessions.mu.Lock()
 	delete(d.sessions.creating, key)
 	d.sessions.mu.Unlock()
 	close(queued)
 	if err != nil {
-		done()
 		return store.Session{}, fmt.Errorf("open session %s: %w", key, err)
 	}
 	return store.Session{Key: key, AgentID: agentID, Options: map[string]string{}, CreatedAt: fromMillis(t), UpdatedAt: fromMillis(t)}, nil

@@ -62,9 +62,7 @@ func (d *DB) PostTurn(ctx context.Context, key string, t store.Turn) error {
 	if err != nil {
 		return fmt.Errorf("post turn to %s: %w", key, err)
 	}
-	committed, done := d.writing(key)
-	err = d.w.post(func(tx *sql.Conn) error {
-		committed()
+	err = d.w.postOver(func(tx *sql.Conn) error {
 		// Nobody reads the turn's number back, so the insert returns
 		// nothing: SQLite gathers a RETURNING clause's rows in a temporary
 		// table of their own.
@@ -76,9 +74,8 @@ func (d *DB) PostTurn(ctx context.Context, key string, t store.Turn) error {
 			return fmt.Errorf("post turn to %s: %w", key, cmp.Or(err, store.ErrNotFound))
 		}
 		return nil
-	}, false)
+	}, false, d.writing(key))
 	if err != nil {
-		done()
 		return fmt.Errorf("post turn to %s: %w", key, err)
 	}
 	return nil
