@@ -17,11 +17,7 @@ import (
 func TestATurnMarksItsSessionActive(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		db, err := Open(ctx, filepath.Join(t.TempDir(), "pincer.db"), Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
+		db := openFresh(t)
 		start := now()
 		active := func(want time.Duration, after string) {
 			t.Helper()

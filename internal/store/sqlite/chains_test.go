@@ -151,11 +151,7 @@ func copyDatabase(t *testing.T, dir, to string) string {
 func TestChatsAreSavedInKeyOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		db, err := Open(ctx, filepath.Join(t.TempDir(), "pincer.db"), Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
+		db := openFresh(t)
 		const chats = 3*chainsPerBatch + 7
 		n := 0
 		logIn := func(group int) {

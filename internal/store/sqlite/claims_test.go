@@ -89,11 +89,7 @@ func TestAFreeClaimNeverWaitsForTheWriter(t *testing.T) {
 func TestClaimsExpireAndAreReleased(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		db, err := Open(ctx, filepath.Join(t.TempDir(), "pincer.db"), Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
+		db := openFresh(t)
 		claim := func(key string, ttl time.Duration, want bool) {
 			t.Helper()
 			if ok, err := db.ClaimDedup(ctx, key, ttl); ok != want || err != nil {
@@ -130,11 +126,7 @@ func TestClaimsExpireAndAreReleased(t *testing.T) {
 func TestAClaimTheTableDecidedIsKnownAfter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		db, err := Open(ctx, filepath.Join(t.TempDir(), "pincer.db"), Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
+		db := openFresh(t)
 		onWriter(t, db, `CREATE TEMP TRIGGER refuse_journal BEFORE INSERT ON main.pending_turns BEGIN SELECT RAISE(ABORT, 'journal refused'); END`)
 		if ok, err := db.AdmitTurn(ctx, "in:refused", time.Hour, []byte(`{}`), store.Consumed{}); !ok || err != nil {
 			t.Fatalf("admission handed in: %v %v", ok, err)
@@ -162,11 +154,7 @@ func TestAClaimTheTableDecidedIsKnownAfter(t *testing.T) {
 // or by the table, and one turn admitted.
 func TestConcurrentClaimsGrantOne(t *testing.T) {
 	ctx := context.Background()
-	db, err := Open(ctx, filepath.Join(t.TempDir(), "pincer.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openFresh(t)
 	for round := range 20 {
 		key := "in:onebot:default:group:1:" + strconv.Itoa(round)
 		n := atOnce(t, 8, func(i int) (bool, error) {

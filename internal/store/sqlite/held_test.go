@@ -15,6 +15,17 @@ import (
 	"github.com/pincerbot/pincer/internal/store"
 )
 
+// openFresh opens a store in a new directory, closed when the test ends.
+func openFresh(t *testing.T) *DB {
+	t.Helper()
+	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "pincer.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
 // onWriter runs statements on the writer's connection (where TEMP
 // tables and triggers live).
 func onWriter(t *testing.T, db *DB, queries ...string) {
@@ -157,11 +168,7 @@ func TestABufferedEntryTakenOutInItsBatchIsNeverWritten(t *testing.T) {
 func TestAFailedAdmissionKeepsItsHeldEntries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		db, err := Open(ctx, filepath.Join(t.TempDir(), "pincer.db"), Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
+		db := openFresh(t)
 		onWriter(t, db, `CREATE TEMP TRIGGER refuse_journal BEFORE INSERT ON main.pending_turns BEGIN SELECT RAISE(ABORT, 'journal refused'); END`)
 		m := bufferedFor(1)
 		_, id, err := db.LogInboundBuffered(ctx, m, store.ViewHistory, store.Buffered{Scope: "s", Kind: "realtime", Key: "k", Message: m})

@@ -102,11 +102,7 @@ func TestOpeningASessionNeverWaitsForTheWriter(t *testing.T) {
 // Opens of one new session at once make it once.
 func TestConcurrentOpensMakeASessionOnce(t *testing.T) {
 	ctx := context.Background()
-	db, err := Open(ctx, filepath.Join(t.TempDir(), "pincer.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openFresh(t)
 	for round := range 20 {
 		key := "agent:main:onebot:group:" + strconv.Itoa(round)
 		made := atOnce(t, 6, func(i int) (created bool, err error) {

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -18,11 +17,7 @@ import (
 func TestOutboxPruneInTheOrderAdded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		db, err := Open(ctx, filepath.Join(t.TempDir(), "pincer.db"), Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
+		db := openFresh(t)
 		start := time.Now()
 		add := func(id string) {
 			t.Helper()

@@ -54,11 +54,7 @@ func TestSentIDsAreKnownAfterAReopen(t *testing.T) {
 func TestWasSentNeverWaitsForTheWriter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		db, err := Open(ctx, filepath.Join(t.TempDir(), "pincer.db"), Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
+		db := openFresh(t)
 		if err := db.RecordSent(ctx, "onebot", "default", "7"); err != nil {
 			t.Fatal(err)
 		}
