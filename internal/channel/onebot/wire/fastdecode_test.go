@@ -48,6 +48,67 @@ var frameSeeds = []string{
 	`[1,2]`,
 	`{"post_type":"message" "x":1}`,
 	`{"time":01}`,
+	// Text fastjson's parser takes and JSON has not.
+	`{"time":+1,"post_type":"message"}`,
+	`{"time":.5,"post_type":"message"}`,
+	`{"time":1.,"post_type":"message"}`,
+	`{"time":1e,"post_type":"message"}`,
+	`{"time":-,"post_type":"message"}`,
+	`{"time":NaN,"post_type":"message"}`,
+	`{"time":-Inf,"post_type":"message"}`,
+	`{"time":nan,"post_type":"message"}`,
+	`{"time":1-2,"post_type":"message"}`,
+	`{"post_type":"message","raw_message":"a\xb"}`,
+	`{"post_type":"message","raw_message":"a\'b"}`,
+	`{"post_type":"message","message":[{"type":"text","data":{"text":"\a"}}]}`,
+	`{"post_type":"message","message":[{"type":"face","data":{"id":0.5e+2}},{"type":"x","data":{"n":[-0,1E-3,true,false,null]}}]}`,
+}
+
+// TestTheFastPathTakesValidJSONOnly lists text fastjson's parser takes and
+// JSON has not: decodeFast refuses each, for encoding/json to decide, and
+// takes the valid frames beside them.
+func TestTheFastPathTakesValidJSONOnly(t *testing.T) {
+	for _, c := range []struct {
+		frame string
+		valid bool
+	}{
+		{`{"n":+1}`, false},
+		{`{"n":.5}`, false},
+		{`{"n":1.}`, false},
+		{`{"n":1e}`, false},
+		{`{"n":1e+}`, false},
+		{`{"n":-}`, false},
+		{`{"n":01}`, false},
+		{`{"n":-01}`, false},
+		{`{"n":NaN}`, false},
+		{`{"n":nan}`, false},
+		{`{"n":Inf}`, false},
+		{`{"n":-inf}`, false},
+		{`{"n":1-2}`, false},
+		{`{"n":0x10}`, false},
+		{`{"raw_message":"a\xb"}`, false},
+		{`{"raw_message":"\'"}`, false},
+		{`{"raw_message":"\u00"}`, false},
+		{`{"a\qb":1}`, false},
+		{`{"message":[{"type":"text","data":{"text":"\a"}}]}`, false},
+		{`{"message":[{"type":"face","data":{"id":.1}}]}`, false},
+		{`{"time":0}`, true},
+		{`{"n":-0}`, true},
+		{`{"time":1764533538}`, true},
+		{`{"n":-1.25e+3}`, true},
+		{`{"n":1E-3}`, true},
+		{`{"n":0.0}`, true},
+		{`{"raw_message":"\" \\ \/ \b \f \n \r \t \u00e9 1.5 NaN"}`, true},
+		{`{"raw_message":"ends in a backslash \\","time":2}`, true},
+		{`{"message":[{"type":"x","data":{"n":[true,false,null,-0.5e2]}}] , "time" : 3 }`, true},
+	} {
+		if json.Valid([]byte(c.frame)) != c.valid {
+			t.Fatalf("%s: the case is wrong: json.Valid is %v", c.frame, !c.valid)
+		}
+		if _, ok := decodeFast([]byte(c.frame)); ok != c.valid {
+			t.Errorf("decodeFast(%s) ok = %v, want %v", c.frame, ok, c.valid)
+		}
+	}
 }
 
 // FuzzFastDecode holds the fast decoding of frames to encoding/json's: it
