@@ -11,12 +11,18 @@ import (
 	"github.com/pincerbot/pincer/internal/store"
 )
 
+// qNextTurn inserts a turn (?1 to ?8) as the next of session ?9's
+// current generation, or nothing when there is no such session: its
+// generation is then NULL, which the column refuses and OR IGNORE skips
+// (the table has no other constraint a turn numbered so can break). The
+// values are scalar subqueries, not an INSERT … SELECT: a SELECT that
+// reads the table it inserts into is first copied into a temporary table
+// (about a third of the statement's time, twice a turn).
 const (
-	qNextTurn = `INSERT INTO turns (session_key, generation, seq, role, text, tool_calls, tool_call_id, partial, at, images, written_at)
-		SELECT s.key, s.generation,
-			COALESCE((SELECT MAX(t.seq) FROM turns t WHERE t.session_key = s.key AND t.generation = s.generation), 0) + 1,
-			?, ?, ?, ?, ?, ?, ?, ?
-		FROM sessions s WHERE s.key = ?`
+	qNextTurn = `INSERT OR IGNORE INTO turns (session_key, generation, seq, role, text, tool_calls, tool_call_id, partial, at, images, written_at)
+		VALUES (?9, (SELECT generation FROM sessions WHERE key = ?9),
+			(SELECT COALESCE(MAX(t.seq), 0) + 1 FROM sessions s JOIN turns t ON t.session_key = s.key AND t.generation = s.generation WHERE s.key = ?9),
+			?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)`
 	qAppendTurn = qNextTurn + `
 		RETURNING seq`
 	qInsertTurn = `INSERT INTO turns (session_key, generation, seq, role, text, tool_calls, tool_call_id, partial, at, images, written_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
