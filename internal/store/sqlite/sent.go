@@ -12,8 +12,18 @@ import (
 	"github.com/pincerbot/pincer/internal/msg"
 )
 
-const qRecordSent = `INSERT INTO sent (channel, account, message_id, sent_at) VALUES (?, ?, ?, ?)
-	ON CONFLICT (channel, account, message_id) DO UPDATE SET sent_at = excluded.sent_at`
+// The sent table is appended to, in the order the ids were sent, and has
+// no index (see migration 17): the ids are read at open, and pruned from
+// the oldest.
+const (
+	qRecordSent = `INSERT INTO sent (channel, account, message_id, sent_at) VALUES (?, ?, ?, ?)`
+	// qPruneSent deletes the ids sent before ?1 among those added before
+	// the first sent from ?1 on, visiting them in the order they were
+	// added, the oldest first, as qPruneOutbox does.
+	qPruneSent = `DELETE FROM sent
+	WHERE rowid < coalesce((SELECT rowid FROM sent WHERE sent_at >= ?1 ORDER BY rowid LIMIT 1), 9223372036854775807)
+	AND sent_at < ?1`
+)
 
 // The sent log is asked about every quote of a message pincer does not
 // know, on the chat's lane: it is kept in memory too (the table is the
@@ -56,7 +66,9 @@ func (d *DB) loadSent(ctx context.Context) error {
 		if err := rows.Scan(&ch, &acct, &id, &at); err != nil {
 			return fmt.Errorf("read sent ids: %w", err)
 		}
-		d.sent.at[d.sent.key(ch, acct, id)] = at
+		// An id recorded twice is known from its later time.
+		k := d.sent.key(ch, acct, id)
+		d.sent.at[k] = max(d.sent.at[k], at)
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("read sent ids: %w", err)
@@ -102,19 +114,21 @@ func (d *DB) WasSent(_ context.Context, ch msg.ChannelID, acct msg.AccountID, id
 	return ok, nil
 }
 
-// PruneSent implements store.SentLog.
+// PruneSent implements store.SentLog. It reports the ids it forgot: an
+// id recorded twice is one id in two rows, pruned once both are old. An
+// id the clock put out of order (sent before the cut-off, added after an
+// id sent since) stays in the table until a later prune reaches it, and
+// is known again if the store is opened before then: it is the bot's all
+// the same.
 func (d *DB) PruneSent(ctx context.Context, before time.Time) (int64, error) {
 	cut := millis(before)
-	res, err := d.exec(ctx, nil, `DELETE FROM sent WHERE sent_at < ?`, cut)
-	if err != nil {
+	if _, err := d.exec(ctx, nil, qPruneSent, cut); err != nil {
 		return 0, fmt.Errorf("prune sent: %w", err)
 	}
 	d.sent.mu.Lock()
+	n := len(d.sent.at)
 	maps.DeleteFunc(d.sent.at, func(_ uint64, at int64) bool { return at < cut })
+	n -= len(d.sent.at)
 	d.sent.mu.Unlock()
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, fmt.Errorf("prune sent: %w", err)
-	}
-	return n, nil
+	return int64(n), nil
 }

@@ -2,7 +2,9 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -125,4 +127,115 @@ func TestWhatFollowsASendDoesNotWaitForTheWriter(t *testing.T) {
 			t.Error("the id recorded while the writer was busy is not known after a reopening")
 		}
 	})
+}
+
+// TestSentIDsAreAppendedWithoutAnIndex: recording an id appends a row to
+// a table with no index (one page written, the table's last), the prune
+// visits the rows in the order they were added, and an id recorded twice
+// is known from its later time, after a prune of the earlier and after
+// a reopening.
+func TestSentIDsAreAppendedWithoutAnIndex(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		path := filepath.Join(t.TempDir(), "pincer.db")
+		db, err := Open(ctx, path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var indexes int
+		if err := db.row(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'sent'`, nil, &indexes); err != nil {
+			t.Fatal(err)
+		}
+		if indexes != 0 {
+			t.Errorf("the sent table has %d index(es)", indexes)
+		}
+		var plan string
+		err = db.each(ctx, "EXPLAIN QUERY PLAN "+qPruneSent, []any{int64(0)}, func(rows *sql.Rows) error {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				return err
+			}
+			plan += detail + "; "
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(plan, "USING INTEGER PRIMARY KEY (rowid<?)") {
+			t.Errorf("the prune does not read a range of rowids: %s", plan)
+		}
+
+		if err := db.RecordSent(ctx, "onebot", "default", "1", "2"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Hour)
+		if err := db.RecordSent(ctx, "onebot", "default", "2"); err != nil { // again, later
+			t.Fatal(err)
+		}
+		time.Sleep(time.Hour)
+		// Id 1 and id 2's first row were sent before the cut; id 2 is
+		// known from its second, after it.
+		if n, err := db.PruneSent(ctx, time.Now().Add(-90*time.Minute)); err != nil || n != 1 {
+			t.Fatalf("pruned %d ids, %v; want 1 (id 1)", n, err)
+		}
+		var rows int
+		if err := db.row(ctx, `SELECT count(*) FROM sent`, nil, &rows); err != nil || rows != 1 {
+			t.Fatalf("%d rows left (%v), want 1: id 2's later row", rows, err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if db, err = Open(ctx, path, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		for id, want := range map[msg.MessageID]bool{"1": false, "2": true} {
+			if got, _ := db.WasSent(ctx, "onebot", "default", id); got != want {
+				t.Errorf("after reopening, WasSent(%s) = %v, want %v", id, got, want)
+			}
+		}
+		// Known from its later time: pruned only once that is old.
+		if n, err := db.PruneSent(ctx, time.Now().Add(-61*time.Minute)); err != nil || n != 0 {
+			t.Errorf("pruned %d ids, %v; want 0", n, err)
+		}
+		if n, err := db.PruneSent(ctx, time.Now()); err != nil || n != 1 {
+			t.Errorf("pruned %d ids, %v; want 1", n, err)
+		}
+	})
+}
+
+// TestMigrationToTheSentLog: the ids a database of version 16 holds are
+// known after the migration, and pruned by their times.
+func TestMigrationToTheSentLog(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v16.db")
+	old := migratedTo(t, path, 16)
+	exec := execIn(t, old)
+	at := millis(now())
+	exec(`INSERT INTO sent (channel, account, message_id, sent_at) VALUES ('onebot', 'default', 'new', ?), ('onebot', 'default', 'old', ?), ('feishu', 'bot', 'om_1', ?)`,
+		at, at-int64(2*time.Hour/time.Millisecond), at)
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, c := range []struct {
+		ch   msg.ChannelID
+		acct msg.AccountID
+		id   msg.MessageID
+	}{{"onebot", "default", "new"}, {"onebot", "default", "old"}, {"feishu", "bot", "om_1"}} {
+		if ok, _ := db.WasSent(ctx, c.ch, c.acct, c.id); !ok {
+			t.Errorf("%s/%s/%s is not known after the migration", c.ch, c.acct, c.id)
+		}
+	}
+	if n, err := db.PruneSent(ctx, now().Add(-time.Hour)); err != nil || n != 1 {
+		t.Errorf("pruned %d, %v; want 1 (old)", n, err)
+	}
+	if ok, _ := db.WasSent(ctx, "onebot", "default", "new"); !ok {
+		t.Error("the new id is pruned")
+	}
 }
