@@ -22,7 +22,7 @@ import (
 // that the store sees through as a turn does (logged and buffered,
 // admitted, the session opened, the user's and the assistant's turns
 // written, the reply recorded in the outbox before it goes out and after,
-// its id recorded, the turn finished, its trace stored). It reports the
+// its id recorded, the turn finished, its tokens counted, its trace stored). It reports the
 // process's CPU per event (the writer's goroutine included) on chatter
 // alone and with the @s, the CPU per turn (the difference, as pincer
 // bench computes it), the commits per turn and the jobs per turn run
@@ -88,6 +88,9 @@ func steadyTurns(b *testing.B, every int, chatter perEvent) perEvent {
 			return err
 		}
 		if err := db.FinishTurn(ctx, key); err != nil {
+			return err
+		}
+		if err := db.AddTokens(ctx, "2026-12-06", 480, "user:onebot:"+string(m.Sender.ID), "chat:onebot:default:"+m.Peer.String()); err != nil {
 			return err
 		}
 		return db.AddTraceRecords(ctx, []trace.Record{{Key: trace.Key{Channel: m.Channel, Account: m.Account, ID: m.ID}, Chat: m.Peer.String(), At: m.Time, Preview: m.Text, Steps: []trace.Step{{At: m.Time, Stage: "trigger", Outcome: "triggered"}}}})
