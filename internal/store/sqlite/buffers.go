@@ -57,7 +57,7 @@ func (d *DB) flushHeld(tx *sql.Conn) error {
 // beforeCommit is the writer's last step of every batch: the held entries
 // are written, then the chats' ends (see saveChains).
 func (d *DB) beforeCommit(tx *sql.Conn) error {
-	return errors.Join(d.flushHeld(tx), d.saveChains(tx))
+	return errors.Join(d.flushHeld(tx), d.saveChains(tx), d.foldTokens(tx, false))
 }
 
 // Buffer implements store.Buffers: the entries are numbered now and

@@ -73,6 +73,11 @@ type DB struct {
 	unsaved     map[string]int64
 	saveOrder   []string
 	chainsSaved time.Time
+	// tokensLogged says the token log has rows to fold, and tokensFolded
+	// when it was last folded (see foldTokens; only the writer touches
+	// them).
+	tokensLogged bool
+	tokensFolded time.Time
 	// held are the buffered entries handed in and not written yet (see
 	// flushHeld); only the writer touches it.
 	held []heldEntry
@@ -138,7 +143,9 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		}
 		return nil, fmt.Errorf("sqlite: migrate %s: %w", path, err)
 	}
-	d := &DB{db: db, path: path, log: opts.Logger}
+	// The token log may hold rows an earlier process did not fold: the
+	// first batch due to fold folds them.
+	d := &DB{db: db, path: path, log: opts.Logger, tokensLogged: true}
 	d.health.NoRows = sql.ErrNoRows
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)

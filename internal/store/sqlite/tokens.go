@@ -3,43 +3,65 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/pincerbot/pincer/internal/store"
 )
 
 var _ store.TokenUse = (*DB)(nil)
 
-// addTokens is the statement adding n tokens to each of keys keys of a
-// day: one multi-row upsert, which applies whole or not at all by itself
-// (see several), where a statement a key had needed a savepoint around them.
-func addTokens(keys int) string {
-	return `INSERT INTO token_use (day, key, tokens) VALUES (?, ?, ?)` + strings.Repeat(`, (?, ?, ?)`, keys-1) +
-		` ON CONFLICT (day, key) DO UPDATE SET tokens = tokens + excluded.tokens`
+// A turn's tokens are appended to token_log (a row a key), and the log
+// is added to token_use, the counts of a day, every tokensFoldEvery, in
+// key order, before a batch commits (see foldTokens): counted as they
+// come, two counts a turn, each somewhere in a table of thousands, every
+// turn wrote two pages of it. The reads add what the log holds to the
+// counts. The log is durable as any write is: its rows are committed
+// with their batch, and a fold moves them into the counts in one step.
+const tokensFoldEvery = 2 * time.Second
+
+// logTokens is the statement appending the rows of keys keys.
+func logTokens(keys int) string {
+	return `INSERT INTO token_log (day, key, tokens) VALUES (?, ?, ?)` + strings.Repeat(`, (?, ?, ?)`, keys-1)
 }
 
-// qAddTokens are the statements of one and of two keys, a person's and a
+// qLogTokens are the statements of one and of two keys, a person's and a
 // chat's, as a turn counts them.
-var qAddTokens = [...]string{1: addTokens(1), 2: addTokens(2)}
+var qLogTokens = [...]string{1: logTokens(1), 2: logTokens(2)}
+
+const (
+	// qFoldTokens adds the log to the counts, in key order, so that the
+	// rows of a fold are neighbours on a few pages; qClearTokenLog then
+	// empties the log (see foldTokens).
+	qFoldTokens = `INSERT INTO token_use (day, key, tokens)
+		SELECT day, key, sum(tokens) FROM token_log WHERE true GROUP BY day, key ORDER BY day, key
+		ON CONFLICT (day, key) DO UPDATE SET tokens = tokens + excluded.tokens`
+	qClearTokenLog = `DELETE FROM token_log`
+)
 
 // AddTokens implements store.TokenUse: the counts are posted to the
-// writer, which commits them with the batch they fall in; nobody waits.
+// writer, which appends them to the log with the batch they fall in;
+// nobody waits.
 func (d *DB) AddTokens(ctx context.Context, day string, n int64, keys ...string) error {
 	if n == 0 || len(keys) == 0 {
 		return nil
 	}
-	q := addTokens(len(keys))
-	if len(keys) < len(qAddTokens) {
-		q = qAddTokens[len(keys)]
+	q := logTokens(len(keys))
+	if len(keys) < len(qLogTokens) {
+		q = qLogTokens[len(keys)]
 	}
 	args := make([]any, 0, 3*len(keys))
 	for _, k := range keys {
 		args = append(args, day, k, n)
 	}
 	err := d.w.post(func(tx *sql.Conn) error {
-		_, err := d.exec(ctx, tx, q, args...)
-		return err
+		if _, err := d.exec(ctx, tx, q, args...); err != nil {
+			return err
+		}
+		d.tokensLogged = true
+		return nil
 	}, false)
 	if err != nil {
 		return fmt.Errorf("add tokens of %s: %w", day, err)
@@ -47,18 +69,53 @@ func (d *DB) AddTokens(ctx context.Context, day string, n int64, keys ...string)
 	return nil
 }
 
-// TokensUsed implements store.TokenUse.
+// foldTokens adds the token log to the counts and empties it, when a
+// turn logged tokens and the last fold is tokensFoldEvery old, or when
+// force; under a savepoint, so that a failure leaves both as they were.
+// The writer calls it.
+func (d *DB) foldTokens(tx *sql.Conn, force bool) error {
+	if !force && (!d.tokensLogged || time.Since(d.tokensFolded) < tokensFoldEvery) {
+		return nil
+	}
+	ctx := context.Background()
+	if _, err := d.exec(ctx, tx, `SAVEPOINT fold_tokens`); err != nil {
+		return fmt.Errorf("fold token log: %w", err)
+	}
+	_, err := d.exec(ctx, tx, qFoldTokens)
+	if err == nil {
+		_, err = d.exec(ctx, tx, qClearTokenLog)
+	}
+	if err != nil {
+		_, rerr := d.exec(ctx, tx, `ROLLBACK TO fold_tokens`)
+		_, relErr := d.exec(ctx, tx, `RELEASE fold_tokens`)
+		return fmt.Errorf("fold token log: %w", errors.Join(err, rerr, relErr))
+	}
+	if _, err := d.exec(ctx, tx, `RELEASE fold_tokens`); err != nil {
+		return fmt.Errorf("fold token log: %w", err)
+	}
+	d.tokensLogged, d.tokensFolded = false, time.Now()
+	return nil
+}
+
+// TokensUsed implements store.TokenUse: the counts, and what the log
+// holds of them.
 func (d *DB) TokensUsed(ctx context.Context, day string, keys ...string) (map[string]int64, error) {
 	out := make(map[string]int64, len(keys))
 	if len(keys) == 0 {
 		return out, nil
 	}
-	args := make([]any, 0, len(keys)+1)
-	args = append(args, day)
-	for _, k := range keys {
-		args = append(args, k)
+	args := make([]any, 0, 2*len(keys)+2)
+	for range 2 {
+		args = append(args, day)
+		for _, k := range keys {
+			args = append(args, k)
+		}
 	}
-	q := `SELECT key, tokens FROM token_use WHERE day = ? AND key IN (?` + strings.Repeat(", ?", len(keys)-1) + `)`
+	in := `key IN (?` + strings.Repeat(", ?", len(keys)-1) + `)`
+	q := `SELECT key, sum(tokens) FROM (
+		SELECT key, tokens FROM token_use WHERE day = ? AND ` + in + `
+		UNION ALL SELECT key, tokens FROM token_log WHERE day = ? AND ` + in + `
+	) GROUP BY key`
 	err := d.each(ctx, q, args, func(rows *sql.Rows) error {
 		var k string
 		var n int64
@@ -79,7 +136,10 @@ func (d *DB) TopTokenUse(ctx context.Context, day, prefix string, limit int) ([]
 	var out []store.TokenCount
 	// The range of keys that start with prefix: every key k with
 	// prefix <= k < prefix followed by the largest code point.
-	err := d.each(ctx, `SELECT key, tokens FROM token_use WHERE day = ? AND key >= ? AND key < ? ORDER BY tokens DESC, key LIMIT ?`,
+	err := d.each(ctx, `SELECT key, sum(tokens) AS n FROM (
+			SELECT key, tokens FROM token_use WHERE day = ?1 AND key >= ?2 AND key < ?3
+			UNION ALL SELECT key, tokens FROM token_log WHERE day = ?1 AND key >= ?2 AND key < ?3
+		) GROUP BY key ORDER BY n DESC, key LIMIT ?4`,
 		[]any{day, prefix, prefix + "\U0010FFFF", limit}, func(rows *sql.Rows) error {
 			var c store.TokenCount
 			if err := rows.Scan(&c.Key, &c.Tokens); err != nil {
@@ -94,13 +154,21 @@ func (d *DB) TopTokenUse(ctx context.Context, day, prefix string, limit int) ([]
 	return out, nil
 }
 
-// PruneTokenUse implements store.TokenUse.
+// PruneTokenUse implements store.TokenUse: the log is folded into the
+// counts first, so that the counts it deletes are whole.
 func (d *DB) PruneTokenUse(ctx context.Context, before string) (int64, error) {
-	res, err := d.exec(ctx, nil, `DELETE FROM token_use WHERE day < ?`, before)
-	if err != nil {
-		return 0, fmt.Errorf("prune token use: %w", err)
-	}
-	n, err := res.RowsAffected()
+	var n int64
+	err := d.w.do(func(tx *sql.Conn) error {
+		if err := d.foldTokens(tx, true); err != nil {
+			return err
+		}
+		res, err := d.exec(ctx, tx, `DELETE FROM token_use WHERE day < ?`, before)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	}, false, false)
 	if err != nil {
 		return 0, fmt.Errorf("prune token use: %w", err)
 	}

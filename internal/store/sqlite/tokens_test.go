@@ -2,8 +2,14 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
+	"maps"
 	"path/filepath"
 	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/pincerbot/pincer/internal/store"
 )
 
 // TestMigrationToTokenUse: a database of version 13, the last before the
@@ -26,4 +32,139 @@ func TestMigrationToTokenUse(t *testing.T) {
 	if err != nil || got["user:onebot:1"] != 42 || got["chat:onebot:default:group:2"] != 42 {
 		t.Errorf("counts after migrating: %v %v", got, err)
 	}
+}
+
+// TestTokensAreLoggedThenFolded: a turn's tokens are appended to the log
+// and not to the counts; what the log holds is read with the counts; the
+// first batch committed tokensFoldEvery after the last fold moves the log
+// into the counts; an unfolded log survives a reopening, is read, and is
+// folded by the first batch after it; the prune folds before it deletes.
+func TestTokensAreLoggedThenFolded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		path := filepath.Join(t.TempDir(), "tokens.db")
+		d, err := Open(ctx, path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { d.Close() }()
+		const day = "2026-12-06"
+		tables := func(wantLog, wantCounts int) {
+			t.Helper()
+			var log, counts int
+			if err := d.row(ctx, `SELECT (SELECT count(*) FROM token_log), (SELECT count(*) FROM token_use)`, nil, &log, &counts); err != nil {
+				t.Fatal(err)
+			}
+			if log != wantLog || counts != wantCounts {
+				t.Errorf("%d rows in the log, %d counts; want %d, %d", log, counts, wantLog, wantCounts)
+			}
+		}
+		used := func(want map[string]int64) {
+			t.Helper()
+			got, err := d.TokensUsed(ctx, day, "user:a", "user:b", "chat:x")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !maps.Equal(got, want) {
+				t.Errorf("TokensUsed = %v, want %v", got, want)
+			}
+		}
+		// add adds n tokens to keys and commits the batch holding them.
+		add := func(n int64, keys ...string) {
+			t.Helper()
+			if err := d.AddTokens(ctx, day, n, keys...); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.w.do(func(*sql.Conn) error { return nil }, false, true); err != nil {
+				t.Fatal(err)
+			}
+		}
+		add(10, "user:a", "chat:x") // the first batch of an open folds
+		tables(0, 2)
+		add(5, "user:b", "chat:x")
+		tables(2, 2)
+		used(map[string]int64{"user:a": 10, "user:b": 5, "chat:x": 15})
+		top, err := d.TopTokenUse(ctx, day, "user:", 5)
+		if err != nil || len(top) != 2 || top[0] != (store.TokenCount{Key: "user:a", Tokens: 10}) || top[1] != (store.TokenCount{Key: "user:b", Tokens: 5}) {
+			t.Errorf("TopTokenUse = %v, %v", top, err)
+		}
+
+		time.Sleep(tokensFoldEvery)
+		add(1, "user:a")
+		tables(0, 3)
+		used(map[string]int64{"user:a": 11, "user:b": 5, "chat:x": 15})
+
+		add(7, "user:b")
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if d, err = Open(ctx, path, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		tables(1, 3)
+		used(map[string]int64{"user:a": 11, "user:b": 12, "chat:x": 15})
+		add(1, "chat:x")
+		tables(0, 3)
+		used(map[string]int64{"user:a": 11, "user:b": 12, "chat:x": 16})
+
+		// The prune folds first: the log's rows of the day pruned go too.
+		if err := d.AddTokens(ctx, "2026-12-01", 3, "user:a"); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := d.PruneTokenUse(ctx, "2026-12-02"); err != nil || n != 1 {
+			t.Errorf("pruned %d, %v; want 1", n, err)
+		}
+		tables(0, 3)
+		used(map[string]int64{"user:a": 11, "user:b": 12, "chat:x": 16})
+	})
+}
+
+// TestAFailedFoldLeavesTheLog: a fold that fails (here the log refuses
+// to be emptied, after its rows were added to the counts) changes neither
+// the counts nor the log, so nothing is counted twice or lost, and a
+// later fold moves the log.
+func TestAFailedFoldLeavesTheLog(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		d := openFresh(t)
+		const day = "2026-12-06"
+		commit := func() {
+			t.Helper()
+			if err := d.w.do(func(*sql.Conn) error { return nil }, false, true); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tables := func(wantLog, wantCounts int) {
+			t.Helper()
+			var log, counts int
+			if err := d.row(ctx, `SELECT (SELECT count(*) FROM token_log), (SELECT count(*) FROM token_use)`, nil, &log, &counts); err != nil {
+				t.Fatal(err)
+			}
+			if log != wantLog || counts != wantCounts {
+				t.Errorf("%d rows in the log, %d counts; want %d, %d", log, counts, wantLog, wantCounts)
+			}
+		}
+		commit() // the open's fold, of nothing
+		time.Sleep(tokensFoldEvery)
+		if _, err := d.exec(ctx, nil, `CREATE TRIGGER refuse BEFORE DELETE ON token_log BEGIN SELECT RAISE(ABORT, 'refused'); END`); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.AddTokens(ctx, day, 4, "user:a", "chat:x"); err != nil {
+			t.Fatal(err)
+		}
+		commit() // a fold is due, and fails
+		tables(2, 0)
+		if _, err := d.exec(ctx, nil, `DROP TRIGGER refuse`); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.AddTokens(ctx, day, 6, "user:a"); err != nil {
+			t.Fatal(err)
+		}
+		commit() // still due: this one folds
+		tables(0, 2)
+		got, err := d.TokensUsed(ctx, day, "user:a", "chat:x")
+		if err != nil || got["user:a"] != 10 || got["chat:x"] != 4 {
+			t.Errorf("TokensUsed = %v, %v; want user:a 10, chat:x 4", got, err)
+		}
+	})
 }
