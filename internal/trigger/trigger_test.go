@@ -3,6 +3,7 @@ package trigger
 import (
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/pincerbot/pincer/internal/msg"
 )
@@ -274,5 +275,46 @@ func TestChatterIsExplainedWithoutAllocating(t *testing.T) {
 	}
 	if d.Triggered || !strings.Contains(d.Why, "not the bot's") {
 		t.Errorf("decision %+v", d)
+	}
+}
+
+// FuzzToLower holds toLower to strings.ToLower.
+func FuzzToLower(f *testing.F) {
+	for _, s := range []string{"", "hello", "Hello", "今晚几点集合？我八点以后有空，你们呢", "ＡＢＣ全角", "ａｂｃ", "Ünïcödé", "ΣΑΣ", "한국어 Ok", "カタカナ", "İ", "\xff\xfeX", "ǅ", "\x84", "中\x84"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := toLower(s), strings.ToLower(s); got != want {
+			t.Fatalf("toLower(%q) = %q, strings.ToLower %q", s, got, want)
+		}
+	})
+}
+
+// BenchmarkToLowerChinese lowers a message of Chinese text, as the
+// keyword check does for every message of a chat.
+func BenchmarkToLowerChinese(b *testing.B) {
+	s := "今晚几点集合？我八点以后有空，你们呢 ok 😀"
+	b.ReportAllocs()
+	for b.Loop() {
+		if toLower(s) != s {
+			b.Fatal("changed")
+		}
+	}
+}
+
+// TestCaselessRunesHaveNoLowerCase checks every rune caseless reports
+// against the Unicode tables.
+func TestCaselessRunesHaveNoLowerCase(t *testing.T) {
+	n := 0
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if caseless(r) {
+			n++
+			if unicode.ToLower(r) != r {
+				t.Fatalf("caseless(%U), but its lower case is %U", r, unicode.ToLower(r))
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no rune is caseless")
 	}
 }
