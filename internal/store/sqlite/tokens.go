@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -20,7 +21,15 @@ var _ store.TokenUse = (*DB)(nil)
 // turn wrote two pages of it. The reads add what the log holds to the
 // counts. The log is durable as any write is: its rows are committed
 // with their batch, and a fold moves them into the counts in one step.
-const tokensFoldEvery = 2 * time.Second
+//
+// A fold takes at most tokensFoldRows rows of the log (the oldest), so a
+// batch that folds (and every write queued behind it) waits half a
+// millisecond or so however busy the bot is; while more remain, the next
+// batch folds the next of them.
+const (
+	tokensFoldEvery = 2 * time.Second
+	tokensFoldRows  = 256
+)
 
 // logTokens is the statement appending the rows of keys keys.
 func logTokens(keys int) string {
@@ -32,13 +41,16 @@ func logTokens(keys int) string {
 var qLogTokens = [...]string{1: logTokens(1), 2: logTokens(2)}
 
 const (
-	// qFoldTokens adds the log to the counts, in key order, so that the
-	// rows of a fold are neighbours on a few pages; qClearTokenLog then
-	// empties the log (see foldTokens).
+	// qFoldBound is the last row of the log a fold takes (none: it takes
+	// them all).
+	qFoldBound = `SELECT rowid FROM token_log ORDER BY rowid LIMIT 1 OFFSET ?`
+	// qFoldTokens adds the log up to row ?1 to the counts, in key order,
+	// so that the rows of a fold are neighbours on a few pages;
+	// qClearTokenLog then deletes those rows (see foldTokens).
 	qFoldTokens = `INSERT INTO token_use (day, key, tokens)
-		SELECT day, key, sum(tokens) FROM token_log WHERE true GROUP BY day, key ORDER BY day, key
+		SELECT day, key, sum(tokens) FROM token_log WHERE rowid <= ?1 GROUP BY day, key ORDER BY day, key
 		ON CONFLICT (day, key) DO UPDATE SET tokens = tokens + excluded.tokens`
-	qClearTokenLog = `DELETE FROM token_log`
+	qClearTokenLog = `DELETE FROM token_log WHERE rowid <= ?1`
 )
 
 // AddTokens implements store.TokenUse: the counts are posted to the
@@ -69,32 +81,58 @@ func (d *DB) AddTokens(ctx context.Context, day string, n int64, keys ...string)
 	return nil
 }
 
-// foldTokens adds the token log to the counts and empties it, when a
-// turn logged tokens and the last fold is tokensFoldEvery old, or when
-// force; under a savepoint, so that a failure leaves both as they were.
-// The writer calls it.
+// foldTokens adds the oldest tokensFoldRows rows of the token log to the
+// counts and deletes them, when a turn logged tokens and the last fold
+// that emptied the log is tokensFoldEvery old; with force, the whole log,
+// a part at a time. Each part is folded under a savepoint, so that a
+// failure leaves the counts and the log as they were. The writer calls
+// it.
 func (d *DB) foldTokens(tx *sql.Conn, force bool) error {
 	if !force && (!d.tokensLogged || time.Since(d.tokensFolded) < tokensFoldEvery) {
 		return nil
 	}
-	ctx := context.Background()
-	if _, err := d.exec(ctx, tx, `SAVEPOINT fold_tokens`); err != nil {
-		return fmt.Errorf("fold token log: %w", err)
+	for {
+		drained, err := d.foldPart(tx)
+		if err != nil {
+			return fmt.Errorf("fold token log: %w", err)
+		}
+		if drained {
+			d.tokensLogged, d.tokensFolded = false, time.Now()
+			return nil
+		}
+		if !force {
+			return nil // the next batch folds the next part
+		}
 	}
-	_, err := d.exec(ctx, tx, qFoldTokens)
+}
+
+// foldPart folds the oldest tokensFoldRows rows of the log; drained is
+// true when no row is left.
+func (d *DB) foldPart(tx *sql.Conn) (drained bool, err error) {
+	ctx := context.Background()
+	bound := int64(math.MaxInt64)
+	switch err := d.queryRow(ctx, tx, qFoldBound, tokensFoldRows-1).Scan(&bound); {
+	case errors.Is(err, sql.ErrNoRows):
+		drained = true
+	case err != nil:
+		return false, err
+	}
+	if _, err := d.exec(ctx, tx, `SAVEPOINT fold_tokens`); err != nil {
+		return false, err
+	}
+	_, err = d.exec(ctx, tx, qFoldTokens, bound)
 	if err == nil {
-		_, err = d.exec(ctx, tx, qClearTokenLog)
+		_, err = d.exec(ctx, tx, qClearTokenLog, bound)
 	}
 	if err != nil {
 		_, rerr := d.exec(ctx, tx, `ROLLBACK TO fold_tokens`)
 		_, relErr := d.exec(ctx, tx, `RELEASE fold_tokens`)
-		return fmt.Errorf("fold token log: %w", errors.Join(err, rerr, relErr))
+		return false, errors.Join(err, rerr, relErr)
 	}
 	if _, err := d.exec(ctx, tx, `RELEASE fold_tokens`); err != nil {
-		return fmt.Errorf("fold token log: %w", err)
+		return false, err
 	}
-	d.tokensLogged, d.tokensFolded = false, time.Now()
-	return nil
+	return drained, nil
 }
 
 // TokensUsed implements store.TokenUse: the counts, and what the log

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"maps"
 	"path/filepath"
 	"testing"
@@ -165,6 +166,49 @@ func TestAFailedFoldLeavesTheLog(t *testing.T) {
 		got, err := d.TokensUsed(ctx, day, "user:a", "chat:x")
 		if err != nil || got["user:a"] != 10 || got["chat:x"] != 4 {
 			t.Errorf("TokensUsed = %v, %v; want user:a 10, chat:x 4", got, err)
+		}
+	})
+}
+
+// TestAFoldTakesAPartAtATime: a fold takes the oldest tokensFoldRows
+// rows of the log, and the next batch the next part, without waiting for
+// tokensFoldEvery again; the counts are whole once the log is drained.
+func TestAFoldTakesAPartAtATime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		d := openFresh(t)
+		const day, turns = "2026-12-06", 150 // two rows a turn: more than a part
+		commit := func() {
+			t.Helper()
+			if err := d.w.do(func(*sql.Conn) error { return nil }, false, true); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tables := func(wantLog, wantCounts int) {
+			t.Helper()
+			var log, counts int
+			if err := d.row(ctx, `SELECT (SELECT count(*) FROM token_log), (SELECT count(*) FROM token_use)`, nil, &log, &counts); err != nil {
+				t.Fatal(err)
+			}
+			if log != wantLog || counts != wantCounts {
+				t.Errorf("%d rows in the log, %d counts; want %d, %d", log, counts, wantLog, wantCounts)
+			}
+		}
+		commit() // the open's fold, of nothing
+		time.Sleep(tokensFoldEvery)
+		for i := range turns {
+			if err := d.AddTokens(ctx, day, 2, fmt.Sprintf("user:%03d", i), "chat:x"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		commit()
+		// The oldest 256 rows: the first 128 turns' users and the chat.
+		tables(2*turns-tokensFoldRows, tokensFoldRows/2+1)
+		commit()
+		tables(0, turns+1)
+		got, err := d.TokensUsed(ctx, day, "chat:x", "user:000", "user:149")
+		if err != nil || got["chat:x"] != 2*turns || got["user:000"] != 2 || got["user:149"] != 2 {
+			t.Errorf("TokensUsed = %v, %v", got, err)
 		}
 	})
 }
