@@ -2,8 +2,11 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -188,4 +191,78 @@ func atOnce(t *testing.T, n int, call func(i int) (bool, error)) int {
 	}
 	wg.Wait()
 	return int(yes.Load())
+}
+
+// TestDedupIsPrunedAPartAtATime: the dedup table has no index of its
+// keys' expiry; the prune walks it by key, in parts, and deletes every
+// expired key of every part and no other, and an expired key is free
+// again once pruned.
+func TestDedupIsPrunedAPartAtATime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		d := openFresh(t)
+		var indexes int
+		if err := d.row(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'dedup'`, nil, &indexes); err != nil {
+			t.Fatal(err)
+		}
+		if indexes != 0 {
+			t.Errorf("the dedup table has %d index(es) besides its key", indexes)
+		}
+		for q, args := range map[string][]any{
+			qDedupPartEnd: {"a", 1}, qPruneDedup: {"a", "b", 1}, qPruneDedupTo: {"a", 1},
+		} {
+			var plan string
+			err := d.each(ctx, "EXPLAIN QUERY PLAN "+q, args, func(rows *sql.Rows) error {
+				var id, parent, unused int
+				var detail string
+				err := rows.Scan(&id, &parent, &unused, &detail)
+				plan += detail + "; "
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(plan, "SEARCH dedup USING PRIMARY KEY (key>?") {
+				t.Errorf("%s\nreads the table without its key: %s", q, plan)
+			}
+		}
+		const keys = 2*dedupPrunePart + 500 // three parts
+		for i := range keys {
+			ttl := time.Hour
+			if i%3 == 0 {
+				ttl = time.Minute // spread over every part
+			}
+			if ok, err := d.ClaimDedup(ctx, fmt.Sprintf("in:%05d", i), ttl); !ok || err != nil {
+				t.Fatalf("claim %d: %v %v", i, ok, err)
+			}
+		}
+		// The smallest key there is, and keys that differ by a NUL at
+		// their end, on either side of a part's end.
+		for _, k := range []string{"", "in:01023\x00", "in:01023\x00\x00"} {
+			if ok, err := d.ClaimDedup(ctx, k, time.Minute); !ok || err != nil {
+				t.Fatalf("claim %q: %v %v", k, ok, err)
+			}
+		}
+		time.Sleep(2 * time.Minute)
+		expired := (keys+2)/3 + 3
+		if n, err := d.PruneDedup(ctx); err != nil || n != int64(expired) {
+			t.Fatalf("pruned %d, %v; want %d", n, err, expired)
+		}
+		var left, stale int
+		if err := d.row(ctx, `SELECT count(*), count(*) FILTER (WHERE expires_at <= ?) FROM dedup`, []any{millis(now())}, &left, &stale); err != nil {
+			t.Fatal(err)
+		}
+		if left != keys+3-expired || stale != 0 {
+			t.Errorf("%d keys left, %d of them expired; want %d, 0", left, stale, keys+3-expired)
+		}
+		if n, err := d.PruneDedup(ctx); err != nil || n != 0 {
+			t.Errorf("a second prune: %d, %v; want 0", n, err)
+		}
+		if ok, _ := d.ClaimDedup(ctx, "in:00000", time.Hour); !ok {
+			t.Error("a pruned key is not free")
+		}
+		if ok, _ := d.ClaimDedup(ctx, "in:00001", time.Hour); ok {
+			t.Error("a key that did not expire is free")
+		}
+	})
 }

@@ -648,15 +648,59 @@ func (d *DB) ReleaseDedup(ctx context.Context, key string) error {
 	return nil
 }
 
+// The dedup table has no index of its keys' expiry (see migration 19):
+// the prune walks it in key order, dedupPrunePart keys a writer job, so
+// that a table of a busy day's keys (a Feishu event's are kept seven
+// hours) never holds up the writes arriving for more than a part's
+// worth, about a millisecond.
+const (
+	dedupPrunePart = 1024
+	// qDedupPartEnd is the last key of the part from key ?1 on (none: the
+	// part is the rest of the table). A part's keys are those from its
+	// first to its last; the next part's first is the smallest key after
+	// that last, the last followed by a NUL.
+	qDedupPartEnd = `SELECT key FROM dedup WHERE key >= ?1 ORDER BY key LIMIT 1 OFFSET ?2`
+	qPruneDedup   = `DELETE FROM dedup WHERE key >= ?1 AND key <= ?2 AND expires_at <= ?3`
+	qPruneDedupTo = `DELETE FROM dedup WHERE key >= ?1 AND expires_at <= ?2`
+)
+
 // PruneDedup implements store.Dedup.
 func (d *DB) PruneDedup(ctx context.Context) (int64, error) {
 	t := millis(now())
-	res, err := d.exec(ctx, nil, `DELETE FROM dedup WHERE expires_at <= ?`, t)
-	if err != nil {
-		return 0, fmt.Errorf("prune dedup: %w", err)
+	var pruned int64
+	from, done := "", false
+	for !done {
+		if err := ctx.Err(); err != nil {
+			return pruned, fmt.Errorf("prune dedup: %w", err)
+		}
+		err := d.w.do(func(tx *sql.Conn) error {
+			var end string
+			var res sql.Result
+			switch err := d.queryRow(ctx, tx, qDedupPartEnd, from, dedupPrunePart-1).Scan(&end); {
+			case errors.Is(err, sql.ErrNoRows):
+				done = true
+				res, err = d.exec(ctx, tx, qPruneDedupTo, from, t)
+				if err != nil {
+					return err
+				}
+			case err != nil:
+				return err
+			default:
+				if res, err = d.exec(ctx, tx, qPruneDedup, from, end, t); err != nil {
+					return err
+				}
+				from = end + "\x00"
+			}
+			n, err := res.RowsAffected()
+			pruned += n
+			return err
+		}, false, false)
+		if err != nil {
+			return pruned, fmt.Errorf("prune dedup: %w", err)
+		}
 	}
 	d.claims.prune(t)
-	return res.RowsAffected()
+	return pruned, nil
 }
 
 // qPruneInbound deletes a chat's entries before before up to the earliest
