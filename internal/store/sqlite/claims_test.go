@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -211,17 +210,7 @@ func TestDedupIsPrunedAPartAtATime(t *testing.T) {
 		for q, args := range map[string][]any{
 			qDedupPartEnd: {"a", 1}, qPruneDedup: {"a", "b", 1}, qPruneDedupTo: {"a", 1},
 		} {
-			var plan string
-			err := d.each(ctx, "EXPLAIN QUERY PLAN "+q, args, func(rows *sql.Rows) error {
-				var id, parent, unused int
-				var detail string
-				err := rows.Scan(&id, &parent, &unused, &detail)
-				plan += detail + "; "
-				return err
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			plan := queryPlan(t, d, q, args...)
 			if !strings.Contains(plan, "SEARCH dedup USING PRIMARY KEY (key>?") {
 				t.Errorf("%s\nreads the table without its key: %s", q, plan)
 			}

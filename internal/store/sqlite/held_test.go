@@ -94,6 +94,33 @@ func bufferedIDs(t *testing.T, db *DB, scope string) []int64 {
 	return ids
 }
 
+// commitBatch hands the writer a job that waits for its batch to commit,
+// so that what was handed in before it is committed, and what runs last
+// in a batch (beforeCommit) has run.
+func commitBatch(t *testing.T, db *DB) {
+	t.Helper()
+	if err := db.w.do(func(*sql.Conn) error { return nil }, false, true); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// queryPlan is SQLite's plan of q with args, its steps joined by "; ".
+func queryPlan(t *testing.T, db *DB, q string, args ...any) string {
+	t.Helper()
+	var plan []string
+	err := db.each(context.Background(), "EXPLAIN QUERY PLAN "+q, args, func(rows *sql.Rows) error {
+		var id, parent, unused int
+		var detail string
+		err := rows.Scan(&id, &parent, &unused, &detail)
+		plan = append(plan, detail)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(plan, "; ")
+}
+
 // A message that triggers a turn is logged with its window entry and
 // taken out of the window by the turn's admission a moment later: in the
 // same batch, the entry is never written (it was an insert and a delete,

@@ -210,20 +210,8 @@ func TestOutboxIndexesNameThePendingState(t *testing.T) {
 		qPendingOutbox: "outbox_pending",
 		qPruneOutbox:   "USING INTEGER PRIMARY KEY (rowid<?)",
 	} {
-		var plan []string
-		err := d.each(ctx, "EXPLAIN QUERY PLAN "+q, []any{"a", "b"}[:strings.Count(q, "?")], func(rows *sql.Rows) error {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				return err
-			}
-			plan = append(plan, detail)
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(strings.Join(plan, "; "), index) {
+		plan := queryPlan(t, d, q, []any{"a", "b"}[:strings.Count(q, "?")]...)
+		if !strings.Contains(plan, index) {
 			t.Errorf("%s\nplan %q does not use %s", q, plan, index)
 		}
 	}

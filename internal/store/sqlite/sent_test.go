@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -149,19 +148,7 @@ func TestSentIDsAreAppendedWithoutAnIndex(t *testing.T) {
 		if indexes != 0 {
 			t.Errorf("the sent table has %d index(es)", indexes)
 		}
-		var plan string
-		err = db.each(ctx, "EXPLAIN QUERY PLAN "+qPruneSent, []any{int64(0)}, func(rows *sql.Rows) error {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				return err
-			}
-			plan += detail + "; "
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		plan := queryPlan(t, db, qPruneSent, int64(0))
 		if !strings.Contains(plan, "USING INTEGER PRIMARY KEY (rowid<?)") {
 			t.Errorf("the prune does not read a range of rowids: %s", plan)
 		}

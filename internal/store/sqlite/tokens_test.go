@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -50,16 +49,6 @@ func TestTokensAreLoggedThenFolded(t *testing.T) {
 		}
 		defer func() { d.Close() }()
 		const day = "2026-12-06"
-		tables := func(wantLog, wantCounts int) {
-			t.Helper()
-			var log, counts int
-			if err := d.row(ctx, `SELECT (SELECT count(*) FROM token_log), (SELECT count(*) FROM token_use)`, nil, &log, &counts); err != nil {
-				t.Fatal(err)
-			}
-			if log != wantLog || counts != wantCounts {
-				t.Errorf("%d rows in the log, %d counts; want %d, %d", log, counts, wantLog, wantCounts)
-			}
-		}
 		used := func(want map[string]int64) {
 			t.Helper()
 			got, err := d.TokensUsed(ctx, day, "user:a", "user:b", "chat:x")
@@ -76,14 +65,12 @@ func TestTokensAreLoggedThenFolded(t *testing.T) {
 			if err := d.AddTokens(ctx, day, n, keys...); err != nil {
 				t.Fatal(err)
 			}
-			if err := d.w.do(func(*sql.Conn) error { return nil }, false, true); err != nil {
-				t.Fatal(err)
-			}
+			commitBatch(t, d)
 		}
 		add(10, "user:a", "chat:x") // the first batch of an open folds
-		tables(0, 2)
+		tokenTables(t, d, 0, 2)
 		add(5, "user:b", "chat:x")
-		tables(2, 2)
+		tokenTables(t, d, 2, 2)
 		used(map[string]int64{"user:a": 10, "user:b": 5, "chat:x": 15})
 		top, err := d.TopTokenUse(ctx, day, "user:", 5)
 		if err != nil || len(top) != 2 || top[0] != (store.TokenCount{Key: "user:a", Tokens: 10}) || top[1] != (store.TokenCount{Key: "user:b", Tokens: 5}) {
@@ -92,7 +79,7 @@ func TestTokensAreLoggedThenFolded(t *testing.T) {
 
 		time.Sleep(tokensFoldEvery)
 		add(1, "user:a")
-		tables(0, 3)
+		tokenTables(t, d, 0, 3)
 		used(map[string]int64{"user:a": 11, "user:b": 5, "chat:x": 15})
 
 		add(7, "user:b")
@@ -102,10 +89,10 @@ func TestTokensAreLoggedThenFolded(t *testing.T) {
 		if d, err = Open(ctx, path, Options{}); err != nil {
 			t.Fatal(err)
 		}
-		tables(1, 3)
+		tokenTables(t, d, 1, 3)
 		used(map[string]int64{"user:a": 11, "user:b": 12, "chat:x": 15})
 		add(1, "chat:x")
-		tables(0, 3)
+		tokenTables(t, d, 0, 3)
 		used(map[string]int64{"user:a": 11, "user:b": 12, "chat:x": 16})
 
 		// The prune folds first: the log's rows of the day pruned go too.
@@ -115,7 +102,7 @@ func TestTokensAreLoggedThenFolded(t *testing.T) {
 		if n, err := d.PruneTokenUse(ctx, "2026-12-02"); err != nil || n != 1 {
 			t.Errorf("pruned %d, %v; want 1", n, err)
 		}
-		tables(0, 3)
+		tokenTables(t, d, 0, 3)
 		used(map[string]int64{"user:a": 11, "user:b": 12, "chat:x": 16})
 	})
 }
@@ -129,23 +116,7 @@ func TestAFailedFoldLeavesTheLog(t *testing.T) {
 		ctx := context.Background()
 		d := openFresh(t)
 		const day = "2026-12-06"
-		commit := func() {
-			t.Helper()
-			if err := d.w.do(func(*sql.Conn) error { return nil }, false, true); err != nil {
-				t.Fatal(err)
-			}
-		}
-		tables := func(wantLog, wantCounts int) {
-			t.Helper()
-			var log, counts int
-			if err := d.row(ctx, `SELECT (SELECT count(*) FROM token_log), (SELECT count(*) FROM token_use)`, nil, &log, &counts); err != nil {
-				t.Fatal(err)
-			}
-			if log != wantLog || counts != wantCounts {
-				t.Errorf("%d rows in the log, %d counts; want %d, %d", log, counts, wantLog, wantCounts)
-			}
-		}
-		commit() // the open's fold, of nothing
+		commitBatch(t, d) // the open's fold, of nothing
 		time.Sleep(tokensFoldEvery)
 		if _, err := d.exec(ctx, nil, `CREATE TRIGGER refuse BEFORE DELETE ON token_log BEGIN SELECT RAISE(ABORT, 'refused'); END`); err != nil {
 			t.Fatal(err)
@@ -153,16 +124,16 @@ func TestAFailedFoldLeavesTheLog(t *testing.T) {
 		if err := d.AddTokens(ctx, day, 4, "user:a", "chat:x"); err != nil {
 			t.Fatal(err)
 		}
-		commit() // a fold is due, and fails
-		tables(2, 0)
+		commitBatch(t, d) // a fold is due, and fails
+		tokenTables(t, d, 2, 0)
 		if _, err := d.exec(ctx, nil, `DROP TRIGGER refuse`); err != nil {
 			t.Fatal(err)
 		}
 		if err := d.AddTokens(ctx, day, 6, "user:a"); err != nil {
 			t.Fatal(err)
 		}
-		commit() // still due: this one folds
-		tables(0, 2)
+		commitBatch(t, d) // still due: this one folds
+		tokenTables(t, d, 0, 2)
 		got, err := d.TokensUsed(ctx, day, "user:a", "chat:x")
 		if err != nil || got["user:a"] != 10 || got["chat:x"] != 4 {
 			t.Errorf("TokensUsed = %v, %v; want user:a 10, chat:x 4", got, err)
@@ -178,37 +149,33 @@ func TestAFoldTakesAPartAtATime(t *testing.T) {
 		ctx := context.Background()
 		d := openFresh(t)
 		const day, turns = "2026-12-06", 150 // two rows a turn: more than a part
-		commit := func() {
-			t.Helper()
-			if err := d.w.do(func(*sql.Conn) error { return nil }, false, true); err != nil {
-				t.Fatal(err)
-			}
-		}
-		tables := func(wantLog, wantCounts int) {
-			t.Helper()
-			var log, counts int
-			if err := d.row(ctx, `SELECT (SELECT count(*) FROM token_log), (SELECT count(*) FROM token_use)`, nil, &log, &counts); err != nil {
-				t.Fatal(err)
-			}
-			if log != wantLog || counts != wantCounts {
-				t.Errorf("%d rows in the log, %d counts; want %d, %d", log, counts, wantLog, wantCounts)
-			}
-		}
-		commit() // the open's fold, of nothing
+		commitBatch(t, d)                    // the open's fold, of nothing
 		time.Sleep(tokensFoldEvery)
 		for i := range turns {
 			if err := d.AddTokens(ctx, day, 2, fmt.Sprintf("user:%03d", i), "chat:x"); err != nil {
 				t.Fatal(err)
 			}
 		}
-		commit()
+		commitBatch(t, d)
 		// The oldest 256 rows: the first 128 turns' users and the chat.
-		tables(2*turns-tokensFoldRows, tokensFoldRows/2+1)
-		commit()
-		tables(0, turns+1)
+		tokenTables(t, d, 2*turns-tokensFoldRows, tokensFoldRows/2+1)
+		commitBatch(t, d)
+		tokenTables(t, d, 0, turns+1)
 		got, err := d.TokensUsed(ctx, day, "chat:x", "user:000", "user:149")
 		if err != nil || got["chat:x"] != 2*turns || got["user:000"] != 2 || got["user:149"] != 2 {
 			t.Errorf("TokensUsed = %v, %v", got, err)
 		}
 	})
+}
+
+// tokenTables checks how many rows the token log and the counts hold.
+func tokenTables(t *testing.T, d *DB, wantLog, wantCounts int) {
+	t.Helper()
+	var log, counts int
+	if err := d.row(context.Background(), `SELECT (SELECT count(*) FROM token_log), (SELECT count(*) FROM token_use)`, nil, &log, &counts); err != nil {
+		t.Fatal(err)
+	}
+	if log != wantLog || counts != wantCounts {
+		t.Errorf("%d rows in the log, %d counts; want %d, %d", log, counts, wantLog, wantCounts)
+	}
 }
