@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,11 +22,7 @@ import (
 func TestAFreeClaimNeverWaitsForTheWriter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		path := filepath.Join(t.TempDir(), "pincer.db")
-		db, err := Open(ctx, path, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		db := openFresh(t)
 		release := holdWriter(t, db)
 		type outcome struct {
 			what string
@@ -63,16 +58,8 @@ func TestAFreeClaimNeverWaitsForTheWriter(t *testing.T) {
 		if o := <-answered; o.ok || o.err != nil {
 			t.Errorf("the duplicate: %v %v, want refused", o.ok, o.err)
 		}
-		if err := db.Close(); err != nil {
-			t.Fatal(err)
-		}
-
 		// Written: a reopened store knows both keys, and the turn.
-		db, err = Open(ctx, path, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
+		db = reopen(t, db)
 		if ok, err := db.AdmitTurn(ctx, "in:onebot:default:group:1:7", time.Hour, nil, store.Consumed{}); ok || err != nil {
 			t.Errorf("the admitted key after a reopen: %v %v, want refused", ok, err)
 		}

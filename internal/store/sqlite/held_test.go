@@ -26,6 +26,21 @@ func openFresh(t *testing.T) *DB {
 	return db
 }
 
+// reopen closes db and opens its file again, the new store closed when
+// the test ends.
+func reopen(t *testing.T, db *DB) *DB {
+	t.Helper()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(context.Background(), db.path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
 // onWriter runs statements on the writer's connection (where TEMP
 // tables and triggers live).
 func onWriter(t *testing.T, db *DB, queries ...string) {
@@ -129,11 +144,7 @@ func queryPlan(t *testing.T, db *DB, q string, args ...any) string {
 func TestABufferedEntryTakenOutInItsBatchIsNeverWritten(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		path := filepath.Join(t.TempDir(), "pincer.db")
-		db, err := Open(ctx, path, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		db := openFresh(t)
 		inserted := countInserts(t, db)
 		entry := func(i int) int64 {
 			m := bufferedFor(i)
@@ -168,14 +179,7 @@ func TestABufferedEntryTakenOutInItsBatchIsNeverWritten(t *testing.T) {
 		if ok, err := db.AdmitTurn(ctx, "in:4", time.Hour, nil, store.Consumed{Entries: []int64{later}}); !ok || err != nil {
 			t.Fatalf("admit: %v %v", ok, err)
 		}
-		if err := db.Close(); err != nil {
-			t.Fatal(err)
-		}
-		db, err = Open(ctx, path, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
+		db = reopen(t, db)
 		if diff := cmp.Diff([]int64{kept}, bufferedIDs(t, db, "onebot/default")); diff != "" {
 			t.Errorf("entries buffered after a reopen (-want +got):\n%s", diff)
 		}

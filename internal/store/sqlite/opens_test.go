@@ -27,11 +27,7 @@ type opened struct {
 func TestOpeningASessionNeverWaitsForTheWriter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		path := filepath.Join(t.TempDir(), "pincer.db")
-		db, err := Open(ctx, path, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		db := openFresh(t)
 		if _, _, err := db.OpenSession(ctx, "old", "main"); err != nil {
 			t.Fatal(err)
 		}
@@ -84,14 +80,7 @@ func TestOpeningASessionNeverWaitsForTheWriter(t *testing.T) {
 		if o := <-got; o.err != nil || len(o.turns) != 1 || o.turns[0].Text != "还在写" {
 			t.Errorf("session with a write pending, read by the writer: %+v", o)
 		}
-		if err := db.Close(); err != nil {
-			t.Fatal(err)
-		}
-		db, err = Open(ctx, path, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
+		db = reopen(t, db)
 		s, created, err := db.OpenSession(ctx, "new", "main")
 		if err != nil || created || s.Key != "new" {
 			t.Errorf("the session made in memory, after a reopen: %+v created %v, %v; want it written", s, created, err)

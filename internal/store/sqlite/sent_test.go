@@ -17,11 +17,7 @@ import (
 // after the store is opened anew.
 func TestSentIDsAreKnownAfterAReopen(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "pincer.db")
-	db, err := Open(ctx, path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openFresh(t)
 	if err := db.RecordSent(ctx, "onebot", "default", "-101", "102"); err != nil {
 		t.Fatal(err)
 	}
@@ -31,14 +27,7 @@ func TestSentIDsAreKnownAfterAReopen(t *testing.T) {
 	if err := db.RecordSent(ctx, "onebot", "default", "103"); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db, err = Open(ctx, path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db = reopen(t, db)
 	for id, want := range map[string]bool{"-101": false, "102": false, "103": true, "104": false} {
 		if got, err := db.WasSent(ctx, "onebot", "default", msg.MessageID(id)); got != want || err != nil {
 			t.Errorf("WasSent(%s) = %v, %v; want %v", id, got, err, want)
@@ -87,11 +76,7 @@ func TestWasSentNeverWaitsForTheWriter(t *testing.T) {
 func TestWhatFollowsASendDoesNotWaitForTheWriter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		path := filepath.Join(t.TempDir(), "pincer.db")
-		db, err := Open(ctx, path, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		db := openFresh(t)
 		if _, err := db.AdmitTurn(ctx, "turn", time.Hour, []byte("t"), store.Consumed{}); err != nil {
 			t.Fatal(err)
 		}
@@ -114,14 +99,7 @@ func TestWhatFollowsASendDoesNotWaitForTheWriter(t *testing.T) {
 		if pending, err := db.PendingTurns(ctx); err != nil || len(pending) != 0 {
 			t.Errorf("journal after FinishTurn: %+v, %v", pending, err)
 		}
-		if err := db.Close(); err != nil {
-			t.Fatal(err)
-		}
-		db, err = Open(ctx, path, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
+		db = reopen(t, db)
 		if ok, _ := db.WasSent(ctx, "onebot", "default", "8"); !ok {
 			t.Error("the id recorded while the writer was busy is not known after a reopening")
 		}
@@ -136,11 +114,7 @@ func TestWhatFollowsASendDoesNotWaitForTheWriter(t *testing.T) {
 func TestSentIDsAreAppendedWithoutAnIndex(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		path := filepath.Join(t.TempDir(), "pincer.db")
-		db, err := Open(ctx, path, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		db := openFresh(t)
 		var indexes int
 		if err := db.row(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'sent'`, nil, &indexes); err != nil {
 			t.Fatal(err)
@@ -170,13 +144,7 @@ func TestSentIDsAreAppendedWithoutAnIndex(t *testing.T) {
 		if err := db.row(ctx, `SELECT count(*) FROM sent`, nil, &rows); err != nil || rows != 1 {
 			t.Fatalf("%d rows left (%v), want 1: id 2's later row", rows, err)
 		}
-		if err := db.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if db, err = Open(ctx, path, Options{}); err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
+		db = reopen(t, db)
 		for id, want := range map[msg.MessageID]bool{"1": false, "2": true} {
 			if got, _ := db.WasSent(ctx, "onebot", "default", id); got != want {
 				t.Errorf("after reopening, WasSent(%s) = %v, want %v", id, got, want)

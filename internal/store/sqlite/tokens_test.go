@@ -42,12 +42,7 @@ func TestMigrationToTokenUse(t *testing.T) {
 func TestTokensAreLoggedThenFolded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		path := filepath.Join(t.TempDir(), "tokens.db")
-		d, err := Open(ctx, path, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { d.Close() }()
+		d := openFresh(t)
 		const day = "2026-12-06"
 		used := func(want map[string]int64) {
 			t.Helper()
@@ -83,12 +78,7 @@ func TestTokensAreLoggedThenFolded(t *testing.T) {
 		used(map[string]int64{"user:a": 11, "user:b": 5, "chat:x": 15})
 
 		add(7, "user:b")
-		if err := d.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if d, err = Open(ctx, path, Options{}); err != nil {
-			t.Fatal(err)
-		}
+		d = reopen(t, d)
 		tokenTables(t, d, 1, 3)
 		used(map[string]int64{"user:a": 11, "user:b": 12, "chat:x": 15})
 		add(1, "chat:x")
