@@ -150,25 +150,14 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}
-	if err := d.loadChains(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
-	}
-	if err := d.loadCounters(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
-	}
-	if err := d.loadSent(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
-	}
-	if err := d.loadClaims(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
-	}
-	if err := d.loadSessions(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
+	// What the store keeps in memory beside its tables: the chats' ends,
+	// the counters, and the mirrors of the sent ids, the claimed keys and
+	// the sessions.
+	for _, load := range []func(context.Context) error{d.loadChains, d.loadCounters, d.loadSent, d.loadClaims, d.loadSessions} {
+		if err := load(ctx); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("sqlite: %s: %w", path, err)
+		}
 	}
 	if d.conn, err = db.Conn(ctx); err != nil {
 		db.Close()
