@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -58,7 +57,7 @@ func (d *DB) AdmitTurn(ctx context.Context, key string, ttl time.Duration, turn 
 		return d.w.post(func(tx *sql.Conn) error {
 			admitted, err := d.admit(ctx, tx, key, at, until, turn, consume)
 			if err == nil && !admitted {
-				err = errors.New("its key, free in memory, was claimed in the table")
+				err = errClaimedInTable
 			}
 			if err != nil {
 				return fmt.Errorf("admit %s: %w", key, err)
@@ -91,11 +90,7 @@ func (d *DB) admit(ctx context.Context, tx *sql.Conn, key string, at, until int6
 	if err != nil {
 		return false, err
 	}
-	res, err := d.exec(ctx, tx, qClaim, key, until, at)
-	if err != nil {
-		return false, err
-	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
+	if claimed, err := d.claimIn(ctx, tx, key, at, until); err != nil || !claimed {
 		if err == nil {
 			d.drop(held)
 		}
@@ -613,12 +608,12 @@ func (d *DB) ClaimDedup(ctx context.Context, key string, ttl time.Duration) (boo
 	// writer's batch.
 	free, err := d.claims.claim(key, at, until, d.health.Last() == nil, func() error {
 		return d.w.post(func(tx *sql.Conn) error {
-			res, err := d.exec(ctx, tx, qClaim, key, until, at)
+			claimed, err := d.claimIn(ctx, tx, key, at, until)
+			if err == nil && !claimed {
+				err = errClaimedInTable
+			}
 			if err != nil {
 				return fmt.Errorf("claim %s: %w", key, err)
-			}
-			if n, err := res.RowsAffected(); err != nil || n == 0 {
-				return fmt.Errorf("claim %s: %w", key, cmp.Or(err, errors.New("its key, free in memory, was claimed in the table")))
 			}
 			return nil
 		}, false)
@@ -629,15 +624,26 @@ func (d *DB) ClaimDedup(ctx context.Context, key string, ttl time.Duration) (boo
 	if free {
 		return true, nil
 	}
-	res, err := d.exec(ctx, nil, qClaim, key, until, at)
+	claimed, err := d.claimIn(ctx, nil, key, at, until)
 	if err != nil {
 		return false, fmt.Errorf("claim %s: %w", key, err)
+	}
+	return claimed, nil
+}
+
+// errClaimedInTable fails the write of a claim the claims in memory
+// granted, of a key the table holds unexpired.
+var errClaimedInTable = errors.New("its key, free in memory, was claimed in the table")
+
+// claimIn claims key until until (ms), at at (ms), inside tx (nil: as a
+// job of its own): false when the table holds it unexpired.
+func (d *DB) claimIn(ctx context.Context, tx *sql.Conn, key string, at, until int64) (bool, error) {
+	res, err := d.exec(ctx, tx, qClaim, key, until, at)
+	if err != nil {
+		return false, err
 	}
 	n, err := res.RowsAffected()
-	if err != nil {
-		return false, fmt.Errorf("claim %s: %w", key, err)
-	}
-	return n == 1, nil
+	return n == 1, err
 }
 
 // ReleaseDedup implements store.Dedup.
