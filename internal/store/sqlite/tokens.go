@@ -106,8 +106,8 @@ func (d *DB) foldTokens(tx *sql.Conn, force bool) error {
 	}
 }
 
-// foldPart folds the oldest tokensFoldRows rows of the log; drained is
-// true when no row is left.
+// foldPart folds the oldest tokensFoldRows rows of the log, under a
+// savepoint; drained is true when no row is left.
 func (d *DB) foldPart(tx *sql.Conn) (drained bool, err error) {
 	ctx := context.Background()
 	bound := int64(math.MaxInt64)
@@ -117,22 +117,14 @@ func (d *DB) foldPart(tx *sql.Conn) (drained bool, err error) {
 	case err != nil:
 		return false, err
 	}
-	if _, err := d.exec(ctx, tx, `SAVEPOINT fold_tokens`); err != nil {
-		return false, err
-	}
-	_, err = d.exec(ctx, tx, qFoldTokens, bound)
-	if err == nil {
-		_, err = d.exec(ctx, tx, qClearTokenLog, bound)
-	}
-	if err != nil {
-		_, rerr := d.exec(ctx, tx, `ROLLBACK TO fold_tokens`)
-		_, relErr := d.exec(ctx, tx, `RELEASE fold_tokens`)
-		return false, errors.Join(err, rerr, relErr)
-	}
-	if _, err := d.exec(ctx, tx, `RELEASE fold_tokens`); err != nil {
-		return false, err
-	}
-	return drained, nil
+	err = d.w.atomically(func() error {
+		if _, err := d.exec(ctx, tx, qFoldTokens, bound); err != nil {
+			return err
+		}
+		_, err := d.exec(ctx, tx, qClearTokenLog, bound)
+		return err
+	})
+	return drained, err
 }
 
 // TokensUsed implements store.TokenUse: the counts, and what the log

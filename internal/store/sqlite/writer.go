@@ -492,10 +492,17 @@ func (w *writer) exec(tx *sql.Conn, j *job) error {
 		return j.fn(tx)
 	}
 	w.savepoints.Add(1)
+	return w.atomically(func() error { return j.fn(tx) })
+}
+
+// atomically runs fn, statements of the batch the writer has open, under
+// a savepoint: they apply together or not at all, without aborting the
+// rest of the batch.
+func (w *writer) atomically(fn func() error) error {
 	if err := w.ctl("SAVEPOINT job"); err != nil {
 		return err
 	}
-	if err := j.fn(tx); err != nil {
+	if err := fn(); err != nil {
 		rerr := w.ctl("ROLLBACK TO job")
 		relErr := w.ctl("RELEASE job")
 		return errors.Join(err, rerr, relErr)
