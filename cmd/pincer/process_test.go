@@ -116,6 +116,9 @@ func startServe(tb testing.TB, dir, config string) (*proc, time.Duration) {
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}
+	// A test that does not stop its pincer (or fails before it does)
+	// leaves none running: killing one already stopped does nothing.
+	tb.Cleanup(func() { _ = cmd.Process.Kill() })
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	elapsed := time.Since(start)
 	if err != nil {
