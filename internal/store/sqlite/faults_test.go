@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -107,7 +108,9 @@ func TestSQLiteReadOnlyIsNamed(t *testing.T) {
 // again, the fault clears.
 func TestFullDiskIsReported(t *testing.T) {
 	ctx := context.Background()
-	var logged bytes.Buffer
+	// The writer logs the failures of a batch as it ends, while the test
+	// reads what was logged.
+	var logged lockedBuffer
 	d, err := Open(ctx, filepath.Join(t.TempDir(), "p.db"), Options{Logger: slog.New(slog.NewTextHandler(&logged, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -170,4 +173,23 @@ func TestRemovedDirectoryIsReported(t *testing.T) {
 	if d.Health() == nil {
 		t.Error("health must report the removed database")
 	}
+}
+
+// lockedBuffer is a bytes.Buffer a log handler writes and a test reads
+// at once.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
