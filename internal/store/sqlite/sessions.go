@@ -96,11 +96,11 @@ func (d *DB) Session(ctx context.Context, key string) (store.Session, error) {
 // SetModelOverride implements store.Sessions.
 func (d *DB) SetModelOverride(ctx context.Context, key, model string) error {
 	var res sql.Result
-	err := d.sessionWrite(key, false, func(tx *sql.Conn) error {
+	err := d.w.do(func(tx *sql.Conn) error {
 		var err error
 		res, err = d.exec(ctx, tx, `UPDATE sessions SET model_override = ?, updated_at = ? WHERE key = ?`, model, millis(now()), key)
 		return err
-	})
+	}, false, false)
 	if err != nil {
 		return fmt.Errorf("set model of %s: %w", key, err)
 	}
@@ -110,7 +110,7 @@ func (d *DB) SetModelOverride(ctx context.Context, key, model string) error {
 // SetSessionOption implements store.Sessions.
 func (d *DB) SetSessionOption(ctx context.Context, key, name, value string) error {
 	var res sql.Result
-	err := d.sessionWrite(key, false, func(tx *sql.Conn) error {
+	err := d.w.do(func(tx *sql.Conn) error {
 		var err error
 		if value == "" {
 			res, err = d.exec(ctx, tx, `UPDATE sessions SET options = json_remove(options, '$.' || json_quote(?)), updated_at = ? WHERE key = ?`, name, millis(now()), key)
@@ -118,7 +118,7 @@ func (d *DB) SetSessionOption(ctx context.Context, key, name, value string) erro
 			res, err = d.exec(ctx, tx, `UPDATE sessions SET options = json_set(options, '$.' || json_quote(?), ?), updated_at = ? WHERE key = ?`, name, value, millis(now()), key)
 		}
 		return err
-	})
+	}, false, false)
 	if err != nil {
 		return fmt.Errorf("set option %s of %s: %w", name, key, err)
 	}
@@ -128,11 +128,11 @@ func (d *DB) SetSessionOption(ctx context.Context, key, name, value string) erro
 // ResetSession implements store.Sessions.
 func (d *DB) ResetSession(ctx context.Context, key, reason string) (store.Session, error) {
 	var s store.Session
-	err := d.sessionWrite(key, true, func(tx *sql.Conn) error {
+	err := d.w.do(func(tx *sql.Conn) error {
 		var err error
 		s, err = d.reset(ctx, tx, key, reason)
 		return err
-	})
+	}, true, false)
 	if err != nil {
 		return store.Session{}, fmt.Errorf("reset session %s: %w", key, err)
 	}
@@ -142,7 +142,7 @@ func (d *DB) ResetSession(ctx context.Context, key, reason string) (store.Sessio
 // CompactSession implements store.Sessions.
 func (d *DB) CompactSession(ctx context.Context, key, summary string, keep []store.Turn) (store.Session, error) {
 	var s store.Session
-	err := d.sessionWrite(key, true, func(tx *sql.Conn) error {
+	err := d.w.do(func(tx *sql.Conn) error {
 		var err error
 		if s, err = d.reset(ctx, tx, key, "compact"); err != nil {
 			return err
@@ -154,7 +154,7 @@ func (d *DB) CompactSession(ctx context.Context, key, summary string, keep []sto
 			}
 		}
 		return nil
-	})
+	}, true, false)
 	if err != nil {
 		return store.Session{}, fmt.Errorf("compact session %s: %w", key, err)
 	}

@@ -85,13 +85,9 @@ type DB struct {
 	// (see claims.go).
 	sent   sentMirror
 	claims claimMirror
-	// sessions knows the sessions and their writes not committed yet;
-	// readers are the connections sessions are read on, with their
-	// statements (see opens.go).
-	sessions                    sessionMirror
-	readers                     *sql.DB
-	readSession, readTranscript *sql.Stmt
-	log                         *slog.Logger
+	// sessions knows the sessions (see opens.go).
+	sessions sessionMirror
+	log      *slog.Logger
 	// closeOnce makes Close safe to call again; closeErr is what the
 	// first call returned.
 	closeOnce sync.Once
@@ -176,10 +172,6 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		d.Close()
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
 	}
-	if err := d.openReaders(ctx, q); err != nil {
-		d.Close()
-		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
-	}
 	// A database that opens but cannot be written would drop messages
 	// later, silently: refuse it now.
 	if err := d.Probe(ctx); err != nil {
@@ -245,9 +237,6 @@ func (d *DB) close() error {
 	}
 	d.w.close()
 	errs = append(errs, d.saveAllChains(context.Background()), d.closeStmts(), d.closeRaw(), d.conn.Close())
-	if d.readers != nil {
-		errs = append(errs, d.readSession.Close(), d.readTranscript.Close(), d.readers.Close())
-	}
 	return errors.Join(append(errs, d.db.Close())...)
 }
 

@@ -42,13 +42,13 @@ func (d *DB) AppendTurn(ctx context.Context, key string, t store.Turn) (store.Tu
 	if err != nil {
 		return t, fmt.Errorf("append turn to %s: %w", key, err)
 	}
-	err = d.sessionWrite(key, false, func(tx *sql.Conn) error {
+	err = d.w.do(func(tx *sql.Conn) error {
 		err := d.queryRow(ctx, tx, qAppendTurn, string(t.Role), t.Text, calls, t.ToolCallID, t.Partial, millis(t.At), images, millis(now()), key).Scan(&t.Seq)
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrNotFound
 		}
 		return err
-	})
+	}, false, false)
 	if err != nil {
 		return t, fmt.Errorf("append turn to %s: %w", key, err)
 	}
@@ -68,7 +68,7 @@ func (d *DB) PostTurn(ctx context.Context, key string, t store.Turn) error {
 	if err != nil {
 		return fmt.Errorf("post turn to %s: %w", key, err)
 	}
-	err = d.w.postOver(func(tx *sql.Conn) error {
+	err = d.w.post(func(tx *sql.Conn) error {
 		// Nobody reads the turn's number back, so the insert returns
 		// nothing: SQLite gathers a RETURNING clause's rows in a temporary
 		// table of their own.
@@ -80,7 +80,7 @@ func (d *DB) PostTurn(ctx context.Context, key string, t store.Turn) error {
 			return fmt.Errorf("post turn to %s: %w", key, cmp.Or(err, store.ErrNotFound))
 		}
 		return nil
-	}, false, d.writing(key))
+	}, false)
 	if err != nil {
 		return fmt.Errorf("post turn to %s: %w", key, err)
 	}

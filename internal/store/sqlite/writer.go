@@ -48,11 +48,7 @@ type job struct {
 	async bool
 	// row, when set, is an entry of the inbound log (fn is nil), inserted
 	// with the entries next to it (see flushRows).
-	row *logRow
-	// over, when set, runs once the job is over: its batch committed (or
-	// failed to), or the job dropped unrun (a store closed, a batch that
-	// could not begin).
-	over func()
+	row  *logRow
 	done chan error
 }
 
@@ -66,11 +62,8 @@ type writer struct {
 	// inserts them (only the writer touches them).
 	rows       []*logRow
 	insertRows func(tx *sql.Conn, rows []*logRow) error
-	// beforeCommit runs last in every batch; over holds the batch's jobs'
-	// over, run once it is committed or rolled back (only the writer
-	// touches it).
+	// beforeCommit runs last in every batch.
 	beforeCommit func(tx *sql.Conn) error
-	over         []func()
 	// commits counts the batches committed (or whose COMMIT failed), and
 	// savepoints the jobs run under a savepoint of their own.
 	commits, savepoints atomic.Int64
@@ -119,13 +112,8 @@ func newWriter(conn *sql.Conn, note, fail func(error), insertRows func(*sql.Conn
 // do hands fn to the writer and waits until it ran (or, durable, until its
 // batch was committed).
 func (w *writer) do(fn func(tx *sql.Conn) error, atomic, durable bool) error {
-	return w.doOver(fn, atomic, durable, nil)
-}
-
-// doOver is do with over run once the job is over (see job).
-func (w *writer) doOver(fn func(tx *sql.Conn) error, atomic, durable bool, over func()) error {
 	j := w.pool.Get().(*job)
-	j.fn, j.atomic, j.durable, j.async, j.row, j.over = fn, atomic, durable, false, nil, over
+	j.fn, j.atomic, j.durable, j.async, j.row = fn, atomic, durable, false, nil
 	w.mu.RLock()
 	if w.closed {
 		w.mu.RUnlock()
@@ -135,7 +123,7 @@ func (w *writer) doOver(fn func(tx *sql.Conn) error, atomic, durable bool, over 
 	w.jobs <- j
 	w.mu.RUnlock()
 	err := <-j.done
-	j.fn, j.over = nil, nil
+	j.fn = nil
 	w.pool.Put(j)
 	return err
 }
@@ -145,13 +133,8 @@ func (w *writer) doOver(fn func(tx *sql.Conn) error, atomic, durable bool, over 
 // room: a writer that falls behind slows its callers down). Jobs posted
 // and done by one goroutine run in the order it handed them in.
 func (w *writer) post(fn func(tx *sql.Conn) error, atomic bool) error {
-	return w.postOver(fn, atomic, nil)
-}
-
-// postOver is post with over run once the job is over (see job).
-func (w *writer) postOver(fn func(tx *sql.Conn) error, atomic bool, over func()) error {
 	j := w.pool.Get().(*job)
-	j.fn, j.atomic, j.durable, j.async, j.row, j.over = fn, atomic, false, true, nil, over
+	j.fn, j.atomic, j.durable, j.async, j.row = fn, atomic, false, true, nil
 	return w.queue(j)
 }
 
@@ -159,7 +142,7 @@ func (w *writer) postOver(fn func(tx *sql.Conn) error, atomic bool, over func())
 // set, runs right after the entry is written, in the same transaction.
 func (w *writer) postRow(r *logRow, fn func(tx *sql.Conn) error) error {
 	j := w.pool.Get().(*job)
-	j.fn, j.atomic, j.durable, j.async, j.row, j.over = fn, false, false, true, r, nil
+	j.fn, j.atomic, j.durable, j.async, j.row = fn, false, false, true, r
 	return w.queue(j)
 }
 
@@ -321,9 +304,6 @@ func (w *writer) batch(first *job) {
 	tx := w.conn
 	if err := w.ctl("BEGIN IMMEDIATE"); err != nil {
 		w.note(err)
-		if first.over != nil {
-			first.over()
-		}
 		w.finish(first, err)
 		return
 	}
@@ -359,9 +339,6 @@ func (w *writer) batch(first *job) {
 			failed(w.flushRows(tx))
 			err = w.exec(tx, j)
 			failed(err)
-		}
-		if j.over != nil {
-			w.over = append(w.over, j.over)
 		}
 		switch {
 		case j.durable:
@@ -422,22 +399,14 @@ func (w *writer) batch(first *job) {
 	if err != nil {
 		w.fail(err)
 	}
-	for i, f := range w.over {
-		f()
-		w.over[i] = nil
-	}
-	w.over = w.over[:0]
 	for i, d := range waiting {
 		d.done <- errors.Join(waitErrs[i], err)
 	}
 }
 
-// drop recycles j, a job that will not run, after its over.
+// drop recycles j, a job that will not run.
 func (w *writer) drop(j *job) {
-	if j.over != nil {
-		j.over()
-	}
-	j.fn, j.row, j.over = nil, nil, nil
+	j.fn, j.row = nil, nil
 	w.pool.Put(j)
 }
 
@@ -461,7 +430,7 @@ func (w *writer) finish(j *job, err error) {
 		if err != nil {
 			w.fail(err)
 		}
-		j.fn, j.row, j.over = nil, nil, nil
+		j.fn, j.row = nil, nil
 		w.pool.Put(j)
 		return
 	}

@@ -304,44 +304,11 @@ func TestPostedWritesWaitForTheBatch(t *testing.T) {
 	})
 }
 
-// TestAJobIsOverOnceItsBatchIsOrDroppedUnrun: a job's over runs once,
-// after its batch committed, whether the job was waited for or not and
-// whether it failed; a job handed to a closed writer is over at once; one
-// whose batch cannot begin is over without running.
-func TestAJobIsOverOnceItsBatchIsOrDroppedUnrun(t *testing.T) {
+// TestAJobWhoseBatchCannotBeginIsNotRun: a job whose batch cannot begin
+// is told why and never runs; a job handed to a closed writer is refused.
+func TestAJobWhoseBatchCannotBeginIsNotRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newBatchRig(t)
-		var mu sync.Mutex
-		var events []string
-		note := func(e string) func() {
-			return func() {
-				mu.Lock()
-				events = append(events, e)
-				mu.Unlock()
-			}
-		}
-		seen := func() []string {
-			mu.Lock()
-			defer mu.Unlock()
-			return slices.Clone(events)
-		}
-		if err := r.w.postOver(r.job(1), false, note("posted over")); err != nil {
-			t.Fatal(err)
-		}
-		failed := errors.New("refused")
-		if err := r.w.doOver(func(*sql.Conn) error { return failed }, false, false, note("failed over")); !errors.Is(err, failed) {
-			t.Fatalf("do: %v", err)
-		}
-		synctest.Wait()
-		if got := seen(); len(got) != 0 {
-			t.Fatalf("over before the batch committed: %v", got)
-		}
-		time.Sleep(20 * time.Millisecond)
-		synctest.Wait()
-		if diff := cmp.Diff([]string{"posted over", "failed over"}, seen()); diff != "" {
-			t.Errorf("over after the commit (-want +got):\n%s", diff)
-		}
-
 		// A batch that cannot begin: another connection holds the
 		// database's write lock, and the rig's connection does not wait.
 		var path string
@@ -367,23 +334,17 @@ func TestAJobIsOverOnceItsBatchIsOrDroppedUnrun(t *testing.T) {
 			t.Fatal(err)
 		}
 		ran := false
-		err = r.w.doOver(func(*sql.Conn) error { ran = true; return nil }, false, false, note("unbegun over"))
+		err = r.w.do(func(*sql.Conn) error { ran = true; return nil }, false, false)
 		if err == nil || ran {
 			t.Fatalf("a job whose batch could not begin: ran %v, %v", ran, err)
-		}
-		if diff := cmp.Diff([]string{"posted over", "failed over", "unbegun over"}, seen()); diff != "" {
-			t.Errorf("over of a job whose batch could not begin (-want +got):\n%s", diff)
 		}
 		if _, err := lock.ExecContext(context.Background(), "ROLLBACK"); err != nil {
 			t.Fatal(err)
 		}
 		lock.Close()
-		r.close(1)
-		if err := r.w.postOver(r.job(2), false, note("closed over")); !errors.Is(err, ErrClosed) {
+		r.close(0)
+		if err := r.w.post(r.job(2), false); !errors.Is(err, ErrClosed) {
 			t.Errorf("post to a closed writer: %v", err)
-		}
-		if diff := cmp.Diff([]string{"posted over", "failed over", "unbegun over", "closed over"}, seen()); diff != "" {
-			t.Errorf("over of a job a closed writer refused (-want +got):\n%s", diff)
 		}
 	})
 }
