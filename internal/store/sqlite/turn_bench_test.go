@@ -31,16 +31,23 @@ import (
 // pages written to the write-ahead log per event and per turn too (each
 // is two system calls and most of what a commit costs), which unlike the
 // CPU figures do not depend on what else the machine runs.
+//
+// In with-turns every @ is in a group of its own, whose session is new;
+// in reopened the @s go round 50 groups, so most turns open a session
+// that has a transcript (as an @ in a group the bot talked in before
+// does).
 func BenchmarkSteadyTurns(b *testing.B) {
 	var chatter perEvent
-	b.Run("chatter", func(b *testing.B) { chatter = steadyTurns(b, 0, perEvent{}) })
-	b.Run("with-turns", func(b *testing.B) { steadyTurns(b, 10, chatter) })
+	b.Run("chatter", func(b *testing.B) { chatter = steadyTurns(b, 0, 0, perEvent{}) })
+	b.Run("with-turns", func(b *testing.B) { steadyTurns(b, 10, 0, chatter) })
+	b.Run("reopened", func(b *testing.B) { steadyTurns(b, 10, 50, chatter) })
 }
 
-// steadyTurns runs b.N events, every every-th an @ (none for 0), and
-// returns the CPU per event in µs; chatter, when known, is the CPU per
-// event of chatter alone, for the CPU per turn.
-func steadyTurns(b *testing.B, every int, chatter perEvent) perEvent {
+// steadyTurns runs b.N events, every every-th an @ (none for 0), in one
+// of sessions sessions (0: the @'s group's own), and returns the CPU per
+// event in µs; chatter, when known, is the CPU per event of chatter
+// alone, for the CPU per turn.
+func steadyTurns(b *testing.B, every, sessions int, chatter perEvent) perEvent {
 	ctx := context.Background()
 	db, err := Open(ctx, filepath.Join(b.TempDir(), "steady.db"), Options{})
 	if err != nil {
@@ -57,6 +64,9 @@ func steadyTurns(b *testing.B, every int, chatter perEvent) perEvent {
 		}
 	}
 	turn := func(i int, m msg.Message) error {
+		if sessions > 0 {
+			m.Peer.ID = strconv.Itoa(700_000_000 + i%sessions)
+		}
 		_, buffered, err := db.LogInboundBuffered(ctx, m, store.ViewHistory, store.Buffered{Scope: "onebot/default", Kind: "turn", Key: m.Peer.String(), Message: m})
 		if err != nil {
 			return err
