@@ -15,48 +15,14 @@ import (
 	"github.com/pincerbot/pincer/internal/llm"
 )
 
-// The request body is encoded, and the streamed chunks decoded, here from
-// plain structs with encoding/json rather than through the SDK's params
-// and chunk types: their reflective codec cost twice the time and memory
-// of the rest of a call (see BenchmarkStream). The SDK still sends the
-// request (auth, headers, errors) and frames the stream (events, [DONE],
-// error events); TestBodyMatchesTheSDK holds the two encodings of a
-// request to the same JSON.
-
-// chatRequest is a streamed chat-completions request.
-type chatRequest struct {
-	Model               string         `json:"model"`
-	Messages            []chatMessage  `json:"messages"`
-	Stream              bool           `json:"stream"`
-	StreamOptions       *streamOptions `json:"stream_options,omitempty"`
-	Tools               []chatTool     `json:"tools,omitempty"`
-	ReasoningEffort     string         `json:"reasoning_effort,omitempty"`
-	MaxTokens           int            `json:"max_tokens,omitempty"`
-	MaxCompletionTokens int            `json:"max_completion_tokens,omitempty"`
-}
-
-// streamOptions asks for the usage chunk at the end of a stream.
-type streamOptions struct {
-	IncludeUsage bool `json:"include_usage"`
-}
-
-type chatMessage struct {
-	Role string `json:"role"`
-	// Content is a *string, or a []contentPart for a user turn that shows
-	// images. It is left out only for an assistant turn that made tool
-	// calls and said nothing.
-	Content    any            `json:"content,omitempty"`
-	ToolCalls  []chatToolCall `json:"tool_calls,omitempty"`
-	ToolCallID string         `json:"tool_call_id,omitempty"`
-}
-
-// contentPart is one part of a user turn's content: its text, or an
-// image.
-type contentPart struct {
-	Type     string    `json:"type"`
-	Text     string    `json:"text,omitempty"`
-	ImageURL *imageURL `json:"image_url,omitempty"`
-}
+// The request body is encoded by hand (see appendBody), and the streamed
+// chunks decoded from plain structs with encoding/json, rather than
+// through the SDK's params and chunk types: their reflective codec cost
+// twice the time and memory of the rest of a call (see BenchmarkStream).
+// The request is sent as the SDK sent it (auth, headers, errors; see api)
+// and the stream framed as the SDK frames it (events, [DONE], error
+// events); TestBodyMatchesTheSDK holds the two encodings of a request to
+// the same JSON.
 
 // imageURL is an image part's picture, sent inline as a data URL.
 type imageURL llm.Image
@@ -96,43 +62,9 @@ func plainJSON(s string) bool {
 	return true
 }
 
-// userContent is a user turn's content: its text alone, as a string,
-// unless it shows images; then its text (when there is any) and the
-// images as parts.
-func userContent(m *llm.Message) any {
-	if len(m.Images) == 0 {
-		return &m.Text
-	}
-	parts := make([]contentPart, 0, len(m.Images)+1)
-	if m.Text != "" {
-		parts = append(parts, contentPart{Type: "text", Text: m.Text})
-	}
-	for i := range m.Images {
-		parts = append(parts, contentPart{Type: "image_url", ImageURL: (*imageURL)(&m.Images[i])})
-	}
-	return parts
-}
-
-type chatToolCall struct {
-	ID       string       `json:"id"`
-	Type     string       `json:"type"`
-	Function chatFunction `json:"function"`
-}
-
 type chatFunction struct {
 	Name      string `json:"name"`
 	Arguments string `json:"arguments"`
-}
-
-type chatTool struct {
-	Type     string  `json:"type"`
-	Function toolDef `json:"function"`
-}
-
-type toolDef struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Parameters  json.RawMessage `json:"parameters,omitempty"`
 }
 
 // schemas keeps the encoded parameters of the tools seen, by the identity
@@ -181,60 +113,6 @@ func (c *schemas) encode(params map[string]any) (json.RawMessage, error) {
 	c.byID[id] = schema{params: params, raw: raw}
 	c.mu.Unlock()
 	return raw, nil
-}
-
-// body returns req as a chat-completions request.
-func (p *Provider) body(req llm.Request) (chatRequest, error) {
-	msgs := make([]chatMessage, 0, len(req.Messages)+1)
-	if req.System != "" {
-		msgs = append(msgs, chatMessage{Role: "system", Content: &req.System})
-	}
-	for i := range req.Messages {
-		m := &req.Messages[i]
-		switch m.Role {
-		case llm.RoleAssistant:
-			a := chatMessage{Role: "assistant"}
-			if m.Text != "" || len(m.ToolCalls) == 0 {
-				a.Content = &m.Text
-			}
-			if len(m.ToolCalls) > 0 {
-				a.ToolCalls = make([]chatToolCall, len(m.ToolCalls))
-				for j, c := range m.ToolCalls {
-					a.ToolCalls[j] = chatToolCall{ID: c.ID, Type: "function", Function: chatFunction{Name: c.Name, Arguments: c.Arguments}}
-				}
-			}
-			msgs = append(msgs, a)
-		case llm.RoleTool:
-			msgs = append(msgs, chatMessage{Role: "tool", Content: &m.Text, ToolCallID: m.ToolCallID})
-		default:
-			msgs = append(msgs, chatMessage{Role: "user", Content: userContent(m)})
-		}
-	}
-	body := chatRequest{Model: req.Model, Messages: msgs, Stream: true}
-	if p.askUsage {
-		body.StreamOptions = &streamOptions{IncludeUsage: true}
-	}
-	if len(req.Tools) > 0 {
-		body.Tools = make([]chatTool, len(req.Tools))
-		for i, t := range req.Tools {
-			params, err := p.schemas.encode(t.Parameters)
-			if err != nil {
-				return body, fmt.Errorf("tool %s: parameters: %w", t.Name, err)
-			}
-			body.Tools[i] = chatTool{Type: "function", Function: toolDef{Name: t.Name, Description: t.Description, Parameters: params}}
-		}
-	}
-	if llm.ThinkingBudget(req.Thinking) > 0 {
-		body.ReasoningEffort = req.Thinking
-	}
-	if req.MaxTokens > 0 {
-		if p.legacyMaxTokens {
-			body.MaxTokens = req.MaxTokens
-		} else {
-			body.MaxCompletionTokens = req.MaxTokens
-		}
-	}
-	return body, nil
 }
 
 // bodySize estimates the encoded size of req's body: its texts, with
@@ -305,19 +183,12 @@ func (c *chunk) UnmarshalJSON(data []byte) error {
 func (p *Provider) newStreaming(ctx context.Context, req llm.Request) *chunkStream {
 	// Not recycled: the transport may still be writing a body after the
 	// response arrived. Sized once, from the texts it carries.
-	var buf bytes.Buffer
-	buf.Grow(bodySize(req))
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
 	var raw *http.Response
-	body, err := p.body(req)
-	if err == nil {
-		err = enc.Encode(body)
-	}
+	body, err := p.appendBody(make([]byte, 0, bodySize(req)), req)
 	if err != nil {
 		err = fmt.Errorf("encode request: %w", err)
 	} else {
-		raw, err = p.client.post(ctx, "chat/completions", "application/json", buf.Bytes())
+		raw, err = p.client.post(ctx, "chat/completions", "application/json", body)
 	}
 	return newChunkStream(newSSEDecoder(raw), err)
 }

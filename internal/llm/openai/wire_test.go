@@ -100,11 +100,20 @@ func decoded(t *testing.T, v any) map[string]any {
 	return m
 }
 
-// TestBodyMatchesTheSDK holds the hand-encoded request to the JSON the
-// SDK's params make of the same request, for every kind of turn.
-func TestBodyMatchesTheSDK(t *testing.T) {
+// decodedBody is a request body as JSON values.
+func decodedBody(t *testing.T, body []byte) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatalf("%v: %s", err, body)
+	}
+	return m
+}
+
+// requestKinds are requests of every kind of turn.
+func requestKinds() map[string]llm.Request {
 	tools := benchRequest().Tools
-	for name, req := range map[string]llm.Request{
+	return map[string]llm.Request{
 		"group turn": benchRequest(),
 		"bare":       {Model: "m", Messages: []llm.Message{{Role: llm.RoleUser, Text: ""}}},
 		"tool round": {Model: "m", System: "s <b>&</b>", Tools: tools, Thinking: "high", MaxTokens: 7, Messages: []llm.Message{
@@ -127,18 +136,30 @@ func TestBodyMatchesTheSDK(t *testing.T) {
 			{Role: llm.RoleUser, Images: []llm.Image{{MIME: "image/jpeg", Data: bytes.Repeat([]byte{0xff, 0xd8, 0x00}, 700)}, {MIME: "image/webp", Data: []byte{}}}},
 			{Role: llm.RoleUser, Text: "and this?", Images: []llm.Image{{MIME: "image/gif", Data: []byte("GIF89a")}}},
 		}},
-	} {
+		"odd MIME": {Model: "m", Messages: []llm.Message{{Role: llm.RoleUser, Images: []llm.Image{{MIME: "image/<x>\"&\n", Data: []byte("x")}}}}},
+		"escapes everywhere": {Model: "m\"<", System: "\u2028\x00", Thinking: "medium", Messages: []llm.Message{
+			{Role: llm.RoleUser, Text: "bad \xff utf8 \t"},
+			{Role: llm.RoleAssistant, Text: "<&>", ToolCalls: []llm.ToolCall{{ID: "\"", Name: "\\", Arguments: "{\"a\":\"<b>\"}"}}},
+			{Role: llm.RoleTool, ToolCallID: "c\u2029", Text: ""},
+		}},
+	}
+}
+
+// TestBodyMatchesTheSDK holds the hand-encoded request to the JSON the
+// SDK's params make of the same request, for every kind of turn.
+func TestBodyMatchesTheSDK(t *testing.T) {
+	for name, req := range requestKinds() {
 		for _, legacy := range []bool{false, true} {
 			p := &Provider{legacyMaxTokens: legacy, askUsage: !legacy}
 			want := decoded(t, sdkParams(p, req))
 			want["stream"] = true // what NewStreaming adds
 			// Twice: the second time the tools' schemas are the kept ones.
 			for range 2 {
-				body, err := p.body(req)
+				body, err := p.appendBody(nil, req)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if diff := cmp.Diff(want, decoded(t, body)); diff != "" {
+				if diff := cmp.Diff(want, decodedBody(t, body)); diff != "" {
 					t.Errorf("%s (legacy %v): body differs from the SDK's (-sdk +ours):\n%s", name, legacy, diff)
 				}
 			}
@@ -285,11 +306,11 @@ func TestUsageAskedOfOpenAIOnly(t *testing.T) {
 		"https://api.deepseek.com/v1": false,
 		"http://127.0.0.1:11434/v1":   false,
 	} {
-		body, err := New("p", llm.Endpoint{BaseURL: base}).body(llm.Request{Model: "m", Messages: []llm.Message{{Role: llm.RoleUser, Text: "x"}}})
+		body, err := New("p", llm.Endpoint{BaseURL: base}).appendBody(nil, llm.Request{Model: "m", Messages: []llm.Message{{Role: llm.RoleUser, Text: "x"}}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := decoded(t, body)["stream_options"]
+		got := decodedBody(t, body)["stream_options"]
 		if want && !cmp.Equal(got, map[string]any{"include_usage": true}) || !want && got != nil {
 			t.Errorf("base %q: stream_options %v, want asked %v", base, got, want)
 		}
