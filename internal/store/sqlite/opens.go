@@ -25,10 +25,10 @@ import (
 // trickle that cost more than the wait: SQLite drops a connection's whole
 // page cache when it begins to read after another connection wrote, so
 // every such read fetched the pages of both tables again from the files
-// (about 275 µs of CPU a read, where the writer reads from its cache),
-// and the wait for the writer it spared was not to be seen in the
-// latency of an @ (measured with pincer bench, steady, 60 s; see
-// docs/performance.md).
+// (about 275 µs of CPU a read by the profile of a steady run in which
+// groups hear several @s, where the writer reads from its cache), and the
+// wait for the writer it spared did not show in the latency of an @ (see
+// docs/performance.md, "Measured at" the change).
 //
 // The tables are the process's own (as the data directory is), so the
 // sessions that exist are all known here. Sessions are never deleted, so
