@@ -71,14 +71,7 @@ func TestMigrationToTurnsMarkingActivity(t *testing.T) {
 	exec := execIn(t, old)
 	exec(`INSERT INTO sessions (key, agent_id, generation, created_at, updated_at) VALUES ('a', 'main', 0, 1000, 5000)`)
 	exec(`INSERT INTO turns (session_key, generation, seq, role, text, at) VALUES ('a', 0, 1, 'user', 'hi', 4000)`)
-	if err := old.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db, err := Open(ctx, path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := upgraded(t, old, path)
 	s, err := db.Session(ctx, "a")
 	if err != nil || !s.UpdatedAt.Equal(time.UnixMilli(5000)) {
 		t.Fatalf("after the migration: last active %v (%v), want %v", s.UpdatedAt, err, time.UnixMilli(5000))

@@ -40,6 +40,22 @@ func migratedTo(t *testing.T, path string, v int64) *sql.DB {
 }
 
 // execIn runs statements on db, failing t with the statement that failed.
+// upgraded closes old, a database migratedTo an earlier version, and opens
+// its file as the store, which applies the migrations after it; the store
+// is closed when the test ends.
+func upgraded(t *testing.T, old *sql.DB, path string) *DB {
+	t.Helper()
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Open(context.Background(), path, Options{})
+	if err != nil {
+		t.Fatalf("open after the migration: %v", err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
 func execIn(t *testing.T, db *sql.DB) func(q string, args ...any) {
 	return func(q string, args ...any) {
 		t.Helper()
@@ -79,15 +95,7 @@ func TestMigrationMovesTheLogAndBuffersIntoViews(t *testing.T) {
 	exec(`INSERT INTO buffered (scope, kind, key, trigger, at, body) VALUES ('onebot/default', 'history', ?, '', 1, ?)`, g.String(), body(m("3", "three", 3)))
 	exec(`INSERT INTO buffered (scope, kind, key, trigger, at, body) VALUES ('onebot/default', 'digest', ?, '', 1, ?)`, g.String(), body(m("3", "three", 3)))
 	exec(`INSERT INTO buffered (scope, kind, key, trigger, at, body) VALUES ('onebot/default', 'realtime', ?, 'mention', 1, ?)`, g.String()+"::1", body(m("3", "three", 3)))
-	if err := old.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	d, err := Open(ctx, path, Options{})
-	if err != nil {
-		t.Fatalf("open after the migration: %v", err)
-	}
-	defer d.Close()
+	d := upgraded(t, old, path)
 	texts := func(lms []store.LoggedMessage, err error) []string {
 		t.Helper()
 		if err != nil {
@@ -150,15 +158,7 @@ func TestMigrationToFewerTrees(t *testing.T) {
 		exec(`INSERT INTO messages (seq, chat, message_id, views, logged_at, body, prev) VALUES (?, ?, ?, 1, 1, ?, ?)`, seq, chatKey("onebot", "default", g), text, b, seq-1)
 	}
 	exec(`INSERT INTO chats (chat, last, views) VALUES (?, 2, 1)`, chatKey("onebot", "default", g))
-	if err := old.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	d, err := Open(ctx, path, Options{})
-	if err != nil {
-		t.Fatalf("open after the migration: %v", err)
-	}
-	defer d.Close()
+	d := upgraded(t, old, path)
 	if ok, err := d.ClaimDedup(ctx, "seen", time.Hour); err != nil || ok {
 		t.Errorf("a claim made before the migration claimed again: %v, %v", ok, err)
 	}
@@ -230,14 +230,7 @@ func TestMigrationToTurnsBySession(t *testing.T) {
 	long := strings.Repeat("长回答。", 400) // past a page: an overflow page
 	exec(`INSERT INTO turns (session_key, generation, seq, role, text, at) VALUES
 		('b', 0, 1, 'user', 'b one', 1), ('a', 1, 2, 'assistant', ?, 3), ('a', 0, 1, 'user', 'old generation', 1), ('a', 1, 1, 'user', 'a one', 2)`, long)
-	if err := old.Close(); err != nil {
-		t.Fatal(err)
-	}
-	d, err := Open(ctx, path, Options{})
-	if err != nil {
-		t.Fatalf("open after the migration: %v", err)
-	}
-	defer d.Close()
+	d := upgraded(t, old, path)
 	texts := func(key string) []string {
 		t.Helper()
 		turns, err := d.Transcript(ctx, key)

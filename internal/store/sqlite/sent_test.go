@@ -170,14 +170,7 @@ func TestMigrationToTheSentLog(t *testing.T) {
 	at := millis(now())
 	exec(`INSERT INTO sent (channel, account, message_id, sent_at) VALUES ('onebot', 'default', 'new', ?), ('onebot', 'default', 'old', ?), ('feishu', 'bot', 'om_1', ?)`,
 		at, at-int64(2*time.Hour/time.Millisecond), at)
-	if err := old.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db, err := Open(ctx, path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := upgraded(t, old, path)
 	for _, c := range []struct {
 		ch   msg.ChannelID
 		acct msg.AccountID

@@ -86,14 +86,7 @@ func TestMigrationToAppendedTraces(t *testing.T) {
 		exec(`INSERT INTO traces (chat, msg, key, sender, preview, at, steps) VALUES ('onebot:default:group:9', ?, ?, '甲 (7)', ?, ?, '[]')`,
 			r.msg, key, "text "+r.msg, r.at.UnixMilli())
 	}
-	if err := old.Close(); err != nil {
-		t.Fatal(err)
-	}
-	d, err := Open(ctx, path, Options{})
-	if err != nil {
-		t.Fatalf("open after the migration: %v", err)
-	}
-	defer d.Close()
+	d := upgraded(t, old, path)
 	const chat = "onebot:default:group:9"
 	ids := func() []msg.MessageID {
 		t.Helper()
