@@ -133,7 +133,7 @@ func TestFeishuSimulator(t *testing.T) {
 	listen := ln.Addr().String()
 	ln.Close()
 	stdin, typing := io.Pipe()
-	out := &lockedBuffer{}
+	out := &logBuf{}
 	code := make(chan int, 1)
 	go func() {
 		code <- feishuSim([]string{"--listen", "127.0.0.1:0", "--webhook", "http://" + listen + "/feishu/events"}, stdin, out, io.Discard)

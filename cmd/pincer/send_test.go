@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -9,7 +8,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -78,27 +76,7 @@ func TestSendRefusesBadInput(t *testing.T) {
 	}
 }
 
-// lockedBuffer is an io.Writer safe to read while written.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// waitFor polls out until it matches, for output written by another
-// goroutine of the simulator.
-func waitFor(t *testing.T, out *lockedBuffer, re *regexp.Regexp) []string {
+func waitFor(t *testing.T, out *logBuf, re *regexp.Regexp) []string {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
@@ -113,7 +91,7 @@ func waitFor(t *testing.T, out *lockedBuffer, re *regexp.Regexp) []string {
 
 func TestOneBotSimulator(t *testing.T) {
 	stdin, typing := io.Pipe()
-	out := &lockedBuffer{}
+	out := &logBuf{}
 	code := make(chan int, 1)
 	go func() { code <- onebotSim([]string{"--listen", "127.0.0.1:0"}, stdin, out, io.Discard) }()
 	url := waitFor(t, out, regexp.MustCompile(`forward WebSocket (ws://\S+),`))[1]
