@@ -187,12 +187,8 @@ func TestDedupIsPrunedAPartAtATime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		d := openFresh(t)
-		var indexes int
-		if err := d.row(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'dedup'`, nil, &indexes); err != nil {
-			t.Fatal(err)
-		}
-		if indexes != 0 {
-			t.Errorf("the dedup table has %d index(es) besides its key", indexes)
+		if n := indexesOf(t, d, "dedup"); n != 0 {
+			t.Errorf("the dedup table has %d index(es) besides its key", n)
 		}
 		for q, args := range map[string][]any{
 			qDedupPartEnd: {"a", 1}, qPruneDedup: {"a", "b", 1}, qPruneDedupTo: {"a", 1},

@@ -119,6 +119,17 @@ func commitBatch(t *testing.T, db *DB) {
 	}
 }
 
+// indexesOf counts the indexes SQLite keeps of table (its key's own
+// included, when it has one apart from the rows).
+func indexesOf(t *testing.T, db *DB, table string) int {
+	t.Helper()
+	var n int
+	if err := db.row(context.Background(), `SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND tbl_name = ?`, []any{table}, &n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // queryPlan is SQLite's plan of q with args, its steps joined by "; ".
 func queryPlan(t *testing.T, db *DB, q string, args ...any) string {
 	t.Helper()

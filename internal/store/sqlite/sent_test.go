@@ -115,12 +115,8 @@ func TestSentIDsAreAppendedWithoutAnIndex(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		db := openFresh(t)
-		var indexes int
-		if err := db.row(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'sent'`, nil, &indexes); err != nil {
-			t.Fatal(err)
-		}
-		if indexes != 0 {
-			t.Errorf("the sent table has %d index(es)", indexes)
+		if n := indexesOf(t, db, "sent"); n != 0 {
+			t.Errorf("the sent table has %d index(es)", n)
 		}
 		plan := queryPlan(t, db, qPruneSent, int64(0))
 		if !strings.Contains(plan, "USING INTEGER PRIMARY KEY (rowid<?)") {
