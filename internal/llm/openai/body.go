@@ -25,21 +25,15 @@ import (
 func (p *Provider) appendBody(b []byte, req llm.Request) ([]byte, error) {
 	b = jsonstr.Append(append(b, `{"model":`...), req.Model, false)
 	b = append(b, `,"messages":[`...)
-	first := true
-	next := func(b []byte) []byte {
-		if first {
-			first = false
-			return b
-		}
-		return append(b, ',')
-	}
 	if req.System != "" {
-		b = jsonstr.Append(append(next(b), `{"role":"system","content":`...), req.System, false)
+		b = jsonstr.Append(append(b, `{"role":"system","content":`...), req.System, false)
 		b = append(b, '}')
 	}
 	for i := range req.Messages {
 		m := &req.Messages[i]
-		b = next(b)
+		if i > 0 || req.System != "" {
+			b = append(b, ',')
+		}
 		switch m.Role {
 		case llm.RoleAssistant:
 			b = append(b, `{"role":"assistant"`...)
